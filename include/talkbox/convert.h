@@ -1,0 +1,32 @@
+// Hugging Face snapshot → talkbox GGUF conversion (used by `talkbox convert` and `talkbox pull`).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace talkbox {
+
+enum class WeightType { F32, F16, BF16, Q8_0, Q4_K };
+
+const char* weight_type_name(WeightType t);              // "f32", "f16", "bf16", "q8_0", "q4_k"
+WeightType parse_weight_type(const std::string& name);   // throws Error (InvalidArgument) listing the choices
+
+struct ConvertOptions {
+    std::string snapshot_dir;  // config.json, model*.safetensors, tokenizer files, speech_tokenizer/
+    std::string output_path;   // written atomically (temp file + rename)
+    WeightType type = WeightType::F16;
+    // Called after each tensor is written: (tensors done, tensors total, GGUF name).
+    std::function<void(size_t, size_t, const std::string&)> progress;
+};
+
+struct ConvertSummary {
+    size_t tensor_count = 0;
+    size_t file_bytes = 0;
+    std::string variant, size;
+};
+
+// Throws talkbox::Error naming the offending file, tensor or key; never leaves a partial output.
+ConvertSummary convert_snapshot(const ConvertOptions& options);
+
+}  // namespace talkbox

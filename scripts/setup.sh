@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine needs, fetches the pinned ggml source and builds
+# talkbox into build/ (Release). Idempotent: a second run only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+NODE_LLAMA_CPP_VERSION=3.21.1   # ggml comes from this npm package's llama.cpp release bundle
+DEBIAN_PACKAGES=(
+  build-essential cmake ccache git pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
+  libsndfile1-dev libsoxr-dev libcurl4-openssl-dev libcpp-httplib-dev
+)
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+for p in "${DEBIAN_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# ggml: the llama.cpp git bundle shipped inside node-llama-cpp (never committed; see design.md).
+deps=.deps
+src="$deps/llama.cpp-node-llama-cpp-$NODE_LLAMA_CPP_VERSION"
+if [ ! -f "$src/ggml/CMakeLists.txt" ]; then
+  command -v npm >/dev/null || { echo "setup: npm is required to fetch ggml" >&2; exit 1; }
+  mkdir -p "$deps"
+  tmp=$(mktemp -d "$deps/fetch.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  echo "setup: fetching node-llama-cpp@$NODE_LLAMA_CPP_VERSION (ggml source)"
+  (cd "$tmp" && npm pack --silent "node-llama-cpp@$NODE_LLAMA_CPP_VERSION" >/dev/null)
+  tar -xzf "$tmp"/node-llama-cpp-*.tgz -C "$tmp" package/llama/gitRelease.bundle
+  git clone -q "$tmp/package/llama/gitRelease.bundle" "$tmp/llama.cpp" 2>/dev/null
+  rm -rf "$src" && mv "$tmp/llama.cpp" "$src"
+  rm -rf "$tmp"; trap - EXIT
+fi
+
+jobs=$(nproc)
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTALKBOX_GGML_SOURCE="$PWD/$src/ggml" "${launcher[@]}" ${TALKBOX_CMAKE_ARGS:-} >/dev/null
+cmake --build build -j "$jobs"
+echo "setup: built build/bin/talkbox"

@@ -1,0 +1,15 @@
+// Each subcommand registers itself on the root CLI11 app; its callback throws talkbox::Error on
+// failure, which main() prints and turns into exit status 1.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace talkbox::cli {
+
+void register_convert(CLI::App& app);
+void register_info(CLI::App& app);
+
+// True when stderr is a terminal (progress bars are drawn only then).
+bool stderr_is_tty();
+
+}  // namespace talkbox::cli

@@ -1,0 +1,30 @@
+#include <cstdio>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "talkbox/error.h"
+
+namespace talkbox::cli {
+bool stderr_is_tty() { return isatty(fileno(stderr)) != 0; }
+}  // namespace talkbox::cli
+
+int main(int argc, char** argv) {
+    CLI::App app{"talkbox — fast local neural text-to-speech (Qwen3-TTS)", "talkbox"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "talkbox 0.1.0");
+    app.footer("Run 'talkbox <command> --help' for the options of a command.");
+    talkbox::cli::register_convert(app);
+    talkbox::cli::register_info(app);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    } catch (const talkbox::Error& e) {
+        std::fprintf(stderr, "talkbox: error: %s\n", e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "talkbox: internal error: %s\n", e.what());
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,232 @@
+// Orchestrates `talkbox convert`: open the snapshot, map and check every tensor against the
+// layout the hyper-parameters imply, then stream header + tensor data into one GGUF file.
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "convert/hparams_meta.h"
+#include "convert/safetensors.h"
+#include "convert/tensor_names.h"
+#include "convert/tokenizer_meta.h"
+#include "convert/weight_type.h"
+#include "core/atomic_file.h"
+#include "core/gguf_file.h"
+#include "core/json_file.h"
+#include "qwen3tts/hparams.h"
+#include "qwen3tts/tensor_layout.h"
+#include "talkbox/convert.h"
+#include "talkbox/error.h"
+
+namespace fs = std::filesystem;
+
+namespace talkbox {
+
+namespace {
+
+struct SourceTensor {
+    const SafetensorsTensor* tensor;
+    std::string file;
+};
+
+// All tensors of a snapshot, keyed by GGUF name; owns the mapped safetensors files.
+class SnapshotTensors {
+public:
+    void add_file(const std::string& path) {
+        files_.push_back(std::make_unique<SafetensorsFile>(path));
+        for (const auto& t : files_.back()->tensors()) add(t, path);
+    }
+
+    // Sharded weights: the index names, for every tensor, the shard that holds it.
+    void add_sharded(const std::string& dir, const std::string& index_path) {
+        const auto index = read_json_file(index_path);
+        const auto& map = json_member(index, "weight_map", index_path);
+        if (!map.is_object() || map.empty()) throw Error(ErrorKind::Format, index_path + ": weight_map must be a non-empty object");
+        std::map<std::string, std::set<std::string>> by_shard;
+        for (auto it = map.begin(); it != map.end(); ++it) {
+            if (!it.value().is_string()) throw Error(ErrorKind::Format, index_path + ": shard of '" + it.key() + "' is not a string");
+            const std::string shard = it.value().get<std::string>();
+            if (shard.empty() || shard.find('/') != std::string::npos || shard.find("..") != std::string::npos) {
+                throw Error(ErrorKind::Format, index_path + ": shard name '" + shard + "' must be a plain file name");
+            }
+            by_shard[shard].insert(it.key());
+        }
+        for (const auto& [shard, names] : by_shard) {
+            const std::string path = dir + "/" + shard;
+            files_.push_back(std::make_unique<SafetensorsFile>(path));
+            for (const auto& name : names) {
+                if (!files_.back()->find(name)) {
+                    throw Error(ErrorKind::Format, index_path + ": tensor '" + name + "' is not in " + shard);
+                }
+            }
+            for (const auto& t : files_.back()->tensors()) {
+                if (!names.count(t.name)) {
+                    throw Error(ErrorKind::Format, path + ": tensor '" + t.name + "' is not listed in " + index_path);
+                }
+                add(t, path);
+            }
+        }
+    }
+
+    const std::map<std::string, SourceTensor>& by_gguf_name() const { return tensors_; }
+    bool has_prefix(const std::string& prefix) const {
+        for (const auto& [name, src] : tensors_)
+            if (name.rfind(prefix, 0) == 0) return true;
+        return false;
+    }
+
+private:
+    void add(const SafetensorsTensor& t, const std::string& path) {
+        const std::string name = gguf_tensor_name(t.name);
+        if (name.empty()) {
+            throw Error(ErrorKind::Format, path + ": unexpected tensor '" + t.name + "' (not part of a Qwen3-TTS 12Hz checkpoint)");
+        }
+        if (!tensors_.emplace(name, SourceTensor{&t, path}).second) {
+            throw Error(ErrorKind::Format, path + ": tensor '" + t.name + "' appears more than once in the snapshot");
+        }
+    }
+
+    std::vector<std::unique_ptr<SafetensorsFile>> files_;
+    std::map<std::string, SourceTensor> tensors_;
+};
+
+std::vector<int64_t> ggml_order(const std::vector<int64_t>& torch_shape) {
+    if (torch_shape.empty()) return {1};  // a scalar is stored as one element
+    return {torch_shape.rbegin(), torch_shape.rend()};
+}
+
+std::string require_file(const std::string& path, const std::string& what) {
+    if (!fs::exists(path)) throw Error(ErrorKind::NotFound, "snapshot is missing " + what + ": '" + path + "' does not exist");
+    return path;
+}
+
+struct GgufContextDeleter {
+    void operator()(gguf_context* c) const { gguf_free(c); }
+};
+struct GgmlContextDeleter {
+    void operator()(ggml_context* c) const { ggml_free(c); }
+};
+
+// Converts one source tensor to `type` into `out` (resized to the stored byte count).
+void encode_tensor(const SourceTensor& src, ggml_type type, const std::vector<int64_t>& shape, std::vector<uint8_t>& out,
+                   std::vector<float>& scratch) {
+    const SafetensorsTensor& t = *src.tensor;
+    const int64_t n_per_row = shape[0];
+    const int64_t n = t.element_count();
+    const int64_t rows = n / n_per_row;
+    out.resize(ggml_row_size(type, n_per_row) * static_cast<size_t>(rows));
+    const bool same = (type == GGML_TYPE_F32 && t.dtype == SafetensorsDtype::F32) ||
+                      (type == GGML_TYPE_F16 && t.dtype == SafetensorsDtype::F16) ||
+                      (type == GGML_TYPE_BF16 && t.dtype == SafetensorsDtype::BF16);
+    if (same) {
+        std::memcpy(out.data(), t.data, t.nbytes);
+        return;
+    }
+    scratch.resize(static_cast<size_t>(n));
+    safetensors_to_f32(t, scratch.data());
+    if (type == GGML_TYPE_F32) {
+        std::memcpy(out.data(), scratch.data(), scratch.size() * sizeof(float));
+    } else {
+        ggml_quantize_chunk(type, scratch.data(), out.data(), 0, rows, n_per_row, nullptr);
+    }
+}
+
+}  // namespace
+
+ConvertSummary convert_snapshot(const ConvertOptions& opt) {
+    const std::string dir = opt.snapshot_dir;
+    if (!fs::is_directory(dir)) throw Error(ErrorKind::NotFound, "snapshot folder '" + dir + "' does not exist");
+
+    SnapshotConfigs configs;
+    configs.model = read_json_file(require_file(dir + "/config.json", "config.json"));
+    configs.generation = read_json_file(require_file(dir + "/generation_config.json", "generation_config.json"));
+    configs.speech_tokenizer =
+        read_json_file(require_file(dir + "/speech_tokenizer/config.json", "the speech tokenizer config"));
+
+    SnapshotTensors sources;
+    if (fs::exists(dir + "/model.safetensors")) {
+        sources.add_file(dir + "/model.safetensors");
+    } else if (fs::exists(dir + "/model.safetensors.index.json")) {
+        sources.add_sharded(dir, dir + "/model.safetensors.index.json");
+    } else {
+        throw Error(ErrorKind::NotFound, "snapshot '" + dir + "' has neither model.safetensors nor model.safetensors.index.json");
+    }
+    sources.add_file(require_file(dir + "/speech_tokenizer/model.safetensors", "the speech tokenizer weights"));
+    configs.has_speaker_encoder_weights = sources.has_prefix("spk_enc.");
+
+    std::unique_ptr<gguf_context, GgufContextDeleter> gguf(gguf_init_empty());
+    gguf_set_val_str(gguf.get(), "general.architecture", "qwen3tts");
+    gguf_set_val_str(gguf.get(), "general.name", fs::path(dir).lexically_normal().filename().c_str());
+    gguf_set_val_str(gguf.get(), "qwen3tts.weight_type", weight_type_name(opt.type));
+    gguf_set_val_u32(gguf.get(), "general.quantization_version", GGML_QNT_VERSION);
+    write_hparams_metadata(gguf.get(), configs);
+    write_tokenizer_metadata(gguf.get(), dir);
+
+    // Read back what we wrote with the loader's own reader: the layout check uses the same numbers.
+    const auto hparams = qwen3tts::Hparams::from_gguf(GgufMeta(gguf.get(), "'" + dir + "'"));
+    const auto layout = qwen3tts::expected_tensors(hparams);
+
+    std::set<std::string> expected_names;
+    for (const auto& spec : layout) expected_names.insert(spec.name);
+    for (const auto& [name, src] : sources.by_gguf_name()) {
+        if (!expected_names.count(name)) {
+            throw Error(ErrorKind::Format, src.file + ": unexpected tensor '" + src.tensor->name +
+                                               "' (not implied by the hyper-parameters in config.json)");
+        }
+    }
+
+    const size_t ctx_size = ggml_tensor_overhead() * (layout.size() + 1);
+    std::unique_ptr<ggml_context, GgmlContextDeleter> meta_ctx(ggml_init({ctx_size, nullptr, /*no_alloc=*/true}));
+    struct Planned {
+        const SourceTensor* src;
+        ggml_type type;
+        std::vector<int64_t> shape;
+    };
+    std::vector<Planned> plan;
+    for (const auto& spec : layout) {
+        const auto it = sources.by_gguf_name().find(spec.name);
+        if (it == sources.by_gguf_name().end()) {
+            throw Error(ErrorKind::Format, "snapshot '" + dir + "' is missing the " + qwen3tts::component_name(spec.component) +
+                                               " tensor that becomes '" + spec.name + "'");
+        }
+        const SourceTensor& src = it->second;
+        const auto shape = ggml_order(src.tensor->shape);
+        if (shape != spec.shape) {
+            std::vector<int64_t> torch_expected(spec.shape.rbegin(), spec.shape.rend());
+            std::vector<int64_t> torch_actual(src.tensor->shape);
+            throw Error(ErrorKind::Format, src.file + ": tensor '" + src.tensor->name + "' has shape " +
+                                               shape_to_string(torch_actual) + ", expected " +
+                                               shape_to_string(torch_expected) + " from config.json");
+        }
+        const ggml_type type = storage_type(spec.name, shape, opt.type);
+        ggml_tensor* t = ggml_new_tensor(meta_ctx.get(), type, static_cast<int>(shape.size()), shape.data());
+        ggml_set_name(t, spec.name.c_str());
+        gguf_add_tensor(gguf.get(), t);
+        plan.push_back({&src, type, shape});
+    }
+
+    AtomicFileWriter out(opt.output_path);
+    std::vector<uint8_t> meta(gguf_get_meta_size(gguf.get()));
+    gguf_get_meta_data(gguf.get(), meta.data());
+    out.write(meta.data(), meta.size());
+    const size_t alignment = gguf_get_alignment(gguf.get());
+    std::vector<uint8_t> bytes;
+    std::vector<float> scratch;
+    for (size_t i = 0; i < plan.size(); ++i) {
+        encode_tensor(*plan[i].src, plan[i].type, plan[i].shape, bytes, scratch);
+        out.write(bytes.data(), bytes.size());
+        out.write_zeros(GGML_PAD(bytes.size(), alignment) - bytes.size());
+        if (opt.progress) opt.progress(i + 1, plan.size(), layout[i].name);
+    }
+    ConvertSummary summary;
+    summary.tensor_count = plan.size();
+    summary.file_bytes = out.bytes_written();
+    summary.variant = qwen3tts::variant_name(hparams.variant);
+    summary.size = hparams.size;
+    out.commit();
+    return summary;
+}
+
+}  // namespace talkbox

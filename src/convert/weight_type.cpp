@@ -1,0 +1,53 @@
+#include "convert/weight_type.h"
+
+#include "talkbox/error.h"
+
+namespace talkbox {
+
+namespace {
+struct TypeName {
+    WeightType type;
+    const char* name;
+    ggml_type ggml;
+};
+constexpr TypeName kTypes[] = {
+    {WeightType::F32, "f32", GGML_TYPE_F32},   {WeightType::F16, "f16", GGML_TYPE_F16},
+    {WeightType::BF16, "bf16", GGML_TYPE_BF16}, {WeightType::Q8_0, "q8_0", GGML_TYPE_Q8_0},
+    {WeightType::Q4_K, "q4_k", GGML_TYPE_Q4_K},
+};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+const char* weight_type_name(WeightType t) {
+    for (const auto& e : kTypes)
+        if (e.type == t) return e.name;
+    return "?";
+}
+
+WeightType parse_weight_type(const std::string& name) {
+    std::string choices;
+    for (const auto& e : kTypes) {
+        if (name == e.name) return e.type;
+        choices += std::string(choices.empty() ? "" : ", ") + e.name;
+    }
+    throw Error(ErrorKind::InvalidArgument, "unknown weight type '" + name + "' (choose one of " + choices + ")");
+}
+
+ggml_type to_ggml_type(WeightType t) {
+    for (const auto& e : kTypes)
+        if (e.type == t) return e.ggml;
+    return GGML_TYPE_F32;
+}
+
+ggml_type storage_type(const std::string& gguf_name, const std::vector<int64_t>& shape, WeightType requested) {
+    if (shape.size() != 2 || ends_with(gguf_name, ".embed_sum")) return GGML_TYPE_F32;
+    ggml_type t = to_ggml_type(requested);
+    if (t == GGML_TYPE_Q4_K && shape[0] % ggml_blck_size(GGML_TYPE_Q4_K) != 0) t = GGML_TYPE_Q8_0;
+    if (t == GGML_TYPE_Q8_0 && shape[0] % ggml_blck_size(GGML_TYPE_Q8_0) != 0) t = GGML_TYPE_F16;
+    return t;
+}
+
+}  // namespace talkbox

@@ -1,0 +1,56 @@
+#include "talkbox/model_info.h"
+
+#include <filesystem>
+
+#include "core/gguf_file.h"
+#include "qwen3tts/hparams.h"
+#include "qwen3tts/tensor_layout.h"
+#include "talkbox/error.h"
+
+namespace talkbox {
+
+ModelInfo read_model_info(const std::string& path) {
+    GgufFile file(path);
+    const auto h = qwen3tts::Hparams::from_gguf(file.meta());
+    const auto layout = qwen3tts::expected_tensors(h);
+
+    ModelInfo info;
+    info.path = path;
+    info.family = "Qwen3-TTS 12Hz";
+    info.name = file.meta().has_key("general.name") ? file.meta().get_string("general.name") : "";
+    info.size = h.size;
+    info.variant = qwen3tts::variant_display_name(h.variant);
+    info.weight_type = file.meta().has_key("qwen3tts.weight_type") ? file.meta().get_string("qwen3tts.weight_type") : "";
+    info.file_bytes = std::filesystem::file_size(path);
+
+    std::map<qwen3tts::Component, size_t> index;
+    for (const auto& spec : layout) {
+        const auto& t = file.tensor(spec.name, spec.shape);
+        auto [it, fresh] = index.emplace(spec.component, info.components.size());
+        if (fresh) info.components.push_back({qwen3tts::component_name(spec.component)});
+        auto& c = info.components[it->second];
+        size_t n = 1;
+        for (int64_t d : t.shape) n *= static_cast<size_t>(d);
+        c.tensor_count++;
+        c.parameter_count += n;
+        c.bytes += t.nbytes;
+        c.tensor_types[ggml_type_name(t.type)]++;
+    }
+    for (size_t i = 0; i < h.speaker_names.size(); ++i) {
+        info.speakers.push_back({h.speaker_names[i], h.speaker_ids[i], h.speaker_dialects[i]});
+    }
+    info.languages = h.language_names;
+    auto& hp = info.hyperparameters;
+    hp["talker"] = std::to_string(h.talker.layers) + " layers, hidden " + std::to_string(h.talker.hidden) + ", " +
+                   std::to_string(h.talker.heads) + "/" + std::to_string(h.talker.kv_heads) + " heads of " +
+                   std::to_string(h.talker.head_dim);
+    hp["code predictor"] = std::to_string(h.code_predictor.layers) + " layers, hidden " +
+                           std::to_string(h.code_predictor.hidden) + ", " + std::to_string(h.talker.code_groups) +
+                           " codebooks of " + std::to_string(h.code_predictor.vocab);
+    hp["codec"] = std::to_string(h.codec_sample_rate) + " Hz, " + std::to_string(h.codec_samples_per_frame) +
+                  " samples per frame";
+    if (h.has_speaker_encoder) hp["speaker embedding"] = std::to_string(h.speaker_encoder.enc_dim) + " values";
+    return info;
+}
+
+}  // namespace talkbox

@@ -1,0 +1,109 @@
+#include "support/test_support.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <sys/wait.h>
+
+namespace fs = std::filesystem;
+
+namespace talkbox::testing {
+
+std::string fixtures_dir() {
+    const char* env = std::getenv("TALKBOX_FIXTURES");
+    const std::string dir = env && *env ? env : TALKBOX_DEFAULT_FIXTURES;
+    if (!fs::is_directory(dir + "/qwen3tts")) {
+        throw std::runtime_error("fixtures not found at '" + dir + "' (set TALKBOX_FIXTURES)");
+    }
+    return dir;
+}
+
+std::string qwen_fixture(const std::string& name) {
+    const std::string p = fixtures_dir() + "/qwen3tts/" + name;
+    if (!fs::exists(p)) throw std::runtime_error("missing fixture '" + p + "'");
+    return p;
+}
+
+const std::vector<std::string>& qwen_checkpoints() {
+    static const std::vector<std::string> names = {"tiny-0.6B-Base", "tiny-0.6B-CustomVoice", "tiny-1.7B-Base",
+                                                   "tiny-1.7B-CustomVoice", "tiny-1.7B-VoiceDesign"};
+    return names;
+}
+
+TempDir::TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "talkbox-test-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+}
+
+std::vector<uint8_t> make_safetensors_with_header(const std::string& header, size_t data_bytes) {
+    std::vector<uint8_t> out(8);
+    const uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(n >> (8 * i));
+    out.insert(out.end(), header.begin(), header.end());
+    out.resize(out.size() + data_bytes, 0);
+    return out;
+}
+
+std::vector<uint8_t> make_safetensors(const std::vector<RawTensor>& tensors) {
+    nlohmann::json header = nlohmann::json::object();
+    header["__metadata__"] = {{"format", "pt"}};
+    size_t offset = 0;
+    for (const auto& t : tensors) {
+        header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
+        offset += t.bytes.size();
+    }
+    std::string text = header.dump();
+    while (text.size() % 8) text += ' ';
+    std::vector<uint8_t> out = make_safetensors_with_header(text, 0);
+    for (const auto& t : tensors) out.insert(out.end(), t.bytes.begin(), t.bytes.end());
+    return out;
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+void write_text(const std::string& path, const std::string& text) {
+    write_file(path, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+std::string read_text(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+void copy_tree(const std::string& from, const std::string& to) {
+    fs::copy(from, to, fs::copy_options::recursive);
+    for (auto& e : fs::recursive_directory_iterator(to)) {
+        fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+    }
+    fs::permissions(to, fs::perms::owner_write, fs::perm_options::add);
+}
+
+CommandResult run_talkbox(const std::string& args) {
+    TempDir tmp;
+    const std::string cmd = std::string(TALKBOX_BINARY) + " " + args + " >" + tmp.file("out") + " 2>" + tmp.file("err") +
+                            " </dev/null";
+    const int status = std::system(cmd.c_str());
+    CommandResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read_text(tmp.file("out"));
+    r.err = read_text(tmp.file("err"));
+    return r;
+}
+
+}  // namespace talkbox::testing

@@ -1,0 +1,55 @@
+// Shared helpers for the test suite: fixture paths, temporary folders, safetensors builders,
+// running the talkbox binary.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace talkbox::testing {
+
+// ../shared/fixtures (or $TALKBOX_FIXTURES). Throws when absent: tests never skip silently.
+std::string fixtures_dir();
+std::string qwen_fixture(const std::string& name);  // fixtures/qwen3tts/<name>
+
+// The five tiny Qwen3-TTS checkpoints.
+const std::vector<std::string>& qwen_checkpoints();
+
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    const std::string& path() const { return path_; }
+    std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+    std::string path_;
+};
+
+struct RawTensor {
+    std::string name;
+    std::string dtype;
+    std::vector<int64_t> shape;
+    std::vector<uint8_t> bytes;
+};
+
+// Serialises tensors into the safetensors layout (optional raw JSON header to simulate lies).
+std::vector<uint8_t> make_safetensors(const std::vector<RawTensor>& tensors);
+std::vector<uint8_t> make_safetensors_with_header(const std::string& header_json, size_t data_bytes);
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes);
+void write_text(const std::string& path, const std::string& text);
+std::string read_text(const std::string& path);
+
+// Copies a snapshot folder (following symlinks) so a test can corrupt its copy.
+void copy_tree(const std::string& from, const std::string& to);
+
+struct CommandResult {
+    int exit_code;
+    std::string out;  // stdout
+    std::string err;  // stderr
+};
+// Runs build/bin/talkbox with the given shell-quoted argument string.
+CommandResult run_talkbox(const std::string& args);
+
+}  // namespace talkbox::testing
