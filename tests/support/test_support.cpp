@@ -1,6 +1,9 @@
 #include "support/test_support.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -92,6 +95,55 @@ void copy_tree(const std::string& from, const std::string& to) {
         fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
     }
     fs::permissions(to, fs::perms::owner_write, fs::perm_options::add);
+}
+
+NpyArray load_npy(const std::string& path) {
+    const std::string bytes = read_text(path);
+    if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) throw std::runtime_error(path + ": not a .npy file");
+    const int major = static_cast<unsigned char>(bytes[6]);
+    size_t header_len = 0, header_start = 0;
+    if (major == 1) {
+        header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+        header_start = 10;
+    } else {
+        header_len = 0;
+        for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+        header_start = 12;
+    }
+    const std::string header = bytes.substr(header_start, header_len);
+    if (header.find("'descr': '<f4'") == std::string::npos || header.find("'fortran_order': False") == std::string::npos) {
+        throw std::runtime_error(path + ": expected little-endian float32 in C order, header " + header);
+    }
+    NpyArray a;
+    const size_t open = header.find("'shape': (");
+    const size_t close = header.find(')', open);
+    std::stringstream dims(header.substr(open + 10, close - open - 10));
+    std::string item;
+    while (std::getline(dims, item, ',')) {
+        if (item.find_first_not_of(' ') != std::string::npos) a.shape.push_back(std::stoll(item));
+    }
+    size_t n = 1;
+    for (int64_t d : a.shape) n *= static_cast<size_t>(d);
+    const size_t data_start = header_start + header_len;
+    if (bytes.size() != data_start + n * 4) throw std::runtime_error(path + ": data size does not match shape");
+    a.data.resize(n);
+    std::memcpy(a.data.data(), bytes.data() + data_start, n * 4);
+    return a;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) {
+        throw std::runtime_error("size mismatch: " + std::to_string(a.size()) + " vs " + std::to_string(b.size()));
+    }
+    float m = 0;
+    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+    return m;
+}
+
+float max_abs(const std::vector<float>& a) {
+    float m = 0;
+    for (float v : a) m = std::max(m, std::fabs(v));
+    return m;
 }
 
 CommandResult run_talkbox(const std::string& args) {

@@ -44,6 +44,17 @@ std::string read_text(const std::string& path);
 // Copies a snapshot folder (following symlinks) so a test can corrupt its copy.
 void copy_tree(const std::string& from, const std::string& to);
 
+// A little-endian float32 .npy array (the goldens' format); throws on anything else.
+struct NpyArray {
+    std::vector<int64_t> shape;
+    std::vector<float> data;
+};
+NpyArray load_npy(const std::string& path);
+
+// Largest |a[i] - b[i]|; the sizes must match (throws otherwise).
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
+float max_abs(const std::vector<float>& a);
+
 struct CommandResult {
     int exit_code;
     std::string out;  // stdout
