@@ -109,30 +109,6 @@ struct GgmlContextDeleter {
     void operator()(ggml_context* c) const { ggml_free(c); }
 };
 
-// Converts one source tensor to `type` into `out` (resized to the stored byte count).
-void encode_tensor(const SourceTensor& src, ggml_type type, const std::vector<int64_t>& shape, std::vector<uint8_t>& out,
-                   std::vector<float>& scratch) {
-    const SafetensorsTensor& t = *src.tensor;
-    const int64_t n_per_row = shape[0];
-    const int64_t n = t.element_count();
-    const int64_t rows = n / n_per_row;
-    out.resize(ggml_row_size(type, n_per_row) * static_cast<size_t>(rows));
-    const bool same = (type == GGML_TYPE_F32 && t.dtype == SafetensorsDtype::F32) ||
-                      (type == GGML_TYPE_F16 && t.dtype == SafetensorsDtype::F16) ||
-                      (type == GGML_TYPE_BF16 && t.dtype == SafetensorsDtype::BF16);
-    if (same) {
-        std::memcpy(out.data(), t.data, t.nbytes);
-        return;
-    }
-    scratch.resize(static_cast<size_t>(n));
-    safetensors_to_f32(t, scratch.data());
-    if (type == GGML_TYPE_F32) {
-        std::memcpy(out.data(), scratch.data(), scratch.size() * sizeof(float));
-    } else {
-        ggml_quantize_chunk(type, scratch.data(), out.data(), 0, rows, n_per_row, nullptr);
-    }
-}
-
 }  // namespace
 
 ConvertSummary convert_snapshot(const ConvertOptions& opt) {
@@ -215,7 +191,7 @@ ConvertSummary convert_snapshot(const ConvertOptions& opt) {
     std::vector<uint8_t> bytes;
     std::vector<float> scratch;
     for (size_t i = 0; i < plan.size(); ++i) {
-        encode_tensor(*plan[i].src, plan[i].type, plan[i].shape, bytes, scratch);
+        encode_weights(*plan[i].src->tensor, plan[i].type, plan[i].shape[0], bytes, scratch);
         out.write(bytes.data(), bytes.size());
         out.write_zeros(GGML_PAD(bytes.size(), alignment) - bytes.size());
         if (opt.progress) opt.progress(i + 1, plan.size(), layout[i].name);

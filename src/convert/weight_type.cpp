@@ -1,5 +1,7 @@
 #include "convert/weight_type.h"
 
+#include <cstring>
+
 #include "talkbox/error.h"
 
 namespace talkbox {
@@ -48,6 +50,27 @@ ggml_type storage_type(const std::string& gguf_name, const std::vector<int64_t>&
     if (t == GGML_TYPE_Q4_K && shape[0] % ggml_blck_size(GGML_TYPE_Q4_K) != 0) t = GGML_TYPE_Q8_0;
     if (t == GGML_TYPE_Q8_0 && shape[0] % ggml_blck_size(GGML_TYPE_Q8_0) != 0) t = GGML_TYPE_F16;
     return t;
+}
+
+void encode_weights(const SafetensorsTensor& src, ggml_type type, int64_t row_length, std::vector<uint8_t>& out,
+                    std::vector<float>& scratch) {
+    const int64_t n = src.element_count();
+    const int64_t rows = row_length > 0 ? n / row_length : 0;
+    out.resize(ggml_row_size(type, row_length) * static_cast<size_t>(rows));
+    const bool same = (type == GGML_TYPE_F32 && src.dtype == SafetensorsDtype::F32) ||
+                      (type == GGML_TYPE_F16 && src.dtype == SafetensorsDtype::F16) ||
+                      (type == GGML_TYPE_BF16 && src.dtype == SafetensorsDtype::BF16);
+    if (same) {
+        std::memcpy(out.data(), src.data, src.nbytes);
+        return;
+    }
+    scratch.resize(static_cast<size_t>(n));
+    safetensors_to_f32(src, scratch.data());
+    if (type == GGML_TYPE_F32) {
+        std::memcpy(out.data(), scratch.data(), scratch.size() * sizeof(float));
+    } else {
+        ggml_quantize_chunk(type, scratch.data(), out.data(), 0, rows, row_length, nullptr);
+    }
 }
 
 }  // namespace talkbox

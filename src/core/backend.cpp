@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "core/ggml_log.h"
 #include "ggml-cpu.h"
 #include "talkbox/error.h"
 #ifdef TALKBOX_HAVE_CUDA
@@ -16,6 +17,7 @@ int default_thread_count() {
 }
 
 Backend::Backend(int threads, Device device) {
+    route_ggml_log();
     threads_ = threads > 0 ? threads : default_thread_count();
     if (device == Device::Gpu) {
 #ifdef TALKBOX_HAVE_CUDA

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/ggml_log.h"
 #include "talkbox/error.h"
 
 namespace talkbox {
@@ -97,9 +98,17 @@ namespace {
 gguf_context* open_gguf(const MappedFile& map) {
     // gguf_init_from_buffer validates the header, key/value section and tensor table against
     // the buffer size; it returns null (never aborts) on malformed input.
+    route_ggml_log();
+    take_ggml_error();
     gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
     gguf_context* ctx = map.size() ? gguf_init_from_buffer(map.data(), map.size(), params) : nullptr;
-    if (!ctx) throw Error(ErrorKind::Format, "'" + map.path() + "' is not a valid GGUF file");
+    if (!ctx) {
+        std::string detail = take_ggml_error();
+        const auto colon = detail.find(": ");
+        if (colon != std::string::npos) detail = detail.substr(colon + 2);  // drop ggml's function name
+        throw Error(ErrorKind::Format, "'" + map.path() + "' is not a valid GGUF file" +
+                                           (detail.empty() ? std::string() : " (" + detail + ")"));
+    }
     return ctx;
 }
 }  // namespace

@@ -1,0 +1,69 @@
+// The talkbox binary as a user runs it: help on every command, convert + info, clear failures.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using talkbox::testing::run_talkbox;
+using talkbox::testing::TempDir;
+
+TEST(Cli, HelpListsEveryCommand) {
+    const auto r = run_talkbox("--help");
+    EXPECT_EQ(r.exit_code, 0);
+    for (const char* cmd : {"convert", "info"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
+}
+
+TEST(Cli, EveryCommandHasHelp) {
+    for (const char* cmd : {"convert", "info"}) {
+        const auto r = run_talkbox(std::string(cmd) + " --help");
+        EXPECT_EQ(r.exit_code, 0) << cmd;
+        EXPECT_NE(r.out.find("Usage: talkbox " + std::string(cmd)), std::string::npos) << r.out;
+    }
+}
+
+TEST(Cli, NoCommandIsAnError) {
+    const auto r = run_talkbox("");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("subcommand"), std::string::npos) << r.err;
+}
+
+TEST(Cli, ConvertThenInfo) {
+    TempDir tmp;
+    const std::string out = tmp.file("cv.gguf");
+    const auto c = run_talkbox("convert " + talkbox::testing::qwen_fixture("tiny-1.7B-CustomVoice") + " -o " + out + " --type q8_0");
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    EXPECT_NE(c.err.find("Qwen3-TTS 1.7b custom_voice"), std::string::npos) << c.err;
+    const auto i = run_talkbox("info " + out);
+    ASSERT_EQ(i.exit_code, 0) << i.err;
+    for (const char* want : {"variant:      CustomVoice", "size:         1.7b", "weight type:  q8_0", "talker", "code predictor",
+                             "codec decoder", "codec encoder", "dylan (beijing_dialect)", "eric (sichuan_dialect)", "vivian",
+                             "languages:    auto, ", "english", "q8_0×"}) {
+        EXPECT_NE(i.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << i.out;
+    }
+}
+
+TEST(Cli, ConvertFailureExitsNonZeroWithTheReason) {
+    TempDir tmp;
+    const auto r = run_talkbox("convert " + tmp.path() + " -o " + tmp.file("x.gguf"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("talkbox: error: snapshot is missing config.json"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(tmp.file("x.gguf")));
+}
+
+TEST(Cli, BadTypeIsRejected) {
+    TempDir tmp;
+    const auto r = run_talkbox("convert " + talkbox::testing::qwen_fixture("tiny-0.6B-Base") + " -o " + tmp.file("x.gguf") +
+                               " --type q2");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("unknown weight type 'q2'"), std::string::npos) << r.err;
+}
+
+TEST(Cli, InfoOnAFileThatIsNotAModel) {
+    TempDir tmp;
+    talkbox::testing::write_text(tmp.file("junk.gguf"), "GGUF but not really");
+    const auto r = run_talkbox("info " + tmp.file("junk.gguf"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("is not a valid GGUF file"), std::string::npos) << r.err;
+}
