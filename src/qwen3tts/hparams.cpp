@@ -1,5 +1,6 @@
 #include "qwen3tts/hparams.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "talkbox/error.h"
@@ -25,10 +26,10 @@ const char* variant_display_name(Variant v) {
 }
 
 uint32_t CodecEncoderHparams::downsample_kernel() const {
-    uint32_t hop = 1;
-    for (int32_t r : upsampling_ratios) hop *= static_cast<uint32_t>(r);
+    double hop = 1;
+    for (int32_t r : upsampling_ratios) hop *= r;
     const double encodec_rate = std::ceil(static_cast<double>(sampling_rate) / hop);
-    return 2 * static_cast<uint32_t>(encodec_rate / frame_rate);
+    return 2 * static_cast<uint32_t>(std::min(encodec_rate / frame_rate, 1e6));
 }
 
 namespace {
@@ -53,7 +54,16 @@ void require(bool ok, const GgufMeta& m, const std::string& what) {
     if (!ok) throw Error(ErrorKind::Format, m.label() + ": inconsistent hyper-parameters: " + what);
 }
 
+// Far above any released size; keeps a hostile file from asking for absurd loops or allocations.
+constexpr uint32_t kMaxWidth = 1u << 18;
+constexpr uint32_t kMaxLayers = 256;
+constexpr size_t kMaxListLength = 64;
+
 void validate_decoder(const DecoderHparams& d, const GgufMeta& m, const std::string& name) {
+    for (uint32_t v : {d.hidden, d.intermediate, d.heads, d.kv_heads, d.head_dim, d.vocab, d.code_groups}) {
+        require(v <= kMaxWidth, m, name + " size " + std::to_string(v) + " exceeds " + std::to_string(kMaxWidth));
+    }
+    require(d.layers <= kMaxLayers, m, name + " block_count exceeds " + std::to_string(kMaxLayers));
     require(d.hidden > 0 && d.intermediate > 0 && d.layers > 0 && d.vocab > 0, m, name + " sizes must be positive");
     require(d.heads > 0 && d.kv_heads > 0 && d.heads % d.kv_heads == 0, m,
             name + " head_count must be a positive multiple of head_count_kv");
@@ -180,6 +190,34 @@ Hparams Hparams::from_gguf(const GgufMeta& m) {
     }
 
     // Structural checks the graphs rely on.
+    const auto bounded = [&](std::initializer_list<uint32_t> values, const std::string& what) {
+        for (uint32_t v : values) require(v <= kMaxWidth, m, what + " value " + std::to_string(v) + " is implausibly large");
+    };
+    const auto& cd = h.codec_decoder;
+    const auto& ce = h.codec_encoder;
+    bounded({h.text_vocab, h.text_hidden, h.codec_samples_per_frame}, "talker");
+    bounded({cd.latent_dim, cd.codebook_dim, cd.codebook_size, cd.decoder_dim, cd.hidden, cd.intermediate, cd.heads,
+             cd.kv_heads, cd.head_dim, cd.num_quantizers},
+            "codec decoder");
+    bounded({ce.num_filters, ce.kernel_size, ce.last_kernel_size, ce.residual_kernel_size, ce.compress, ce.hidden,
+             ce.intermediate, ce.heads, ce.kv_heads, ce.head_dim, ce.num_quantizers, ce.codebook_size, ce.codebook_dim,
+             ce.vq_hidden_dim},
+            "codec encoder");
+    require(cd.layers <= kMaxLayers && ce.layers <= kMaxLayers, m, "codec block_count exceeds " + std::to_string(kMaxLayers));
+    require(cd.upsample_rates.size() <= 16 && cd.upsampling_ratios.size() <= 16 && ce.upsampling_ratios.size() <= 16, m,
+            "codec rate lists are implausibly long");
+    for (const auto* list : {&cd.upsample_rates, &cd.upsampling_ratios, &ce.upsampling_ratios}) {
+        for (int32_t r : *list) require(r > 0 && r <= 64, m, "codec rate " + std::to_string(r) + " outside 1..64");
+    }
+    require(h.speaker_names.size() <= 4096 && h.language_names.size() <= 4096, m, "speaker/language maps are implausibly long");
+    if (h.has_speaker_encoder) {
+        const auto& se = h.speaker_encoder;
+        bounded({se.mel_dim, se.enc_dim, se.attention_channels, se.res2net_scale, se.se_channels}, "speaker encoder");
+        require(se.channels.size() <= kMaxListLength, m, "speaker encoder channel list is implausibly long");
+        for (const auto* list : {&se.channels, &se.kernel_sizes, &se.dilations}) {
+            for (int32_t v : *list) require(v > 0 && static_cast<uint32_t>(v) <= kMaxWidth, m, "speaker encoder list value out of range");
+        }
+    }
     validate_decoder(h.talker, m, "talker");
     validate_decoder(h.code_predictor, m, "code predictor");
     require(h.talker.code_groups >= 2 && h.talker.code_groups == h.code_predictor.code_groups, m,
@@ -200,14 +238,11 @@ Hparams Hparams::from_gguf(const GgufMeta& m) {
     require(h.codec_decoder.codebook_dim % 2 == 0 && h.codec_decoder.codebook_dim > 0, m, "codec codebook_dim must be even");
     require(h.codec_decoder.upsample_rates.size() >= 1 && h.codec_decoder.upsampling_ratios.size() >= 1, m,
             "codec upsampling rates must not be empty");
-    for (int32_t r : h.codec_decoder.upsample_rates) require(r > 0, m, "codec upsample rate must be positive");
-    for (int32_t r : h.codec_decoder.upsampling_ratios) require(r > 0, m, "codec upsampling ratio must be positive");
     require(h.codec_decoder.decoder_dim % (1u << h.codec_decoder.upsample_rates.size()) == 0, m,
             "codec decoder_dim must halve at every decoder block");
     require(h.codec_encoder.num_residual_layers == 1, m, "codec encoder num_residual_layers must be 1");
     require(h.codec_encoder.upsampling_ratios.size() >= 1 && h.codec_encoder.compress > 0, m,
             "codec encoder ratios/compress invalid");
-    for (int32_t r : h.codec_encoder.upsampling_ratios) require(r > 0, m, "codec encoder ratio must be positive");
     require(h.codec_encoder.frame_rate > 0, m, "codec encoder frame_rate must be positive");
     require(h.codec_encoder.num_semantic_quantizers == 1 && h.codec_encoder.num_quantizers > 1, m,
             "codec encoder must have 1 semantic and at least one acoustic quantizer");
@@ -221,7 +256,6 @@ Hparams Hparams::from_gguf(const GgufMeta& m) {
             require(se.channels[i] % static_cast<int32_t>(se.res2net_scale) == 0, m,
                     "speaker encoder block width must be divisible by res2net_scale");
         }
-        for (int32_t c : se.channels) require(c > 0, m, "speaker encoder channels must be positive");
     }
     return h;
 }

@@ -67,3 +67,26 @@ TEST(Cli, InfoOnAFileThatIsNotAModel) {
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("is not a valid GGUF file"), std::string::npos) << r.err;
 }
+
+// Every `build/bin/talkbox ...` line of the README runs as written (paths mapped to fixtures).
+TEST(Cli, ReadmeCommandsRun) {
+    const std::string readme = talkbox::testing::read_text(std::string(TALKBOX_SOURCE_DIR) + "/README.md");
+    ASSERT_FALSE(readme.empty());
+    TempDir tmp;
+    size_t ran = 0;
+    size_t pos = 0;
+    while ((pos = readme.find("\nbuild/bin/talkbox ", pos)) != std::string::npos) {
+        const size_t end = readme.find('\n', pos + 1);
+        std::string args = readme.substr(pos + 19, end - pos - 19);
+        pos = end;
+        const auto replace = [&](const std::string& from, const std::string& to) {
+            for (size_t p = args.find(from); p != std::string::npos; p = args.find(from, p + to.size())) args.replace(p, from.size(), to);
+        };
+        replace("path/to/Qwen3-TTS-12Hz-0.6B-Base", talkbox::testing::qwen_fixture("tiny-0.6B-Base"));
+        replace("qwen3tts-0.6b-base.gguf", tmp.file("qwen3tts-0.6b-base.gguf"));
+        const auto r = run_talkbox(args);
+        EXPECT_EQ(r.exit_code, 0) << "README command failed: talkbox " << args << "\n" << r.err;
+        ++ran;
+    }
+    EXPECT_GE(ran, 2u);
+}
