@@ -1,0 +1,59 @@
+// libFuzzer target for Tokenizer::encode. The vocabulary comes from the talkbox GGUF named by
+// TALKBOX_FUZZ_MODEL. Beyond "no crash, no sanitizer report" it checks that bad input only ever
+// fails as InvalidArgument, that every id is in range, and that encoding the decoded text gives the
+// same ids again (decode undoes encode up to NFC, and NFC text is its own normal form).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/gguf_file.h"
+#include "talkbox/error.h"
+#include "text/tokenizer.h"
+
+namespace {
+
+const talkbox::Tokenizer* tokenizer = nullptr;
+
+[[noreturn]] void fail(const std::string& why) {
+    std::fprintf(stderr, "tokenizer_fuzz: %s\n", why.c_str());
+    std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    const char* path = std::getenv("TALKBOX_FUZZ_MODEL");
+    if (!path || !*path) {
+        std::fprintf(stderr, "tokenizer_fuzz: set TALKBOX_FUZZ_MODEL to a talkbox GGUF (talkbox convert)\n");
+        std::exit(2);
+    }
+    try {
+        const talkbox::GgufFile file(path);
+        static const talkbox::Tokenizer loaded = talkbox::Tokenizer::from_gguf(file.meta());
+        tokenizer = &loaded;
+    } catch (const talkbox::Error& e) {
+        std::fprintf(stderr, "tokenizer_fuzz: %s\n", e.what());
+        std::exit(2);
+    }
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    std::vector<int32_t> ids;
+    try {
+        ids = tokenizer->encode(text);
+    } catch (const talkbox::Error& e) {
+        if (e.kind() != talkbox::ErrorKind::InvalidArgument) fail(std::string("unexpected error: ") + e.what());
+        return 0;
+    }
+    for (const int32_t id : ids) {
+        if (id < 0 || static_cast<size_t>(id) >= tokenizer->vocab_size()) {
+            fail("id out of range: " + std::to_string(id));
+        }
+    }
+    if (tokenizer->encode(tokenizer->decode(ids)) != ids) fail("encode(decode(ids)) differs from ids");
+    return 0;
+}
