@@ -27,7 +27,10 @@ ModelInfo read_model_info(const std::string& path) {
     for (const auto& spec : layout) {
         const auto& t = file.tensor(spec.name, spec.shape);
         auto [it, fresh] = index.emplace(spec.component, info.components.size());
-        if (fresh) info.components.push_back({qwen3tts::component_name(spec.component)});
+        if (fresh) {
+            info.components.emplace_back();
+            info.components.back().name = qwen3tts::component_name(spec.component);
+        }
         auto& c = info.components[it->second];
         size_t n = 1;
         for (int64_t d : t.shape) n *= static_cast<size_t>(d);
