@@ -40,9 +40,6 @@ public:
     MelSpectrogram compute(const std::vector<float>& samples) const;
 
     size_t min_samples() const;
-    const MelConfig& config() const { return config_; }
-    const std::vector<float>& filterbank() const { return filterbank_; }
-    const std::vector<float>& window() const { return window_; }
 
 private:
     void fft(std::vector<double>& re, std::vector<double>& im) const;  // in place, size n_fft / 2
@@ -50,7 +47,7 @@ private:
     MelConfig config_;
     std::vector<float> filterbank_, window_;
     std::vector<int> band_begin_, band_end_;  // non-zero bins of each filter
-    std::vector<double> twiddle_re_, twiddle_im_;  // e^{-2πik/n_fft}, k < n_fft / 2
+    std::vector<double> twiddle_re_, twiddle_im_;  // e^{-2πik/n_fft}, k <= n_fft / 2
     std::vector<int> bit_reverse_;
 };
 

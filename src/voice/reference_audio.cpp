@@ -20,23 +20,22 @@ std::string format(const char* fmt, double value) {
 }  // namespace
 
 ReferenceAudio load_reference_audio(const std::string& path) {
-    // A small margin lets read_audio_file stop early on huge files while the precise limit
-    // message still comes from prepare_reference_audio.
-    return prepare_reference_audio(audio::read_audio_file(path, kMaxReferenceSeconds + 1), path);
+    // The reader enforces the length limit itself so that it stops early on huge files.
+    return prepare_reference_audio(audio::read_audio_file(path, kMaxReferenceSeconds), path);
 }
 
-ReferenceAudio prepare_reference_audio(audio::MonoAudio audio, const std::string& label) {
+ReferenceAudio prepare_reference_audio(const audio::MonoAudio& clip, const std::string& label) {
     const std::string where = "reference audio '" + label + "'";
-    if (audio.sample_rate < kMinSourceRate || audio.sample_rate > kMaxSourceRate) {
-        throw Error(ErrorKind::InvalidArgument, where + " has a sample rate of " + std::to_string(audio.sample_rate) +
+    if (clip.sample_rate < kMinSourceRate || clip.sample_rate > kMaxSourceRate) {
+        throw Error(ErrorKind::InvalidArgument, where + " has a sample rate of " + std::to_string(clip.sample_rate) +
                                                     " Hz; supported: " + std::to_string(kMinSourceRate) + " to " +
                                                     std::to_string(kMaxSourceRate) + " Hz");
     }
     ReferenceAudio ref;
-    ref.source_rate = audio.sample_rate;
-    ref.source_channels = audio.channels;
-    ref.seconds = audio.seconds();
-    if (audio.samples.empty()) throw Error(ErrorKind::InvalidArgument, where + " contains no samples");
+    ref.source_rate = clip.sample_rate;
+    ref.source_channels = clip.channels;
+    ref.seconds = clip.seconds();
+    if (clip.samples.empty()) throw Error(ErrorKind::InvalidArgument, where + " contains no samples");
     if (ref.seconds < kMinReferenceSeconds) {
         throw Error(ErrorKind::InvalidArgument, where + " is too short: " + format("%.3f s", ref.seconds) +
                                                     " (at least " + format("%.2f s", kMinReferenceSeconds) +
@@ -48,16 +47,17 @@ ReferenceAudio prepare_reference_audio(audio::MonoAudio audio, const std::string
                                                     "; trim it, keeping the transcript in step)");
     }
     float peak = 0;
-    for (size_t i = 0; i < audio.samples.size(); ++i) {
-        const float v = audio.samples[i];
+    for (size_t i = 0; i < clip.samples.size(); ++i) {
+        const float v = clip.samples[i];
         if (!std::isfinite(v)) {
             throw Error(ErrorKind::InvalidArgument, where + " holds a non-finite sample at index " + std::to_string(i));
         }
         peak = std::max(peak, std::fabs(v));
     }
     if (peak < kSilencePeak) {
-        const std::string level = peak > 0 ? format("%.1f dBFS", 20 * std::log10(double(peak))) : "digital silence";
-        throw Error(ErrorKind::InvalidArgument, where + " is silent (peak " + level + ", below -60 dBFS)");
+        const std::string why = peak > 0 ? "peak " + format("%.1f dBFS", 20 * std::log10(double(peak))) + ", below -60 dBFS"
+                                         : "every sample is zero";
+        throw Error(ErrorKind::InvalidArgument, where + " is silent (" + why + ")");
     }
     if (ref.seconds < kShortReferenceSeconds) {
         ref.warnings.push_back(where + " is only " + format("%.2f s", ref.seconds) +
@@ -67,7 +67,7 @@ ReferenceAudio prepare_reference_audio(audio::MonoAudio audio, const std::string
         ref.warnings.push_back(where + " has samples outside [-1, 1] (peak " + format("%.3f", peak) +
                                "); used as is");
     }
-    ref.samples = audio::resample(audio.samples, audio.sample_rate, kReferenceSampleRate);
+    ref.samples = audio::resample(clip.samples, clip.sample_rate, kReferenceSampleRate);
     return ref;
 }
 

@@ -40,6 +40,6 @@ ReferenceAudio load_reference_audio(const std::string& path);
 
 // The same checks and resampling for audio already decoded (an upload, a caller's array);
 // `label` names it in messages.
-ReferenceAudio prepare_reference_audio(audio::MonoAudio audio, const std::string& label);
+ReferenceAudio prepare_reference_audio(const audio::MonoAudio& clip, const std::string& label);
 
 }  // namespace talkbox::voice

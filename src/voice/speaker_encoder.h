@@ -35,6 +35,7 @@ public:
     SpeakerEncoder& operator=(const SpeakerEncoder&) = delete;
 
     // mel: MelFrontEnd output (128 bins). Throws Error (InvalidArgument) below min_frames().
+    // Not thread-safe: the encoder keeps one compute buffer, grown to the longest input so far.
     std::vector<float> embed(const MelSpectrogram& mel, SpeakerEncoderTrace* trace = nullptr);
 
     int64_t min_frames() const { return min_frames_; }  // the reflect pads need more frames than they pad
