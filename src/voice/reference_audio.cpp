@@ -1,0 +1,74 @@
+#include "voice/reference_audio.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "audio/resample.h"
+#include "talkbox/error.h"
+
+namespace talkbox::voice {
+
+namespace {
+
+std::string format(const char* fmt, double value) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, fmt, value);
+    return buf;
+}
+
+}  // namespace
+
+ReferenceAudio load_reference_audio(const std::string& path) {
+    // The reader enforces the length limit itself so that it stops early on huge files.
+    return prepare_reference_audio(audio::read_audio_file(path, kMaxReferenceSeconds), path);
+}
+
+ReferenceAudio prepare_reference_audio(const audio::MonoAudio& clip, const std::string& label) {
+    const std::string where = "reference audio '" + label + "'";
+    if (clip.sample_rate < kMinSourceRate || clip.sample_rate > kMaxSourceRate) {
+        throw Error(ErrorKind::InvalidArgument, where + " has a sample rate of " + std::to_string(clip.sample_rate) +
+                                                    " Hz; supported: " + std::to_string(kMinSourceRate) + " to " +
+                                                    std::to_string(kMaxSourceRate) + " Hz");
+    }
+    ReferenceAudio ref;
+    ref.source_rate = clip.sample_rate;
+    ref.source_channels = clip.channels;
+    ref.seconds = clip.seconds();
+    if (clip.samples.empty()) throw Error(ErrorKind::InvalidArgument, where + " contains no samples");
+    if (ref.seconds < kMinReferenceSeconds) {
+        throw Error(ErrorKind::InvalidArgument, where + " is too short: " + format("%.3f s", ref.seconds) +
+                                                    " (at least " + format("%.2f s", kMinReferenceSeconds) +
+                                                    " is needed; 3-10 s works best)");
+    }
+    if (ref.seconds > kMaxReferenceSeconds) {
+        throw Error(ErrorKind::InvalidArgument, where + " is too long: " + format("%.1f s", ref.seconds) +
+                                                    " (at most " + format("%.0f s", kMaxReferenceSeconds) +
+                                                    "; trim it, keeping the transcript in step)");
+    }
+    float peak = 0;
+    for (size_t i = 0; i < clip.samples.size(); ++i) {
+        const float v = clip.samples[i];
+        if (!std::isfinite(v)) {
+            throw Error(ErrorKind::InvalidArgument, where + " holds a non-finite sample at index " + std::to_string(i));
+        }
+        peak = std::max(peak, std::fabs(v));
+    }
+    if (peak < kSilencePeak) {
+        const std::string why = peak > 0 ? "peak " + format("%.1f dBFS", 20 * std::log10(double(peak))) + ", below -60 dBFS"
+                                         : "every sample is zero";
+        throw Error(ErrorKind::InvalidArgument, where + " is silent (" + why + ")");
+    }
+    if (ref.seconds < kShortReferenceSeconds) {
+        ref.warnings.push_back(where + " is only " + format("%.2f s", ref.seconds) +
+                               " long; the voice may be matched poorly (3-10 s works best)");
+    }
+    if (peak > 1.0f) {
+        ref.warnings.push_back(where + " has samples outside [-1, 1] (peak " + format("%.3f", peak) +
+                               "); used as is");
+    }
+    ref.samples = audio::resample(clip.samples, clip.sample_rate, kReferenceSampleRate);
+    return ref;
+}
+
+}  // namespace talkbox::voice

@@ -1,0 +1,110 @@
+// The speaker mel front end against the goldens of the official mel_spectrogram (torch float32).
+#include "voice/mel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "audio/audio_reader.h"
+#include "support/test_support.h"
+#include "talkbox/error.h"
+
+using namespace talkbox;
+
+namespace {
+
+std::string fixture(const std::string& rel) { return talkbox::testing::fixtures_dir() + "/qwen3tts/" + rel; }
+
+}  // namespace
+
+TEST(Mel, FilterbankMatchesLibrosa) {
+    const auto g = talkbox::testing::load_npy(fixture("goldens/speaker/mel_filterbank.npy"));
+    ASSERT_EQ(g.shape, (std::vector<int64_t>{128, 513}));
+    const std::vector<float> fb = voice::slaney_mel_filterbank(24000, 1024, 128, 0, 12000);
+    size_t exact = 0;
+    for (size_t i = 0; i < fb.size(); ++i) exact += fb[i] == g.data[i];
+    const float err = talkbox::testing::max_abs_diff(fb, g.data);
+    std::cout << "filterbank: max abs error " << err << ", " << exact << "/" << fb.size() << " bit-exact\n";
+    // Rare last-bit differences come from numpy's and glibc's exp/log disagreeing by an ulp.
+    EXPECT_LE(err, 1e-12f);
+    EXPECT_GE(exact, fb.size() - 4);
+}
+
+TEST(Mel, HannWindowMatchesTorch) {
+    const auto g = talkbox::testing::load_npy(fixture("goldens/speaker/hann_window.npy"));
+    const std::vector<float> w = voice::hann_window(1024);
+    size_t exact = 0;
+    for (size_t i = 0; i < w.size(); ++i) exact += w[i] == g.data[i];
+    const float err = talkbox::testing::max_abs_diff(w, g.data);
+    std::cout << "hann window: max abs error " << err << ", " << exact << "/1024 bit-exact\n";
+    EXPECT_LE(err, 2e-7f);
+}
+
+// The golden is torch's float32 STFT, whose error is absolute relative to each frame's energy, so
+// after the log it is largest in the quietest bins (up to ~5e-4 near the floor ln(1e-5) against a
+// float64 computation, which is what this front end is). Hence two bounds, and a third on exp(mel)
+// relative to each frame's largest value.
+class MelClip : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MelClip, MatchesGolden) {
+    const std::string name = GetParam();
+    const auto g = talkbox::testing::load_npy(fixture("goldens/speaker/mel_" + name + ".npy"));
+    const audio::MonoAudio a = audio::read_audio_file(fixture("audio/" + name + ".wav"));
+    const voice::MelSpectrogram mel = voice::MelFrontEnd().compute(a.samples);
+    ASSERT_EQ(g.shape.size(), 3u);
+    ASSERT_EQ(mel.n_mels, 128);
+    ASSERT_EQ(mel.frames, g.shape[2]);
+    ASSERT_EQ(mel.frames, static_cast<int64_t>(a.samples.size() / 256));
+
+    float err = 0, err_loud = 0, err_rel = 0;
+    size_t over_1e4 = 0;
+    for (int64_t t = 0; t < mel.frames; ++t) {
+        float frame_max = 0;
+        for (int64_t m = 0; m < 128; ++m) frame_max = std::max(frame_max, std::exp(g.data[m * mel.frames + t]));
+        for (int64_t m = 0; m < 128; ++m) {
+            const size_t i = static_cast<size_t>(m * mel.frames + t);
+            const float d = std::fabs(mel.data[i] - g.data[i]);
+            err = std::max(err, d);
+            over_1e4 += d > 1e-4f;
+            if (g.data[i] > -6) err_loud = std::max(err_loud, d);
+            err_rel = std::max(err_rel, std::fabs(std::exp(mel.data[i]) - std::exp(g.data[i])) / frame_max);
+        }
+    }
+    std::cout << name << ": max abs error " << err << " (" << over_1e4 << "/" << mel.data.size()
+              << " values above 1e-4), where golden > -6: " << err_loud << ", exp(mel) relative to frame max: "
+              << err_rel << "\n";
+    EXPECT_LE(err, 1e-3f);
+    EXPECT_LE(err_loud, 5e-5f);
+    EXPECT_LE(err_rel, 1e-5f);
+    EXPECT_LE(over_1e4, mel.data.size() / 500);  // the near-floor outliers are rare
+}
+
+INSTANTIATE_TEST_SUITE_P(Clips, MelClip, ::testing::Values("en_3p5s", "en_odd_29999", "en_short_0p3s", "zh_2s"));
+
+TEST(Mel, FramesAndMinimumLength) {
+    const voice::MelFrontEnd fe;
+    EXPECT_EQ(fe.min_samples(), 385u);  // reflect padding of 384 needs 385 samples
+    EXPECT_EQ(fe.compute(std::vector<float>(385, 0.1f)).frames, 1);
+    EXPECT_EQ(fe.compute(std::vector<float>(1280, 0.1f)).frames, 5);
+    try {
+        fe.compute(std::vector<float>(384, 0.1f));
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+        EXPECT_STREQ(e.what(), "audio too short for the mel front end: 384 samples (at least 385)");
+    }
+}
+
+TEST(Mel, SilenceSitsOnTheFloor) {
+    const voice::MelSpectrogram mel = voice::MelFrontEnd().compute(std::vector<float>(2560, 0.0f));
+    for (float v : mel.data) ASSERT_FLOAT_EQ(v, std::log(1e-5f));
+}
+
+TEST(Mel, BadConfig) {
+    voice::MelConfig c;
+    c.n_fft = 1000;
+    EXPECT_THROW(voice::MelFrontEnd{c}, Error);
+    c = {};
+    c.fmax = 13000;
+    EXPECT_THROW(voice::MelFrontEnd{c}, Error);
+}
