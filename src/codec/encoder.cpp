@@ -159,7 +159,10 @@ CodecEncoder::CodecEncoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     require(e.heads > 0 && e.kv_heads > 0 && e.heads % e.kv_heads == 0 && e.head_dim % 2 == 0,
             "attention heads/kv_heads/head_dim are inconsistent");
     require(e.downsample_kernel() >= kDownsampleStride, "downsample kernel is shorter than its stride");
-    require(e.sampling_rate > 0, "sampling_rate is 0");
+    for (uint32_t v : {e.sampling_rate, e.num_filters, e.kernel_size, e.last_kernel_size, e.residual_kernel_size,
+                       e.hidden, e.codebook_size, e.codebook_dim}) {
+        require(v > 0, "a size or kernel hyper-parameter is 0");
+    }
 
     for (const auto& spec : qwen3tts::expected_tensors(hparams)) {
         if (spec.component != qwen3tts::Component::CodecEncoder) continue;
@@ -177,13 +180,12 @@ CodecEncoder::CodecEncoder(const GgufFile& file, const qwen3tts::Hparams& hparam
                                  "codec.enc.rvq_semantic.input_proj.", "codec.enc.rvq_acoustic.input_proj."});
 
     // Receptive field of the conv stack, walked from its output back to the samples: a conv
-    // (k, s) maps output index u to inputs from u·s - (k - s) on.
-    const size_t stages = e.upsampling_ratios.size();
+    // (k, s) maps output index u to inputs from u·s - (k - s) on. The stages use the ratios in
+    // reverse, so the stored order walks them from the last stage down.
     int64_t reach = e.last_kernel_size - 1;
     m.hop = 1;
-    for (size_t s = stages; s-- > 0;) {
-        const int64_t stride = e.upsampling_ratios[stages - 1 - s];
-        reach = reach * stride + stride + (e.residual_kernel_size - 1);
+    for (int32_t stride : e.upsampling_ratios) {
+        reach = reach * stride + stride + (e.residual_kernel_size - 1);  // strided conv k = 2s, then resnet
         m.hop *= stride;
     }
     reach += e.kernel_size - 1;

@@ -288,6 +288,25 @@ TEST_F(CodecEncoderTest, BatchGoldensAsFarAsTheyApply) {
     }
 }
 
+// Every golden clip has an even number of 25 Hz frames, so none exercises the downsample's right
+// replicate padding. en_3p5s cut to 81000 samples has 85: its last frame pads with a copy of frame
+// 84. Frames 0..41 only see samples both clips share, so they equal the golden; frame 42 was
+// produced once with the port (python3, shared/reference): load the tiny encoder.* weights of
+// tiny-0.6B-Base/speech_tokenizer into qref.codec_encoder.Qwen3TTSTokenizerV2EncodeModel and run
+// tokenizer_encode(model, [read_wav("en_3p5s.wav")[:81000]])[0][-1].
+TEST_F(CodecEncoderTest, OddFrameCountReplicatesTheLastColumn) {
+    std::vector<float> wav = read_wav24k("en_3p5s.wav");
+    wav.resize(81000);
+    EncoderTrace trace;
+    const Codes got = encoder_->encode(wav, &trace);
+    const Codes golden = golden_codes("en_3p5s");
+    ASSERT_EQ(got.size(), 43u);
+    for (size_t f = 0; f < 42; ++f) EXPECT_EQ(got[f], golden[f]) << "frame " << f;
+    const std::vector<int32_t> last = {2007, 1230, 516, 1092, 1571, 1142, 1717, 1731, 1235, 44, 827, 741, 374, 167, 886, 996};
+    EXPECT_EQ(got[42], last);
+    std::printf("[ encoder ] en_3p5s[:81000]   43 frames, smallest argmin margin %.3g\n", check_decisions(trace, got));
+}
+
 TEST_F(CodecEncoderTest, GraphsAreReusedAcrossCallsAndLengths) {
     const std::vector<float> en = read_wav24k("en_3p5s.wav"), zh = read_wav24k("zh_2s.wav");
     const Codes first = encoder_->encode(en);
