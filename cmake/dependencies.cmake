@@ -5,3 +5,7 @@ find_package(CLI11 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+# The hub client (src/hub): libcurl, and libcrypto for SHA-256; its tests serve a fake hub with cpp-httplib.
+pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
