@@ -1,6 +1,7 @@
 // Incremental SHA-256, used to check downloads against the hub's LFS hashes. Backed by OpenSSL's
-// libcrypto: its SHA-NI/AVX2 code hashes several times faster than portable C++, which matters
-// for multi-gigabyte checkpoints, and libcurl already loads it.
+// libcrypto rather than our own code: it uses the CPU's SHA extensions (`openssl speed -evp sha256`:
+// 1.1 GB/s on the development machine), which matters for multi-gigabyte checkpoints, and libcurl
+// loads it anyway.
 #pragma once
 
 #include <cstddef>
