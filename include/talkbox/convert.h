@@ -18,6 +18,8 @@ struct ConvertOptions {
     WeightType type = WeightType::F16;
     // Called after each tensor is written: (tensors done, tensors total, GGUF name).
     std::function<void(size_t, size_t, const std::string&)> progress;
+    std::string name;        // general.name; empty: the snapshot folder's name
+    std::string source_url;  // general.source.url when not empty (`pull` records the hub commit there)
 };
 
 struct ConvertSummary {

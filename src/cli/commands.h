@@ -8,6 +8,8 @@ namespace talkbox::cli {
 
 void register_convert(CLI::App& app);
 void register_info(CLI::App& app);
+void register_pull(CLI::App& app);
+void register_list(CLI::App& app);
 
 // True when stderr is a terminal (progress bars are drawn only then).
 bool stderr_is_tty();

@@ -1,9 +1,10 @@
-// talkbox info model.gguf
+// talkbox info MODEL (a GGUF file, or a pulled hub name such as Qwen/Qwen3-TTS-12Hz-0.6B-Base)
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/commands.h"
+#include "talkbox/hub.h"
 #include "talkbox/model_info.h"
 
 namespace talkbox::cli {
@@ -26,9 +27,9 @@ std::string params(size_t n) {
 void register_info(CLI::App& app) {
     auto path = std::make_shared<std::string>();
     auto* cmd = app.add_subcommand("info", "Show what a talkbox GGUF model holds: variant, components, types, voices");
-    cmd->add_option("model", *path, "Model GGUF file")->required();
+    cmd->add_option("model", *path, "Model GGUF file, or a hub name pulled with `talkbox pull`")->required();
     cmd->callback([path] {
-        const ModelInfo info = read_model_info(*path);
+        const ModelInfo info = read_model_info(resolve_model(*path));
         std::printf("model:        %s\n", info.path.c_str());
         std::printf("family:       %s\n", info.family.c_str());
         std::printf("name:         %s\n", info.name.c_str());

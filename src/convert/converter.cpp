@@ -134,7 +134,9 @@ ConvertSummary convert_snapshot(const ConvertOptions& opt) {
 
     std::unique_ptr<gguf_context, GgufContextDeleter> gguf(gguf_init_empty());
     gguf_set_val_str(gguf.get(), "general.architecture", "qwen3tts");
-    gguf_set_val_str(gguf.get(), "general.name", fs::path(dir).lexically_normal().filename().c_str());
+    const std::string name = opt.name.empty() ? fs::path(dir).lexically_normal().filename().string() : opt.name;
+    gguf_set_val_str(gguf.get(), "general.name", name.c_str());
+    if (!opt.source_url.empty()) gguf_set_val_str(gguf.get(), "general.source.url", opt.source_url.c_str());
     gguf_set_val_str(gguf.get(), "qwen3tts.weight_type", weight_type_name(opt.type));
     gguf_set_val_u32(gguf.get(), "general.quantization_version", GGML_QNT_VERSION);
     write_hparams_metadata(gguf.get(), configs);

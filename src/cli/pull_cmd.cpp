@@ -1,0 +1,109 @@
+// talkbox pull ORG/NAME [--type ...]: download a Qwen3-TTS snapshot from the Hugging Face hub into
+// the local cache, convert it, print the model's path.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "talkbox/hub.h"
+
+namespace talkbox::cli {
+
+namespace {
+
+std::string human_bytes(double bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4) {
+        bytes /= 1024;
+        ++u;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+    return buf;
+}
+
+// One redrawn line per file (download) or for the whole conversion, on a terminal only.
+class ProgressLine {
+public:
+    ~ProgressLine() { end(); }
+
+    void update(const PullProgress& p) {
+        const size_t key = p.stage == PullProgress::Stage::Download ? p.index : 0;
+        if (open_ && (p.stage != stage_ || key != key_)) end();
+        stage_ = p.stage;
+        key_ = key;
+        open_ = true;
+        if (p.stage == PullProgress::Stage::Convert) {
+            std::fprintf(stderr, "\rconverting [%llu/%llu] %-48.48s", static_cast<unsigned long long>(p.done),
+                         static_cast<unsigned long long>(p.total), p.item.c_str());
+            return;
+        }
+        // Fits 80 columns: long paths keep their tail, which names the file.
+        const std::string name = p.item.size() <= 22 ? p.item : "..." + p.item.substr(p.item.size() - 19);
+        const int width = 16;
+        const int filled = p.total ? static_cast<int>(width * p.done / p.total) : width;
+        const std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
+        std::fprintf(stderr, "\r[%zu/%zu] %-22s [%s] %8s/%-8s %9s/s", p.index, p.count, name.c_str(), bar.c_str(),
+                     human_bytes(p.done).c_str(), human_bytes(p.total).c_str(), human_bytes(p.bytes_per_second).c_str());
+    }
+
+    void end() {
+        if (open_) std::fprintf(stderr, "\n");
+        open_ = false;
+    }
+
+private:
+    bool open_ = false;
+    PullProgress::Stage stage_ = PullProgress::Stage::Download;
+    size_t key_ = 0;
+};
+
+}  // namespace
+
+void register_pull(CLI::App& app) {
+    struct Args {
+        std::string repo, type = "f16", revision = "main";
+        long timeout = 30;
+        bool quiet = false;
+    };
+    auto args = std::make_shared<Args>();
+    auto* cmd = app.add_subcommand("pull", "Download a Qwen3-TTS model from the Hugging Face hub and convert it into "
+                                           "the local cache");
+    cmd->add_option("repo", args->repo, "Hub repository, e.g. Qwen/Qwen3-TTS-12Hz-0.6B-Base")->required();
+    cmd->add_option("--type", args->type, "Type of the large weight matrices: f32, f16, bf16, q8_0, q4_k")
+        ->capture_default_str();
+    cmd->add_option("--revision", args->revision, "Branch, tag or commit to download")->capture_default_str();
+    cmd->add_option("--timeout", args->timeout, "Fail when the hub sends nothing for this many seconds")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but errors and the model path");
+    cmd->footer("Prints the converted model's path; later commands also accept the repository name (-m ORG/NAME).\n"
+                "Environment: HF_ENDPOINT (default https://huggingface.co), HF_TOKEN (gated or private "
+                "repositories),\nTALKBOX_HOME (the cache folder, default ~/.cache/talkbox).");
+    cmd->callback([args] {
+        PullOptions opt;
+        opt.repo_id = args->repo;
+        opt.revision = args->revision;
+        opt.type = parse_weight_type(args->type);
+        opt.stall_timeout_s = args->timeout;
+        ProgressLine line;
+        if (!args->quiet && stderr_is_tty()) opt.progress = [&line](const PullProgress& p) { line.update(p); };
+        const PullResult r = pull_model(opt);
+        line.end();
+        if (!args->quiet) {
+            const std::string commit = r.commit.substr(0, 12);
+            if (r.up_to_date) {
+                std::fprintf(stderr, "%s is up to date (commit %s, %s)\n", opt.repo_id.c_str(), commit.c_str(),
+                             weight_type_name(opt.type));
+            } else {
+                std::fprintf(stderr, "pulled %s at commit %s: %zu files downloaded (%s), converted to %s\n",
+                             opt.repo_id.c_str(), commit.c_str(), r.files_downloaded,
+                             human_bytes(static_cast<double>(r.bytes_downloaded)).c_str(), weight_type_name(opt.type));
+            }
+        }
+        std::printf("%s\n", r.model_path.c_str());
+    });
+}
+
+}  // namespace talkbox::cli

@@ -1,0 +1,112 @@
+// pull_model(): hub snapshot → cached GGUF, skipping all work when the cached model already came
+// from the commit the revision points at.
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <sys/file.h>
+#include <system_error>
+#include <unistd.h>
+
+#include "core/gguf_file.h"
+#include "hub/hub_api.h"
+#include "hub/model_cache.h"
+#include "hub/snapshot.h"
+#include "talkbox/error.h"
+#include "talkbox/hub.h"
+
+namespace fs = std::filesystem;
+
+namespace talkbox {
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? v : fallback;
+}
+
+// An exclusive lock on a repository's cache folder, so two pulls never write the same .part file.
+class RepoLock {
+public:
+    RepoLock(const std::string& path, const std::string& repo_id) {
+        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ < 0) throw Error(ErrorKind::Io, "cannot open '" + path + "': " + std::strerror(errno));
+        if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+            ::close(fd_);
+            throw Error(ErrorKind::Io, "another `talkbox pull " + repo_id + "` is running (it holds " + path + ")");
+        }
+    }
+    ~RepoLock() { ::close(fd_); }
+    RepoLock(const RepoLock&) = delete;
+    RepoLock& operator=(const RepoLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
+bool converted_from(const std::string& model, const std::string& source_url) {
+    std::error_code ec;
+    if (!fs::is_regular_file(model, ec)) return false;
+    try {
+        const GgufFile file(model);
+        return file.meta().has_key("general.source.url") && file.meta().get_string("general.source.url") == source_url;
+    } catch (const Error&) {
+        return false;  // unreadable: convert again
+    }
+}
+
+}  // namespace
+
+PullResult pull_model(const PullOptions& opt) {
+    hub::validate_repo_id(opt.repo_id);
+    if (opt.stall_timeout_s <= 0) throw Error(ErrorKind::InvalidArgument, "the stall timeout must be positive");
+    const std::string cache = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
+    hub::HttpClient http({opt.token.empty() ? env_or("HF_TOKEN", "") : opt.token, opt.stall_timeout_s});
+    hub::HubApi api(http, opt.endpoint.empty() ? env_or("HF_ENDPOINT", "https://huggingface.co") : opt.endpoint,
+                    opt.repo_id);
+
+    const std::string repo_dir = hub::repo_dir(cache, opt.repo_id);
+    std::error_code ec;
+    fs::create_directories(repo_dir, ec);
+    if (!ec) fs::create_directories(hub::models_dir(cache), ec);
+    if (ec) throw Error(ErrorKind::Io, "cannot create the model cache in '" + cache + "': " + ec.message());
+    const RepoLock lock(repo_dir + "/.lock", opt.repo_id);
+
+    const hub::RepoInfo info = api.info(opt.revision);
+    PullResult result;
+    result.commit = info.commit;
+    result.model_path = hub::model_file(cache, opt.repo_id, opt.type);
+    const std::string source_url = api.endpoint() + "/" + opt.repo_id + "/tree/" + info.commit;
+    if (converted_from(result.model_path, source_url)) {
+        result.up_to_date = true;
+        return result;
+    }
+
+    const std::string dir = hub::snapshot_dir(cache, opt.repo_id, info.commit);
+    const hub::SnapshotDownload download = hub::download_snapshot(api, info, dir, opt.progress);
+    result.files_downloaded = download.files_downloaded;
+    result.bytes_downloaded = download.bytes_downloaded;
+
+    ConvertOptions convert;
+    convert.snapshot_dir = dir;
+    convert.output_path = result.model_path;
+    convert.type = opt.type;
+    convert.name = opt.repo_id.substr(opt.repo_id.find('/') + 1);
+    convert.source_url = source_url;
+    if (opt.progress) {
+        convert.progress = [&opt](size_t done, size_t total, const std::string& tensor) {
+            PullProgress p;
+            p.stage = PullProgress::Stage::Convert;
+            p.item = tensor;
+            p.done = done;
+            p.total = total;
+            opt.progress(p);
+        };
+    }
+    convert_snapshot(convert);
+    return result;
+}
+
+}  // namespace talkbox

@@ -1,0 +1,100 @@
+#include "hub/snapshot.h"
+
+#include <filesystem>
+#include <set>
+#include <system_error>
+#include <vector>
+
+#include "core/json_file.h"
+#include "hub/download.h"
+#include "talkbox/error.h"
+
+namespace fs = std::filesystem;
+
+namespace talkbox::hub {
+
+namespace {
+
+const char* const kRequired[] = {"config.json", "generation_config.json", "vocab.json", "merges.txt",
+                                  "tokenizer_config.json", "speech_tokenizer/config.json",
+                                  "speech_tokenizer/model.safetensors", "speech_tokenizer/preprocessor_config.json"};
+
+// The shard files model.safetensors.index.json names, each a plain file name the repository has.
+std::vector<std::string> shard_names(const std::string& index_path, const std::set<std::string>& listed) {
+    const auto index = read_json_file(index_path);
+    const auto& map = json_member(index, "weight_map", index_path);
+    if (!map.is_object() || map.empty()) throw Error(ErrorKind::Format, index_path + ": weight_map must be a non-empty object");
+    std::set<std::string> shards;
+    for (const auto& [tensor, shard] : map.items()) {
+        if (!shard.is_string()) throw Error(ErrorKind::Format, index_path + ": shard of '" + tensor + "' is not a string");
+        const std::string name = shard.get<std::string>();
+        if (!is_safe_repo_path(name) || name.find('/') != std::string::npos) {
+            throw Error(ErrorKind::Format, index_path + ": shard name " + nlohmann::json(name).dump() +
+                                               " must be a plain file name");
+        }
+        if (!listed.count(name)) {
+            throw Error(ErrorKind::NotFound, index_path + ": shard '" + name + "' is not in the repository");
+        }
+        shards.insert(name);
+    }
+    return {shards.begin(), shards.end()};
+}
+
+}  // namespace
+
+SnapshotDownload download_snapshot(HubApi& api, const RepoInfo& info, const std::string& dir,
+                                   const std::function<void(const PullProgress&)>& progress) {
+    const std::set<std::string> listed(info.files.begin(), info.files.end());
+    const std::string where = "repository '" + api.repo_id() + "' at commit " + info.commit.substr(0, 12);
+    std::vector<std::string> files;
+    // The index goes first: the shards it names join the list once it is here.
+    const bool sharded = !listed.count("model.safetensors");
+    if (sharded) {
+        if (!listed.count("model.safetensors.index.json")) {
+            throw Error(ErrorKind::NotFound, where + " has neither model.safetensors nor model.safetensors.index.json: "
+                                                     "is it a Qwen3-TTS checkpoint?");
+        }
+        files.push_back("model.safetensors.index.json");
+    } else {
+        files.push_back("model.safetensors");
+    }
+    for (const char* f : kRequired) {
+        if (!listed.count(f)) throw Error(ErrorKind::NotFound, where + " has no " + f + ": is it a Qwen3-TTS checkpoint?");
+        files.push_back(f);
+    }
+    if (listed.count("tokenizer.json")) files.push_back("tokenizer.json");
+
+    const auto tree = api.tree(info.commit);
+    SnapshotDownload result;
+    for (size_t i = 0; i < files.size(); ++i) {
+        const auto entry = tree.find(files[i]);
+        if (entry == tree.end()) {
+            throw Error(ErrorKind::Format, where + ": the hub lists " + files[i] + " but its file tree does not");
+        }
+        const std::string dest = dir + "/" + files[i];
+        std::error_code ec;
+        // A file in place was checked before it was renamed there.
+        if (!fs::is_regular_file(dest, ec) || fs::file_size(dest, ec) != entry->second.size) {
+            const auto report = [&](uint64_t done, uint64_t total, double rate) {
+                if (!progress) return;
+                PullProgress p;
+                p.stage = PullProgress::Stage::Download;
+                p.item = files[i];
+                p.index = i + 1;
+                p.count = files.size();
+                p.done = done;
+                p.total = total;
+                p.bytes_per_second = rate;
+                progress(p);
+            };
+            result.bytes_downloaded += download_file(api, info.commit, entry->second, dest, report);
+            ++result.files_downloaded;
+        }
+        if (sharded && i == 0) {
+            for (const auto& shard : shard_names(dest, listed)) files.push_back(shard);
+        }
+    }
+    return result;
+}
+
+}  // namespace talkbox::hub

@@ -1,0 +1,127 @@
+// `talkbox pull`, `talkbox list` and hub names in other commands, run as a user runs them, against
+// the fake hub on 127.0.0.1 (HF_ENDPOINT) with the cache in a temporary folder (TALKBOX_HOME).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "hub/fake_hub.h"
+#include "support/test_support.h"
+
+namespace fs = std::filesystem;
+using talkbox::testing::FakeHub;
+using talkbox::testing::run_talkbox;
+using talkbox::testing::TempDir;
+
+namespace {
+
+const std::string kRepo = "Qwen/Qwen3-TTS-12Hz-0.6B-Base";
+
+class PullCli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        hub_.add_repo(kRepo, talkbox::testing::qwen_fixture("tiny-0.6B-Base"));
+        setenv("HF_ENDPOINT", hub_.endpoint().c_str(), 1);
+        setenv("TALKBOX_HOME", home_.path().c_str(), 1);
+        unsetenv("HF_TOKEN");
+    }
+    void TearDown() override {
+        unsetenv("HF_ENDPOINT");
+        unsetenv("TALKBOX_HOME");
+    }
+
+    FakeHub hub_;
+    TempDir home_;
+};
+
+TEST_F(PullCli, HelpListsPullAndList) {
+    const auto r = run_talkbox("--help");
+    EXPECT_EQ(r.exit_code, 0);
+    for (const char* cmd : {"pull", "list"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
+    for (const char* cmd : {"pull", "list"}) {
+        const auto h = run_talkbox(std::string(cmd) + " --help");
+        EXPECT_EQ(h.exit_code, 0) << cmd;
+        EXPECT_NE(h.out.find("Usage: talkbox " + std::string(cmd)), std::string::npos) << h.out;
+        EXPECT_NE(h.out.find("TALKBOX_HOME"), std::string::npos) << h.out;
+    }
+    EXPECT_NE(run_talkbox("pull --help").out.find("HF_TOKEN"), std::string::npos);
+}
+
+TEST_F(PullCli, PullThenListThenInfoByName) {
+    const std::string model = home_.path() + "/models/Qwen--Qwen3-TTS-12Hz-0.6B-Base-q8_0.gguf";
+    const auto p = run_talkbox("pull " + kRepo + " --type q8_0");
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.out, model + "\n");  // only the path on stdout, for scripts
+    EXPECT_NE(p.err.find("pulled " + kRepo + " at commit " + hub_.commit(kRepo).substr(0, 12) + ": 9 files downloaded"),
+              std::string::npos)
+        << p.err;
+    EXPECT_EQ(p.err.find('\r'), std::string::npos) << "no progress bar when stderr is not a terminal";
+
+    const auto l = run_talkbox("list");
+    ASSERT_EQ(l.exit_code, 0) << l.err;
+    for (const std::string& want : std::vector<std::string>{"REPO", "TYPE", "SIZE", "PATH", kRepo, "q8_0", "MiB", model}) {
+        EXPECT_NE(l.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << l.out;
+    }
+
+    const auto i = run_talkbox("info " + kRepo);
+    ASSERT_EQ(i.exit_code, 0) << i.err;
+    EXPECT_NE(i.out.find("model:        " + model), std::string::npos) << i.out;
+    EXPECT_NE(i.out.find("name:         Qwen3-TTS-12Hz-0.6B-Base"), std::string::npos) << i.out;
+
+    const auto again = run_talkbox("pull " + kRepo + " --type q8_0");
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_EQ(again.out, model + "\n");
+    EXPECT_NE(again.err.find(kRepo + " is up to date"), std::string::npos) << again.err;
+}
+
+TEST_F(PullCli, ListOnAnEmptyCache) {
+    const auto l = run_talkbox("list");
+    EXPECT_EQ(l.exit_code, 0);
+    EXPECT_EQ(l.out, "");
+    EXPECT_NE(l.err.find("no models in " + home_.path() + "/models yet: run `talkbox pull"), std::string::npos) << l.err;
+}
+
+TEST_F(PullCli, FailuresExitNonZeroWithTheReason) {
+    const auto missing = run_talkbox("pull Qwen/no-such-model");
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_NE(missing.err.find("talkbox: error: repository 'Qwen/no-such-model' not found or gated: set HF_TOKEN"),
+              std::string::npos)
+        << missing.err;
+
+    const auto bad = run_talkbox("pull ../etc");
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_NE(bad.err.find("invalid repository id '../etc'"), std::string::npos) << bad.err;
+
+    const auto type = run_talkbox("pull " + kRepo + " --type q2");
+    EXPECT_EQ(type.exit_code, 1);
+    EXPECT_NE(type.err.find("unknown weight type 'q2'"), std::string::npos) << type.err;
+
+    const auto info = run_talkbox("info Qwen/not-pulled");
+    EXPECT_EQ(info.exit_code, 1);
+    EXPECT_NE(info.err.find("run `talkbox pull Qwen/not-pulled` first"), std::string::npos) << info.err;
+
+    hub_.stall("model.safetensors");
+    const auto stalled = run_talkbox("pull " + kRepo + " --timeout 1");
+    EXPECT_EQ(stalled.exit_code, 1);
+    EXPECT_NE(stalled.err.find("nothing received for 1 s"), std::string::npos) << stalled.err;
+    EXPECT_FALSE(fs::exists(home_.path() + "/models/Qwen--Qwen3-TTS-12Hz-0.6B-Base-f16.gguf"));
+}
+
+// The README's `talkbox ...` lines (its hub section) run as written, against the fake hub.
+TEST_F(PullCli, ReadmeHubCommandsRun) {
+    const std::string readme = talkbox::testing::read_text(std::string(TALKBOX_SOURCE_DIR) + "/README.md");
+    size_t ran = 0;
+    for (size_t pos = 0; (pos = readme.find("\ntalkbox ", pos)) != std::string::npos;) {
+        const size_t end = readme.find('\n', pos + 1);
+        const std::string args = readme.substr(pos + 9, end - pos - 9);
+        pos = end;
+        const auto r = run_talkbox(args);
+        EXPECT_EQ(r.exit_code, 0) << "README command failed: talkbox " << args << "\n" << r.err;
+        ++ran;
+    }
+    EXPECT_EQ(ran, 3u);
+}
+
+}  // namespace
