@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "codec/snake.h"
 #include "ggml-alloc.h"
 #include "qwen3tts/tensor_layout.h"
 #include "talkbox/error.h"
@@ -26,7 +27,8 @@ constexpr size_t kCachedGraphs = 4;
 
 using Shape = std::vector<int64_t>;
 
-// A causal conv: weight [Cin, Cout, k] (one [Cin, Cout] matrix per tap, re-laid at load), bias [Cout].
+// A causal conv: weight [Cin * k, Cout] (row ci + Cin * j = input channel ci at tap j, re-laid at
+// load to match the gathered input columns), bias [Cout].
 struct ConvW {
     ggml_tensor* w = nullptr;
     ggml_tensor* b = nullptr;
@@ -129,7 +131,7 @@ public:
         return t;
     }
 
-    // Causal Conv1d: GGUF [k, Cin, Cout] → [Cin, Cout, k] so that each tap is a contiguous matrix.
+    // Causal Conv1d: GGUF [k, Cin, Cout] → [Cin * k, Cout] (tap-major within each output row).
     ConvW conv(const std::string& prefix) {
         const std::string wname = prefix + ".weight";
         const Shape& s = shape(wname);
@@ -138,12 +140,12 @@ public:
         c.k = s[0];
         c.cin = s[1];
         c.cout = s[2];
-        c.w = derived(wname, {c.cin, c.cout, c.k}, [this, wname, k = c.k, cin = c.cin, cout = c.cout] {
+        c.w = derived(wname, {c.cin * c.k, c.cout}, [this, wname, k = c.k, cin = c.cin, cout = c.cout] {
             const std::vector<float> src = floats(wname);
             std::vector<float> dst(src.size());
             for (int64_t co = 0; co < cout; ++co)
                 for (int64_t ci = 0; ci < cin; ++ci)
-                    for (int64_t j = 0; j < k; ++j) dst[ci + cin * (co + cout * j)] = src[j + k * (ci + cin * co)];
+                    for (int64_t j = 0; j < k; ++j) dst[ci + cin * (j + k * co)] = src[j + k * (ci + cin * co)];
             return dst;
         });
         c.b = raw(prefix + ".bias");
@@ -159,9 +161,13 @@ public:
         return derived(wname, {cin, cout * k}, [this, wname, k, cout, cin] {
             const std::vector<float> src = floats(wname);
             std::vector<float> dst(src.size());
-            for (int64_t ci = 0; ci < cin; ++ci)
-                for (int64_t co = 0; co < cout; ++co)
-                    for (int64_t m = 0; m < k; ++m) dst[ci + cin * (co + cout * m)] = src[m + k * (co + cout * ci)];
+            // A transpose: walk the input channels in blocks so that reads and writes stay in cache.
+            constexpr int64_t block = 16;
+            for (int64_t c0 = 0; c0 < cin; c0 += block)
+                for (int64_t m = 0; m < k; ++m)
+                    for (int64_t co = 0; co < cout; ++co)
+                        for (int64_t ci = c0; ci < std::min(cin, c0 + block); ++ci)
+                            dst[ci + cin * (co + cout * m)] = src[m + k * (co + cout * ci)];
             return dst;
         });
     }
@@ -355,22 +361,24 @@ struct StreamRunner::Builder {
         return xp;
     }
 
+    // Causal conv as one matrix product: the k dilated taps of [history | input] are gathered into
+    // the columns of a [Cin * k, T] matrix (im2col), which keeps the product's depth at Cin * k.
     ggml_tensor* conv(ggml_tensor* x, const ConvW& c, int dilation, ggml_tensor* hist) {
         const int64_t t = x->ne[1];
-        ggml_tensor* xp = c.k > 1 ? with_history(x, hist) : x;
-        ggml_tensor* y = nullptr;
-        for (int64_t j = 0; j < c.k; ++j) {
-            ggml_tensor* wj = ggml_view_2d(ctx, c.w, c.cin, c.cout, c.w->nb[1], j * c.w->nb[2]);
-            ggml_tensor* xj = ggml_view_2d(ctx, xp, c.cin, t, xp->nb[1], j * dilation * xp->nb[1]);
-            ggml_tensor* p = ggml_mul_mat(ctx, wj, xj);
-            y = y ? ggml_add(ctx, y, p) : p;
+        ggml_tensor* cols = x;
+        if (c.k > 1) {
+            ggml_tensor* xp = with_history(x, hist);
+            cols = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, c.cin * c.k, t);
+            for (int64_t j = 0; j < c.k; ++j) {
+                ggml_tensor* tap = ggml_view_2d(ctx, xp, c.cin, t, xp->nb[1], j * dilation * xp->nb[1]);
+                cols = ggml_set_2d_inplace(ctx, cols, tap, cols->nb[1], j * c.cin * cols->nb[0]);
+            }
         }
-        return ggml_add(ctx, y, c.b);
+        return ggml_add(ctx, ggml_mul_mat(ctx, c.w, cols), c.b);
     }
 
     ggml_tensor* snake(ggml_tensor* x, const SnakeW& s) {
-        ggml_tensor* v = ggml_sqr(ctx, ggml_sin(ctx, ggml_mul(ctx, x, s.scale)));
-        return ggml_add(ctx, x, ggml_mul(ctx, v, s.inv_beta));
+        return snake_beta(ctx, x, s.scale, s.inv_beta, m.backend->is_cpu());
     }
 
     ggml_tensor* rms_norm(ggml_tensor* x, ggml_tensor* w) {

@@ -198,5 +198,50 @@ TEST_F(DecoderTest, BadCodesAreRejectedWithAPreciseError) {
     expect_error([&] { StreamingDecoder(*decoder_, 0); }, "frames per chunk");
 }
 
+// F16 / Q8_0 conversions round the transformer and ConvNeXt matrices (and, for the products, the
+// activations): reported, with a bound that only catches a broken path.
+class QuantisedDecoderTest : public ::testing::TestWithParam<WeightType> {};
+
+TEST_P(QuantisedDecoderTest, StaysCloseToTheGoldens) {
+    testing::TempDir dir;
+    ConvertOptions opt;
+    opt.snapshot_dir = testing::qwen_fixture("tiny-0.6B-Base");
+    opt.output_path = dir.file("tiny.gguf");
+    opt.type = GetParam();
+    convert_snapshot(opt);
+    const GgufFile file(opt.output_path);
+    const Backend backend(1);
+    CodecDecoder decoder(file, qwen3tts::Hparams::from_gguf(file.meta()), backend);
+
+    std::vector<Tap> taps;
+    const float e40 = max_abs_diff(decoder.forward(read_codes_json(golden("decode_40/codes.json")), &taps),
+                                   load_npy(golden("decode_40/wav.npy")).data);
+    float worst_tap = 0;
+    std::string worst;
+    for (const Tap& tap : taps) {
+        std::vector<float> ours = tap.data;
+        const testing::NpyArray g = load_npy(golden("decode_40/" + tap.name + ".npy"));
+        if (!time_major_golden(tap.name)) {
+            for (int64_t c = 0; c < tap.channels; ++c)
+                for (int64_t t = 0; t < tap.length; ++t) ours[c * tap.length + t] = tap.data[t * tap.channels + c];
+        }
+        const float rel = max_abs_diff(ours, g.data) / max_abs(g.data);
+        if (rel > worst_tap) worst_tap = rel, worst = tap.name;
+    }
+    const Frames frames = read_codes_json(golden("decode_320/codes.json"));
+    const float e320 = max_abs_diff(decoder.decode(frames), load_npy(golden("decode_320/wav.npy")).data);
+    StreamingDecoder stream(decoder, 5);
+    std::vector<float> wav = stream.push(frames);
+    const std::vector<float> tail = stream.flush();
+    wav.insert(wav.end(), tail.begin(), tail.end());
+    const float es = max_abs_diff(wav, load_npy(golden("decode_320_unchunked/wav.npy")).data);
+    std::printf("[ %-8s ] decode_40 %.3g (worst tap %s %.3g of max), decode_320 %.3g, streaming(5) vs unchunked %.3g\n",
+                weight_type_name(GetParam()), e40, worst.c_str(), worst_tap, e320, es);
+    EXPECT_LT(std::max({e40, e320, es}), GetParam() == WeightType::F16 ? 0.05f : 0.5f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QuantisedDecoderTest, ::testing::Values(WeightType::F16, WeightType::Q8_0),
+                         [](const auto& info) { return std::string(weight_type_name(info.param)); });
+
 }  // namespace
 }  // namespace talkbox::codec

@@ -1,0 +1,73 @@
+#include "codec/snake.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace talkbox::codec {
+
+namespace {
+
+// Arguments beyond this use the C library: the three-part reduction below is exact up to here.
+constexpr float kFastLimit = 8192.0f;
+
+// sin(v)^2 for |v| <= kFastLimit, branch-free so that the channel loop vectorises: reduce by
+// pi/2 in three parts (Cody-Waite, as Cephes sinf), then the quadrant's sin or cos polynomial;
+// the sign does not matter once squared.
+inline float sin_squared_fast(float v) {
+    constexpr float two_over_pi = 0.636619772367581343f;
+    constexpr float p1 = 1.5703125f, p2 = 4.837512969970703125e-4f, p3 = 7.54978995489188216e-8f;
+    constexpr float round = 12582912.0f;  // 1.5 * 2^23: adding and subtracting it rounds to an integer
+    const float j = (v * two_over_pi + round) - round;
+    const float r = ((v - j * p1) - j * p2) - j * p3;
+    const float z = r * r;
+    const float s = r + r * z * (-1.6666654611e-1f + z * (8.3321608736e-3f + z * -1.9515295891e-4f));
+    const float c = 1.0f - 0.5f * z + z * z * (4.166664568298827e-2f + z * (-1.388731625493765e-3f + z * 2.443315711809948e-5f));
+    // Select without a branch: all-ones mask in odd quadrants.
+    const uint32_t odd = 0u - (static_cast<uint32_t>(static_cast<int32_t>(j)) & 1u);
+    uint32_t sb, cb;
+    std::memcpy(&sb, &s, 4);
+    std::memcpy(&cb, &c, 4);
+    const uint32_t qb = (cb & odd) | (sb & ~odd);
+    float q;
+    std::memcpy(&q, &qb, 4);
+    return q * q;
+}
+
+void snake_op(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor* c, int ith, int nth,
+              void*) {
+    const int64_t channels = a->ne[0], columns = ggml_nrows(a);
+    const int64_t per = (columns + nth - 1) / nth, t0 = per * ith, t1 = std::min(columns, t0 + per);
+    const float* scale = static_cast<const float*>(b->data);
+    const float* inv_beta = static_cast<const float*>(c->data);
+    for (int64_t t = t0; t < t1; ++t) {
+        const float* x = reinterpret_cast<const float*>(static_cast<const char*>(a->data) + t * a->nb[1]);
+        float* y = reinterpret_cast<float*>(static_cast<char*>(dst->data) + t * dst->nb[1]);
+        int outside = 0;
+        for (int64_t i = 0; i < channels; ++i) {
+            const float v = x[i] * scale[i];
+            outside |= !(std::fabs(v) <= kFastLimit);
+            y[i] = x[i] + inv_beta[i] * sin_squared_fast(v);
+        }
+        if (outside) {  // rare: redo the column with the C library (also catches NaN)
+            for (int64_t i = 0; i < channels; ++i) y[i] = x[i] + inv_beta[i] * sin_squared(x[i] * scale[i]);
+        }
+    }
+}
+
+}  // namespace
+
+float sin_squared(float v) {
+    if (std::fabs(v) <= kFastLimit) return sin_squared_fast(v);
+    const float s = std::sin(v);
+    return s * s;
+}
+
+ggml_tensor* snake_beta(ggml_context* ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* inv_beta, bool fused) {
+    if (fused) return ggml_map_custom3(ctx, x, scale, inv_beta, snake_op, GGML_N_TASKS_MAX, nullptr);
+    ggml_tensor* v = ggml_sqr(ctx, ggml_sin(ctx, ggml_mul(ctx, x, scale)));
+    return ggml_add(ctx, x, ggml_mul(ctx, v, inv_beta));
+}
+
+}  // namespace talkbox::codec
