@@ -7,7 +7,7 @@
 #include <limits>
 #include <map>
 
-#include "codec/snake.h"
+#include "codec/ops.h"
 #include "ggml-alloc.h"
 #include "qwen3tts/tensor_layout.h"
 #include "talkbox/error.h"
@@ -364,16 +364,8 @@ struct StreamRunner::Builder {
     // Causal conv as one matrix product: the k dilated taps of [history | input] are gathered into
     // the columns of a [Cin * k, T] matrix (im2col), which keeps the product's depth at Cin * k.
     ggml_tensor* conv(ggml_tensor* x, const ConvW& c, int dilation, ggml_tensor* hist) {
-        const int64_t t = x->ne[1];
         ggml_tensor* cols = x;
-        if (c.k > 1) {
-            ggml_tensor* xp = with_history(x, hist);
-            cols = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, c.cin * c.k, t);
-            for (int64_t j = 0; j < c.k; ++j) {
-                ggml_tensor* tap = ggml_view_2d(ctx, xp, c.cin, t, xp->nb[1], j * dilation * xp->nb[1]);
-                cols = ggml_set_2d_inplace(ctx, cols, tap, cols->nb[1], j * c.cin * cols->nb[0]);
-            }
-        }
+        if (c.k > 1) cols = conv_columns(ctx, with_history(x, hist), c.k, dilation, m.backend->is_cpu());
         return ggml_add(ctx, ggml_mul_mat(ctx, c.w, cols), c.b);
     }
 

@@ -1,12 +1,13 @@
-// SnakeBeta alone: the fused CPU op and the stock-op composition against a double-precision
-// reference, and the vectorised sin^2 against the C library.
+// The codec decoder's custom ops alone: fused CPU versions and stock-op compositions against plain
+// references (SnakeBeta in double precision, the conv column gather exactly).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 
-#include "codec/snake.h"
+#include "codec/ops.h"
 #include "core/backend.h"
 #include "ggml-alloc.h"
 
@@ -34,27 +35,26 @@ TEST(SnakeBeta, SinSquaredMatchesTheCLibrary) {
     EXPECT_TRUE(std::isnan(sin_squared(std::numeric_limits<float>::infinity())));
 }
 
-// Runs snake_beta on a [channels, columns] input with the CPU backend.
-std::vector<float> run_snake(const std::vector<float>& x, const std::vector<float>& scale,
-                             const std::vector<float>& inv_beta, int64_t columns, bool fused, int threads) {
-    const int64_t channels = static_cast<int64_t>(scale.size());
+// Builds out = make(ctx, inputs...) on the CPU backend, feeds the inputs and returns out's values.
+std::vector<float> run_graph(const std::vector<std::pair<std::vector<int64_t>, std::vector<float>>>& inputs,
+                             const std::function<ggml_tensor*(ggml_context*, const std::vector<ggml_tensor*>&)>& make,
+                             int threads) {
     Backend backend(threads);
-    ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 16 + ggml_graph_overhead(), nullptr, true});
-    ggml_tensor* tx = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, channels, columns);
-    ggml_tensor* ts = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, channels);
-    ggml_tensor* tb = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, channels);
-    for (ggml_tensor* t : {tx, ts, tb}) ggml_set_input(t);
-    ggml_tensor* y = snake_beta(ctx, tx, ts, tb, fused);
+    ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 64 + ggml_graph_overhead(), nullptr, true});
+    std::vector<ggml_tensor*> ts;
+    for (const auto& in : inputs) {
+        ts.push_back(ggml_new_tensor(ctx, GGML_TYPE_F32, static_cast<int>(in.first.size()), in.first.data()));
+        ggml_set_input(ts.back());
+    }
+    ggml_tensor* y = make(ctx, ts);
     ggml_set_output(y);
     ggml_cgraph* gf = ggml_new_graph(ctx);
     ggml_build_forward_expand(gf, y);
     ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend.get()));
     EXPECT_TRUE(ggml_gallocr_alloc_graph(alloc, gf));
-    ggml_backend_tensor_set(tx, x.data(), 0, x.size() * 4);
-    ggml_backend_tensor_set(ts, scale.data(), 0, scale.size() * 4);
-    ggml_backend_tensor_set(tb, inv_beta.data(), 0, inv_beta.size() * 4);
+    for (size_t i = 0; i < ts.size(); ++i) ggml_backend_tensor_set(ts[i], inputs[i].second.data(), 0, inputs[i].second.size() * 4);
     backend.compute(gf);
-    std::vector<float> out(x.size());
+    std::vector<float> out(static_cast<size_t>(ggml_nelements(y)));
     ggml_backend_tensor_get(y, out.data(), 0, out.size() * 4);
     ggml_gallocr_free(alloc);
     ggml_free(ctx);
@@ -81,10 +81,41 @@ TEST(SnakeBeta, FusedAndComposedMatchTheReference) {
     }
     for (bool fused : {true, false}) {
         for (int threads : {1, 3}) {
-            const std::vector<float> y = run_snake(x, scale, inv_beta, columns, fused, threads);
+            const std::vector<float> y = run_graph(
+                {{{channels, columns}, x}, {{channels}, scale}, {{channels}, inv_beta}},
+                [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) { return snake_beta(ctx, t[0], t[1], t[2], fused); },
+                threads);
             double worst = 0;
             for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::fabs(y[i] - ref[i]) / std::max(1.0, std::fabs(ref[i])));
             EXPECT_LE(worst, 1e-6) << (fused ? "fused" : "composed") << ", " << threads << " threads";
+        }
+    }
+}
+
+TEST(ConvColumns, FusedAndComposedGatherTheDilatedTaps) {
+    const int64_t channels = 5, columns = 23;
+    for (int64_t taps : {3, 7}) {
+        for (int64_t dilation : {1, 3, 9}) {
+            const int64_t width = columns + (taps - 1) * dilation;
+            std::vector<float> xp(channels * width);
+            for (size_t i = 0; i < xp.size(); ++i) xp[i] = static_cast<float>(i);
+            std::vector<float> expected(channels * taps * columns);
+            for (int64_t t = 0; t < columns; ++t)
+                for (int64_t j = 0; j < taps; ++j)
+                    for (int64_t c = 0; c < channels; ++c)
+                        expected[(t * taps + j) * channels + c] = xp[(t + j * dilation) * channels + c];
+            for (bool fused : {true, false}) {
+                for (int threads : {1, 3}) {
+                    const std::vector<float> y = run_graph(
+                        {{{channels, width}, xp}},
+                        [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
+                            return conv_columns(ctx, t[0], taps, dilation, fused);
+                        },
+                        threads);
+                    EXPECT_EQ(y, expected) << "taps " << taps << " dilation " << dilation << (fused ? " fused" : " composed")
+                                           << " threads " << threads;
+                }
+            }
         }
     }
 }

@@ -1,4 +1,4 @@
-#include "codec/snake.h"
+#include "codec/ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -56,6 +56,21 @@ void snake_op(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, cons
     }
 }
 
+// dst [C * taps, T] from src [C, T + (taps-1) * dilation]; the tap count follows from the shapes.
+void columns_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
+    const ggml_tensor* src = dst->src[0];
+    const int64_t dilation = reinterpret_cast<intptr_t>(userdata);
+    const int64_t channels = src->ne[0], taps = dst->ne[0] / channels, columns = dst->ne[1];
+    const int64_t per = (columns + nth - 1) / nth, t0 = per * ith, t1 = std::min(columns, t0 + per);
+    const size_t row = static_cast<size_t>(channels) * sizeof(float);
+    for (int64_t t = t0; t < t1; ++t) {
+        char* out = static_cast<char*>(dst->data) + t * dst->nb[1];
+        for (int64_t j = 0; j < taps; ++j) {
+            std::memcpy(out + j * row, static_cast<const char*>(src->data) + (t + j * dilation) * src->nb[1], row);
+        }
+    }
+}
+
 }  // namespace
 
 float sin_squared(float v) {
@@ -68,6 +83,23 @@ ggml_tensor* snake_beta(ggml_context* ctx, ggml_tensor* x, ggml_tensor* scale, g
     if (fused) return ggml_map_custom3(ctx, x, scale, inv_beta, snake_op, GGML_N_TASKS_MAX, nullptr);
     ggml_tensor* v = ggml_sqr(ctx, ggml_sin(ctx, ggml_mul(ctx, x, scale)));
     return ggml_add(ctx, x, ggml_mul(ctx, v, inv_beta));
+}
+
+ggml_tensor* conv_columns(ggml_context* ctx, ggml_tensor* xp, int64_t taps, int64_t dilation, bool fused) {
+    const int64_t channels = xp->ne[0], columns = xp->ne[1] - (taps - 1) * dilation;
+    if (fused) {
+        ggml_tensor* args[] = {xp};
+        return ggml_custom_4d(ctx, GGML_TYPE_F32, channels * taps, columns, 1, 1, args, 1, columns_op, GGML_N_TASKS_MAX,
+                              reinterpret_cast<void*>(static_cast<intptr_t>(dilation)));
+    }
+    auto tap = [&](int64_t j) { return ggml_view_2d(ctx, xp, channels, columns, xp->nb[1], j * dilation * xp->nb[1]); };
+    // Padding tap 0 to full height makes the matrix a graph node (a new leaf would be allocated for
+    // the whole graph); the other taps are then written into it in place.
+    ggml_tensor* cols = ggml_pad(ctx, tap(0), channels * (taps - 1), 0, 0, 0);
+    for (int64_t j = 1; j < taps; ++j) {
+        cols = ggml_set_2d_inplace(ctx, cols, tap(j), cols->nb[1], j * channels * cols->nb[0]);
+    }
+    return cols;
 }
 
 }  // namespace talkbox::codec
