@@ -17,12 +17,11 @@ namespace talkbox::codec {
 namespace {
 
 constexpr int kConvNextKernel = 7;
-constexpr int kUnitKernel = 7;
 constexpr int kUnitDilations[] = {1, 3, 9};
 constexpr float kLayerNormEps = 1e-6f;
 constexpr float kCodebookEps = 1e-5f;
 constexpr float kSnakeEps = 1e-9f;
-constexpr int kGraphNodes = 8192;
+constexpr int kGraphNodes = 4096;  // 675 at the released size
 constexpr size_t kCachedGraphs = 4;
 
 using Shape = std::vector<int64_t>;
@@ -252,7 +251,7 @@ struct CodecDecoder::Model {
 
 class StreamRunner {
 public:
-    StreamRunner(const CodecDecoder::Model& m);
+    explicit StreamRunner(const CodecDecoder::Model& m);
     ~StreamRunner();
     StreamRunner(const StreamRunner&) = delete;
     StreamRunner& operator=(const StreamRunner&) = delete;
@@ -337,8 +336,9 @@ void StreamRunner::reset() {
 }
 
 // Builds the graph of one step over `frames` new frames. Every stage works on [channels, time]
-// tensors (channels contiguous), so transposed convs interleave for free and convs are sums of
-// per-tap matrix products over shifted views of [history | input].
+// tensors (channels contiguous), so a transposed conv is one matrix product whose rows interleave
+// into output samples for free, and a conv is one product over columns gathered from
+// [history | input]. The step also writes the new histories into the state tensors.
 struct StreamRunner::Builder {
     StreamRunner& r;
     const CodecDecoder::Model& m;
@@ -395,9 +395,10 @@ struct StreamRunner::Builder {
         // Keys/values of the window: [cache (last W-1 positions) | this step], cache rolled forward.
         ggml_tensor* ks = ggml_concat(ctx, r.k_cache_[l], k, 2);
         ggml_tensor* vs = ggml_concat(ctx, r.v_cache_[l], v, 2);
-        const int64_t keep = r.k_cache_[l]->ne[2];
-        ggml_build_forward_expand(gf, ggml_cpy(ctx, ggml_view_3d(ctx, ks, hd, hp.kv_heads, keep, ks->nb[1], ks->nb[2], t * ks->nb[2]), r.k_cache_[l]));
-        ggml_build_forward_expand(gf, ggml_cpy(ctx, ggml_view_3d(ctx, vs, hd, hp.kv_heads, keep, vs->nb[1], vs->nb[2], t * vs->nb[2]), r.v_cache_[l]));
+        for (auto [all, cache] : {std::pair{ks, r.k_cache_[l]}, std::pair{vs, r.v_cache_[l]}}) {
+            ggml_tensor* last = ggml_view_3d(ctx, all, hd, hp.kv_heads, cache->ne[2], all->nb[1], all->nb[2], t * all->nb[2]);
+            ggml_build_forward_expand(gf, ggml_cpy(ctx, last, cache));
+        }
 
         ggml_tensor* kq = ggml_mul_mat(ctx, ggml_permute(ctx, ks, 0, 2, 1, 3), ggml_permute(ctx, q, 0, 2, 1, 3));
         kq = ggml_soft_max_ext(ctx, kq, g.mask, 1.0f / std::sqrt(static_cast<float>(hd)), 0.0f);
@@ -426,7 +427,8 @@ struct StreamRunner::Builder {
         const int64_t c = x->ne[0], t = x->ne[1];
         // Transposed conv with kernel == stride: rows co + C*m of one product are output sample s*i + m.
         x = ggml_add(ctx, ggml_reshape_2d(ctx, ggml_mul_mat(ctx, u.tconv_w, x), c, u.ratio * t), u.tconv_b);
-        tap(s == 0 ? "upsample0_transconv" : "upsample1_transconv", x);
+        const std::string name = "upsample" + std::to_string(s);
+        tap((name + "_transconv").c_str(), x);
         // ConvNeXt: depthwise causal conv, LayerNorm, pointwise MLP (exact GELU), gamma, residual.
         const int64_t n = x->ne[1];
         ggml_tensor* xp = with_history(x, r.dw_hist_[s]);
@@ -442,7 +444,7 @@ struct StreamRunner::Builder {
         y = ggml_gelu_erf(ctx, ggml_add(ctx, ggml_mul_mat(ctx, u.pw1_w, y), u.pw1_b));
         y = ggml_add(ctx, ggml_mul_mat(ctx, u.pw2_w, y), u.pw2_b);
         x = ggml_add(ctx, x, ggml_mul(ctx, y, u.gamma));
-        tap(s == 0 ? "upsample0_convnext" : "upsample1_convnext", x);
+        tap((name + "_convnext").c_str(), x);
         return x;
     }
 
@@ -680,7 +682,6 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
         m.ups.push_back(w);
     }
     m.wav_in = ld.conv(p + "wav.0.conv");
-    require(m.wav_in.k == kUnitKernel, "decoder input conv kernel must be 7");
     int64_t c_in = hp.decoder_dim;
     for (size_t i = 0; i < hp.upsample_rates.size(); ++i) {
         const std::string b = p + "wav." + std::to_string(i + 1) + ".";
