@@ -7,6 +7,7 @@
 namespace talkbox::cli {
 
 void register_convert(CLI::App& app);
+void register_decode(CLI::App& app);
 void register_info(CLI::App& app);
 void register_pull(CLI::App& app);
 void register_list(CLI::App& app);

@@ -1,0 +1,29 @@
+// Codec frames → audio file with the speech decoder of a talkbox GGUF model (`talkbox decode`).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace talkbox {
+
+struct DecodeOptions {
+    std::string model_path;        // talkbox GGUF (any Qwen3-TTS variant: all share the codec)
+    std::string codes_path;        // {"frames": [[16 codes], ...]} or a bare list of frames
+    std::string output_path;       // written atomically
+    std::string format = "wav16";  // wav16, wav32 (float), raw16 (s16le), raw32 (f32le)
+    int threads = 0;               // 0: one per core
+    // 0: the official decode (300-frame chunks with 25 frames of context beyond 300 frames).
+    // N: exact streaming in steps of N frames (equals one pass over all frames).
+    size_t stream_chunk = 0;
+};
+
+struct DecodeSummary {
+    size_t frames = 0, samples = 0;
+    int sample_rate = 0;
+    double decode_seconds = 0;  // decoder time only (no loading or writing)
+};
+
+// Throws talkbox::Error naming the bad file, frame or option; leaves no partial output.
+DecodeSummary decode_codes_file(const DecodeOptions& options);
+
+}  // namespace talkbox

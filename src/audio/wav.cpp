@@ -1,0 +1,107 @@
+#include "audio/wav.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/atomic_file.h"
+#include "talkbox/error.h"
+
+namespace talkbox::audio {
+
+namespace {
+
+constexpr uint16_t kFormatPcm = 1;
+constexpr uint16_t kFormatFloat = 3;
+
+void put_bytes(std::vector<uint8_t>& out, const char* tag) { out.insert(out.end(), tag, tag + 4); }
+void put_u16(std::vector<uint8_t>& out, uint16_t v) {
+    out.push_back(static_cast<uint8_t>(v));
+    out.push_back(static_cast<uint8_t>(v >> 8));
+}
+void put_u32(std::vector<uint8_t>& out, uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+}  // namespace
+
+const char* sample_format_name(SampleFormat f) {
+    switch (f) {
+        case SampleFormat::Wav16: return "wav16";
+        case SampleFormat::Wav32: return "wav32";
+        case SampleFormat::Raw16: return "raw16";
+        case SampleFormat::Raw32: return "raw32";
+    }
+    return "?";
+}
+
+SampleFormat parse_sample_format(const std::string& name) {
+    for (SampleFormat f : {SampleFormat::Wav16, SampleFormat::Wav32, SampleFormat::Raw16, SampleFormat::Raw32}) {
+        if (name == sample_format_name(f)) return f;
+    }
+    throw Error(ErrorKind::InvalidArgument, "unknown audio format '" + name + "' (choose wav16, wav32, raw16 or raw32)");
+}
+
+int16_t to_pcm16(float x) {
+    if (!(x > -1.0f)) return -32767;  // also NaN
+    if (x >= 1.0f) return 32767;
+    return static_cast<int16_t>(std::lround(x * 32767.0f));
+}
+
+std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format) {
+    const bool pcm16 = format == SampleFormat::Wav16 || format == SampleFormat::Raw16;
+    const bool header = format == SampleFormat::Wav16 || format == SampleFormat::Wav32;
+    const uint32_t width = pcm16 ? 2 : 4;
+    // RIFF sizes are 32-bit: the header and data chunk must stay below 4 GiB.
+    const uint64_t data_bytes = static_cast<uint64_t>(samples.size()) * width;
+    if (header && data_bytes > std::numeric_limits<uint32_t>::max() - 64) {
+        throw Error(ErrorKind::Unsupported, "audio of " + std::to_string(samples.size()) + " samples is too long for a WAV file");
+    }
+    if (sample_rate <= 0) throw Error(ErrorKind::InvalidArgument, "sample rate must be positive");
+
+    std::vector<uint8_t> out;
+    out.reserve(static_cast<size_t>(data_bytes) + 64);
+    if (header) {
+        // Float WAV carries the extended fmt chunk (cbSize = 0) and a fact chunk, as the format requires.
+        const uint32_t fmt_size = pcm16 ? 16 : 18;
+        const uint32_t fact_size = pcm16 ? 0 : 12;
+        put_bytes(out, "RIFF");
+        put_u32(out, static_cast<uint32_t>(4 + (8 + fmt_size) + fact_size + 8 + data_bytes));
+        put_bytes(out, "WAVE");
+        put_bytes(out, "fmt ");
+        put_u32(out, fmt_size);
+        put_u16(out, pcm16 ? kFormatPcm : kFormatFloat);
+        put_u16(out, 1);  // mono
+        put_u32(out, static_cast<uint32_t>(sample_rate));
+        put_u32(out, static_cast<uint32_t>(sample_rate) * width);
+        put_u16(out, static_cast<uint16_t>(width));
+        put_u16(out, static_cast<uint16_t>(8 * width));
+        if (!pcm16) {
+            put_u16(out, 0);
+            put_bytes(out, "fact");
+            put_u32(out, 4);
+            put_u32(out, static_cast<uint32_t>(samples.size()));
+        }
+        put_bytes(out, "data");
+        put_u32(out, static_cast<uint32_t>(data_bytes));
+    }
+    for (float x : samples) {
+        if (pcm16) {
+            put_u16(out, static_cast<uint16_t>(to_pcm16(x)));
+        } else {
+            uint32_t bits;
+            std::memcpy(&bits, &x, 4);
+            put_u32(out, bits);
+        }
+    }
+    return out;
+}
+
+void write_audio(const std::string& path, const std::vector<float>& samples, int sample_rate, SampleFormat format) {
+    const std::vector<uint8_t> bytes = encode_audio(samples, sample_rate, format);
+    AtomicFileWriter out(path);
+    out.write(bytes.data(), bytes.size());
+    out.commit();
+}
+
+}  // namespace talkbox::audio

@@ -1,0 +1,30 @@
+// WAV files: mono PCM as 16-bit integers or 32-bit floats, written atomically (temp file + rename),
+// and the raw (headerless, little-endian) forms of the same sample formats.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace talkbox::audio {
+
+enum class SampleFormat {
+    Wav16,  // RIFF/WAVE, 16-bit signed PCM
+    Wav32,  // RIFF/WAVE, 32-bit IEEE float
+    Raw16,  // headerless s16le
+    Raw32,  // headerless f32le
+};
+
+const char* sample_format_name(SampleFormat f);  // "wav16", "wav32", "raw16", "raw32"
+SampleFormat parse_sample_format(const std::string& name);  // throws Error (InvalidArgument) listing the choices
+
+// Float samples in [-1, 1] to 16-bit: clamped, scaled by 32767, rounded to nearest.
+int16_t to_pcm16(float x);
+
+// The bytes of a complete file (header, if any, then the samples).
+std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format);
+
+// Writes encode_audio(...) to `path` atomically; throws Error (Io) naming the path.
+void write_audio(const std::string& path, const std::vector<float>& samples, int sample_rate, SampleFormat format);
+
+}  // namespace talkbox::audio

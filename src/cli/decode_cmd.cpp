@@ -1,0 +1,48 @@
+// talkbox decode -m model.gguf codes.json -o out.wav [--format ...] [-t N] [--streaming --chunk N]
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "talkbox/decode.h"
+#include "talkbox/error.h"
+
+namespace talkbox::cli {
+
+void register_decode(CLI::App& app) {
+    struct Args {
+        DecodeOptions opt;
+        bool streaming = false, quiet = false;
+        size_t chunk = 4;
+    };
+    auto args = std::make_shared<Args>();
+    auto* cmd = app.add_subcommand("decode", "Decode codec frames (JSON) into audio with the model's speech decoder");
+    cmd->add_option("codes", args->opt.codes_path, "Codes JSON: {\"frames\": [[16 codes], ...]} or a list of frames")
+        ->required();
+    cmd->add_option("-m,--model", args->opt.model_path, "talkbox GGUF model")->required();
+    cmd->add_option("-o,--output", args->opt.output_path, "Output audio file (written atomically)")->required();
+    cmd->add_option("--format", args->opt.format, "wav16, wav32 (float), raw16 (s16le) or raw32 (f32le)")
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", args->opt.threads, "CPU threads (0: one per core)")->capture_default_str();
+    auto* streaming = cmd->add_flag("--streaming", args->streaming,
+                                    "Decode incrementally, exactly as one pass over all frames (the official decode "
+                                    "restarts every 300 frames)");
+    cmd->add_option("--chunk", args->chunk, "Frames per streaming step")->needs(streaming)->capture_default_str();
+    cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but errors");
+    cmd->callback([args] {
+        DecodeOptions opt = args->opt;
+        opt.stream_chunk = args->streaming ? args->chunk : 0;
+        if (args->streaming && args->chunk == 0) {
+            throw Error(ErrorKind::InvalidArgument, "--chunk must be at least 1");
+        }
+        const DecodeSummary s = decode_codes_file(opt);
+        if (!args->quiet) {
+            const double audio_s = static_cast<double>(s.samples) / s.sample_rate;
+            std::fprintf(stderr, "wrote %s: %zu frames, %.2f s at %d Hz, decoded in %.2f s (%.2fx real time)\n",
+                         opt.output_path.c_str(), s.frames, audio_s, s.sample_rate, s.decode_seconds,
+                         s.decode_seconds > 0 ? audio_s / s.decode_seconds : 0.0);
+        }
+    });
+}
+
+}  // namespace talkbox::cli

@@ -1,0 +1,813 @@
+#include "codec/decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+
+#include "codec/ops.h"
+#include "ggml-alloc.h"
+#include "qwen3tts/tensor_layout.h"
+#include "talkbox/error.h"
+
+namespace talkbox::codec {
+
+namespace {
+
+constexpr int kConvNextKernel = 7;
+constexpr int kUnitDilations[] = {1, 3, 9};
+constexpr float kLayerNormEps = 1e-6f;
+constexpr float kCodebookEps = 1e-5f;
+constexpr float kSnakeEps = 1e-9f;
+constexpr int kGraphNodes = 4096;  // 675 at the released size
+constexpr size_t kCachedGraphs = 4;
+
+using Shape = std::vector<int64_t>;
+
+// A causal conv: weight [Cin * k, Cout] (row ci + Cin * j = input channel ci at tap j, re-laid at
+// load to match the gathered input columns), bias [Cout].
+struct ConvW {
+    ggml_tensor* w = nullptr;
+    ggml_tensor* b = nullptr;
+    int64_t k = 0, cin = 0, cout = 0;
+};
+
+// SnakeBeta with its per-channel factors precomputed as the official code does: exp(alpha) and
+// 1 / (exp(beta) + 1e-9), both [C].
+struct SnakeW {
+    ggml_tensor* scale = nullptr;
+    ggml_tensor* inv_beta = nullptr;
+};
+
+struct LayerW {
+    ggml_tensor *attn_norm, *q, *k, *v, *o, *attn_scale, *ffn_norm, *gate, *up, *down, *ffn_scale;
+};
+
+struct UpsampleW {
+    int64_t ratio = 0;
+    ggml_tensor *tconv_w, *tconv_b;  // [C, C * ratio] (row co + C * m), [C]
+    ggml_tensor *dw_w, *dw_b;        // [C, 7] (row j = tap j), [C]
+    ggml_tensor *norm_w, *norm_b, *pw1_w, *pw1_b, *pw2_w, *pw2_b, *gamma;
+};
+
+struct UnitW {
+    int dilation = 1;
+    SnakeW act1, act2;
+    ConvW conv1, conv2;
+};
+
+struct BlockW {
+    int64_t rate = 0, cin = 0, cout = 0;
+    SnakeW act;
+    ggml_tensor *tconv_w, *tconv_b;  // [Cin, Cout * 2r] (row co + Cout * m), [Cout]
+    std::vector<UnitW> units;
+};
+
+std::vector<float> host_floats(const GgufTensorInfo& info) {
+    const int64_t n = static_cast<int64_t>(info.nbytes / ggml_type_size(info.type) * ggml_blck_size(info.type));
+    std::vector<float> out(static_cast<size_t>(n));
+    if (info.type == GGML_TYPE_F32) {
+        std::memcpy(out.data(), info.data, info.nbytes);
+        return out;
+    }
+    const auto* traits = ggml_get_type_traits(info.type);
+    if (!traits->to_float) {
+        throw Error(ErrorKind::Unsupported, "tensor '" + info.name + "' has type " + ggml_type_name(info.type) +
+                                                ", which cannot be read as floats");
+    }
+    traits->to_float(info.data, out.data(), n);
+    return out;
+}
+
+// Declares the decoder's backend tensors (GGUF tensors copied as they are, or re-laid/derived on
+// the host) and uploads them into one backend buffer.
+class Loader {
+public:
+    Loader(const GgufFile& file, const qwen3tts::Hparams& hp) : file_(file) {
+        for (const auto& spec : qwen3tts::expected_tensors(hp)) {
+            if (spec.component == qwen3tts::Component::CodecDecoder) layout_[spec.name] = spec.shape;
+        }
+        ctx_ = ggml_init({ggml_tensor_overhead() * (layout_.size() + 16), nullptr, /*no_alloc=*/true});
+        if (!ctx_) throw Error(ErrorKind::Internal, "cannot create a ggml context for the codec decoder");
+    }
+    ~Loader() {
+        if (ctx_) ggml_free(ctx_);
+    }
+
+    // The expected shape (ggml order, trailing 1s kept, unlike what a GGUF may store).
+    const Shape& shape(const std::string& name) const {
+        const auto it = layout_.find(name);
+        if (it == layout_.end()) throw Error(ErrorKind::Internal, "codec decoder: no layout entry for '" + name + "'");
+        return it->second;
+    }
+    const GgufTensorInfo& info(const std::string& name) const { return file_.tensor(name, shape(name)); }
+    std::vector<float> floats(const std::string& name) const { return host_floats(info(name)); }
+
+    // A GGUF tensor copied as stored (any type; matrices for ggml_mul_mat, F32 vectors).
+    ggml_tensor* raw(const std::string& name) {
+        const GgufTensorInfo& i = info(name);
+        const Shape& ne = shape(name);
+        ggml_tensor* t = ggml_new_tensor(ctx_, i.type, static_cast<int>(ne.size()), ne.data());
+        ggml_set_name(t, name.c_str());
+        const GgufTensorInfo* ip = &i;
+        uploads_.push_back({t, [ip](ggml_tensor* dst) { ggml_backend_tensor_set(dst, ip->data, 0, ip->nbytes); }});
+        return t;
+    }
+
+    // An F32 tensor whose values `make` computes on the host at upload time.
+    ggml_tensor* derived(const std::string& name, const Shape& ne, std::function<std::vector<float>()> make) {
+        ggml_tensor* t = ggml_new_tensor(ctx_, GGML_TYPE_F32, static_cast<int>(ne.size()), ne.data());
+        ggml_set_name(t, name.c_str());
+        uploads_.push_back({t, [name, make = std::move(make)](ggml_tensor* dst) {
+                                const std::vector<float> v = make();
+                                if (v.size() != static_cast<size_t>(ggml_nelements(dst))) {
+                                    throw Error(ErrorKind::Internal, "codec decoder: derived tensor '" + name + "' has the wrong size");
+                                }
+                                ggml_backend_tensor_set(dst, v.data(), 0, v.size() * sizeof(float));
+                            }});
+        return t;
+    }
+
+    // Causal Conv1d: GGUF [k, Cin, Cout] → [Cin * k, Cout] (tap-major within each output row).
+    ConvW conv(const std::string& prefix) {
+        const std::string wname = prefix + ".weight";
+        const Shape& s = shape(wname);
+        info(wname);
+        ConvW c;
+        c.k = s[0];
+        c.cin = s[1];
+        c.cout = s[2];
+        c.w = derived(wname, {c.cin * c.k, c.cout}, [this, wname, k = c.k, cin = c.cin, cout = c.cout] {
+            const std::vector<float> src = floats(wname);
+            std::vector<float> dst(src.size());
+            for (int64_t co = 0; co < cout; ++co)
+                for (int64_t ci = 0; ci < cin; ++ci)
+                    for (int64_t j = 0; j < k; ++j) dst[ci + cin * (j + k * co)] = src[j + k * (ci + cin * co)];
+            return dst;
+        });
+        c.b = raw(prefix + ".bias");
+        return c;
+    }
+
+    // ConvTranspose1d: GGUF [k, Cout, Cin] → [Cin, Cout * k] with row co + Cout * m, so that one
+    // matrix product yields every kernel tap of every input sample.
+    ggml_tensor* transposed_conv(const std::string& wname) {
+        const Shape& s = shape(wname);
+        info(wname);
+        const int64_t k = s[0], cout = s[1], cin = s[2];
+        return derived(wname, {cin, cout * k}, [this, wname, k, cout, cin] {
+            const std::vector<float> src = floats(wname);
+            std::vector<float> dst(src.size());
+            // A transpose: walk the input channels in blocks so that reads and writes stay in cache.
+            constexpr int64_t block = 16;
+            for (int64_t c0 = 0; c0 < cin; c0 += block)
+                for (int64_t m = 0; m < k; ++m)
+                    for (int64_t co = 0; co < cout; ++co)
+                        for (int64_t ci = c0; ci < std::min(cin, c0 + block); ++ci)
+                            dst[ci + cin * (co + cout * m)] = src[m + k * (co + cout * ci)];
+            return dst;
+        });
+    }
+
+    SnakeW snake(const std::string& prefix) {
+        SnakeW s;
+        const int64_t c = shape(prefix + ".alpha")[0];
+        info(prefix + ".alpha");
+        info(prefix + ".beta");
+        s.scale = derived(prefix + ".alpha", {c}, [this, prefix] {
+            std::vector<float> a = floats(prefix + ".alpha");
+            for (float& v : a) v = std::exp(v);
+            return a;
+        });
+        s.inv_beta = derived(prefix + ".beta", {c}, [this, prefix] {
+            std::vector<float> b = floats(prefix + ".beta");
+            for (float& v : b) v = 1.0f / (std::exp(v) + kSnakeEps);
+            return b;
+        });
+        return s;
+    }
+
+    // Allocates the backend buffer and uploads everything; the Loader then gives up the context.
+    void upload(ggml_backend_t backend, ggml_context** ctx, ggml_backend_buffer_t* buffer) {
+        ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx_, backend);
+        if (!buf) throw Error(ErrorKind::Io, "cannot allocate backend memory for the codec decoder of '" + file_.path() + "'");
+        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        try {
+            for (auto& u : uploads_) u.second(u.first);
+        } catch (...) {
+            ggml_backend_buffer_free(buf);
+            throw;
+        }
+        *ctx = ctx_;
+        *buffer = buf;
+        ctx_ = nullptr;
+    }
+
+private:
+    const GgufFile& file_;
+    std::map<std::string, Shape> layout_;
+    ggml_context* ctx_ = nullptr;
+    std::vector<std::pair<ggml_tensor*, std::function<void(ggml_tensor*)>>> uploads_;
+};
+
+void require(bool ok, const std::string& what) {
+    if (!ok) throw Error(ErrorKind::Unsupported, "codec decoder: " + what);
+}
+
+}  // namespace
+
+struct CodecDecoder::Model {
+    qwen3tts::CodecDecoderHparams hp;
+    int samples_per_frame = 0, sample_rate = 0;
+    int64_t cb_dim = 0;  // codebook vector width (codebook_dim / 2)
+    const Backend* backend = nullptr;
+
+    // Host codebooks E_q = embed_sum / max(usage, 1e-5): [num_quantizers][code * cb_dim + i].
+    std::vector<std::vector<float>> codebooks;
+
+    ggml_context* ctx = nullptr;
+    ggml_backend_buffer_t buffer = nullptr;
+    ggml_tensor *rvq_first_out = nullptr, *rvq_rest_out = nullptr;  // [cb_dim, codebook_dim, 1]
+    ConvW pre_conv;
+    ggml_tensor *in_proj_w, *in_proj_b, *out_proj_w, *out_proj_b, *out_norm;
+    std::vector<LayerW> layers;
+    std::vector<UpsampleW> ups;
+    ConvW wav_in;
+    std::vector<BlockW> blocks;
+    SnakeW final_act;
+    ConvW wav_out;
+
+    ~Model() {
+        if (buffer) ggml_backend_buffer_free(buffer);
+        if (ctx) ggml_free(ctx);
+    }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Per-stream state and the step graph
+// ---------------------------------------------------------------------------------------------
+
+class StreamRunner {
+public:
+    explicit StreamRunner(const CodecDecoder::Model& m);
+    ~StreamRunner();
+    StreamRunner(const StreamRunner&) = delete;
+    StreamRunner& operator=(const StreamRunner&) = delete;
+
+    void reset();
+    // Decodes `count` frames starting at frames[begin] as the continuation of the stream; appends
+    // the clamped PCM to `out` and, when `taps` is given, every intermediate of this step.
+    void step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, std::vector<Tap>* taps);
+
+private:
+    struct Graph {
+        ggml_context* ctx = nullptr;
+        ggml_cgraph* gf = nullptr;
+        ggml_gallocr_t alloc = nullptr;
+        ggml_tensor *codes_first, *codes_rest, *rope_cos, *rope_sin, *mask, *out;
+        std::vector<std::pair<std::string, ggml_tensor*>> taps;
+        ~Graph() {
+            if (alloc) ggml_gallocr_free(alloc);
+            if (ctx) ggml_free(ctx);
+        }
+    };
+    struct Builder;
+
+    Graph& graph(int64_t frames, bool with_taps);
+    void set_inputs(Graph& g, const Frames& frames, size_t begin, size_t count);
+
+    const CodecDecoder::Model& m_;
+    // History the causal layers carry across steps (one backend buffer, zeroed by reset()).
+    ggml_context* state_ctx_ = nullptr;
+    ggml_backend_buffer_t state_buf_ = nullptr;
+    ggml_tensor* pre_conv_hist_ = nullptr;
+    std::vector<ggml_tensor*> k_cache_, v_cache_;
+    std::vector<ggml_tensor*> dw_hist_;
+    ggml_tensor* wav_in_hist_ = nullptr;
+    std::vector<ggml_tensor*> block_prev_;                // previous input sample of each transposed conv
+    std::vector<std::vector<ggml_tensor*>> unit_hist_;    // conv1 input history of each residual unit
+    ggml_tensor* wav_out_hist_ = nullptr;
+    int64_t position_ = 0;
+
+    std::vector<std::pair<std::pair<int64_t, bool>, std::unique_ptr<Graph>>> graphs_;  // most recent last
+    std::vector<float> host_first_, host_rest_, host_cos_, host_sin_, host_mask_;
+};
+
+StreamRunner::StreamRunner(const CodecDecoder::Model& m) : m_(m) {
+    const auto& hp = m.hp;
+    const size_t n_state = 4 + 2 * hp.layers + m.ups.size() + m.blocks.size() * 4;
+    state_ctx_ = ggml_init({ggml_tensor_overhead() * n_state, nullptr, /*no_alloc=*/true});
+    if (!state_ctx_) throw Error(ErrorKind::Internal, "cannot create a ggml context for the codec decoder state");
+    auto hist = [&](int64_t channels, int64_t samples) {
+        return ggml_new_tensor_2d(state_ctx_, GGML_TYPE_F32, channels, samples);
+    };
+    pre_conv_hist_ = hist(m.pre_conv.cin, m.pre_conv.k - 1);
+    for (uint32_t l = 0; l < hp.layers; ++l) {
+        k_cache_.push_back(ggml_new_tensor_3d(state_ctx_, GGML_TYPE_F32, hp.head_dim, hp.kv_heads, hp.sliding_window - 1));
+        v_cache_.push_back(ggml_new_tensor_3d(state_ctx_, GGML_TYPE_F32, hp.head_dim, hp.kv_heads, hp.sliding_window - 1));
+    }
+    for (const auto& u : m.ups) dw_hist_.push_back(hist(u.dw_w->ne[0], kConvNextKernel - 1));
+    wav_in_hist_ = hist(m.wav_in.cin, m.wav_in.k - 1);
+    for (const auto& b : m.blocks) {
+        block_prev_.push_back(hist(b.cin, 1));
+        unit_hist_.emplace_back();
+        for (const auto& u : b.units) unit_hist_.back().push_back(hist(u.conv1.cin, (u.conv1.k - 1) * u.dilation));
+    }
+    wav_out_hist_ = hist(m.wav_out.cin, m.wav_out.k - 1);
+    state_buf_ = ggml_backend_alloc_ctx_tensors(state_ctx_, m.backend->get());
+    if (!state_buf_) {
+        ggml_free(state_ctx_);
+        throw Error(ErrorKind::Io, "cannot allocate backend memory for the codec decoder state");
+    }
+    reset();
+}
+
+StreamRunner::~StreamRunner() {
+    graphs_.clear();
+    if (state_buf_) ggml_backend_buffer_free(state_buf_);
+    if (state_ctx_) ggml_free(state_ctx_);
+}
+
+void StreamRunner::reset() {
+    ggml_backend_buffer_clear(state_buf_, 0);
+    position_ = 0;
+}
+
+// Builds the graph of one step over `frames` new frames. Every stage works on [channels, time]
+// tensors (channels contiguous), so a transposed conv is one matrix product whose rows interleave
+// into output samples for free, and a conv is one product over columns gathered from
+// [history | input]. The step also writes the new histories into the state tensors.
+struct StreamRunner::Builder {
+    StreamRunner& r;
+    const CodecDecoder::Model& m;
+    ggml_context* ctx;
+    ggml_cgraph* gf;
+    Graph& g;
+    bool with_taps;
+
+    void tap(const char* name, ggml_tensor* t) {
+        if (!with_taps) return;
+        ggml_set_output(t);
+        g.taps.emplace_back(name, t);
+    }
+
+    // [hist | x] along time; the last hist-width samples become the new history.
+    ggml_tensor* with_history(ggml_tensor* x, ggml_tensor* hist) {
+        ggml_tensor* xp = ggml_concat(ctx, hist, x, 1);
+        ggml_tensor* tail = ggml_view_2d(ctx, xp, hist->ne[0], hist->ne[1], xp->nb[1], x->ne[1] * xp->nb[1]);
+        ggml_build_forward_expand(gf, ggml_cpy(ctx, tail, hist));
+        return xp;
+    }
+
+    // Causal conv as one matrix product: the k dilated taps of [history | input] are gathered into
+    // the columns of a [Cin * k, T] matrix (im2col), which keeps the product's depth at Cin * k.
+    ggml_tensor* conv(ggml_tensor* x, const ConvW& c, int dilation, ggml_tensor* hist) {
+        ggml_tensor* cols = x;
+        if (c.k > 1) cols = conv_columns(ctx, with_history(x, hist), c.k, dilation, m.backend->is_cpu());
+        return ggml_add(ctx, ggml_mul_mat(ctx, c.w, cols), c.b);
+    }
+
+    ggml_tensor* snake(ggml_tensor* x, const SnakeW& s) {
+        return snake_beta(ctx, x, s.scale, s.inv_beta, m.backend->is_cpu());
+    }
+
+    ggml_tensor* rms_norm(ggml_tensor* x, ggml_tensor* w) {
+        return ggml_mul(ctx, ggml_rms_norm(ctx, x, m.hp.rms_eps), w);
+    }
+
+    // NeoX RoPE with host cos/sin tables: x*cos + [x2, x1]*[-sin, sin].
+    ggml_tensor* rope(ggml_tensor* x) {
+        const int64_t half = x->ne[0] / 2;
+        ggml_tensor* x1 = ggml_view_3d(ctx, x, half, x->ne[1], x->ne[2], x->nb[1], x->nb[2], 0);
+        ggml_tensor* x2 = ggml_view_3d(ctx, x, half, x->ne[1], x->ne[2], x->nb[1], x->nb[2], half * x->nb[0]);
+        ggml_tensor* swapped = ggml_concat(ctx, x2, x1, 0);
+        return ggml_add(ctx, ggml_mul(ctx, x, g.rope_cos), ggml_mul(ctx, swapped, g.rope_sin));
+    }
+
+    ggml_tensor* attention(ggml_tensor* y, const LayerW& w, size_t l) {
+        const auto& hp = m.hp;
+        const int64_t t = y->ne[1], hd = hp.head_dim;
+        ggml_tensor* q = rope(ggml_reshape_3d(ctx, ggml_mul_mat(ctx, w.q, y), hd, hp.heads, t));
+        ggml_tensor* k = rope(ggml_reshape_3d(ctx, ggml_mul_mat(ctx, w.k, y), hd, hp.kv_heads, t));
+        ggml_tensor* v = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, w.v, y), hd, hp.kv_heads, t);
+        // Keys/values of the window: [cache (last W-1 positions) | this step], cache rolled forward.
+        ggml_tensor* ks = ggml_concat(ctx, r.k_cache_[l], k, 2);
+        ggml_tensor* vs = ggml_concat(ctx, r.v_cache_[l], v, 2);
+        for (auto [all, cache] : {std::pair{ks, r.k_cache_[l]}, std::pair{vs, r.v_cache_[l]}}) {
+            ggml_tensor* last = ggml_view_3d(ctx, all, hd, hp.kv_heads, cache->ne[2], all->nb[1], all->nb[2], t * all->nb[2]);
+            ggml_build_forward_expand(gf, ggml_cpy(ctx, last, cache));
+        }
+
+        ggml_tensor* kq = ggml_mul_mat(ctx, ggml_permute(ctx, ks, 0, 2, 1, 3), ggml_permute(ctx, q, 0, 2, 1, 3));
+        kq = ggml_soft_max_ext(ctx, kq, g.mask, 1.0f / std::sqrt(static_cast<float>(hd)), 0.0f);
+        ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, vs, 1, 2, 0, 3));                // [keys, hd, kv_heads]
+        ggml_tensor* o = ggml_permute(ctx, ggml_mul_mat(ctx, vt, kq), 0, 2, 1, 3);           // [hd, heads, T]
+        o = ggml_reshape_2d(ctx, ggml_cont(ctx, o), hd * hp.heads, t);
+        return ggml_mul_mat(ctx, w.o, o);
+    }
+
+    ggml_tensor* transformer(ggml_tensor* x) {
+        ggml_tensor* h = ggml_add(ctx, ggml_mul_mat(ctx, m.in_proj_w, x), m.in_proj_b);
+        tap("pre_transformer_input_proj", h);
+        for (size_t l = 0; l < m.layers.size(); ++l) {
+            const LayerW& w = m.layers[l];
+            h = ggml_add(ctx, h, ggml_mul(ctx, attention(rms_norm(h, w.attn_norm), w, l), w.attn_scale));
+            ggml_tensor* y = rms_norm(h, w.ffn_norm);
+            ggml_tensor* act = ggml_mul(ctx, ggml_silu(ctx, ggml_mul_mat(ctx, w.gate, y)), ggml_mul_mat(ctx, w.up, y));
+            h = ggml_add(ctx, h, ggml_mul(ctx, ggml_mul_mat(ctx, w.down, act), w.ffn_scale));
+            tap(("pre_transformer_layer" + std::to_string(l)).c_str(), h);
+        }
+        h = rms_norm(h, m.out_norm);
+        return ggml_add(ctx, ggml_mul_mat(ctx, m.out_proj_w, h), m.out_proj_b);
+    }
+
+    ggml_tensor* upsample(ggml_tensor* x, const UpsampleW& u, size_t s) {
+        const int64_t c = x->ne[0], t = x->ne[1];
+        // Transposed conv with kernel == stride: rows co + C*m of one product are output sample s*i + m.
+        x = ggml_add(ctx, ggml_reshape_2d(ctx, ggml_mul_mat(ctx, u.tconv_w, x), c, u.ratio * t), u.tconv_b);
+        const std::string name = "upsample" + std::to_string(s);
+        tap((name + "_transconv").c_str(), x);
+        // ConvNeXt: depthwise causal conv, LayerNorm, pointwise MLP (exact GELU), gamma, residual.
+        const int64_t n = x->ne[1];
+        ggml_tensor* xp = with_history(x, r.dw_hist_[s]);
+        ggml_tensor* y = nullptr;
+        for (int64_t j = 0; j < kConvNextKernel; ++j) {
+            ggml_tensor* xj = ggml_view_2d(ctx, xp, c, n, xp->nb[1], j * xp->nb[1]);
+            ggml_tensor* wj = ggml_view_1d(ctx, u.dw_w, c, j * u.dw_w->nb[1]);
+            ggml_tensor* p = ggml_mul(ctx, xj, wj);
+            y = y ? ggml_add(ctx, y, p) : p;
+        }
+        y = ggml_add(ctx, y, u.dw_b);
+        y = ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, y, kLayerNormEps), u.norm_w), u.norm_b);
+        y = ggml_gelu_erf(ctx, ggml_add(ctx, ggml_mul_mat(ctx, u.pw1_w, y), u.pw1_b));
+        y = ggml_add(ctx, ggml_mul_mat(ctx, u.pw2_w, y), u.pw2_b);
+        x = ggml_add(ctx, x, ggml_mul(ctx, y, u.gamma));
+        tap((name + "_convnext").c_str(), x);
+        return x;
+    }
+
+    ggml_tensor* block(ggml_tensor* x, const BlockW& b, size_t i) {
+        const int64_t t = x->ne[1], half = b.rate * b.cout;
+        // Causal transposed conv (k = 2r, s = r, last r samples dropped): output sample r*i + m is
+        // tap m of input i plus tap m + r of input i - 1, taken from [previous sample | input].
+        ggml_tensor* xp = with_history(snake(x, b.act), r.block_prev_[i]);
+        ggml_tensor* p = ggml_mul_mat(ctx, b.tconv_w, xp);  // [2r * Cout, T + 1]
+        ggml_tensor* cur = ggml_view_2d(ctx, p, half, t, p->nb[1], p->nb[1]);
+        ggml_tensor* prev = ggml_view_2d(ctx, p, half, t, p->nb[1], half * p->nb[0]);
+        x = ggml_add(ctx, ggml_reshape_2d(ctx, ggml_add(ctx, cur, prev), b.cout, b.rate * t), b.tconv_b);
+        for (size_t u = 0; u < b.units.size(); ++u) {
+            const UnitW& w = b.units[u];
+            ggml_tensor* y = conv(snake(x, w.act1), w.conv1, w.dilation, r.unit_hist_[i][u]);
+            y = conv(snake(y, w.act2), w.conv2, 1, nullptr);
+            x = ggml_add(ctx, y, x);
+        }
+        return x;
+    }
+
+    ggml_tensor* build(int64_t frames) {
+        const auto& hp = m.hp;
+        const int64_t kv = hp.sliding_window - 1 + frames;
+        g.codes_first = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, m.cb_dim, frames);
+        g.codes_rest = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, m.cb_dim, frames);
+        g.rope_cos = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, hp.head_dim, 1, frames);
+        g.rope_sin = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, hp.head_dim, 1, frames);
+        g.mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, kv, frames);
+        for (ggml_tensor* t : {g.codes_first, g.codes_rest, g.rope_cos, g.rope_sin, g.mask}) ggml_set_input(t);
+
+        // Split RVQ: output projections (1x1 convs) of the semantic and the summed acoustic vectors.
+        const int64_t cd = hp.codebook_dim;
+        ggml_tensor* wf = ggml_reshape_2d(ctx, m.rvq_first_out, m.cb_dim, cd);
+        ggml_tensor* wr = ggml_reshape_2d(ctx, m.rvq_rest_out, m.cb_dim, cd);
+        ggml_tensor* x = ggml_add(ctx, ggml_mul_mat(ctx, wf, g.codes_first), ggml_mul_mat(ctx, wr, g.codes_rest));
+        tap("quantizer", x);
+        x = conv(x, m.pre_conv, 1, r.pre_conv_hist_);
+        tap("pre_conv", x);
+        x = transformer(x);
+        tap("pre_transformer", x);
+        for (size_t s = 0; s < m.ups.size(); ++s) x = upsample(x, m.ups[s], s);
+        x = conv(x, m.wav_in, 1, r.wav_in_hist_);
+        tap("decoder0", x);
+        for (size_t i = 0; i < m.blocks.size(); ++i) {
+            x = block(x, m.blocks[i], i);
+            tap(("decoder" + std::to_string(i + 1)).c_str(), x);
+        }
+        const std::string n = std::to_string(m.blocks.size() + 1);
+        x = snake(x, m.final_act);
+        tap(("decoder" + n).c_str(), x);
+        x = conv(x, m.wav_out, 1, r.wav_out_hist_);
+        tap(("decoder" + std::to_string(m.blocks.size() + 2)).c_str(), x);
+        x = ggml_clamp(ctx, x, -1.0f, 1.0f);
+        ggml_set_output(x);
+        return x;
+    }
+};
+
+StreamRunner::Graph& StreamRunner::graph(int64_t frames, bool with_taps) {
+    const auto key = std::make_pair(frames, with_taps);
+    for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
+        if (it->first == key) {
+            std::rotate(it, it + 1, graphs_.end());
+            return *graphs_.back().second;
+        }
+    }
+    if (graphs_.size() >= kCachedGraphs) graphs_.erase(graphs_.begin());
+    auto g = std::make_unique<Graph>();
+    g->ctx = ggml_init({ggml_tensor_overhead() * kGraphNodes * 2 + ggml_graph_overhead_custom(kGraphNodes, false),
+                        nullptr, /*no_alloc=*/true});
+    if (!g->ctx) throw Error(ErrorKind::Internal, "cannot create a ggml context for the codec decoder graph");
+    g->gf = ggml_new_graph_custom(g->ctx, kGraphNodes, false);
+    Builder b{*this, m_, g->ctx, g->gf, *g, with_taps};
+    g->out = b.build(frames);
+    ggml_build_forward_expand(g->gf, g->out);
+    g->alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(m_.backend->get()));
+    if (!g->alloc || !ggml_gallocr_alloc_graph(g->alloc, g->gf)) {
+        throw Error(ErrorKind::Io, "cannot allocate memory for a codec decoder step of " + std::to_string(frames) + " frames");
+    }
+    graphs_.emplace_back(key, std::move(g));
+    return *graphs_.back().second;
+}
+
+void StreamRunner::set_inputs(Graph& g, const Frames& frames, size_t begin, size_t count) {
+    const auto& hp = m_.hp;
+    const int64_t cb = m_.cb_dim, n = static_cast<int64_t>(count);
+    // RVQ lookups on the host, summed in the official order: ((0 + E_1[c1]) + E_2[c2]) + ...
+    host_first_.assign(static_cast<size_t>(cb * n), 0.0f);
+    host_rest_.assign(static_cast<size_t>(cb * n), 0.0f);
+    for (int64_t t = 0; t < n; ++t) {
+        const Frame& f = frames[begin + static_cast<size_t>(t)];
+        const float* e0 = m_.codebooks[0].data() + static_cast<int64_t>(f[0]) * cb;
+        std::copy(e0, e0 + cb, host_first_.begin() + t * cb);
+        float* rest = host_rest_.data() + t * cb;
+        for (size_t q = 1; q < f.size(); ++q) {
+            const float* e = m_.codebooks[q].data() + static_cast<int64_t>(f[q]) * cb;
+            for (int64_t i = 0; i < cb; ++i) rest[i] += e[i];
+        }
+    }
+    ggml_backend_tensor_set(g.codes_first, host_first_.data(), 0, host_first_.size() * sizeof(float));
+    ggml_backend_tensor_set(g.codes_rest, host_rest_.data(), 0, host_rest_.size() * sizeof(float));
+
+    // RoPE tables as transformers computes them in float32: inv_freq = 1 / theta^(2i/d), angle = p * inv_freq.
+    const int64_t hd = hp.head_dim, half = hd / 2;
+    host_cos_.resize(static_cast<size_t>(hd * n));
+    host_sin_.resize(static_cast<size_t>(hd * n));
+    for (int64_t t = 0; t < n; ++t) {
+        const float pos = static_cast<float>(position_ + t);
+        for (int64_t i = 0; i < half; ++i) {
+            const float inv_freq = 1.0f / std::pow(hp.rope_theta, static_cast<float>(2 * i) / static_cast<float>(hd));
+            const float angle = pos * inv_freq;
+            const float c = std::cos(angle), s = std::sin(angle);
+            host_cos_[t * hd + i] = host_cos_[t * hd + half + i] = c;
+            host_sin_[t * hd + i] = -s;
+            host_sin_[t * hd + half + i] = s;
+        }
+    }
+    ggml_backend_tensor_set(g.rope_cos, host_cos_.data(), 0, host_cos_.size() * sizeof(float));
+    ggml_backend_tensor_set(g.rope_sin, host_sin_.data(), 0, host_sin_.size() * sizeof(float));
+
+    // Sliding-window causal mask over [cache | step]: key slot j holds position position_ - (W-1) + j.
+    const int64_t w = hp.sliding_window, kv = w - 1 + n;
+    host_mask_.resize(static_cast<size_t>(kv * n));
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t qpos = position_ + i;
+        for (int64_t j = 0; j < kv; ++j) {
+            const int64_t kpos = position_ - (w - 1) + j;
+            const bool allowed = kpos >= 0 && kpos <= qpos && kpos > qpos - w;
+            host_mask_[i * kv + j] = allowed ? 0.0f : -std::numeric_limits<float>::infinity();
+        }
+    }
+    ggml_backend_tensor_set(g.mask, host_mask_.data(), 0, host_mask_.size() * sizeof(float));
+}
+
+void StreamRunner::step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, std::vector<Tap>* taps) {
+    if (count == 0) return;
+    Graph& g = graph(static_cast<int64_t>(count), taps != nullptr);
+    set_inputs(g, frames, begin, count);
+    m_.backend->compute(g.gf);
+    position_ += static_cast<int64_t>(count);
+
+    const size_t old = out.size(), n = static_cast<size_t>(ggml_nelements(g.out));
+    out.resize(old + n);
+    ggml_backend_tensor_get(g.out, out.data() + old, 0, n * sizeof(float));
+    if (taps) {
+        for (const auto& [name, t] : g.taps) {
+            Tap tp{name, t->ne[0], t->ne[1], std::vector<float>(static_cast<size_t>(ggml_nelements(t)))};
+            ggml_backend_tensor_get(t, tp.data.data(), 0, tp.data.size() * sizeof(float));
+            taps->push_back(std::move(tp));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CodecDecoder
+// ---------------------------------------------------------------------------------------------
+
+CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparams, const Backend& backend)
+    : model_(std::make_unique<Model>()) {
+    Model& m = *model_;
+    const auto& hp = hparams.codec_decoder;
+    m.hp = hp;
+    m.backend = &backend;
+    m.sample_rate = static_cast<int>(hparams.codec_sample_rate);
+    m.samples_per_frame = static_cast<int>(hparams.codec_samples_per_frame);
+    m.cb_dim = hp.codebook_dim / 2;
+
+    require(hp.num_quantizers >= 2, "num_quantizers must be at least 2 (1 semantic + acoustic)");
+    require(hp.heads > 0 && hp.kv_heads > 0 && hp.heads % hp.kv_heads == 0, "heads must be a multiple of kv_heads");
+    require(hp.head_dim > 0 && hp.head_dim % 2 == 0, "head_dim must be even");
+    require(hp.sliding_window >= 2, "sliding_window must be at least 2");
+    require(hp.codebook_size > 0, "codebook_size must be positive");
+    int64_t upsample = 1;
+    for (int32_t r : hp.upsampling_ratios) upsample *= r;
+    for (int32_t r : hp.upsample_rates) upsample *= r;
+    if (upsample != m.samples_per_frame) {
+        throw Error(ErrorKind::Format, "'" + file.path() + "': codec decode_upsample_rate " + std::to_string(m.samples_per_frame) +
+                                           " != product of the upsampling ratios and rates (" + std::to_string(upsample) + ")");
+    }
+
+    Loader ld(file, hparams);
+    const std::string p = "codec.dec.";
+    for (const std::string q : {"rvq_first", "rvq_rest"}) {
+        const uint32_t books = q == "rvq_first" ? 1 : hp.num_quantizers - 1;
+        for (uint32_t k = 0; k < books; ++k) {
+            const std::string cb = p + q + ".cb." + std::to_string(k);
+            std::vector<float> e = ld.floats(cb + ".embed_sum");
+            const std::vector<float> usage = ld.floats(cb + ".usage");
+            for (size_t row = 0; row < usage.size(); ++row) {
+                const float u = std::max(usage[row], kCodebookEps);
+                for (int64_t i = 0; i < m.cb_dim; ++i) e[row * m.cb_dim + i] /= u;
+            }
+            m.codebooks.push_back(std::move(e));
+        }
+    }
+    m.rvq_first_out = ld.raw(p + "rvq_first.output_proj.weight");
+    m.rvq_rest_out = ld.raw(p + "rvq_rest.output_proj.weight");
+    m.pre_conv = ld.conv(p + "pre_conv");
+    m.in_proj_w = ld.raw(p + "xfmr.input_proj.weight");
+    m.in_proj_b = ld.raw(p + "xfmr.input_proj.bias");
+    m.out_proj_w = ld.raw(p + "xfmr.output_proj.weight");
+    m.out_proj_b = ld.raw(p + "xfmr.output_proj.bias");
+    m.out_norm = ld.raw(p + "xfmr.output_norm.weight");
+    for (uint32_t l = 0; l < hp.layers; ++l) {
+        const std::string b = p + "xfmr.blk." + std::to_string(l) + ".";
+        m.layers.push_back({ld.raw(b + "attn_norm.weight"), ld.raw(b + "attn_q.weight"), ld.raw(b + "attn_k.weight"),
+                            ld.raw(b + "attn_v.weight"), ld.raw(b + "attn_output.weight"), ld.raw(b + "attn_scale"),
+                            ld.raw(b + "ffn_norm.weight"), ld.raw(b + "ffn_gate.weight"), ld.raw(b + "ffn_up.weight"),
+                            ld.raw(b + "ffn_down.weight"), ld.raw(b + "ffn_scale")});
+    }
+    for (size_t s = 0; s < hp.upsampling_ratios.size(); ++s) {
+        const std::string u = p + "up." + std::to_string(s) + ".";
+        UpsampleW w;
+        w.ratio = hp.upsampling_ratios[s];
+        w.tconv_w = ld.transposed_conv(u + "conv.weight");
+        w.tconv_b = ld.raw(u + "conv.bias");
+        const int64_t c = ld.shape(u + "dwconv.weight")[2];
+        ld.info(u + "dwconv.weight");
+        w.dw_w = ld.derived(u + "dwconv.weight", {c, kConvNextKernel}, [&ld, u, c] {
+            const std::vector<float> src = ld.floats(u + "dwconv.weight");  // [7, 1, C]
+            std::vector<float> dst(src.size());
+            for (int64_t ch = 0; ch < c; ++ch)
+                for (int64_t j = 0; j < kConvNextKernel; ++j) dst[ch + c * j] = src[j + kConvNextKernel * ch];
+            return dst;
+        });
+        w.dw_b = ld.raw(u + "dwconv.bias");
+        w.norm_w = ld.raw(u + "norm.weight");
+        w.norm_b = ld.raw(u + "norm.bias");
+        w.pw1_w = ld.raw(u + "pwconv1.weight");
+        w.pw1_b = ld.raw(u + "pwconv1.bias");
+        w.pw2_w = ld.raw(u + "pwconv2.weight");
+        w.pw2_b = ld.raw(u + "pwconv2.bias");
+        w.gamma = ld.raw(u + "gamma");
+        m.ups.push_back(w);
+    }
+    m.wav_in = ld.conv(p + "wav.0.conv");
+    int64_t c_in = hp.decoder_dim;
+    for (size_t i = 0; i < hp.upsample_rates.size(); ++i) {
+        const std::string b = p + "wav." + std::to_string(i + 1) + ".";
+        BlockW w;
+        w.rate = hp.upsample_rates[i];
+        w.cin = c_in;
+        w.cout = c_in / 2;
+        w.act = ld.snake(b + "0");
+        w.tconv_w = ld.transposed_conv(b + "1.conv.weight");
+        w.tconv_b = ld.raw(b + "1.conv.bias");
+        for (int u = 0; u < 3; ++u) {
+            const std::string un = b + std::to_string(u + 2) + ".";
+            UnitW unit;
+            unit.dilation = kUnitDilations[u];
+            unit.act1 = ld.snake(un + "act1");
+            unit.act2 = ld.snake(un + "act2");
+            unit.conv1 = ld.conv(un + "conv1");
+            unit.conv2 = ld.conv(un + "conv2");
+            w.units.push_back(unit);
+        }
+        m.blocks.push_back(std::move(w));
+        c_in /= 2;
+    }
+    const std::string last = std::to_string(hp.upsample_rates.size() + 1);
+    m.final_act = ld.snake(p + "wav." + last);
+    m.wav_out = ld.conv(p + "wav." + std::to_string(hp.upsample_rates.size() + 2) + ".conv");
+    ld.upload(backend.get(), &m.ctx, &m.buffer);
+
+    runner_ = std::make_unique<StreamRunner>(m);
+}
+
+CodecDecoder::~CodecDecoder() = default;
+
+int CodecDecoder::num_quantizers() const { return static_cast<int>(model_->hp.num_quantizers); }
+int CodecDecoder::codebook_size() const { return static_cast<int>(model_->hp.codebook_size); }
+int CodecDecoder::samples_per_frame() const { return model_->samples_per_frame; }
+int CodecDecoder::sample_rate() const { return model_->sample_rate; }
+
+void CodecDecoder::validate(const Frames& frames, size_t first_index) const {
+    const size_t nq = model_->hp.num_quantizers;
+    const int32_t size = static_cast<int32_t>(model_->hp.codebook_size);
+    for (size_t t = 0; t < frames.size(); ++t) {
+        const Frame& f = frames[t];
+        const std::string where = "codec frame " + std::to_string(first_index + t);
+        if (f.size() != nq) {
+            throw Error(ErrorKind::InvalidArgument,
+                        where + " has " + std::to_string(f.size()) + " codes, expected " + std::to_string(nq));
+        }
+        for (size_t q = 0; q < nq; ++q) {
+            if (f[q] < 0 || f[q] >= size) {
+                throw Error(ErrorKind::InvalidArgument, where + ": code " + std::to_string(f[q]) + " of codebook " +
+                                                            std::to_string(q) + " is outside [0, " +
+                                                            std::to_string(size - 1) + "]");
+            }
+        }
+    }
+}
+
+std::vector<float> CodecDecoder::decode(const Frames& frames) {
+    if (frames.empty()) throw Error(ErrorKind::InvalidArgument, "no codec frames to decode");
+    validate(frames);
+    std::vector<float> out;
+    out.reserve(frames.size() * static_cast<size_t>(samples_per_frame()));
+    std::vector<float> chunk;
+    for (size_t start = 0; start < frames.size();) {
+        const size_t end = std::min(start + kChunkFrames, frames.size());
+        // As chunked_decode: a fresh pass over [start - context, end); the context's samples are dropped.
+        const size_t context = start > kContextFrames ? kContextFrames : start;
+        runner_->reset();
+        chunk.clear();
+        for (size_t b = start - context; b < end; b += kBlockFrames) {
+            runner_->step(frames, b, std::min(kBlockFrames, end - b), chunk, nullptr);
+        }
+        out.insert(out.end(), chunk.begin() + static_cast<std::ptrdiff_t>(context * samples_per_frame()), chunk.end());
+        start = end;
+    }
+    return out;
+}
+
+std::vector<float> CodecDecoder::forward(const Frames& frames, std::vector<Tap>* taps) {
+    if (frames.empty()) throw Error(ErrorKind::InvalidArgument, "no codec frames to decode");
+    validate(frames);
+    std::vector<float> out;
+    if (taps) taps->clear();
+    runner_->reset();
+    runner_->step(frames, 0, frames.size(), out, taps);
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// StreamingDecoder
+// ---------------------------------------------------------------------------------------------
+
+StreamingDecoder::StreamingDecoder(const CodecDecoder& decoder, size_t frames_per_chunk)
+    : decoder_(decoder), chunk_(frames_per_chunk) {
+    if (chunk_ == 0) throw Error(ErrorKind::InvalidArgument, "streaming decoder: frames per chunk must be at least 1");
+    runner_ = std::make_unique<StreamRunner>(*decoder.model_);
+}
+
+StreamingDecoder::~StreamingDecoder() = default;
+
+std::vector<float> StreamingDecoder::push(const Frames& frames) {
+    decoder_.validate(frames, received_);
+    pending_.insert(pending_.end(), frames.begin(), frames.end());
+    received_ += frames.size();
+    std::vector<float> out;
+    size_t done = 0;
+    while (pending_.size() - done >= chunk_) {
+        runner_->step(pending_, done, chunk_, out, nullptr);
+        done += chunk_;
+    }
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(done));
+    return out;
+}
+
+std::vector<float> StreamingDecoder::flush() {
+    std::vector<float> out;
+    runner_->step(pending_, 0, pending_.size(), out, nullptr);
+    pending_.clear();
+    return out;
+}
+
+void StreamingDecoder::reset() {
+    runner_->reset();
+    pending_.clear();
+    received_ = 0;
+}
+
+}  // namespace talkbox::codec

@@ -1,0 +1,247 @@
+// Codec decoder parity with the official goldens (fixtures/qwen3tts/goldens/decoder/): every
+// intermediate of decode_40, the official chunked decode of 320 frames, exact streaming against
+// one pass over 320 frames, a batch item, and bad input.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "codec/codes_json.h"
+#include "codec/decoder.h"
+#include "core/backend.h"
+#include "core/gguf_file.h"
+#include "qwen3tts/hparams.h"
+#include "support/test_support.h"
+#include "talkbox/convert.h"
+#include "talkbox/error.h"
+
+namespace talkbox::codec {
+namespace {
+
+using testing::load_npy;
+using testing::max_abs;
+using testing::max_abs_diff;
+
+constexpr float kWavTolerance = 1e-4f;
+constexpr float kTapTolerance = 1e-5f;  // relative to the tap's max |value|
+
+std::string golden(const std::string& rel) { return testing::fixtures_dir() + "/qwen3tts/goldens/decoder/" + rel; }
+
+class DecoderTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        dir_ = new testing::TempDir();
+        ConvertOptions opt;
+        opt.snapshot_dir = testing::qwen_fixture("tiny-0.6B-Base");
+        opt.output_path = dir_->file("tiny.gguf");
+        opt.type = WeightType::F32;
+        convert_snapshot(opt);
+        file_ = new GgufFile(opt.output_path);
+        backend_ = new Backend(1);  // one thread: the suite runs beside other tests
+        decoder_ = new CodecDecoder(*file_, qwen3tts::Hparams::from_gguf(file_->meta()), *backend_);
+    }
+    static void TearDownTestSuite() {
+        delete decoder_;
+        delete backend_;
+        delete file_;
+        delete dir_;
+    }
+
+    static testing::TempDir* dir_;
+    static GgufFile* file_;
+    static Backend* backend_;
+    static CodecDecoder* decoder_;
+};
+
+testing::TempDir* DecoderTest::dir_ = nullptr;
+GgufFile* DecoderTest::file_ = nullptr;
+Backend* DecoderTest::backend_ = nullptr;
+CodecDecoder* DecoderTest::decoder_ = nullptr;
+
+// The goldens are channels-first [C, T] except the transformer taps, which are [T, C].
+bool time_major_golden(const std::string& name) { return name.rfind("pre_transformer", 0) == 0; }
+
+TEST_F(DecoderTest, EveryTapOfDecode40MatchesTheGolden) {
+    const Frames frames = read_codes_json(golden("decode_40/codes.json"));
+    ASSERT_EQ(frames.size(), 40u);
+    std::vector<Tap> taps;
+    const std::vector<float> wav = decoder_->forward(frames, &taps);
+    const char* expected[] = {"quantizer", "pre_conv", "pre_transformer_input_proj", "pre_transformer_layer0",
+                              "pre_transformer_layer1", "pre_transformer", "upsample0_transconv",
+                              "upsample0_convnext", "upsample1_transconv", "upsample1_convnext", "decoder0",
+                              "decoder1", "decoder2", "decoder3", "decoder4", "decoder5", "decoder6"};
+    ASSERT_EQ(taps.size(), std::size(expected));
+    for (size_t i = 0; i < taps.size(); ++i) {
+        const Tap& tap = taps[i];
+        ASSERT_EQ(tap.name, expected[i]);
+        const testing::NpyArray g = load_npy(golden("decode_40/" + tap.name + ".npy"));
+        ASSERT_EQ(g.shape.size(), 2u) << tap.name;
+        std::vector<float> ours = tap.data;
+        if (time_major_golden(tap.name)) {
+            ASSERT_EQ(g.shape[0], tap.length) << tap.name;
+            ASSERT_EQ(g.shape[1], tap.channels) << tap.name;
+        } else {
+            ASSERT_EQ(g.shape[0], tap.channels) << tap.name;
+            ASSERT_EQ(g.shape[1], tap.length) << tap.name;
+            for (int64_t c = 0; c < tap.channels; ++c)
+                for (int64_t t = 0; t < tap.length; ++t) ours[c * tap.length + t] = tap.data[t * tap.channels + c];
+        }
+        const float err = max_abs_diff(ours, g.data), scale = max_abs(g.data);
+        EXPECT_LE(err, kTapTolerance * scale) << tap.name << ": max |diff| " << err << ", max |golden| " << scale;
+        std::printf("[ tap      ] %-28s max|diff| %.3g (%.3g of max|golden| %.3g)\n", tap.name.c_str(), err, err / scale, scale);
+    }
+    const testing::NpyArray g = load_npy(golden("decode_40/wav.npy"));
+    const float err = max_abs_diff(wav, g.data);
+    EXPECT_LE(err, kWavTolerance);
+    std::printf("[ wav      ] decode_40 forward max|diff| %.3g\n", err);
+}
+
+TEST_F(DecoderTest, OfficialDecodeOf40Frames) {
+    const std::vector<float> wav = decoder_->decode(read_codes_json(golden("decode_40/codes.json")));
+    const float err = max_abs_diff(wav, load_npy(golden("decode_40/wav.npy")).data);
+    EXPECT_LE(err, kWavTolerance);
+    std::printf("[ wav      ] decode_40 max|diff| %.3g\n", err);
+}
+
+TEST_F(DecoderTest, OfficialChunkedDecodeOf320Frames) {
+    const Frames frames = read_codes_json(golden("decode_320/codes.json"));
+    ASSERT_EQ(frames.size(), 320u);
+    const std::vector<float> wav = decoder_->decode(frames);
+    ASSERT_EQ(wav.size(), 320u * 1920u);
+    const float err = max_abs_diff(wav, load_npy(golden("decode_320/wav.npy")).data);
+    EXPECT_LE(err, kWavTolerance);
+    std::printf("[ wav      ] decode_320 (chunked) max|diff| %.3g\n", err);
+    // The 25-frame context does not reach the receptive field: the chunked path must differ from one pass.
+    const float vs_one_pass = max_abs_diff(wav, load_npy(golden("decode_320_unchunked/wav.npy")).data);
+    EXPECT_GT(vs_one_pass, 0.1f);
+}
+
+TEST_F(DecoderTest, ForwardOver320FramesMatchesTheUnchunkedGolden) {
+    const std::vector<float> wav = decoder_->forward(read_codes_json(golden("decode_320/codes.json")));
+    const float err = max_abs_diff(wav, load_npy(golden("decode_320_unchunked/wav.npy")).data);
+    EXPECT_LE(err, kWavTolerance);
+    std::printf("[ wav      ] decode_320_unchunked (one graph) max|diff| %.3g\n", err);
+}
+
+class StreamingTest : public DecoderTest, public ::testing::WithParamInterface<size_t> {};
+
+TEST_P(StreamingTest, MatchesOnePassOver320Frames) {
+    const size_t chunk = GetParam();
+    const Frames frames = read_codes_json(golden("decode_320/codes.json"));
+    const std::vector<float> expected = load_npy(golden("decode_320_unchunked/wav.npy")).data;
+    StreamingDecoder stream(*decoder_, chunk);
+    std::vector<float> wav;
+    // Push uneven batches (1, 2, 3, ... frames) so that queueing across pushes is exercised too.
+    for (size_t i = 0, n = 1; i < frames.size(); i += n, ++n) {
+        const Frames batch(frames.begin() + static_cast<std::ptrdiff_t>(i),
+                           frames.begin() + static_cast<std::ptrdiff_t>(std::min(frames.size(), i + n)));
+        const std::vector<float> pcm = stream.push(batch);
+        ASSERT_EQ(pcm.size(), (stream.frames_decoded() * 1920) - wav.size());
+        ASSERT_EQ(stream.frames_received() - stream.frames_decoded(), stream.frames_received() % chunk);
+        wav.insert(wav.end(), pcm.begin(), pcm.end());
+    }
+    const std::vector<float> tail = stream.flush();
+    wav.insert(wav.end(), tail.begin(), tail.end());
+    ASSERT_EQ(stream.frames_decoded(), frames.size());
+    ASSERT_EQ(wav.size(), frames.size() * 1920);
+    const float err = max_abs_diff(wav, expected);
+    EXPECT_LE(err, kWavTolerance) << "chunk " << chunk;
+    std::printf("[ stream   ] chunk %zu vs decode_320_unchunked max|diff| %.3g\n", chunk, err);
+
+    // A reset starts a new stream that reproduces the first frames.
+    stream.reset();
+    std::vector<float> again = stream.push(Frames(frames.begin(), frames.begin() + 12));
+    const std::vector<float> rest = stream.flush();
+    again.insert(again.end(), rest.begin(), rest.end());
+    ASSERT_EQ(again.size(), 12u * 1920u);
+    EXPECT_LE(max_abs_diff(again, std::vector<float>(expected.begin(), expected.begin() + 12 * 1920)), kWavTolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(ChunkSizes, StreamingTest, ::testing::Values(1, 2, 5, 12));
+
+TEST_F(DecoderTest, BatchItemDecodesAlone) {
+    const Frames frames = read_codes_json(golden("decode_batch/codes_1.json"));
+    ASSERT_EQ(frames.size(), 25u);
+    const float err = max_abs_diff(decoder_->decode(frames), load_npy(golden("decode_batch/wav_1.npy")).data);
+    EXPECT_LE(err, kWavTolerance);
+    std::printf("[ wav      ] decode_batch wav_1 max|diff| %.3g\n", err);
+}
+
+void expect_error(const std::function<void()>& f, const std::string& needle) {
+    try {
+        f();
+        ADD_FAILURE() << "expected an error mentioning '" << needle << "'";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+}
+
+TEST_F(DecoderTest, BadCodesAreRejectedWithAPreciseError) {
+    Frames frames(3, Frame(16, 5));
+    expect_error([&] { decoder_->decode({}); }, "no codec frames");
+    frames[1][7] = 2048;
+    expect_error([&] { decoder_->decode(frames); }, "codec frame 1: code 2048 of codebook 7 is outside [0, 2047]");
+    frames[1][7] = -1;
+    expect_error([&] { decoder_->decode(frames); }, "code -1 of codebook 7");
+    frames[1][7] = 5;
+    frames[2].pop_back();
+    expect_error([&] { decoder_->decode(frames); }, "codec frame 2 has 15 codes, expected 16");
+    expect_error([&] { decoder_->forward(frames); }, "codec frame 2 has 15 codes");
+
+    // A stream names frames by their position in the stream and queues nothing from a bad push.
+    StreamingDecoder stream(*decoder_, 2);
+    EXPECT_EQ(stream.push(Frames(3, Frame(16, 1))).size(), 2u * 1920u);
+    expect_error([&] { stream.push(frames); }, "codec frame 5 has 15 codes");
+    EXPECT_EQ(stream.frames_received(), 3u);
+    EXPECT_EQ(stream.flush().size(), 1920u);
+    expect_error([&] { StreamingDecoder(*decoder_, 0); }, "frames per chunk");
+}
+
+// F16 / Q8_0 conversions round the transformer and ConvNeXt matrices (and, for the products, the
+// activations): reported, with a bound that only catches a broken path.
+class QuantisedDecoderTest : public ::testing::TestWithParam<WeightType> {};
+
+TEST_P(QuantisedDecoderTest, StaysCloseToTheGoldens) {
+    testing::TempDir dir;
+    ConvertOptions opt;
+    opt.snapshot_dir = testing::qwen_fixture("tiny-0.6B-Base");
+    opt.output_path = dir.file("tiny.gguf");
+    opt.type = GetParam();
+    convert_snapshot(opt);
+    const GgufFile file(opt.output_path);
+    const Backend backend(1);
+    CodecDecoder decoder(file, qwen3tts::Hparams::from_gguf(file.meta()), backend);
+
+    std::vector<Tap> taps;
+    const float e40 = max_abs_diff(decoder.forward(read_codes_json(golden("decode_40/codes.json")), &taps),
+                                   load_npy(golden("decode_40/wav.npy")).data);
+    float worst_tap = 0;
+    std::string worst;
+    for (const Tap& tap : taps) {
+        std::vector<float> ours = tap.data;
+        const testing::NpyArray g = load_npy(golden("decode_40/" + tap.name + ".npy"));
+        if (!time_major_golden(tap.name)) {
+            for (int64_t c = 0; c < tap.channels; ++c)
+                for (int64_t t = 0; t < tap.length; ++t) ours[c * tap.length + t] = tap.data[t * tap.channels + c];
+        }
+        const float rel = max_abs_diff(ours, g.data) / max_abs(g.data);
+        if (rel > worst_tap) worst_tap = rel, worst = tap.name;
+    }
+    const Frames frames = read_codes_json(golden("decode_320/codes.json"));
+    const float e320 = max_abs_diff(decoder.decode(frames), load_npy(golden("decode_320/wav.npy")).data);
+    StreamingDecoder stream(decoder, 5);
+    std::vector<float> wav = stream.push(frames);
+    const std::vector<float> tail = stream.flush();
+    wav.insert(wav.end(), tail.begin(), tail.end());
+    const float es = max_abs_diff(wav, load_npy(golden("decode_320_unchunked/wav.npy")).data);
+    std::printf("[ %-8s ] decode_40 %.3g (worst tap %s %.3g of max), decode_320 %.3g, streaming(5) vs unchunked %.3g\n",
+                weight_type_name(GetParam()), e40, worst.c_str(), worst_tap, e320, es);
+    EXPECT_LT(std::max({e40, e320, es}), GetParam() == WeightType::F16 ? 0.05f : 0.5f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QuantisedDecoderTest, ::testing::Values(WeightType::F16, WeightType::Q8_0),
+                         [](const auto& info) { return std::string(weight_type_name(info.param)); });
+
+}  // namespace
+}  // namespace talkbox::codec
