@@ -44,7 +44,8 @@ GenerationResult FrameGenerator::generate(const Prompt& prompt, const Generation
     if (!(options.repetition_penalty > 0.0f)) {
         throw Error(ErrorKind::InvalidArgument, "repetition_penalty must be > 0, got " + std::to_string(options.repetition_penalty));
     }
-    if (prompt.hidden != H || prompt.length() == 0 || prompt.tts_pad.size() != H || prompt.trailing.size() % H != 0) {
+    if (prompt.hidden != H || prompt.length() == 0 || prompt.embeds.size() % H != 0 || prompt.tts_pad.size() != H ||
+        prompt.trailing.size() % H != 0) {
         throw Error(ErrorKind::InvalidArgument, "the prompt does not fit this model (hidden size " + std::to_string(H) + ")");
     }
     const uint32_t max_frames = options.max_frames ? options.max_frames : GenerationOptions::defaults(h).max_frames;
