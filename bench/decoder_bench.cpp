@@ -2,8 +2,8 @@
 // with several chunk sizes, over the same random frames; prints min and median over repeats and
 // the process CPU time of the fastest run (robust on a shared machine).
 //   decoder_bench -m model.gguf [--frames 100] [--repeats 5] [-t 2] [--chunks 1,4,12]
-// The released decoder size, with random weights:
-//   build/bin/make_fullsize_codec ../shared/fixtures/qwen3tts/tiny-0.6B-Base /tmp/full
+// The released decoder size, with random weights (see bench/README.md):
+//   build/bin/make_random_checkpoint --fixtures ../shared/fixtures/qwen3tts -o /tmp/full
 //   build/bin/talkbox convert /tmp/full -o /tmp/full.gguf --type f32
 //   build/bin/decoder_bench -m /tmp/full.gguf -t 2 --frames 25
 #include <algorithm>

@@ -1,0 +1,80 @@
+// Times the generation hot path on a converted model: talker prefill, one talker step, one code
+// predictor frame (G-1 passes) and a full frame, with greedy selection.
+//   frame_bench model.gguf [-t threads] [-n frames] [--kv f32|f16|q8_0]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "qwen3tts/code_predictor.h"
+#include "qwen3tts/kv_cache.h"
+#include "qwen3tts/model.h"
+#include "qwen3tts/sampler.h"
+#include "qwen3tts/talker.h"
+#include "talkbox/error.h"
+
+using namespace talkbox::qwen3tts;
+using Clock = std::chrono::steady_clock;
+
+static double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: %s model.gguf [-t threads] [-n frames] [--kv f32|f16|q8_0] [--prompt N]\n", argv[0]);
+        return 2;
+    }
+    int threads = 2, frames = 32;
+    size_t prompt_len = 64;
+    KvType kv = KvType::F32;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        const std::string a = argv[i];
+        if (a == "-t") threads = std::atoi(argv[i + 1]);
+        else if (a == "-n") frames = std::atoi(argv[i + 1]);
+        else if (a == "--kv") kv = parse_kv_type(argv[i + 1]);
+        else if (a == "--prompt") prompt_len = std::strtoul(argv[i + 1], nullptr, 10);
+        else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
+    }
+    try {
+        auto t0 = Clock::now();
+        Model model(argv[1], ModelOptions{threads});
+        const Hparams& h = model.hparams();
+        std::printf("model %s: %s %s, talker %u wide x %u layers, predictor %u wide x %u layers, weights %.1f MiB, "
+                    "%s, KV %s\n", argv[1], h.size.c_str(), variant_name(h.variant), h.talker.hidden, h.talker.layers,
+                    h.code_predictor.hidden, h.code_predictor.layers, model.weight_bytes() / 1048576.0,
+                    model.backend().description().c_str(), kv_type_name(kv));
+        std::printf("load            %8.1f ms\n", ms_since(t0));
+
+        Talker talker(model, kv);
+        CodePredictor predictor(model);
+        const size_t H = h.talker.hidden, G = h.talker.code_groups;
+        std::vector<float> prompt(prompt_len * H);
+        for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = 0.01f * static_cast<float>((i * 2654435761u) % 200) - 1.0f;
+        t0 = Clock::now();
+        talker.prefill(prompt.data(), prompt_len);
+        std::printf("prefill %4zu    %8.1f ms\n", prompt_len, ms_since(t0));
+
+        const auto greedy = [](size_t, std::vector<float>& l) { return argmax(l); };
+        std::vector<int32_t> frame(G);
+        std::vector<float> text(H, 0.0f);
+        double t_talker = 0, t_pred = 0;
+        for (int f = -2; f < frames; ++f) {  // two warm-up frames
+            frame[0] = argmax(talker.logits()) % static_cast<int32_t>(model.suppress_begin());
+            auto t = Clock::now();
+            predictor.predict(talker.hidden().data(), frame[0], greedy, frame.data() + 1);
+            const double p = ms_since(t);
+            t = Clock::now();
+            talker.step(frame.data(), text.data());
+            const double s = ms_since(t);
+            if (f >= 0) t_pred += p, t_talker += s;
+        }
+        std::printf("talker step     %8.2f ms\n", t_talker / frames);
+        std::printf("predictor (x%zu) %8.2f ms  (%.2f ms per pass)\n", G - 1, t_pred / frames, t_pred / frames / (G - 1));
+        std::printf("frame           %8.2f ms  (%d frames, %d threads)\n", (t_talker + t_pred) / frames, frames, threads);
+    } catch (const talkbox::Error& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

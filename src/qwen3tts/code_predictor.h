@@ -1,0 +1,45 @@
+// The code predictor: for each frame, codebooks 1..G-1 from the talker's last hidden state and the
+// frame's codebook-0 code, one decoder pass per codebook. Its G-1 graphs (fixed positions and
+// attention lengths) are built once; its small F32 KV cache is simply overwritten every frame.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/graph.h"
+#include "qwen3tts/kv_cache.h"
+#include "qwen3tts/model.h"
+
+namespace talkbox::qwen3tts {
+
+class CodePredictor {
+public:
+    explicit CodePredictor(const Model& model);
+    ~CodePredictor();
+
+    // Picks the code of group `group` (codebook group+1) from its raw logits [vocab]; may modify them.
+    using Select = std::function<int32_t(size_t group, std::vector<float>& logits)>;
+
+    // past_hidden: [talker hidden]; writes G-1 codes to `codes`. Throws Error when `select`
+    // returns a code outside the vocabulary.
+    void predict(const float* past_hidden, int32_t code0, const Select& select, int32_t* codes);
+
+private:
+    struct Step {
+        Graph graph;
+        ggml_tensor *hidden = nullptr, *code = nullptr, *pos = nullptr, *rows = nullptr, *mask = nullptr;
+        ggml_tensor* logits = nullptr;
+    };
+    std::unique_ptr<Step> build_step(size_t group);
+
+    const Model& model_;
+    std::unique_ptr<KvCache> cache_;
+    std::vector<std::unique_ptr<Step>> steps_;
+    std::vector<float> logits_;
+    std::vector<ggml_fp16_t> mask_;
+};
+
+}  // namespace talkbox::qwen3tts

@@ -1,0 +1,92 @@
+#include "qwen3tts/frame_generator.h"
+
+#include <string>
+
+#include "talkbox/error.h"
+
+namespace talkbox::qwen3tts {
+
+const char* stop_reason_name(StopReason r) {
+    switch (r) {
+        case StopReason::Eos: return "eos";
+        case StopReason::MaxFrames: return "max_frames";
+        case StopReason::Cancelled: return "cancelled";
+    }
+    return "?";
+}
+
+GenerationOptions GenerationOptions::defaults(const Hparams& h) {
+    const GenerationDefaults& g = h.generation;
+    GenerationOptions o;
+    o.talker = {g.do_sample, g.temperature, g.top_k, g.top_p};
+    o.subtalker = {g.subtalker_do_sample, g.subtalker_temperature, g.subtalker_top_k, g.subtalker_top_p};
+    o.repetition_penalty = g.repetition_penalty;
+    o.max_frames = g.max_new_tokens > 1 ? g.max_new_tokens - 1 : 1;
+    return o;
+}
+
+GenerationOptions GenerationOptions::greedy(const Hparams& h) {
+    GenerationOptions o = defaults(h);
+    o.talker.do_sample = false;
+    o.subtalker.do_sample = false;
+    return o;
+}
+
+FrameGenerator::FrameGenerator(const Model& model, KvType talker_kv)
+    : model_(model), talker_(model, talker_kv), code_predictor_(model) {}
+
+GenerationResult FrameGenerator::generate(const Prompt& prompt, const GenerationOptions& options,
+                                          const FrameCallback& on_frame, const std::atomic<bool>* cancel) {
+    const Hparams& h = model_.hparams();
+    const size_t H = h.talker.hidden;
+    options.talker.validate("talker");
+    options.subtalker.validate("subtalker");
+    if (!(options.repetition_penalty > 0.0f)) {
+        throw Error(ErrorKind::InvalidArgument, "repetition_penalty must be > 0, got " + std::to_string(options.repetition_penalty));
+    }
+    if (prompt.hidden != H || prompt.length() == 0 || prompt.embeds.size() % H != 0 || prompt.tts_pad.size() != H ||
+        prompt.trailing.size() % H != 0) {
+        throw Error(ErrorKind::InvalidArgument, "the prompt does not fit this model (hidden size " + std::to_string(H) + ")");
+    }
+    const uint32_t max_frames = options.max_frames ? options.max_frames : GenerationOptions::defaults(h).max_frames;
+    // The talker runs the prompt plus one position per frame.
+    if (prompt.length() + max_frames > h.talker.max_positions) {
+        throw Error(ErrorKind::InvalidArgument, "prompt (" + std::to_string(prompt.length()) + " positions) plus " +
+                                                    std::to_string(max_frames) + " frames exceeds the talker's " +
+                                                    std::to_string(h.talker.max_positions) + " positions");
+    }
+    const TalkerRules rules{options.repetition_penalty, 2, static_cast<int32_t>(h.codec_eos_id), model_.suppress_begin()};
+    Sampler sampler(options.seed);
+    const auto select_sub = [&](size_t, std::vector<float>& logits) { return sampler.select(logits, options.subtalker); };
+
+    GenerationResult result;
+    frame_.resize(h.talker.code_groups);
+    talker_.prefill(prompt.embeds.data(), prompt.length());
+    for (size_t step = 0;; ++step) {
+        if (cancel && cancel->load()) {
+            result.stop = StopReason::Cancelled;
+            break;
+        }
+        scores_ = talker_.logits();
+        apply_talker_rules(scores_, result.codebook0_ids, rules);
+        const int32_t token = sampler.select(scores_, options.talker);
+        result.codebook0_ids.push_back(token);
+        if (token == rules.eos_id) {
+            result.stop = StopReason::Eos;
+            break;
+        }
+        if (result.frames == max_frames) {
+            result.stop = StopReason::MaxFrames;
+            break;
+        }
+        frame_[0] = token;
+        code_predictor_.predict(talker_.hidden().data(), token, select_sub, frame_.data() + 1);
+        ++result.frames;
+        on_frame(frame_);
+        const float* text = step < prompt.trailing_length() ? prompt.trailing.data() + step * H : prompt.tts_pad.data();
+        talker_.step(frame_.data(), text);
+    }
+    return result;
+}
+
+}  // namespace talkbox::qwen3tts

@@ -1,0 +1,68 @@
+// The generation loop: prompt → talker prefill → per frame, codebook 0 from the talker's processed
+// logits, codebooks 1..G-1 from the code predictor, the frame handed to a callback as soon as it
+// exists, and the talker fed with it. Official transformers `_sample` semantics (spec §5).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "qwen3tts/code_predictor.h"
+#include "qwen3tts/kv_cache.h"
+#include "qwen3tts/model.h"
+#include "qwen3tts/prompt.h"
+#include "qwen3tts/sampler.h"
+#include "qwen3tts/talker.h"
+
+namespace talkbox::qwen3tts {
+
+struct GenerationOptions {
+    SamplingParams talker;     // codebook 0
+    SamplingParams subtalker;  // codebooks 1..G-1 (no penalty, no suppression, no EOS)
+    float repetition_penalty = 1.0f;
+    // At most this many frames (the official max_new_tokens = max_frames + 1: the token that would
+    // start frame max_frames + 1 is still drawn, to tell an EOS stop from a length stop).
+    // 0: the model's default, generation max_new_tokens - 1.
+    uint32_t max_frames = 0;
+    uint64_t seed = 0;
+
+    // The model's released defaults (generation_config.json in the GGUF).
+    static GenerationOptions defaults(const Hparams& h);
+    // Argmax for both (temperature etc. unused), repetition penalty kept: how the goldens were made.
+    static GenerationOptions greedy(const Hparams& h);
+};
+
+enum class StopReason { Eos, MaxFrames, Cancelled };
+const char* stop_reason_name(StopReason r);  // "eos", "max_frames", "cancelled"
+
+struct GenerationResult {
+    size_t frames = 0;
+    StopReason stop = StopReason::MaxFrames;
+    std::vector<int32_t> codebook0_ids;  // every talker token drawn, including a final EOS
+};
+
+class FrameGenerator {
+public:
+    // codes: one frame, code_groups values, codebook 0 first.
+    using FrameCallback = std::function<void(const std::vector<int32_t>& codes)>;
+
+    FrameGenerator(const Model& model, KvType talker_kv = KvType::F32);
+
+    // Runs one prompt to the end. `cancel` (optional) is checked before every frame. Options are
+    // validated before any computation; throws Error.
+    GenerationResult generate(const Prompt& prompt, const GenerationOptions& options, const FrameCallback& on_frame,
+                              const std::atomic<bool>* cancel = nullptr);
+
+    Talker& talker() { return talker_; }
+    CodePredictor& code_predictor() { return code_predictor_; }
+
+private:
+    const Model& model_;
+    Talker talker_;
+    CodePredictor code_predictor_;
+    std::vector<float> scores_;
+    std::vector<int32_t> frame_;
+};
+
+}  // namespace talkbox::qwen3tts

@@ -1,0 +1,76 @@
+#include "qwen3tts/kv_cache.h"
+
+#include "talkbox/error.h"
+
+namespace talkbox::qwen3tts {
+
+const char* kv_type_name(KvType t) {
+    switch (t) {
+        case KvType::F32: return "f32";
+        case KvType::F16: return "f16";
+        case KvType::Q8_0: return "q8_0";
+    }
+    return "?";
+}
+
+KvType parse_kv_type(const std::string& name) {
+    for (KvType t : {KvType::F32, KvType::F16, KvType::Q8_0}) {
+        if (name == kv_type_name(t)) return t;
+    }
+    throw Error(ErrorKind::InvalidArgument, "unknown KV cache type '" + name + "' (choose one of f32, f16, q8_0)");
+}
+
+ggml_type kv_ggml_type(KvType t) {
+    switch (t) {
+        case KvType::F32: return GGML_TYPE_F32;
+        case KvType::F16: return GGML_TYPE_F16;
+        case KvType::Q8_0: return GGML_TYPE_Q8_0;
+    }
+    return GGML_TYPE_F32;
+}
+
+KvCache::KvCache(ggml_backend_t backend, uint32_t layers, uint32_t kv_heads, uint32_t head_dim, uint32_t capacity,
+                 KvType type)
+    : capacity_(capacity), head_dim_(head_dim), kv_heads_(kv_heads), type_(type) {
+    const ggml_type gt = kv_ggml_type(type);
+    if (head_dim % ggml_blck_size(gt) != 0) {
+        throw Error(ErrorKind::Unsupported, std::string("KV cache type ") + kv_type_name(type) + " needs head_dim to be a multiple of " +
+                                                std::to_string(ggml_blck_size(gt)) + ", this model has " +
+                                                std::to_string(head_dim));
+    }
+    ctx_ = ggml_init({ggml_tensor_overhead() * 2 * layers, nullptr, /*no_alloc=*/true});
+    if (!ctx_) throw Error(ErrorKind::Internal, "cannot create a ggml context for a KV cache");
+    for (uint32_t l = 0; l < layers; ++l) {
+        k_.push_back(ggml_new_tensor_2d(ctx_, gt, int64_t(head_dim) * kv_heads, capacity));
+        v_.push_back(ggml_new_tensor_2d(ctx_, gt, int64_t(head_dim) * kv_heads, capacity));
+    }
+    buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend);
+    if (!buffer_) {
+        ggml_free(ctx_);
+        throw Error(ErrorKind::Io, "cannot allocate a KV cache of " + std::to_string(capacity) + " positions");
+    }
+    // Rows past the current length are masked, but must not hold NaN patterns that a masked
+    // dot product could turn into NaN scores.
+    ggml_backend_buffer_clear(buffer_, 0);
+}
+
+KvCache::~KvCache() {
+    if (buffer_) ggml_backend_buffer_free(buffer_);
+    if (ctx_) ggml_free(ctx_);
+}
+
+size_t KvCache::bytes() const { return ggml_backend_buffer_get_size(buffer_); }
+
+void KvCache::copy_prefix_from(const KvCache& other, uint32_t n) {
+    std::vector<uint8_t> tmp;
+    for (size_t l = 0; l < k_.size(); ++l) {
+        for (auto [dst, src] : {std::pair{k_[l], other.k_[l]}, std::pair{v_[l], other.v_[l]}}) {
+            const size_t bytes = src->nb[1] * n;
+            tmp.resize(bytes);
+            ggml_backend_tensor_get(src, tmp.data(), 0, bytes);
+            ggml_backend_tensor_set(dst, tmp.data(), 0, bytes);
+        }
+    }
+}
+
+}  // namespace talkbox::qwen3tts

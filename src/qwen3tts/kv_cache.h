@@ -1,0 +1,48 @@
+// Per-layer key/value caches of a decoder stack in one backend buffer. Each layer's K and V is a
+// 2-D tensor [head_dim·kv_heads, capacity]: one row per position, written with ggml_set_rows and
+// read as [head_dim, n_kv, kv_heads] views by flash attention.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "ggml.h"
+
+namespace talkbox::qwen3tts {
+
+enum class KvType { F32, F16, Q8_0 };
+const char* kv_type_name(KvType t);                // "f32", "f16", "q8_0"
+KvType parse_kv_type(const std::string& name);     // throws Error (InvalidArgument) listing the choices
+ggml_type kv_ggml_type(KvType t);
+
+class KvCache {
+public:
+    // Throws Error when the type cannot hold rows of head_dim values (Q8_0 needs a multiple of 32).
+    KvCache(ggml_backend_t backend, uint32_t layers, uint32_t kv_heads, uint32_t head_dim, uint32_t capacity,
+            KvType type);
+    ~KvCache();
+    KvCache(const KvCache&) = delete;
+    KvCache& operator=(const KvCache&) = delete;
+
+    ggml_tensor* k(uint32_t layer) const { return k_[layer]; }
+    ggml_tensor* v(uint32_t layer) const { return v_[layer]; }
+    uint32_t capacity() const { return capacity_; }
+    uint32_t head_dim() const { return head_dim_; }
+    uint32_t kv_heads() const { return kv_heads_; }
+    KvType type() const { return type_; }
+    size_t bytes() const;
+
+    // Copies positions [0, n) of every layer from a cache of the same geometry (used to grow).
+    void copy_prefix_from(const KvCache& other, uint32_t n);
+
+private:
+    ggml_context* ctx_ = nullptr;
+    ggml_backend_buffer_t buffer_ = nullptr;
+    std::vector<ggml_tensor*> k_, v_;
+    uint32_t capacity_, head_dim_, kv_heads_;
+    KvType type_;
+};
+
+}  // namespace talkbox::qwen3tts

@@ -1,0 +1,143 @@
+#include "qwen3tts/talker.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/graph.h"
+#include "qwen3tts/decoder.h"
+#include "talkbox/error.h"
+
+namespace talkbox::qwen3tts {
+
+namespace {
+
+// Attention windows (and cache capacities) come in multiples of this many positions, so the
+// per-step graph is rebuilt only when the sequence crosses a boundary.
+constexpr size_t kWindow = 256;
+
+size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+}  // namespace
+
+struct Talker::StepGraph {
+    Graph graph;
+    int64_t n_kv = 0;
+    ggml_tensor *codes = nullptr, *text = nullptr, *pos = nullptr, *rows = nullptr, *mask = nullptr;
+    ggml_tensor *logits = nullptr, *hidden = nullptr;
+};
+
+Talker::Talker(const Model& model, KvType kv_type)
+    : model_(model), kv_type_(kv_type), logits_(model.hparams().talker.vocab), hidden_(model.hparams().talker.hidden) {
+    const auto& hp = model.hparams().talker;
+    // Fails early (before any graph) when the cache type cannot hold this head size.
+    cache_ = std::make_unique<KvCache>(model.backend().get(), hp.layers, hp.kv_heads, hp.head_dim, kWindow, kv_type);
+}
+
+Talker::~Talker() = default;
+
+void Talker::ensure_capacity(size_t positions) {
+    const auto& hp = model_.hparams().talker;
+    if (positions > hp.max_positions) {
+        throw Error(ErrorKind::InvalidArgument, "the talker sequence would reach " + std::to_string(positions) +
+                                                    " positions; the model supports at most " +
+                                                    std::to_string(hp.max_positions));
+    }
+    if (positions <= cache_->capacity()) return;
+    const size_t capacity = round_up(std::max(positions, size_t(cache_->capacity()) * 2), kWindow);
+    auto grown = std::make_unique<KvCache>(model_.backend().get(), hp.layers, hp.kv_heads, hp.head_dim,
+                                           static_cast<uint32_t>(capacity), kv_type_);
+    grown->copy_prefix_from(*cache_, static_cast<uint32_t>(length_));
+    cache_ = std::move(grown);
+    step_.reset();  // its graph points at the old cache
+}
+
+void Talker::read_outputs(ggml_tensor* logits, ggml_tensor* hidden) {
+    ggml_backend_tensor_get(logits, logits_.data(), 0, logits_.size() * sizeof(float));
+    ggml_backend_tensor_get(hidden, hidden_.data(), 0, hidden_.size() * sizeof(float));
+}
+
+void Talker::prefill(const float* embeds, size_t n_tokens) {
+    if (n_tokens == 0) throw Error(ErrorKind::InvalidArgument, "the talker prompt is empty");
+    const auto& hp = model_.hparams().talker;
+    const TalkerWeights& w = model_.talker();
+    length_ = 0;
+    ensure_capacity(n_tokens);
+    const int64_t n = static_cast<int64_t>(n_tokens);
+    const int64_t n_kv = static_cast<int64_t>(std::min(round_up(n_tokens, kWindow), size_t(cache_->capacity())));
+
+    Graph g;
+    ggml_tensor* x = g.input(GGML_TYPE_F32, {hp.hidden, n}, "embeds");
+    ggml_tensor* pos = g.input(GGML_TYPE_I32, {n}, "positions");
+    ggml_tensor* rows = g.input(GGML_TYPE_I64, {n}, "rows");
+    ggml_tensor* mask = g.input(GGML_TYPE_F16, {n_kv, n}, "mask");
+    ggml_tensor* out = build_decoder(g.ctx(), hp, w.layers, w.output_norm, x, {pos, rows, mask, n_kv}, *cache_);
+    ggml_tensor* hidden = ggml_cont(g.ctx(), ggml_view_2d(g.ctx(), out, hp.hidden, 1, out->nb[1], (n - 1) * out->nb[1]));
+    ggml_tensor* logits = ggml_mul_mat(g.ctx(), w.codec_head, hidden);
+    g.output(hidden);
+    g.output(logits);
+    g.allocate(model_.backend());
+
+    ggml_backend_tensor_set(x, embeds, 0, ggml_nbytes(x));
+    std::vector<int32_t> p(n_tokens);
+    std::iota(p.begin(), p.end(), 0);
+    ggml_backend_tensor_set(pos, p.data(), 0, ggml_nbytes(pos));
+    std::vector<int64_t> r(p.begin(), p.end());
+    ggml_backend_tensor_set(rows, r.data(), 0, ggml_nbytes(rows));
+    causal_mask(mask_, n_kv, 0, n);
+    ggml_backend_tensor_set(mask, mask_.data(), 0, ggml_nbytes(mask));
+    g.compute(model_.backend());
+    read_outputs(logits, hidden);
+    length_ = n_tokens;
+}
+
+void Talker::step(const int32_t* codes, const float* text) {
+    if (length_ == 0) throw Error(ErrorKind::InvalidArgument, "talker step before prefill");
+    const Hparams& h = model_.hparams();
+    const auto& hp = h.talker;
+    const uint32_t groups = hp.code_groups;
+    for (uint32_t i = 0; i < groups; ++i) {
+        const uint32_t limit = i == 0 ? hp.vocab : h.code_predictor.vocab;
+        if (codes[i] < 0 || static_cast<uint32_t>(codes[i]) >= limit) {
+            throw Error(ErrorKind::InvalidArgument, "frame code " + std::to_string(codes[i]) + " of codebook " +
+                                                        std::to_string(i) + " is outside 0.." + std::to_string(limit - 1));
+        }
+    }
+    ensure_capacity(length_ + 1);
+    const int64_t n_kv = static_cast<int64_t>(std::min(round_up(length_ + 1, kWindow), size_t(cache_->capacity())));
+    if (!step_ || step_->n_kv != n_kv) {
+        step_.reset();
+        auto s = std::make_unique<StepGraph>();
+        const TalkerWeights& w = model_.talker();
+        const CodePredictorWeights& cw = model_.code_predictor();
+        ggml_context* ctx = s->graph.ctx();
+        s->n_kv = n_kv;
+        s->codes = s->graph.input(GGML_TYPE_I32, {groups}, "codes");
+        s->text = s->graph.input(GGML_TYPE_F32, {hp.hidden, 1}, "text");
+        s->pos = s->graph.input(GGML_TYPE_I32, {1}, "position");
+        s->rows = s->graph.input(GGML_TYPE_I64, {1}, "row");
+        s->mask = s->graph.input(GGML_TYPE_F16, {n_kv, 1}, "mask");
+        auto code = [&](uint32_t i) { return ggml_view_1d(ctx, s->codes, 1, i * sizeof(int32_t)); };
+        ggml_tensor* x = ggml_get_rows(ctx, w.codec_embd, code(0));
+        for (uint32_t i = 1; i < groups; ++i) x = ggml_add(ctx, x, ggml_get_rows(ctx, cw.codec_embd[i - 1], code(i)));
+        x = ggml_add(ctx, x, s->text);
+        s->hidden = build_decoder(ctx, hp, w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv}, *cache_);
+        s->logits = ggml_mul_mat(ctx, w.codec_head, s->hidden);
+        s->graph.output(s->hidden);
+        s->graph.output(s->logits);
+        s->graph.allocate(model_.backend());
+        step_ = std::move(s);
+    }
+    const int32_t pos = static_cast<int32_t>(length_);
+    const int64_t row = static_cast<int64_t>(length_);
+    causal_mask(mask_, n_kv, pos, 1);
+    ggml_backend_tensor_set(step_->codes, codes, 0, groups * sizeof(int32_t));
+    ggml_backend_tensor_set(step_->text, text, 0, ggml_nbytes(step_->text));
+    ggml_backend_tensor_set(step_->pos, &pos, 0, sizeof(pos));
+    ggml_backend_tensor_set(step_->rows, &row, 0, sizeof(row));
+    ggml_backend_tensor_set(step_->mask, mask_.data(), 0, ggml_nbytes(step_->mask));
+    step_->graph.compute(model_.backend());
+    read_outputs(step_->logits, step_->hidden);
+    ++length_;
+}
+
+}  // namespace talkbox::qwen3tts

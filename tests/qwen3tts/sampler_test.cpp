@@ -1,0 +1,156 @@
+// Talker logits processors and token selection on crafted logits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "qwen3tts/sampler.h"
+#include "talkbox/error.h"
+
+namespace talkbox::qwen3tts {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr int32_t kEos = 2150;
+
+TalkerRules rules(float penalty = 1.0f) { return {penalty, 2, kEos, 2048}; }
+
+// Talker-sized logits where EOS and the suppressed ids would win by far.
+std::vector<float> talker_logits() {
+    std::vector<float> s(3072, 0.0f);
+    for (size_t i = 2048; i < s.size(); ++i) s[i] = 50.0f;
+    s[kEos] = 100.0f;
+    s[7] = 1.0f;
+    s[9] = 0.5f;
+    return s;
+}
+
+SamplingParams sample(float temperature = 1.0f, uint32_t top_k = 0, float top_p = 1.0f) {
+    return {true, temperature, top_k, top_p};
+}
+
+TEST(Sampler, EosIsMaskedBeforeTwoTokens) {
+    Sampler sampler(1);
+    for (const std::vector<int32_t>& history : {std::vector<int32_t>{}, std::vector<int32_t>{5}}) {
+        for (int i = 0; i < 200; ++i) {
+            auto s = talker_logits();
+            apply_talker_rules(s, history, rules());
+            EXPECT_EQ(s[kEos], -kInf);
+            EXPECT_NE(sampler.select(s, sample()), kEos);
+        }
+    }
+    auto s = talker_logits();
+    apply_talker_rules(s, {5, 6}, rules());
+    EXPECT_EQ(s[kEos], 100.0f);
+    EXPECT_EQ(argmax(s), kEos);
+}
+
+TEST(Sampler, SuppressedIdsAreNeverChosen) {
+    Sampler sampler(2);
+    for (int i = 0; i < 500; ++i) {
+        auto s = talker_logits();
+        s[kEos] = -kInf;  // so that sampling has only the suppressed range to be tempted by
+        apply_talker_rules(s, {1, 2, 3}, rules());
+        for (size_t id = 2048; id < s.size(); ++id) ASSERT_EQ(s[id], -kInf) << id;
+        const int32_t tok = sampler.select(s, sample(5.0f));
+        EXPECT_LT(tok, 2048);
+    }
+    auto s = talker_logits();
+    apply_talker_rules(s, {}, rules());
+    EXPECT_EQ(argmax(s), 7);
+}
+
+TEST(Sampler, RepetitionPenaltyDividesPositivesAndMultipliesNegativesOnce) {
+    std::vector<float> s = {2.0f, -2.0f, 3.0f, 0.0f};
+    TalkerRules r{2.0f, 0, -1, 4};
+    apply_talker_rules(s, {0, 1, 0, 0, 3}, r);
+    EXPECT_EQ(s, (std::vector<float>{1.0f, -4.0f, 3.0f, 0.0f}));
+}
+
+TEST(Sampler, TopKKeepsTiesWithTheKthScore) {
+    Sampler sampler(3);
+    std::vector<float> s = {5.0f, 4.0f, 4.0f, 4.0f, 1.0f, 0.0f};
+    sampler.select(s, sample(1.0f, 2));
+    EXPECT_EQ(s, (std::vector<float>{5.0f, 4.0f, 4.0f, 4.0f, -kInf, -kInf}));
+
+    std::set<int32_t> seen;
+    for (int i = 0; i < 2000; ++i) {
+        std::vector<float> t = {1.0f, 3.0f, 2.9f, 0.0f, 2.8f, -1.0f};
+        seen.insert(sampler.select(t, sample(3.0f, 3)));
+    }
+    EXPECT_EQ(seen, (std::set<int32_t>{1, 2, 4}));
+}
+
+TEST(Sampler, TopPKeepsTheSmallestHeadAboveP) {
+    Sampler sampler(4);
+    const std::vector<float> probs = {0.05f, 0.5f, 0.15f, 0.3f};
+    std::vector<float> logits;
+    for (float p : probs) logits.push_back(std::log(p));
+    std::set<int32_t> seen;
+    for (int i = 0; i < 2000; ++i) {
+        auto s = logits;
+        seen.insert(sampler.select(s, sample(1.0f, 0, 0.75f)));  // tail 0.05 + 0.15 <= 0.25 goes
+    }
+    EXPECT_EQ(seen, (std::set<int32_t>{1, 3}));
+    auto s = logits;
+    EXPECT_EQ(sampler.select(s, sample(1.0f, 0, 0.01f)), 1);  // the top token always survives
+}
+
+TEST(Sampler, DrawsFollowTheTemperedDistribution) {
+    Sampler sampler(5);
+    const std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+    for (float temperature : {1.0f, 0.5f}) {
+        std::vector<double> want(3);
+        double z = 0;
+        for (size_t i = 0; i < 3; ++i) z += want[i] = std::exp(logits[i] / temperature);
+        std::map<int32_t, int> count;
+        const int n = 20000;
+        for (int i = 0; i < n; ++i) {
+            auto s = logits;
+            ++count[sampler.select(s, sample(temperature))];
+        }
+        for (int32_t i = 0; i < 3; ++i) EXPECT_NEAR(count[i] / double(n), want[i] / z, 0.02) << "T=" << temperature;
+    }
+}
+
+TEST(Sampler, SeedsAreReproducible) {
+    auto draws = [](uint64_t seed) {
+        Sampler sampler(seed);
+        std::vector<int32_t> out;
+        for (int i = 0; i < 100; ++i) {
+            std::vector<float> s(64);
+            for (size_t j = 0; j < s.size(); ++j) s[j] = std::sin(float(j) * 0.7f);
+            out.push_back(sampler.select(s, sample(1.0f, 50)));
+        }
+        return out;
+    };
+    EXPECT_EQ(draws(42), draws(42));
+    EXPECT_NE(draws(42), draws(43));
+}
+
+TEST(Sampler, GreedyTakesTheFirstMaximum) {
+    Sampler sampler(6);
+    std::vector<float> s = {1.0f, 3.0f, 3.0f, 2.0f};
+    EXPECT_EQ(sampler.select(s, SamplingParams{false, 0.9f, 50, 1.0f}), 1);
+    EXPECT_EQ(sampler.select(s, sample(0.0f)), 1);  // temperature 0 means greedy
+    EXPECT_EQ(s, (std::vector<float>{1.0f, 3.0f, 3.0f, 2.0f}));  // greedy leaves scores alone
+}
+
+TEST(Sampler, RejectsNonFiniteScoresAndBadParams) {
+    Sampler sampler(7);
+    std::vector<float> s = {-kInf, -kInf};
+    EXPECT_THROW(sampler.select(s, sample()), Error);
+    s = {-kInf, -kInf};
+    EXPECT_THROW(argmax(s), Error);
+    s = {std::nanf(""), 1.0f};
+    EXPECT_EQ(argmax(s), 1);
+    EXPECT_THROW(sample(-0.5f).validate("talker"), Error);
+    EXPECT_THROW(sample(1.0f, 0, 1.5f).validate("talker"), Error);
+    EXPECT_THROW(sample(std::nanf("")).validate("talker"), Error);
+    EXPECT_NO_THROW(sample(0.0f, 0, 1.0f).validate("talker"));
+}
+
+}  // namespace
+}  // namespace talkbox::qwen3tts

@@ -1,0 +1,153 @@
+// Talker and code predictor, teacher-forced with the golden frames: raw talker logits (prefill +
+// first decode steps) and raw code-predictor logits of frames 0 and 1 for every golden case; KV
+// cache types; the attention window and cache growth past 256 positions.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "qwen3tts/code_predictor.h"
+#include "qwen3tts/embeddings.h"
+#include "qwen3tts/prompt.h"
+#include "qwen3tts/talker.h"
+#include "qwen3tts/talker_goldens.h"
+#include "talkbox/error.h"
+
+namespace talkbox::qwen3tts {
+namespace {
+
+using testing::TalkerCase;
+
+// Text added at decode step k: trailing text while it lasts, then tts_pad.
+const float* step_text(const Prompt& p, size_t k) {
+    return k < p.trailing_length() ? p.trailing.data() + k * p.hidden : p.tts_pad.data();
+}
+
+class TalkerGolden : public ::testing::TestWithParam<TalkerCase> {};
+
+TEST_P(TalkerGolden, TeacherForcedLogitsMatch) {
+    const TalkerCase& c = GetParam();
+    const Model& model = testing::tiny_model(c.variant);
+    const Prompt prompt = build_prompt(model, c.request());
+    const auto frames = c.frames();
+    const auto talker_golden = testing::load_npy(c.file("talker_logits.npy"));
+    const auto cp_golden = testing::load_npy(c.file("cp_logits.npy"));
+    const size_t vocab = model.hparams().talker.vocab, cp_vocab = model.hparams().code_predictor.vocab;
+    const size_t rows = static_cast<size_t>(talker_golden.shape[0]), groups = model.hparams().talker.code_groups;
+    ASSERT_EQ(static_cast<size_t>(talker_golden.shape[1]), vocab);
+    ASSERT_EQ(cp_golden.shape, (std::vector<int64_t>{2, int64_t(groups - 1), int64_t(cp_vocab)}));
+
+    Talker talker(model, KvType::F32);
+    CodePredictor predictor(model);
+    std::vector<float> talker_logits, cp_logits;
+    talker.prefill(prompt.embeds.data(), prompt.length());
+    for (size_t k = 0; k < rows; ++k) {
+        talker_logits.insert(talker_logits.end(), talker.logits().begin(), talker.logits().end());
+        if (k + 1 == rows) break;
+        const auto& frame = frames.at(k);
+        if (k < 2) {  // predictor logits, forced to the golden codes
+            std::vector<int32_t> codes(groups - 1);
+            predictor.predict(talker.hidden().data(), frame[0],
+                              [&](size_t g, std::vector<float>& logits) {
+                                  cp_logits.insert(cp_logits.end(), logits.begin(), logits.end());
+                                  return frame[g + 1];
+                              },
+                              codes.data());
+        }
+        talker.step(frame.data(), step_text(prompt, k));
+    }
+    ASSERT_EQ(cp_logits.size(), cp_golden.data.size()) << "every case has at least 2 frames";
+
+    const auto t = testing::compare_to_golden(talker_logits, talker_golden.data);
+    const auto p = testing::compare_to_golden(cp_logits, cp_golden.data);
+    std::printf("[ measure  ] %s/%s talker logits %.3g (tol %.3g, %zu rows)  cp logits %.3g (tol %.3g)\n",
+                c.variant.c_str(), c.name.c_str(), t.error, t.tolerance, rows, p.error, p.tolerance);
+    EXPECT_TRUE(t.ok()) << "talker logits error " << t.error << " > " << t.tolerance;
+    EXPECT_TRUE(p.ok()) << "code predictor logits error " << p.error << " > " << p.tolerance;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, TalkerGolden, ::testing::ValuesIn(testing::talker_cases()),
+                         [](const auto& info) { return testing::case_test_name(info.param); });
+
+// F16 keys/values change the logits only slightly; Q8_0 blocks (32) cannot hold the tiny 16-wide heads.
+TEST(Talker, KvCacheTypes) {
+    const TalkerCase& c = testing::talker_cases().at(0);
+    const Model& model = testing::tiny_model(c.variant);
+    const Prompt prompt = build_prompt(model, c.request());
+    const auto frames = c.frames();
+    const auto golden = testing::load_npy(c.file("talker_logits.npy"));
+    Talker talker(model, KvType::F16);
+    talker.prefill(prompt.embeds.data(), prompt.length());
+    std::vector<float> logits = talker.logits();
+    for (size_t k = 0; k + 1 < static_cast<size_t>(golden.shape[0]); ++k) {
+        talker.step(frames[k].data(), step_text(prompt, k));
+        logits.insert(logits.end(), talker.logits().begin(), talker.logits().end());
+    }
+    const auto f16 = testing::compare_to_golden(logits, golden.data, 1e-2f);
+    std::printf("[ measure  ] f16 KV cache: talker logits error %.3g\n", f16.error);
+    EXPECT_TRUE(f16.ok()) << f16.error << " > " << f16.tolerance;
+
+    try {
+        Talker q8(model, KvType::Q8_0);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+        EXPECT_NE(std::string(e.what()).find("multiple of 32"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(parse_kv_type("q4"), Error);
+    EXPECT_EQ(parse_kv_type("q8_0"), KvType::Q8_0);
+}
+
+// Decoding step by step across the 256-position attention window and a cache growth must equal
+// one prefill of the same inputs.
+TEST(Talker, LongSequenceMatchesPrefill) {
+    const TalkerCase& c = testing::talker_cases().at(5);
+    const Model& model = testing::tiny_model(c.variant);
+    const size_t H = model.hparams().talker.hidden, groups = model.hparams().talker.code_groups;
+    const Prompt prompt = build_prompt(model, c.request());
+    const auto golden_frames = c.frames();
+    const size_t steps = 600 - prompt.length();
+
+    std::vector<int32_t> codes;  // the golden frames, repeated
+    for (size_t k = 0; k < steps; ++k) {
+        const auto& f = golden_frames[k % golden_frames.size()];
+        codes.insert(codes.end(), f.begin(), f.end());
+    }
+    Talker talker(model, KvType::F32);
+    talker.prefill(prompt.embeds.data(), prompt.length());
+    for (size_t k = 0; k < steps; ++k) talker.step(codes.data() + k * groups, step_text(prompt, k));
+    EXPECT_EQ(talker.length(), 600u);
+
+    std::vector<float> embeds = prompt.embeds;
+    const std::vector<float> frames = frame_embeddings(model, codes);
+    for (size_t k = 0; k < steps; ++k) {
+        for (size_t i = 0; i < H; ++i) embeds.push_back(frames[k * H + i] + step_text(prompt, k)[i]);
+    }
+    Talker whole(model, KvType::F32);
+    whole.prefill(embeds.data(), embeds.size() / H);
+    const float err = testing::max_abs_diff(talker.logits(), whole.logits());
+    std::printf("[ measure  ] 600 positions, stepwise vs prefill: logits %.3g, hidden %.3g\n", err,
+                testing::max_abs_diff(talker.hidden(), whole.hidden()));
+    EXPECT_LT(err, 1e-4f * testing::max_abs(whole.logits()));
+}
+
+TEST(Talker, RejectsBadInput) {
+    const Model& model = testing::tiny_model("tiny-0.6B-Base");
+    Talker talker(model, KvType::F32);
+    std::vector<int32_t> frame(16, 0);
+    std::vector<float> text(model.hparams().talker.hidden, 0.0f);
+    EXPECT_THROW(talker.step(frame.data(), text.data()), Error);  // before prefill
+    EXPECT_THROW(talker.prefill(text.data(), 0), Error);
+    talker.prefill(text.data(), 1);
+    frame[3] = 2048;
+    try {
+        talker.step(frame.data(), text.data());
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("code 2048 of codebook 3 is outside 0..2047"), std::string::npos) << e.what();
+    }
+    std::vector<float> too_long(static_cast<size_t>(model.hparams().talker.max_positions + 1) * text.size());
+    EXPECT_THROW(talker.prefill(too_long.data(), model.hparams().talker.max_positions + 1), Error);
+}
+
+}  // namespace
+}  // namespace talkbox::qwen3tts
