@@ -1,4 +1,4 @@
-#include "audio/wav.h"
+#include "talkbox/audio.h"
 
 #include <cmath>
 #include <cstring>
@@ -39,7 +39,11 @@ SampleFormat parse_sample_format(const std::string& name) {
     for (SampleFormat f : {SampleFormat::Wav16, SampleFormat::Wav32, SampleFormat::Raw16, SampleFormat::Raw32}) {
         if (name == sample_format_name(f)) return f;
     }
-    throw Error(ErrorKind::InvalidArgument, "unknown audio format '" + name + "' (choose wav16, wav32, raw16 or raw32)");
+    if (name == "wav") return SampleFormat::Wav16;
+    if (name == "s16le") return SampleFormat::Raw16;
+    if (name == "f32le") return SampleFormat::Raw32;
+    throw Error(ErrorKind::InvalidArgument,
+                "unknown audio format '" + name + "' (choose wav16 (wav), wav32, raw16 (s16le) or raw32 (f32le))");
 }
 
 int16_t to_pcm16(float x) {
@@ -48,52 +52,73 @@ int16_t to_pcm16(float x) {
     return static_cast<int16_t>(std::lround(x * 32767.0f));
 }
 
-std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format) {
-    const bool pcm16 = format == SampleFormat::Wav16 || format == SampleFormat::Raw16;
-    const bool header = format == SampleFormat::Wav16 || format == SampleFormat::Wav32;
-    const uint32_t width = pcm16 ? 2 : 4;
-    // RIFF sizes are 32-bit: the header and data chunk must stay below 4 GiB.
-    const uint64_t data_bytes = static_cast<uint64_t>(samples.size()) * width;
-    if (header && data_bytes > std::numeric_limits<uint32_t>::max() - 64) {
-        throw Error(ErrorKind::Unsupported, "audio of " + std::to_string(samples.size()) + " samples is too long for a WAV file");
-    }
-    if (sample_rate <= 0) throw Error(ErrorKind::InvalidArgument, "sample rate must be positive");
+bool has_header(SampleFormat f) { return f == SampleFormat::Wav16 || f == SampleFormat::Wav32; }
 
-    std::vector<uint8_t> out;
-    out.reserve(static_cast<size_t>(data_bytes) + 64);
-    if (header) {
-        // Float WAV carries the extended fmt chunk (cbSize = 0) and a fact chunk, as the format requires.
-        const uint32_t fmt_size = pcm16 ? 16 : 18;
-        const uint32_t fact_size = pcm16 ? 0 : 12;
-        put_bytes(out, "RIFF");
-        put_u32(out, static_cast<uint32_t>(4 + (8 + fmt_size) + fact_size + 8 + data_bytes));
-        put_bytes(out, "WAVE");
-        put_bytes(out, "fmt ");
-        put_u32(out, fmt_size);
-        put_u16(out, pcm16 ? kFormatPcm : kFormatFloat);
-        put_u16(out, 1);  // mono
-        put_u32(out, static_cast<uint32_t>(sample_rate));
-        put_u32(out, static_cast<uint32_t>(sample_rate) * width);
-        put_u16(out, static_cast<uint16_t>(width));
-        put_u16(out, static_cast<uint16_t>(8 * width));
-        if (!pcm16) {
-            put_u16(out, 0);
-            put_bytes(out, "fact");
-            put_u32(out, 4);
-            put_u32(out, static_cast<uint32_t>(samples.size()));
-        }
-        put_bytes(out, "data");
-        put_u32(out, static_cast<uint32_t>(data_bytes));
+namespace {
+bool is_pcm16(SampleFormat f) { return f == SampleFormat::Wav16 || f == SampleFormat::Raw16; }
+
+// RIFF header for `data_bytes` of samples; 0xFFFFFFFF sizes when the length is unknown.
+void put_header(std::vector<uint8_t>& out, int sample_rate, SampleFormat format, uint64_t data_bytes, uint64_t samples,
+                bool unknown_length) {
+    const bool pcm16 = is_pcm16(format);
+    const uint32_t width = pcm16 ? 2 : 4;
+    // Float WAV carries the extended fmt chunk (cbSize = 0) and a fact chunk, as the format requires.
+    const uint32_t fmt_size = pcm16 ? 16 : 18;
+    const uint32_t fact_size = pcm16 ? 0 : 12;
+    const uint32_t unknown = std::numeric_limits<uint32_t>::max();
+    put_bytes(out, "RIFF");
+    put_u32(out, unknown_length ? unknown : static_cast<uint32_t>(4 + (8 + fmt_size) + fact_size + 8 + data_bytes));
+    put_bytes(out, "WAVE");
+    put_bytes(out, "fmt ");
+    put_u32(out, fmt_size);
+    put_u16(out, pcm16 ? kFormatPcm : kFormatFloat);
+    put_u16(out, 1);  // mono
+    put_u32(out, static_cast<uint32_t>(sample_rate));
+    put_u32(out, static_cast<uint32_t>(sample_rate) * width);
+    put_u16(out, static_cast<uint16_t>(width));
+    put_u16(out, static_cast<uint16_t>(8 * width));
+    if (!pcm16) {
+        put_u16(out, 0);
+        put_bytes(out, "fact");
+        put_u32(out, 4);
+        put_u32(out, unknown_length ? unknown : static_cast<uint32_t>(samples));
     }
-    for (float x : samples) {
+    put_bytes(out, "data");
+    put_u32(out, unknown_length ? unknown : static_cast<uint32_t>(data_bytes));
+}
+}  // namespace
+
+std::vector<uint8_t> stream_header(int sample_rate, SampleFormat format) {
+    if (sample_rate <= 0) throw Error(ErrorKind::InvalidArgument, "sample rate must be positive");
+    std::vector<uint8_t> out;
+    if (has_header(format)) put_header(out, sample_rate, format, 0, 0, true);
+    return out;
+}
+
+void append_samples(std::vector<uint8_t>& out, const float* samples, size_t count, SampleFormat format) {
+    const bool pcm16 = is_pcm16(format);
+    for (size_t i = 0; i < count; ++i) {
         if (pcm16) {
-            put_u16(out, static_cast<uint16_t>(to_pcm16(x)));
+            put_u16(out, static_cast<uint16_t>(to_pcm16(samples[i])));
         } else {
             uint32_t bits;
-            std::memcpy(&bits, &x, 4);
+            std::memcpy(&bits, &samples[i], 4);
             put_u32(out, bits);
         }
     }
+}
+
+std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format) {
+    const uint64_t data_bytes = static_cast<uint64_t>(samples.size()) * (is_pcm16(format) ? 2 : 4);
+    // RIFF sizes are 32-bit: the header and data chunk must stay below 4 GiB.
+    if (has_header(format) && data_bytes > std::numeric_limits<uint32_t>::max() - 64) {
+        throw Error(ErrorKind::Unsupported, "audio of " + std::to_string(samples.size()) + " samples is too long for a WAV file");
+    }
+    if (sample_rate <= 0) throw Error(ErrorKind::InvalidArgument, "sample rate must be positive");
+    std::vector<uint8_t> out;
+    out.reserve(static_cast<size_t>(data_bytes) + 64);
+    if (has_header(format)) put_header(out, sample_rate, format, data_bytes, samples.size(), false);
+    append_samples(out, samples.data(), samples.size(), format);
     return out;
 }
 

@@ -1,4 +1,4 @@
-#include "codec/codes_json.h"
+#include "talkbox/codes.h"
 
 #include <limits>
 #include <nlohmann/json.hpp>

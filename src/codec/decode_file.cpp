@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "audio/wav.h"
-#include "codec/codes_json.h"
+#include "talkbox/audio.h"
+#include "talkbox/codes.h"
 #include "codec/decoder.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "codec/frames.h"
+#include "talkbox/frames.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "qwen3tts/hparams.h"

@@ -1,5 +1,6 @@
 #include "qwen3tts/frame_generator.h"
 
+#include <chrono>
 #include <string>
 
 #include "talkbox/error.h"
@@ -59,14 +60,21 @@ GenerationResult FrameGenerator::generate(const Prompt& prompt, const Generation
     Sampler sampler(options.seed);
     const auto select_sub = [&](size_t, std::vector<float>& logits) { return sampler.select(logits, options.subtalker); };
 
+    using Clock = std::chrono::steady_clock;
+    const auto ms_since = [](Clock::time_point t) {
+        return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+    };
     GenerationResult result;
     frame_.resize(h.talker.code_groups);
+    auto t = Clock::now();
     talker_.prefill(prompt.embeds.data(), prompt.length());
+    result.prefill_ms = ms_since(t);
     for (size_t step = 0;; ++step) {
         if (cancel && cancel->load()) {
             result.stop = StopReason::Cancelled;
             break;
         }
+        t = Clock::now();
         scores_ = talker_.logits();
         apply_talker_rules(scores_, result.codebook0_ids, rules);
         const int32_t token = sampler.select(scores_, options.talker);
@@ -80,11 +88,16 @@ GenerationResult FrameGenerator::generate(const Prompt& prompt, const Generation
             break;
         }
         frame_[0] = token;
+        result.talker_ms += ms_since(t);
+        t = Clock::now();
         code_predictor_.predict(talker_.hidden().data(), token, select_sub, frame_.data() + 1);
+        result.code_predictor_ms += ms_since(t);
         ++result.frames;
         on_frame(frame_);
+        t = Clock::now();
         const float* text = step < prompt.trailing_length() ? prompt.trailing.data() + step * H : prompt.tts_pad.data();
         talker_.step(frame_.data(), text);
+        result.talker_ms += ms_since(t);
     }
     return result;
 }

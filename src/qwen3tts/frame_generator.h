@@ -40,6 +40,8 @@ struct GenerationResult {
     size_t frames = 0;
     StopReason stop = StopReason::MaxFrames;
     std::vector<int32_t> codebook0_ids;  // every talker token drawn, including a final EOS
+    // Wall time spent in each part (milliseconds); the talker's includes sampling codebook 0.
+    double prefill_ms = 0, talker_ms = 0, code_predictor_ms = 0;
 };
 
 class FrameGenerator {

@@ -1,4 +1,4 @@
-#include "text/segmenter.h"
+#include "talkbox/segmenter.h"
 
 #include <algorithm>
 #include <cctype>

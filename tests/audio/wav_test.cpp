@@ -5,7 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "audio/wav.h"
+#include "talkbox/audio.h"
 #include "support/test_support.h"
 #include "talkbox/error.h"
 
@@ -55,6 +55,24 @@ TEST(Wav, Pcm16RoundsAndClamps) {
     EXPECT_EQ(to_pcm16(-1.6f / 32767), -2);
 }
 
+TEST(Wav, StreamHeaderHasUnknownLengthAndTheSameLayout) {
+    const auto full = encode_audio({0.5f, -0.5f}, 24000, SampleFormat::Wav32);
+    auto streamed = stream_header(24000, SampleFormat::Wav32);
+    ASSERT_EQ(streamed.size(), full.size() - 8);
+    const float s[2] = {0.5f, -0.5f};
+    append_samples(streamed, s, 2, SampleFormat::Wav32);
+    ASSERT_EQ(streamed.size(), full.size());
+    for (size_t i : {size_t(4), size_t(46), size_t(54)}) {  // RIFF size, fact count, data size
+        EXPECT_EQ(streamed[i], 0xFF) << i;
+        streamed[i] = full[i];
+        streamed[i + 1] = full[i + 1];
+        streamed[i + 2] = full[i + 2];
+        streamed[i + 3] = full[i + 3];
+    }
+    EXPECT_EQ(streamed, full);
+    EXPECT_TRUE(stream_header(24000, SampleFormat::Raw16).empty());
+}
+
 TEST(Wav, FormatNamesAndErrors) {
     EXPECT_EQ(parse_sample_format("wav32"), SampleFormat::Wav32);
     EXPECT_STREQ(sample_format_name(SampleFormat::Raw16), "raw16");
@@ -63,8 +81,11 @@ TEST(Wav, FormatNamesAndErrors) {
         ADD_FAILURE();
     } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
-        EXPECT_NE(std::string(e.what()).find("wav16, wav32, raw16 or raw32"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("wav16 (wav), wav32, raw16 (s16le) or raw32 (f32le)"), std::string::npos);
     }
+    EXPECT_EQ(parse_sample_format("s16le"), SampleFormat::Raw16);
+    EXPECT_EQ(parse_sample_format("f32le"), SampleFormat::Raw32);
+    EXPECT_EQ(parse_sample_format("wav"), SampleFormat::Wav16);
     EXPECT_THROW(encode_audio({0.0f}, 0, SampleFormat::Wav16), Error);
 }
 

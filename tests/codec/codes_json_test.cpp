@@ -1,7 +1,7 @@
 // Codes JSON: both accepted layouts, the writer's round trip, and errors naming the bad frame.
 #include <gtest/gtest.h>
 
-#include "codec/codes_json.h"
+#include "talkbox/codes.h"
 #include "support/test_support.h"
 #include "talkbox/error.h"
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "codec/codes_json.h"
+#include "talkbox/codes.h"
 #include "codec/decoder.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "talkbox/error.h"
-#include "text/segmenter.h"
+#include "talkbox/segmenter.h"
 
 using talkbox::split_into_segments;
 using Segments = std::vector<std::string>;

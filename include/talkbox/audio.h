@@ -16,7 +16,16 @@ enum class SampleFormat {
 };
 
 const char* sample_format_name(SampleFormat f);  // "wav16", "wav32", "raw16", "raw32"
-SampleFormat parse_sample_format(const std::string& name);  // throws Error (InvalidArgument) listing the choices
+// Also accepts the aliases wav (wav16), s16le (raw16) and f32le (raw32); throws Error
+// (InvalidArgument) listing the choices.
+SampleFormat parse_sample_format(const std::string& name);
+bool has_header(SampleFormat f);
+
+// Header bytes for a stream of unknown length (RIFF and data sizes 0xFFFFFFFF, as players accept
+// for pipes); empty for raw formats.
+std::vector<uint8_t> stream_header(int sample_rate, SampleFormat format);
+// Appends the encoded samples (no header).
+void append_samples(std::vector<uint8_t>& out, const float* samples, size_t count, SampleFormat format);
 
 // Float samples in [-1, 1] to 16-bit: clamped, scaled by 32767, rounded to nearest.
 int16_t to_pcm16(float x);

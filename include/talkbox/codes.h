@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "codec/frames.h"
+#include "talkbox/frames.h"
 
 namespace talkbox::codec {
 

@@ -1,0 +1,122 @@
+// The talkbox engine: one loaded model, text in, codec frames or 24 kHz audio out. The CLI and the
+// server are thin front ends over this API.
+//
+//   talkbox::Engine engine("model.gguf");
+//   talkbox::SpeechRequest req;
+//   req.text = "Hello!";
+//   req.speaker = "ryan";                       // CustomVoice; VoiceDesign takes req.instruct,
+//   engine.speak(req, [](const float* pcm, size_t n) { ... });  // Base takes req.voice
+//
+// An Engine runs one request at a time (calls are serialised); load several engines to serve
+// requests concurrently.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "talkbox/voice.h"
+
+namespace talkbox {
+
+struct EngineOptions {
+    int threads = 0;                 // compute threads per stage (0: one per core)
+    bool gpu = false;                // CUDA backend (builds with -DTALKBOX_CUDA=ON)
+    std::string kv_cache = "f32";    // talker KV cache type: f32, f16, q8_0
+};
+
+// Overrides of the model's released generation defaults (generation_config.json).
+struct SamplingOptions {
+    bool greedy = false;  // argmax for codebook 0 and the sub-talker; the repetition penalty still applies
+    std::optional<uint64_t> seed;
+    std::optional<float> temperature, top_p, repetition_penalty;
+    std::optional<uint32_t> top_k;
+    std::optional<float> subtalker_temperature, subtalker_top_p;
+    std::optional<uint32_t> subtalker_top_k;
+};
+
+enum class TextMode {
+    Default,       // as the official wrapper: whole text in the prompt for CustomVoice/VoiceDesign, fed along for clones
+    Streaming,     // text tokens enter alongside the generated frames
+    NonStreaming,  // the whole text is in the prompt
+};
+
+struct SpeechRequest {
+    std::string text;
+    std::string language = "auto";      // "auto" or a language the model lists (talkbox info)
+    std::string speaker;                // CustomVoice: a preset speaker
+    std::string instruct;               // CustomVoice (1.7B) style instruction / VoiceDesign voice description
+    std::shared_ptr<const Voice> voice;  // Base: the cloned voice
+    TextMode text_mode = TextMode::Default;
+    SamplingOptions sampling;
+    uint32_t max_frames = 0;            // 0: the model's limit
+};
+
+using Frame = std::vector<int32_t>;  // one code per codebook, codebook 0 first
+
+struct SpeechTimings {
+    double prefill_ms = 0, talker_ms = 0, code_predictor_ms = 0, decoder_ms = 0;
+    double first_audio_ms = 0;  // request start → first PCM handed to the callback
+    double total_ms = 0;
+};
+
+struct SpeechResult {
+    std::vector<Frame> frames;   // the generated frames (not the reference frames of a clone)
+    std::string stop_reason;     // "eos", "max_frames", "cancelled"
+    uint64_t seed = 0;           // the sampling seed used (given, or drawn at random)
+    size_t samples = 0;          // PCM samples delivered
+    SpeechTimings timings;
+    // In-context clones only: the official output starts one sample earlier than the streamed
+    // audio for ~4 % of lengths (its cut is computed in floating point from the total length,
+    // unknown while streaming); when set, prepend this sample to reproduce it exactly.
+    std::optional<float> official_leading_sample;
+};
+
+struct StreamOptions {
+    size_t frames_per_chunk = 4;  // decoder step; the first audio leaves after this many frames
+    size_t queue_frames = 64;     // frames the generator may run ahead of the decoder
+};
+
+using FrameCallback = std::function<void(const Frame&)>;
+using AudioCallback = std::function<void(const float* samples, size_t count)>;
+
+class Engine {
+public:
+    explicit Engine(const std::string& model_path, const EngineOptions& options = {});
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    int sample_rate() const;
+    const std::string& model_size() const;   // "0.6b" / "1.7b"
+    const std::string& variant() const;      // "base" / "custom_voice" / "voice_design"
+    std::vector<std::string> speakers() const;
+    std::vector<std::string> languages() const;  // without "auto"
+    uint32_t talker_hidden() const;
+
+    // Text → codec frames; `on_frame` sees each frame as soon as it exists. `cancel` is checked
+    // before every frame. Throws Error for invalid requests before any computation.
+    SpeechResult generate(const SpeechRequest& request, const FrameCallback& on_frame = {},
+                          const std::atomic<bool>* cancel = nullptr);
+
+    // Text → audio: the generator runs on its own thread and hands frames through a bounded
+    // queue to the streaming decoder, whose PCM (clamped to [-1, 1]) reaches `on_audio` in order
+    // while generation continues. The audio equals one causal decoder pass over all frames
+    // (for up to 300 frames this is also the official decode).
+    SpeechResult speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions& stream = {},
+                       const std::atomic<bool>* cancel = nullptr);
+
+    // Frames → audio with the official decode path (300-frame chunks, 25 frames of context).
+    std::vector<float> decode(const std::vector<Frame>& frames);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace talkbox
