@@ -49,6 +49,7 @@ public:
     // codes: one frame, code_groups values, codebook 0 first.
     using FrameCallback = std::function<void(const std::vector<int32_t>& codes)>;
 
+    // Generators sharing a Model must not run at the same time: they compute on its one backend.
     FrameGenerator(const Model& model, KvType talker_kv = KvType::F32);
 
     // Runs one prompt to the end. `cancel` (optional) is checked before every frame. Options are
