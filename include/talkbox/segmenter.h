@@ -13,6 +13,9 @@ namespace talkbox {
 
 struct SegmenterOptions {
     size_t max_chars = 300;  // code points; the talker handles much more, but latency grows with it
+    // Consecutive sentences are joined while the result stays within this many code points, so
+    // short inputs keep their natural flow as one segment; 0: one sentence per segment.
+    size_t join_up_to = 0;
 };
 
 // `text` must be valid UTF-8 (throws Error naming the byte offset otherwise). Whitespace is

@@ -11,6 +11,7 @@ void register_decode(CLI::App& app);
 void register_info(CLI::App& app);
 void register_pull(CLI::App& app);
 void register_list(CLI::App& app);
+void register_speak(CLI::App& app);
 
 // True when stderr is a terminal (progress bars are drawn only then).
 bool stderr_is_tty();

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
     talkbox::cli::register_info(app);
     talkbox::cli::register_pull(app);
     talkbox::cli::register_list(app);
+    talkbox::cli::register_speak(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

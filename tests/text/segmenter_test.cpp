@@ -67,3 +67,11 @@ TEST(Segmenter, InvalidUtf8IsAnError) {
         EXPECT_NE(std::string(e.what()).find("at byte offset 2"), std::string::npos) << e.what();
     }
 }
+
+TEST(Segmenter, JoinsShortSentencesUpToTheLimit) {
+    talkbox::SegmenterOptions o;
+    o.join_up_to = 30;
+    EXPECT_EQ(split_into_segments("One. Two. Three is longer than that. Four.", o),
+              (Segments{"One. Two.", "Three is longer than that.", "Four."}));
+    EXPECT_EQ(split_into_segments("你好。再见。", o), (Segments{"你好。再见。"}));
+}

@@ -1,0 +1,225 @@
+// talkbox speak: text → speech (file, or raw/WAV PCM streamed to stdout while generating) and/or
+// the codec frames as JSON. Long text is split into segments synthesised in order.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "talkbox/audio.h"
+#include "talkbox/codes.h"
+#include "talkbox/engine.h"
+#include "talkbox/error.h"
+#include "talkbox/hub.h"
+#include "talkbox/segmenter.h"
+
+namespace talkbox::cli {
+
+namespace {
+
+struct SpeakArgs {
+    std::string model, text, text_file, output, codes_out, format;
+    std::string speaker, instruct, language = "auto";
+    bool streaming_text = false, non_streaming_text = false, greedy = false, timings = false, quiet = false;
+    bool no_split = false;
+    std::optional<uint64_t> seed;
+    std::optional<float> temperature, top_p, repetition_penalty, subtalker_temperature, subtalker_top_p;
+    std::optional<uint32_t> top_k, subtalker_top_k;
+    uint32_t max_frames = 0;
+    int threads = 0;
+    std::string kv_cache = "f32";
+    size_t chunk = 4;
+    int pause_ms = 300;
+    size_t segment_chars = 200;
+};
+
+std::string read_all(std::istream& in) { return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()}; }
+
+std::string input_text(const SpeakArgs& a) {
+    if (!a.text.empty() && !a.text_file.empty()) throw Error(ErrorKind::InvalidArgument, "give the text with -t or -f, not both");
+    if (!a.text.empty()) return a.text;
+    if (a.text_file == "-" || (a.text_file.empty() && !isatty(fileno(stdin)))) return read_all(std::cin);
+    if (a.text_file.empty()) throw Error(ErrorKind::InvalidArgument, "no text: give -t TEXT, -f FILE, or pipe text to stdin");
+    std::ifstream f(a.text_file, std::ios::binary);
+    if (!f) throw Error(ErrorKind::NotFound, "cannot read text file '" + a.text_file + "'");
+    return read_all(f);
+}
+
+// Where the audio goes: collected and written atomically to a file, or streamed to stdout.
+class AudioSink {
+public:
+    AudioSink(const std::string& path, audio::SampleFormat format, int rate)
+        : path_(path), format_(format), rate_(rate), to_stdout_(path == "-") {
+        if (to_stdout_) emit(audio::stream_header(rate, format));
+    }
+    void write(const float* pcm, size_t n) {
+        if (!to_stdout_) {
+            samples_.insert(samples_.end(), pcm, pcm + n);
+            return;
+        }
+        std::vector<uint8_t> bytes;
+        audio::append_samples(bytes, pcm, n, format_);
+        emit(bytes);
+    }
+    void silence(size_t n) {
+        const std::vector<float> zeros(n, 0.0f);
+        write(zeros.data(), n);
+    }
+    // Files reproduce the official in-context cut exactly (see SpeechResult).
+    void insert_leading(size_t at, float sample) {
+        if (!to_stdout_ && at <= samples_.size()) samples_.insert(samples_.begin() + static_cast<long>(at), sample);
+    }
+    size_t samples_written() const { return samples_.size(); }
+    void finish() {
+        if (!to_stdout_) audio::write_audio(path_, samples_, rate_, format_);
+    }
+
+private:
+    void emit(const std::vector<uint8_t>& bytes) {
+        if (bytes.empty()) return;
+        if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
+            throw Error(ErrorKind::Io, "cannot write audio to stdout (closed pipe?)");
+        }
+    }
+    std::string path_;
+    audio::SampleFormat format_;
+    int rate_;
+    bool to_stdout_;
+    std::vector<float> samples_;
+};
+
+void print_timings(const SpeechTimings& t, size_t frames, double audio_seconds, double wall_ms) {
+    const double per = frames ? 1.0 / static_cast<double>(frames) : 0.0;
+    std::fprintf(stderr,
+                 "timings: prefill %.1f ms | talker %.1f ms/frame | code predictor %.1f ms/frame | decoder %.1f ms/frame\n"
+                 "         first audio %.0f ms | %zu frames = %.2f s of audio in %.2f s (real-time factor %.2f)\n",
+                 t.prefill_ms, t.talker_ms * per, t.code_predictor_ms * per, t.decoder_ms * per, t.first_audio_ms, frames,
+                 audio_seconds, wall_ms / 1000.0, audio_seconds > 0 ? wall_ms / 1000.0 / audio_seconds : 0.0);
+}
+
+void run_speak(const SpeakArgs& a) {
+    if (a.output.empty() && a.codes_out.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "nothing to do: give -o FILE (or -o - for stdout) and/or --codes-out FILE");
+    }
+    const std::string text = input_text(a);
+    const auto format = audio::parse_sample_format(
+        !a.format.empty() ? a.format : (a.output == "-" ? std::string("raw16") : std::string("wav16")));
+
+    SpeechRequest request;
+    request.language = a.language;
+    request.speaker = a.speaker;
+    request.instruct = a.instruct;
+    request.text_mode = a.streaming_text ? TextMode::Streaming : a.non_streaming_text ? TextMode::NonStreaming : TextMode::Default;
+    request.max_frames = a.max_frames;
+    request.sampling = {a.greedy,           a.seed,  a.temperature,           a.top_p,           a.repetition_penalty,
+                        a.top_k,            a.subtalker_temperature, a.subtalker_top_p, a.subtalker_top_k};
+
+    SegmenterOptions seg;
+    seg.join_up_to = a.segment_chars;
+    const std::vector<std::string> segments = a.no_split ? std::vector<std::string>{text} : split_into_segments(text, seg);
+    if (segments.empty() || (segments.size() == 1 && segments[0].find_first_not_of(" \t\r\n") == std::string::npos)) {
+        throw Error(ErrorKind::InvalidArgument, "the text to speak is empty");
+    }
+
+    EngineOptions eo;
+    eo.threads = a.threads;
+    eo.kv_cache = a.kv_cache;
+    Engine engine(resolve_model(a.model), eo);
+
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<Frame> all_frames;
+    SpeechTimings total;
+    const bool progress = !a.quiet && stderr_is_tty() && segments.size() > 1;
+    std::unique_ptr<AudioSink> sink;
+    if (!a.output.empty()) sink = std::make_unique<AudioSink>(a.output, format, engine.sample_rate());
+    size_t audio_samples = 0;
+    for (size_t i = 0; i < segments.size(); ++i) {
+        request.text = segments[i];
+        SpeechResult r;
+        if (sink) {
+            if (i > 0 && a.pause_ms > 0) {
+                const auto pause = static_cast<size_t>(engine.sample_rate()) * static_cast<size_t>(a.pause_ms) / 1000;
+                sink->silence(pause);
+                audio_samples += pause;
+            }
+            const size_t segment_start = sink->samples_written();
+            r = engine.speak(request, [&](const float* pcm, size_t n) { sink->write(pcm, n); }, {a.chunk, 64});
+            if (r.official_leading_sample) sink->insert_leading(segment_start, *r.official_leading_sample);
+            audio_samples += r.samples;
+        } else {
+            r = engine.generate(request);
+        }
+        if (r.stop_reason == "max_frames" && a.max_frames == 0 && !a.quiet) {
+            std::fprintf(stderr, "warning: segment %zu reached the frame limit before the model ended it\n", i + 1);
+        }
+        all_frames.insert(all_frames.end(), r.frames.begin(), r.frames.end());
+        total.prefill_ms += r.timings.prefill_ms;
+        total.talker_ms += r.timings.talker_ms;
+        total.code_predictor_ms += r.timings.code_predictor_ms;
+        total.decoder_ms += r.timings.decoder_ms;
+        if (i == 0) total.first_audio_ms = r.timings.first_audio_ms;
+        if (progress) {
+            const double secs = static_cast<double>(audio_samples) / engine.sample_rate();
+            const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            std::fprintf(stderr, "\rsegment %zu/%zu | %.1f s of audio | real-time factor %.2f   ", i + 1, segments.size(),
+                         secs, secs > 0 ? wall / secs : 0.0);
+            if (i + 1 == segments.size()) std::fprintf(stderr, "\n");
+        }
+    }
+    if (sink) sink->finish();
+    if (!a.codes_out.empty()) codec::write_codes_json(a.codes_out, all_frames);
+    const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = static_cast<double>(all_frames.size()) * 0.08;
+    if (a.timings) print_timings(total, all_frames.size(), seconds, wall_ms);
+    if (!a.quiet && a.output != "-") {
+        std::fprintf(stderr, "%s%s%s: %zu frames (%.2f s) from %zu segment%s\n", a.output.c_str(),
+                     !a.output.empty() && !a.codes_out.empty() ? ", " : "", a.codes_out.c_str(), all_frames.size(),
+                     seconds, segments.size(), segments.size() == 1 ? "" : "s");
+    }
+}
+
+}  // namespace
+
+void register_speak(CLI::App& app) {
+    auto a = std::make_shared<SpeakArgs>();
+    auto* cmd = app.add_subcommand("speak", "Synthesise speech from text (to a file, to stdout while generating, or as codes)");
+    cmd->add_option("-m,--model", a->model, "Model GGUF file or a pulled hub name (Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice)")
+        ->required();
+    cmd->add_option("-t,--text", a->text, "Text to speak");
+    cmd->add_option("-f,--file", a->text_file, "Read the text from a file ('-': stdin; stdin is also read when piped)");
+    cmd->add_option("-o,--output", a->output, "Audio output file, or '-' to stream raw PCM to stdout");
+    cmd->add_option("--format", a->format, "wav16 (default for files), wav32, raw16/s16le (default for stdout), raw32/f32le");
+    cmd->add_option("--codes-out", a->codes_out, "Also write the generated codec frames as JSON");
+    cmd->add_option("--speaker", a->speaker, "CustomVoice: preset speaker (see talkbox info)");
+    cmd->add_option("--instruct", a->instruct, "Style instruction (CustomVoice 1.7B) or voice description (VoiceDesign)");
+    cmd->add_option("--language", a->language, "Language name or 'auto'")->capture_default_str();
+    auto* st = cmd->add_flag("--streaming-text", a->streaming_text, "Feed the text alongside the generated frames");
+    cmd->add_flag("--non-streaming-text", a->non_streaming_text, "Put the whole text in the prompt")->excludes(st);
+    cmd->add_flag("--greedy", a->greedy, "Greedy decoding for both codebook 0 and the sub-talker (repetition penalty kept)");
+    cmd->add_option("--seed", a->seed, "Random seed (reproducible output)");
+    cmd->add_option("--temperature", a->temperature, "Talker temperature (0: greedy)");
+    cmd->add_option("--top-k", a->top_k, "Talker top-k (0: off)");
+    cmd->add_option("--top-p", a->top_p, "Talker top-p");
+    cmd->add_option("--repetition-penalty", a->repetition_penalty, "Repetition penalty on codebook 0");
+    cmd->add_option("--subtalker-temperature", a->subtalker_temperature, "Code predictor temperature (0: greedy)");
+    cmd->add_option("--subtalker-top-k", a->subtalker_top_k, "Code predictor top-k");
+    cmd->add_option("--subtalker-top-p", a->subtalker_top_p, "Code predictor top-p");
+    cmd->add_option("--max-frames", a->max_frames, "Stop each segment after this many frames (12.5 per second)");
+    cmd->add_option("--chunk", a->chunk, "Frames per decoder step when streaming audio")->capture_default_str();
+    cmd->add_option("--pause-ms", a->pause_ms, "Silence between segments")->capture_default_str();
+    cmd->add_option("--segment-chars", a->segment_chars, "Join sentences into segments of up to this many characters")
+        ->capture_default_str();
+    cmd->add_flag("--no-split", a->no_split, "Synthesise the whole text as one segment");
+    cmd->add_option("-T,--threads", a->threads, "CPU threads (0: one per core)")->capture_default_str();
+    cmd->add_option("--kv-cache", a->kv_cache, "Talker KV cache type: f32, f16, q8_0")->capture_default_str();
+    cmd->add_flag("--timings", a->timings, "Print where the time went");
+    cmd->add_flag("-q,--quiet", a->quiet, "Print nothing but errors");
+    cmd->callback([a] { run_speak(*a); });
+}
+
+}  // namespace talkbox::cli

@@ -1,0 +1,103 @@
+// `talkbox speak` end to end on the fixtures: for every CustomVoice and VoiceDesign golden case,
+// greedy generation gives the golden frames and the audio equals the official decode of them.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "support/golden_cases.h"
+#include "support/test_support.h"
+#include "talkbox/convert.h"
+
+using namespace talkbox::testing;
+
+namespace {
+
+class SpeakCli : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() { dir_ = new TempDir; }
+    static void TearDownTestSuite() { delete dir_; }
+    static std::string model(const std::string& variant) {
+        const std::string path = dir_->file(variant + ".gguf");
+        if (!models_.count(variant)) {
+            talkbox::convert_snapshot({qwen_fixture(variant), path, talkbox::WeightType::F32, nullptr});
+            models_[variant] = path;
+        }
+        return path;
+    }
+    static std::string quote(const std::string& s) {
+        std::string q = "'";
+        for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        return q + "'";
+    }
+    static TempDir* dir_;
+    static std::map<std::string, std::string> models_;
+};
+TempDir* SpeakCli::dir_ = nullptr;
+std::map<std::string, std::string> SpeakCli::models_;
+
+// The samples of a float WAV written by talkbox (44-byte PCM header or 58-byte float header).
+std::vector<float> read_wav32(const std::string& path) {
+    const std::string bytes = read_text(path);
+    const size_t header = 58;
+    std::vector<float> out((bytes.size() - header) / 4);
+    std::memcpy(out.data(), bytes.data() + header, out.size() * 4);
+    return out;
+}
+
+}  // namespace
+
+TEST_F(SpeakCli, GreedyFramesAndAudioMatchTheGoldens) {
+    size_t checked = 0;
+    for (const auto& c : talker_golden_cases()) {
+        if (c.variant.find("Base") != std::string::npos) continue;  // clones: see engine_test
+        const auto& j = c.json;
+        std::string args = "speak -m " + model(c.variant) + " -t " + quote(j["text"]) + " --language " +
+                           quote(j["language"]) + " --greedy --max-frames 15 --no-split -q" +
+                           (j["text_mode"] == "streaming" ? " --streaming-text" : " --non-streaming-text");
+        if (j["speaker"].is_string()) args += " --speaker " + quote(j["speaker"]);
+        if (j["instruct"].is_string() && !j["instruct"].get<std::string>().empty()) args += " --instruct " + quote(j["instruct"]);
+        const std::string codes = dir_->file(c.name + ".json"), wav = dir_->file(c.name + ".wav");
+        const auto r = run_talkbox(args + " --codes-out " + codes + " -o " + wav + " --format wav32");
+        ASSERT_EQ(r.exit_code, 0) << c.name << ": " << r.err;
+        const auto got = nlohmann::json::parse(read_text(codes))["frames"].get<std::vector<std::vector<int32_t>>>();
+        EXPECT_EQ(got, c.frames()) << c.name;
+        const auto want = load_npy(c.decoded_wav());
+        const auto audio = read_wav32(wav);
+        ASSERT_EQ(audio.size(), want.data.size()) << c.name;
+        EXPECT_LE(max_abs_diff(audio, want.data), 1e-4f) << c.name;
+        ++checked;
+    }
+    EXPECT_EQ(checked, 8u);
+}
+
+TEST_F(SpeakCli, StreamsRawPcmToStdout) {
+    const auto r = run_talkbox("speak -m " + model("tiny-0.6B-CustomVoice") +
+                               " -t 'Hello there.' --speaker ryan --greedy --max-frames 6 -o - --format s16le");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_GT(r.out.size(), 0u);
+    EXPECT_EQ(r.out.size() % (1920 * 2), 0u);
+}
+
+TEST_F(SpeakCli, ClearErrors) {
+    const std::string m = model("tiny-0.6B-CustomVoice");
+    auto r = run_talkbox("speak -m " + m + " -t 'Hi.' --speaker nobody -o " + dir_->file("x.wav"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("nobody"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("vivian"), std::string::npos) << "the error lists the speakers: " << r.err;
+    r = run_talkbox("speak -m " + m + " -t 'Hi.' --speaker ryan --language klingon -o " + dir_->file("x.wav"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("klingon"), std::string::npos) << r.err;
+    r = run_talkbox("speak -m " + m + " -t 'Hi.' --speaker ryan");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("nothing to do"), std::string::npos) << r.err;
+    write_text(dir_->file("bad.txt"), "ok \xff");
+    r = run_talkbox("speak -m " + m + " -f " + dir_->file("bad.txt") + " --speaker ryan -o " + dir_->file("x.wav"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("byte offset 3"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir_->file("x.wav")));
+    r = run_talkbox("speak -m " + m + " -t 'Hi.' --speaker ryan --temperature -1 -o " + dir_->file("x.wav"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("temperature"), std::string::npos) << r.err;
+}
