@@ -1,0 +1,139 @@
+// The Engine API on the Base golden cases (x-vector and in-context clones built from the goldens'
+// embedding and reference codes), streaming delivery, cancellation and request errors.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+
+#include "support/golden_cases.h"
+#include "support/test_support.h"
+#include "talkbox/convert.h"
+#include "talkbox/engine.h"
+#include "talkbox/error.h"
+
+using namespace talkbox;
+using namespace talkbox::testing;
+
+namespace {
+
+class EngineTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() { dir_ = new TempDir; }
+    static void TearDownTestSuite() {
+        engines_.clear();
+        delete dir_;
+    }
+    static Engine& engine(const std::string& variant) {
+        auto& e = engines_[variant];
+        if (!e) {
+            const std::string path = dir_->file(variant + ".gguf");
+            convert_snapshot({qwen_fixture(variant), path, WeightType::F32, nullptr});
+            e = std::make_unique<Engine>(path);
+        }
+        return *e;
+    }
+    static SpeechRequest request_for(const GoldenCase& c) {
+        const auto& j = c.json;
+        SpeechRequest r;
+        r.text = j["text"];
+        r.language = j["language"];
+        r.text_mode = j["text_mode"] == "streaming" ? TextMode::Streaming : TextMode::NonStreaming;
+        r.sampling.greedy = true;
+        r.max_frames = 15;
+        auto v = std::make_shared<Voice>();
+        v->model_size = c.variant.find("0.6B") != std::string::npos ? "0.6b" : "1.7b";
+        v->embedding = load_npy(c.dir + "/spk_embedding.npy").data;
+        v->embedding_dim = static_cast<uint32_t>(v->embedding.size());
+        v->x_vector_only = !j["icl_mode"].get<bool>();
+        if (!v->x_vector_only) {
+            v->ref_codes = j["ref_codes"].get<std::vector<std::vector<int32_t>>>();
+            v->ref_text = j["ref_text"];
+        }
+        r.voice = v;
+        return r;
+    }
+    static TempDir* dir_;
+    static std::map<std::string, std::unique_ptr<Engine>> engines_;
+};
+TempDir* EngineTest::dir_ = nullptr;
+std::map<std::string, std::unique_ptr<Engine>> EngineTest::engines_;
+
+}  // namespace
+
+TEST_F(EngineTest, BaseClonesMatchTheGoldenFramesAndAudio) {
+    size_t checked = 0;
+    for (const auto& c : talker_golden_cases()) {
+        if (c.variant.find("Base") == std::string::npos) continue;
+        std::vector<float> audio;
+        size_t callbacks = 0;
+        const auto r = engine(c.variant).speak(request_for(c), [&](const float* pcm, size_t n) {
+            audio.insert(audio.end(), pcm, pcm + n);
+            ++callbacks;
+        });
+        EXPECT_EQ(r.frames, c.frames()) << c.name;
+        EXPECT_EQ(r.stop_reason, c.json["stopped_by"] == "eos" ? "eos" : "max_frames") << c.name;
+        if (r.official_leading_sample) audio.insert(audio.begin(), *r.official_leading_sample);
+        const auto want = load_npy(c.decoded_wav());
+        ASSERT_EQ(audio.size(), want.data.size()) << c.name;
+        EXPECT_LE(max_abs_diff(audio, want.data), 1e-4f) << c.name;
+        EXPECT_GT(callbacks, 1u) << "audio arrives in pieces while generating";
+        EXPECT_EQ(r.samples, 1920 * r.frames.size());
+        ++checked;
+    }
+    EXPECT_EQ(checked, 5u);
+}
+
+TEST_F(EngineTest, GenerateAloneGivesTheSameFrames) {
+    for (const auto& c : talker_golden_cases()) {
+        if (c.name != "base_xvec_chinese_nonstream") continue;
+        size_t seen = 0;
+        const auto r = engine(c.variant).generate(request_for(c), [&](const Frame&) { ++seen; });
+        EXPECT_EQ(r.frames, c.frames());
+        EXPECT_EQ(seen, r.frames.size());
+    }
+}
+
+TEST_F(EngineTest, SeededSamplingIsReproducibleAndCancellationStops) {
+    Engine& e = engine("tiny-0.6B-CustomVoice");
+    SpeechRequest r;
+    r.text = "A sampled sentence for the seed test.";
+    r.speaker = "serena";
+    r.sampling.seed = 1234;
+    r.max_frames = 12;
+    const auto a = e.generate(r), b = e.generate(r);
+    EXPECT_EQ(a.frames, b.frames);
+    EXPECT_EQ(a.seed, 1234u);
+    std::atomic<bool> cancel{false};
+    size_t frames = 0;
+    const auto c = e.speak(r, [&](const float*, size_t) { cancel = true; }, {1, 4}, &cancel);
+    frames = c.frames.size();
+    EXPECT_EQ(c.stop_reason, "cancelled");
+    EXPECT_LT(frames, 12u);
+}
+
+TEST_F(EngineTest, InvalidRequestsAreClearErrors) {
+    const auto error_of = [](const std::function<void()>& f) -> std::string {
+        try {
+            f();
+        } catch (const Error& e) {
+            return e.what();
+        }
+        return "<no error>";
+    };
+    Engine& base = engine("tiny-0.6B-Base");
+    SpeechRequest r;
+    r.text = "Hello.";
+    EXPECT_NE(error_of([&] { base.generate(r); }).find("give a voice file"), std::string::npos);
+    auto v = std::make_shared<Voice>();
+    v->model_size = "1.7b";
+    v->embedding.assign(128, 0.0f);
+    r.voice = v;
+    EXPECT_NE(error_of([&] { base.generate(r); }).find("made for a 1.7b model"), std::string::npos);
+    Engine& cv = engine("tiny-0.6B-CustomVoice");
+    r.voice = v;
+    EXPECT_NE(error_of([&] { cv.generate(r); }).find("voice files work with Base models"), std::string::npos);
+    r.voice = nullptr;
+    r.text = "";
+    EXPECT_NE(error_of([&] { cv.generate(r); }).find("empty"), std::string::npos);
+}
