@@ -38,6 +38,12 @@ struct SpeakArgs {
     size_t segment_chars = 200;
 };
 
+size_t code_points(const std::string& s) {
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+}
+
 std::string read_all(std::istream& in) { return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()}; }
 
 std::string input_text(const SpeakArgs& a) {
@@ -140,6 +146,9 @@ void run_speak(const SpeakArgs& a) {
     size_t audio_samples = 0;
     for (size_t i = 0; i < segments.size(); ++i) {
         request.text = segments[i];
+        // Runaway guard: without --max-frames a segment may last 4 s + 0.32 s per character
+        // (normal speech needs ~0.07 s per Latin and ~0.25 s per CJK character).
+        if (a.max_frames == 0) request.max_frames = static_cast<uint32_t>(50 + 4 * code_points(segments[i]));
         SpeechResult r;
         if (sink) {
             if (i > 0 && a.pause_ms > 0) {
@@ -155,7 +164,8 @@ void run_speak(const SpeakArgs& a) {
             r = engine.generate(request);
         }
         if (r.stop_reason == "max_frames" && a.max_frames == 0 && !a.quiet) {
-            std::fprintf(stderr, "warning: segment %zu reached the frame limit before the model ended it\n", i + 1);
+            std::fprintf(stderr, "warning: segment %zu reached its limit of %u frames before the model ended it\n", i + 1,
+                         request.max_frames);
         }
         all_frames.insert(all_frames.end(), r.frames.begin(), r.frames.end());
         total.prefill_ms += r.timings.prefill_ms;
@@ -209,7 +219,7 @@ void register_speak(CLI::App& app) {
     cmd->add_option("--subtalker-temperature", a->subtalker_temperature, "Code predictor temperature (0: greedy)");
     cmd->add_option("--subtalker-top-k", a->subtalker_top_k, "Code predictor top-k");
     cmd->add_option("--subtalker-top-p", a->subtalker_top_p, "Code predictor top-p");
-    cmd->add_option("--max-frames", a->max_frames, "Stop each segment after this many frames (12.5 per second)");
+    cmd->add_option("--max-frames", a->max_frames, "Stop each segment after this many frames (12.5 per second; default 50 + 4 per character)");
     cmd->add_option("--chunk", a->chunk, "Frames per decoder step when streaming audio")->capture_default_str();
     cmd->add_option("--pause-ms", a->pause_ms, "Silence between segments")->capture_default_str();
     cmd->add_option("--segment-chars", a->segment_chars, "Join sentences into segments of up to this many characters")

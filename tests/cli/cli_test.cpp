@@ -12,11 +12,11 @@ using talkbox::testing::TempDir;
 TEST(Cli, HelpListsEveryCommand) {
     const auto r = run_talkbox("--help");
     EXPECT_EQ(r.exit_code, 0);
-    for (const char* cmd : {"convert", "info"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
+    for (const char* cmd : {"convert", "info", "speak", "decode", "pull", "list"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-    for (const char* cmd : {"convert", "info"}) {
+    for (const char* cmd : {"convert", "info", "speak", "decode", "pull", "list"}) {
         const auto r = run_talkbox(std::string(cmd) + " --help");
         EXPECT_EQ(r.exit_code, 0) << cmd;
         EXPECT_NE(r.out.find("Usage: talkbox " + std::string(cmd)), std::string::npos) << r.out;
@@ -73,6 +73,7 @@ TEST(Cli, ReadmeCommandsRun) {
     const std::string readme = talkbox::testing::read_text(std::string(TALKBOX_SOURCE_DIR) + "/README.md");
     ASSERT_FALSE(readme.empty());
     TempDir tmp;
+    talkbox::testing::write_text(tmp.file("story.txt"), "Once upon a time. The end.");
     size_t ran = 0;
     size_t pos = 0;
     while ((pos = readme.find("\nbuild/bin/talkbox ", pos)) != std::string::npos) {
@@ -82,11 +83,17 @@ TEST(Cli, ReadmeCommandsRun) {
         const auto replace = [&](const std::string& from, const std::string& to) {
             for (size_t p = args.find(from); p != std::string::npos; p = args.find(from, p + to.size())) args.replace(p, from.size(), to);
         };
+        // A pipe to a player runs without the player: talkbox's output is captured instead.
+        if (args.find(" | ") != std::string::npos) args = args.substr(0, args.find(" | "));
         replace("path/to/Qwen3-TTS-12Hz-0.6B-Base", talkbox::testing::qwen_fixture("tiny-0.6B-Base"));
-        replace("qwen3tts-0.6b-base.gguf", tmp.file("qwen3tts-0.6b-base.gguf"));
-        const auto r = run_talkbox(args);
+        replace("path/to/Qwen3-TTS-12Hz-0.6B-CustomVoice", talkbox::testing::qwen_fixture("tiny-0.6B-CustomVoice"));
+        replace("path/to/Qwen3-TTS-12Hz-1.7B-VoiceDesign", talkbox::testing::qwen_fixture("tiny-1.7B-VoiceDesign"));
+        const auto r = run_talkbox(args, tmp.path());
         EXPECT_EQ(r.exit_code, 0) << "README command failed: talkbox " << args << "\n" << r.err;
         ++ran;
     }
-    EXPECT_GE(ran, 2u);
+    EXPECT_GE(ran, 9u);
+    for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav"}) {
+        EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
+    }
 }

@@ -146,9 +146,9 @@ float max_abs(const std::vector<float>& a) {
     return m;
 }
 
-CommandResult run_talkbox(const std::string& args) {
+CommandResult run_talkbox(const std::string& args, const std::string& cwd) {
     TempDir tmp;
-    const std::string cmd = std::string(TALKBOX_BINARY) + " " + args + " >" + tmp.file("out") + " 2>" + tmp.file("err") +
+    const std::string cmd = (cwd.empty() ? std::string() : "cd '" + cwd + "' && ") + std::string(TALKBOX_BINARY) + " " + args + " >" + tmp.file("out") + " 2>" + tmp.file("err") +
                             " </dev/null";
     const int status = std::system(cmd.c_str());
     CommandResult r;

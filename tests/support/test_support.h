@@ -60,7 +60,7 @@ struct CommandResult {
     std::string out;  // stdout
     std::string err;  // stderr
 };
-// Runs build/bin/talkbox with the given shell-quoted argument string.
-CommandResult run_talkbox(const std::string& args);
+// Runs build/bin/talkbox with the given shell-quoted argument string (in `cwd` when given).
+CommandResult run_talkbox(const std::string& args, const std::string& cwd = "");
 
 }  // namespace talkbox::testing
