@@ -18,24 +18,15 @@ class SpeakCli : public ::testing::Test {
 protected:
     static void SetUpTestSuite() { dir_ = new TempDir; }
     static void TearDownTestSuite() { delete dir_; }
-    static std::string model(const std::string& variant) {
-        const std::string path = dir_->file(variant + ".gguf");
-        if (!models_.count(variant)) {
-            talkbox::convert_snapshot({qwen_fixture(variant), path, talkbox::WeightType::F32, nullptr});
-            models_[variant] = path;
-        }
-        return path;
-    }
+    static std::string model(const std::string& variant) { return converted_fixture(variant); }
     static std::string quote(const std::string& s) {
         std::string q = "'";
         for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
         return q + "'";
     }
     static TempDir* dir_;
-    static std::map<std::string, std::string> models_;
 };
 TempDir* SpeakCli::dir_ = nullptr;
-std::map<std::string, std::string> SpeakCli::models_;
 
 // The samples of a float WAV written by talkbox (44-byte PCM header or 58-byte float header).
 std::vector<float> read_wav32(const std::string& path) {

@@ -19,17 +19,11 @@ namespace {
 
 class EngineTest : public ::testing::Test {
 protected:
-    static void SetUpTestSuite() { dir_ = new TempDir; }
-    static void TearDownTestSuite() {
-        engines_.clear();
-        delete dir_;
-    }
+    static void TearDownTestSuite() { engines_.clear(); }
     static Engine& engine(const std::string& variant) {
         auto& e = engines_[variant];
         if (!e) {
-            const std::string path = dir_->file(variant + ".gguf");
-            convert_snapshot({qwen_fixture(variant), path, WeightType::F32, nullptr});
-            e = std::make_unique<Engine>(path);
+            e = std::make_unique<Engine>(converted_fixture(variant));
         }
         return *e;
     }
@@ -58,10 +52,8 @@ protected:
         r.voice = v;
         return r;
     }
-    static TempDir* dir_;
     static std::map<std::string, std::unique_ptr<Engine>> engines_;
 };
-TempDir* EngineTest::dir_ = nullptr;
 std::map<std::string, std::unique_ptr<Engine>> EngineTest::engines_;
 
 }  // namespace
@@ -152,9 +144,7 @@ TEST_F(EngineTest, ReportsAgreementOfQuantisedModels) {
         for (const auto& c : talker_golden_cases()) {
             auto& e = engines[c.variant];
             if (!e) {
-                const std::string path = dir_->file(c.variant + "-" + weight_type_name(type) + ".gguf");
-                convert_snapshot({qwen_fixture(c.variant), path, type, nullptr});
-                e = std::make_unique<Engine>(path);
+                e = std::make_unique<Engine>(converted_fixture(c.variant, weight_type_name(type)));
             }
             const auto got = e->generate(request_for(c)).frames;
             const auto want = c.frames();

@@ -6,11 +6,14 @@
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
+
+#include "talkbox/convert.h"
 
 namespace fs = std::filesystem;
 
@@ -35,6 +38,17 @@ const std::vector<std::string>& qwen_checkpoints() {
     static const std::vector<std::string> names = {"tiny-0.6B-Base", "tiny-0.6B-CustomVoice", "tiny-1.7B-Base",
                                                    "tiny-1.7B-CustomVoice", "tiny-1.7B-VoiceDesign"};
     return names;
+}
+
+std::string converted_fixture(const std::string& name, const std::string& type) {
+    static TempDir dir;
+    static std::map<std::string, std::string> done;
+    const std::string key = name + "-" + type;
+    auto it = done.find(key);
+    if (it != done.end()) return it->second;
+    const std::string path = dir.file(key + ".gguf");
+    convert_snapshot({qwen_fixture(name), path, parse_weight_type(type), nullptr});
+    return done[key] = path;
 }
 
 TempDir::TempDir() {

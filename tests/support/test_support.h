@@ -12,6 +12,10 @@ namespace talkbox::testing {
 std::string fixtures_dir();
 std::string qwen_fixture(const std::string& name);  // fixtures/qwen3tts/<name>
 
+// A fixture checkpoint converted to GGUF once per test process (cached in a process-wide temp
+// folder); returns the GGUF path. `type` is a talkbox weight type name ("f32", "q8_0", ...).
+std::string converted_fixture(const std::string& name, const std::string& type = "f32");
+
 // The five tiny Qwen3-TTS checkpoints.
 const std::vector<std::string>& qwen_checkpoints();
 

@@ -82,7 +82,6 @@ protected:
             multiline_ids_ = ids.at("multiline").get<std::vector<std::vector<int32_t>>>();
 
             // A snapshot without tokenizer.json and one with it, as in tokenizer_test.cpp.
-            temp_ = std::make_unique<testing::TempDir>();
             base_ = load("tiny-0.6B-Base");
             custom_ = load("tiny-1.7B-CustomVoice");
         } catch (const std::exception& e) {
@@ -92,17 +91,11 @@ protected:
     static void TearDownTestSuite() {
         base_.reset();
         custom_.reset();
-        temp_.reset();
     }
     void SetUp() override { ASSERT_TRUE(setup_error_.empty()) << setup_error_; }
 
     static std::unique_ptr<Tokenizer> load(const std::string& fixture) {
-        ConvertOptions options;
-        options.snapshot_dir = testing::qwen_fixture(fixture);
-        options.output_path = temp_->file(fixture + ".gguf");
-        options.type = WeightType::F32;
-        convert_snapshot(options);
-        GgufFile file(options.output_path);
+        GgufFile file(testing::converted_fixture(fixture));
         return std::make_unique<Tokenizer>(Tokenizer::from_gguf(file.meta()));
     }
 
@@ -144,14 +137,12 @@ protected:
 
     static std::vector<std::string> lines_, multiline_;
     static std::vector<std::vector<int32_t>> line_ids_, multiline_ids_;
-    static std::unique_ptr<testing::TempDir> temp_;
     static std::unique_ptr<Tokenizer> base_, custom_;
     static std::string setup_error_;
 };
 
 std::vector<std::string> TokenizerCorpusTest::lines_, TokenizerCorpusTest::multiline_;
 std::vector<std::vector<int32_t>> TokenizerCorpusTest::line_ids_, TokenizerCorpusTest::multiline_ids_;
-std::unique_ptr<testing::TempDir> TokenizerCorpusTest::temp_;
 std::unique_ptr<Tokenizer> TokenizerCorpusTest::base_, TokenizerCorpusTest::custom_;
 std::string TokenizerCorpusTest::setup_error_;
 

@@ -121,7 +121,6 @@ protected:
     // tokenizer.json and for the one that has it.
     static void SetUpTestSuite() {
         try {
-            temp_ = std::make_unique<testing::TempDir>();
             base_ = load("tiny-0.6B-Base");
             custom_ = load("tiny-1.7B-CustomVoice");
         } catch (const std::exception& e) {
@@ -131,17 +130,11 @@ protected:
     static void TearDownTestSuite() {
         base_.reset();
         custom_.reset();
-        temp_.reset();
     }
     void SetUp() override { ASSERT_TRUE(setup_error_.empty()) << setup_error_; }
 
     static std::unique_ptr<Tokenizer> load(const std::string& fixture) {
-        ConvertOptions options;
-        options.snapshot_dir = testing::qwen_fixture(fixture);
-        options.output_path = temp_->file(fixture + ".gguf");
-        options.type = WeightType::F32;
-        convert_snapshot(options);
-        GgufFile file(options.output_path);
+        GgufFile file(testing::converted_fixture(fixture));
         const auto start = std::chrono::steady_clock::now();
         auto tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(file.meta()));
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -151,12 +144,10 @@ protected:
 
     static std::vector<const Tokenizer*> both() { return {base_.get(), custom_.get()}; }
 
-    static std::unique_ptr<testing::TempDir> temp_;
     static std::unique_ptr<Tokenizer> base_, custom_;
     static std::string setup_error_;
 };
 
-std::unique_ptr<testing::TempDir> TokenizerTest::temp_;
 std::unique_ptr<Tokenizer> TokenizerTest::base_, TokenizerTest::custom_;
 std::string TokenizerTest::setup_error_;
 
