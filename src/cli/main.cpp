@@ -15,10 +15,12 @@ int main(int argc, char** argv) {
     app.footer("Run 'talkbox <command> --help' for the options of a command.");
     talkbox::cli::register_convert(app);
     talkbox::cli::register_decode(app);
+    talkbox::cli::register_encode(app);
     talkbox::cli::register_info(app);
     talkbox::cli::register_pull(app);
     talkbox::cli::register_list(app);
     talkbox::cli::register_speak(app);
+    talkbox::cli::register_voice(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -17,6 +17,7 @@
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
 #include "talkbox/segmenter.h"
+#include "talkbox/voice_file.h"
 
 namespace talkbox::cli {
 
@@ -25,6 +26,8 @@ namespace {
 struct SpeakArgs {
     std::string model, text, text_file, output, codes_out, format;
     std::string speaker, instruct, language = "auto";
+    std::string voice, ref_audio, ref_text;
+    bool x_vector_only = false;
     bool streaming_text = false, non_streaming_text = false, greedy = false, timings = false, quiet = false;
     bool no_split = false;
     std::optional<uint64_t> seed;
@@ -135,7 +138,20 @@ void run_speak(const SpeakArgs& a) {
     EngineOptions eo;
     eo.threads = a.threads;
     eo.kv_cache = a.kv_cache;
-    Engine engine(resolve_model(a.model), eo);
+    const std::string model_path = resolve_model(a.model);
+    Engine engine(model_path, eo);
+    if (!a.voice.empty()) {
+        request.voice = std::make_shared<Voice>(load_voice(a.voice));
+    } else if (!a.ref_audio.empty()) {
+        if (a.ref_text.empty() && !a.x_vector_only) {
+            throw Error(ErrorKind::InvalidArgument, "--ref-audio needs --ref-text (its transcript) or --x-vector-only");
+        }
+        std::vector<std::string> warnings;
+        request.voice = std::make_shared<Voice>(create_voice(
+            model_path, a.ref_audio, a.x_vector_only ? std::nullopt : std::optional<std::string>(a.ref_text), a.threads,
+            &warnings));
+        if (!a.quiet) for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    }
 
     const auto start = std::chrono::steady_clock::now();
     std::vector<Frame> all_frames;
@@ -208,6 +224,13 @@ void register_speak(CLI::App& app) {
     cmd->add_option("--speaker", a->speaker, "CustomVoice: preset speaker (see talkbox info)");
     cmd->add_option("--instruct", a->instruct, "Style instruction (CustomVoice 1.7B) or voice description (VoiceDesign)");
     cmd->add_option("--language", a->language, "Language name or 'auto'")->capture_default_str();
+    auto* voice = cmd->add_option("--voice", a->voice, "Base: a voice file made by 'talkbox voice create'");
+    auto* ref = cmd->add_option("--ref-audio", a->ref_audio, "Base: clone the voice of this clip (as voice create)")
+                    ->excludes(voice);
+    auto* ref_text = cmd->add_option("--ref-text", a->ref_text, "Transcript of --ref-audio (in-context cloning)")->needs(ref);
+    cmd->add_flag("--x-vector-only", a->x_vector_only, "Clone from the speaker embedding only (no transcript)")
+        ->needs(ref)
+        ->excludes(ref_text);
     auto* st = cmd->add_flag("--streaming-text", a->streaming_text, "Feed the text alongside the generated frames");
     cmd->add_flag("--non-streaming-text", a->non_streaming_text, "Put the whole text in the prompt")->excludes(st);
     cmd->add_flag("--greedy", a->greedy, "Greedy decoding for both codebook 0 and the sub-talker (repetition penalty kept)");

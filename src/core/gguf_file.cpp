@@ -46,6 +46,7 @@ int64_t GgufMeta::array_id(const std::string& key, int expected_elem_type) const
 std::string GgufMeta::get_string(const std::string& key) const { return gguf_get_val_str(ctx_, key_id(key, GGUF_TYPE_STRING)); }
 uint32_t GgufMeta::get_u32(const std::string& key) const { return gguf_get_val_u32(ctx_, key_id(key, GGUF_TYPE_UINT32)); }
 float GgufMeta::get_f32(const std::string& key) const { return gguf_get_val_f32(ctx_, key_id(key, GGUF_TYPE_FLOAT32)); }
+double GgufMeta::get_f64(const std::string& key) const { return gguf_get_val_f64(ctx_, key_id(key, GGUF_TYPE_FLOAT64)); }
 bool GgufMeta::get_bool(const std::string& key) const { return gguf_get_val_bool(ctx_, key_id(key, GGUF_TYPE_BOOL)); }
 
 std::vector<std::string> GgufMeta::get_string_array(const std::string& key) const {

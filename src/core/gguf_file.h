@@ -25,6 +25,7 @@ public:
     std::string get_string(const std::string& key) const;
     uint32_t get_u32(const std::string& key) const;
     float get_f32(const std::string& key) const;
+    double get_f64(const std::string& key) const;
     bool get_bool(const std::string& key) const;
     std::vector<std::string> get_string_array(const std::string& key) const;
     std::vector<int32_t> get_i32_array(const std::string& key) const;

@@ -12,11 +12,11 @@ using talkbox::testing::TempDir;
 TEST(Cli, HelpListsEveryCommand) {
     const auto r = run_talkbox("--help");
     EXPECT_EQ(r.exit_code, 0);
-    for (const char* cmd : {"convert", "info", "speak", "decode", "pull", "list"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
+    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-    for (const char* cmd : {"convert", "info", "speak", "decode", "pull", "list"}) {
+    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list"}) {
         const auto r = run_talkbox(std::string(cmd) + " --help");
         EXPECT_EQ(r.exit_code, 0) << cmd;
         EXPECT_NE(r.out.find("Usage: talkbox " + std::string(cmd)), std::string::npos) << r.out;
@@ -88,12 +88,14 @@ TEST(Cli, ReadmeCommandsRun) {
         replace("path/to/Qwen3-TTS-12Hz-0.6B-Base", talkbox::testing::qwen_fixture("tiny-0.6B-Base"));
         replace("path/to/Qwen3-TTS-12Hz-0.6B-CustomVoice", talkbox::testing::qwen_fixture("tiny-0.6B-CustomVoice"));
         replace("path/to/Qwen3-TTS-12Hz-1.7B-VoiceDesign", talkbox::testing::qwen_fixture("tiny-1.7B-VoiceDesign"));
+        replace(" ref.wav", " " + talkbox::testing::fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
         const auto r = run_talkbox(args, tmp.path());
         EXPECT_EQ(r.exit_code, 0) << "README command failed: talkbox " << args << "\n" << r.err;
         ++ran;
     }
-    EXPECT_GE(ran, 9u);
-    for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav"}) {
+    EXPECT_GE(ran, 14u);
+    for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav", "fox.voice",
+                            "cloned.wav", "quick.wav", "ref-codes.json"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
     }
 }

@@ -1,0 +1,35 @@
+// Making, saving and loading cloned voices (`talkbox voice create|info`). A voice is made once
+// from reference audio with a Base model and reused by every later synthesis with a model of the
+// same size; the file format is docs/voice-format.md.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "talkbox/voice.h"
+
+namespace talkbox {
+
+// Reads the reference clip (any libsndfile format; mixed to mono, resampled to 24 kHz as the
+// official code does), computes its speaker embedding and, for in-context cloning, its codec
+// frames. ref_text: the clip's exact transcript (in-context cloning); nullopt: x-vector only.
+// threads <= 0: one per core. Non-fatal remarks on the clip (very short, samples beyond [-1, 1])
+// are appended to `warnings` when given. model_path is a file (resolve_model() maps hub names).
+// Throws Error: Unsupported for a model without a speaker encoder (CustomVoice, VoiceDesign);
+// NotFound / Format for a missing or unreadable file; InvalidArgument for a blank transcript or a
+// clip that is empty, silent, too short or too long (voice/reference_audio.h has the limits).
+Voice create_voice(const std::string& model_path, const std::string& ref_audio_path,
+                   const std::optional<std::string>& ref_text, int threads = 0,
+                   std::vector<std::string>* warnings = nullptr);
+
+// Writes the voice atomically. Throws Error (InvalidArgument) for an inconsistent voice, (Io) when
+// the file cannot be written.
+void save_voice(const Voice& voice, const std::string& path);
+
+// Throws Error naming the file and the fault: NotFound (no such file; a missing key or tensor),
+// Format (not a voice file, a mistyped key or tensor, a bad shape or value), Unsupported (a newer
+// format version or another model family).
+Voice load_voice(const std::string& path);
+
+}  // namespace talkbox

@@ -1,0 +1,43 @@
+// talkbox::encode_audio_file: audio file → mono, 24 kHz → speech encoder → codes JSON.
+#include <chrono>
+
+#include "audio/audio_reader.h"
+#include "audio/resample.h"
+#include "talkbox/codes.h"
+#include "codec/encoder.h"
+#include "core/backend.h"
+#include "core/gguf_file.h"
+#include "qwen3tts/hparams.h"
+#include "talkbox/encode.h"
+#include "talkbox/error.h"
+
+namespace talkbox {
+
+EncodeSummary encode_audio_file(const EncodeOptions& options) {
+    // Any clip the encoder takes: unlike reference audio, short or silent input is fine here.
+    const audio::MonoAudio clip = audio::read_audio_file(options.audio_path, codec::CodecEncoder::kMaxSeconds);
+    if (clip.samples.empty()) throw Error(ErrorKind::InvalidArgument, "'" + options.audio_path + "' contains no samples");
+    const GgufFile file(options.model_path);
+    const qwen3tts::Hparams hp = qwen3tts::Hparams::from_gguf(file.meta());
+    const Backend backend(options.threads);
+    codec::CodecEncoder encoder(file, hp, backend);
+    const std::vector<float> samples = audio::resample(clip.samples, clip.sample_rate, encoder.sample_rate());
+
+    const auto start = std::chrono::steady_clock::now();
+    codec::Frames frames;
+    try {
+        frames = encoder.encode(samples);
+    } catch (const Error& e) {
+        throw Error(e.kind(), "'" + options.audio_path + "': " + e.what());
+    }
+    EncodeSummary s;
+    s.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    s.frames = frames.size();
+    s.source_rate = clip.sample_rate;
+    s.source_channels = clip.channels;
+    s.source_seconds = clip.seconds();
+    codec::write_codes_json(options.output_path, frames);
+    return s;
+}
+
+}  // namespace talkbox

@@ -1,0 +1,52 @@
+#include "voice/clone.h"
+
+#include "talkbox/error.h"
+#include "talkbox/voice_file.h"
+#include "voice/voice_file.h"
+
+namespace talkbox {
+
+namespace voice {
+
+VoiceCloner::VoiceCloner(const GgufFile& file, const qwen3tts::Hparams& hparams, const Backend& backend)
+    : file_(file), hparams_(hparams), backend_(backend), speaker_(file, hparams_, backend) {
+    // The embedding becomes one row of the talker's input, so it must be exactly as wide.
+    if (speaker_.dim() != static_cast<int64_t>(hparams.talker.hidden)) {
+        throw Error(ErrorKind::Format, "'" + file.path() + "': the speaker encoder gives " + std::to_string(speaker_.dim()) +
+                                           " values but the talker is " + std::to_string(hparams.talker.hidden) + " wide");
+    }
+}
+
+Voice VoiceCloner::clone(const ReferenceAudio& ref, const std::optional<std::string>& ref_text, const std::string& source) {
+    if (ref_text) check_transcript(*ref_text);
+    Voice v;
+    v.model_size = hparams_.size;
+    v.embedding_dim = hparams_.talker.hidden;
+    v.x_vector_only = !ref_text;
+    v.embedding = speaker_.embed(mel_.compute(ref.samples));
+    if (ref_text) {
+        if (!codec_) codec_ = std::make_unique<codec::CodecEncoder>(file_, hparams_, backend_);
+        v.ref_codes = codec_->encode(ref.samples);
+        v.ref_text = *ref_text;
+    }
+    v.source_audio = source;
+    v.source_seconds = ref.seconds;
+    return v;
+}
+
+}  // namespace voice
+
+Voice create_voice(const std::string& model_path, const std::string& ref_audio_path,
+                   const std::optional<std::string>& ref_text, int threads, std::vector<std::string>* warnings) {
+    if (ref_text) voice::check_transcript(*ref_text);  // before any slow work
+    const voice::ReferenceAudio ref = voice::load_reference_audio(ref_audio_path);
+    const GgufFile file(model_path);
+    const qwen3tts::Hparams hparams = qwen3tts::Hparams::from_gguf(file.meta());
+    const Backend backend(threads);
+    voice::VoiceCloner cloner(file, hparams, backend);
+    Voice v = cloner.clone(ref, ref_text, ref_audio_path);
+    if (warnings) warnings->insert(warnings->end(), ref.warnings.begin(), ref.warnings.end());
+    return v;
+}
+
+}  // namespace talkbox
