@@ -84,6 +84,9 @@ TEST(Cli, ReadmeCommandsRun) {
         };
         replace("path/to/Qwen3-TTS-12Hz-0.6B-Base", talkbox::testing::qwen_fixture("tiny-0.6B-Base"));
         replace("qwen3tts-0.6b-base.gguf", tmp.file("qwen3tts-0.6b-base.gguf"));
+        replace("ref.wav", talkbox::testing::fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
+        replace("fox.voice", tmp.file("fox.voice"));
+        replace("ref-codes.json", tmp.file("ref-codes.json"));
         const auto r = run_talkbox(args);
         EXPECT_EQ(r.exit_code, 0) << "README command failed: talkbox " << args << "\n" << r.err;
         ++ran;
