@@ -171,30 +171,6 @@ TEST_F(VoiceCliTest, HubNamesResolveThroughTheCache) {
     unsetenv("TALKBOX_HOME");
 }
 
-// The README's voice-cloning lines run as written, in order (file names mapped to the fixtures).
-TEST_F(VoiceCliTest, ReadmeCommandsRun) {
-    const std::string readme = testing::read_text(std::string(TALKBOX_SOURCE_DIR) + "/README.md");
-    testing::TempDir tmp;
-    size_t ran = 0;
-    for (const std::string prefix : {"\ntalkbox voice ", "\ntalkbox encode "}) {
-        for (size_t pos = readme.find(prefix); pos != std::string::npos; pos = readme.find(prefix, pos + 1)) {
-            std::string args = readme.substr(pos + 9, readme.find('\n', pos + 1) - pos - 9);
-            for (const auto& [from, to] : {std::pair{"qwen3tts-0.6b-base.gguf", model()}, std::pair{"ref.wav", audio("en_3p5s.wav")},
-                                           std::pair{"fox.voice", tmp.file("fox.voice")},
-                                           std::pair{"ref-codes.json", tmp.file("ref-codes.json")}}) {
-                for (size_t p = args.find(from); p != std::string::npos; p = args.find(from, p + to.size())) {
-                    args.replace(p, std::string(from).size(), to);
-                }
-            }
-            const auto r = run_talkbox(args);
-            EXPECT_EQ(r.exit_code, 0) << "README command failed: talkbox " << args << "\n" << r.err;
-            ++ran;
-        }
-    }
-    EXPECT_EQ(ran, 3u);
-    EXPECT_EQ(load_voice(tmp.file("fox.voice")).ref_codes, golden_codes("en_3p5s"));
-}
-
 TEST_F(VoiceCliTest, Help) {
     for (const std::string cmd : {"voice create", "voice info", "encode"}) {
         const auto r = run_talkbox(cmd + " --help");
