@@ -15,6 +15,7 @@
 #include "qwen3tts/prompt.h"
 #include "talkbox/error.h"
 #include "text/tokenizer.h"
+#include "voice/voice_file.h"
 
 namespace talkbox {
 
@@ -76,12 +77,7 @@ struct Engine::Impl {
                             "this Base model clones a voice: give a voice file (--voice) or reference audio (--ref-audio)");
             }
             const Voice& v = *r.voice;
-            if (v.model_size != h.size || v.embedding.size() != h.talker.hidden) {
-                throw Error(ErrorKind::InvalidArgument,
-                            "the voice was made for a " + v.model_size + " model (embedding " +
-                                std::to_string(v.embedding.size()) + " wide); this model is " + h.size + " (" +
-                                std::to_string(h.talker.hidden) + ")");
-            }
+            voice::check_voice_fits(v, h, "the voice");
             p.speaker_embedding = v.embedding;
             if (!v.x_vector_only) {
                 for (const auto& f : v.ref_codes) p.ref_codes.insert(p.ref_codes.end(), f.begin(), f.end());

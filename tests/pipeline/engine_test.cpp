@@ -125,6 +125,7 @@ TEST_F(EngineTest, InvalidRequestsAreClearErrors) {
     auto v = std::make_shared<Voice>();
     v->model_size = "1.7b";
     v->embedding.assign(128, 0.0f);
+    v->embedding_dim = 128;
     r.voice = v;
     EXPECT_NE(error_of([&] { base.generate(r); }).find("made for a 1.7b model"), std::string::npos);
     Engine& cv = engine("tiny-0.6B-CustomVoice");
