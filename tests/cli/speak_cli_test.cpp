@@ -92,3 +92,33 @@ TEST_F(SpeakCli, ClearErrors) {
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("temperature"), std::string::npos) << r.err;
 }
+
+// Voice cloning end to end from the reference clip (goldens/e2e/clone): speaker embedding and
+// reference codes computed by talkbox, greedy frames and the returned audio (with the official
+// in-context cut, one sample short of the frame boundary in icl_cut_rounding) equal the goldens.
+TEST_F(SpeakCli, CloneFromReferenceAudioMatchesTheGoldens) {
+    const std::string root = fixtures_dir() + "/qwen3tts/goldens/e2e/clone";
+    size_t checked = 0;
+    for (const auto& v : std::filesystem::directory_iterator(root)) {
+        for (const auto& c : std::filesystem::directory_iterator(v.path())) {
+            const auto j = nlohmann::json::parse(read_text(c.path().string() + "/case.json"));
+            const auto frames = j["frames"].get<std::vector<std::vector<int32_t>>>();
+            const std::string name = v.path().filename().string() + "/" + c.path().filename().string();
+            const size_t limit = j["stopped_by"] == "eos" ? frames.size() + 5 : frames.size();
+            std::string args = "speak -m " + model(v.path().filename().string()) + " -t " + quote(j["text"]) +
+                               " --language " + quote(j["language"]) + " --ref-audio " + fixtures_dir() + "/qwen3tts/" +
+                               j["ref_audio"].get<std::string>() + " --greedy --no-split -q --max-frames " + std::to_string(limit);
+            args += j["mode"] == "icl" ? " --ref-text " + quote(j["ref_text"]) : std::string(" --x-vector-only");
+            const std::string codes = dir_->file("clone.json"), wav = dir_->file("clone.wav");
+            const auto r = run_talkbox(args + " --codes-out " + codes + " -o " + wav + " --format wav32");
+            ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+            EXPECT_EQ(nlohmann::json::parse(read_text(codes))["frames"].get<std::vector<std::vector<int32_t>>>(), frames) << name;
+            const auto want = load_npy(c.path().string() + "/wav.npy");
+            const auto audio = read_wav32(wav);
+            ASSERT_EQ(audio.size(), want.data.size()) << name;
+            EXPECT_LE(max_abs_diff(audio, want.data), 1e-4f) << name;
+            ++checked;
+        }
+    }
+    EXPECT_EQ(checked, 9u);
+}
