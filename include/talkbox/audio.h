@@ -9,13 +9,19 @@
 namespace talkbox::audio {
 
 enum class SampleFormat {
-    Wav16,  // RIFF/WAVE, 16-bit signed PCM
-    Wav32,  // RIFF/WAVE, 32-bit IEEE float
-    Raw16,  // headerless s16le
-    Raw32,  // headerless f32le
+    Wav16,      // RIFF/WAVE, 16-bit signed PCM
+    Wav32,      // RIFF/WAVE, 32-bit IEEE float
+    Raw16,      // headerless s16le
+    Raw32,      // headerless f32le
+    Flac,       // FLAC, 16-bit (libsndfile)
+    OggVorbis,  // Ogg Vorbis (libsndfile)
+    OggOpus,    // Ogg Opus (libsndfile)
+    Mp3,        // MPEG layer III (libsndfile)
 };
+// Compressed containers are written whole to files only (no stdout streaming).
+bool is_compressed(SampleFormat f);
 
-const char* sample_format_name(SampleFormat f);  // "wav16", "wav32", "raw16", "raw32"
+const char* sample_format_name(SampleFormat f);  // "wav16", "wav32", "raw16", "raw32", "flac", "ogg", "opus", "mp3"
 // Also accepts the aliases wav (wav16), s16le (raw16) and f32le (raw32); throws Error
 // (InvalidArgument) listing the choices.
 SampleFormat parse_sample_format(const std::string& name);
@@ -33,7 +39,9 @@ int16_t to_pcm16(float x);
 // The bytes of a complete file (header, if any, then the samples).
 std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format);
 
-// Writes encode_audio(...) to `path` atomically; throws Error (Io) naming the path.
+// Writes the audio to `path` atomically (temp file + rename): WAV/raw via encode_audio, compressed
+// formats via libsndfile. Throws Error (Io) naming the path, (Unsupported) when this libsndfile
+// cannot write the format.
 void write_audio(const std::string& path, const std::vector<float>& samples, int sample_rate, SampleFormat format);
 
 }  // namespace talkbox::audio

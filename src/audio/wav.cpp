@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "audio/compressed_writer.h"
 #include "core/atomic_file.h"
 #include "talkbox/error.h"
 
@@ -31,19 +32,24 @@ const char* sample_format_name(SampleFormat f) {
         case SampleFormat::Wav32: return "wav32";
         case SampleFormat::Raw16: return "raw16";
         case SampleFormat::Raw32: return "raw32";
+        case SampleFormat::Flac: return "flac";
+        case SampleFormat::OggVorbis: return "ogg";
+        case SampleFormat::OggOpus: return "opus";
+        case SampleFormat::Mp3: return "mp3";
     }
     return "?";
 }
 
 SampleFormat parse_sample_format(const std::string& name) {
-    for (SampleFormat f : {SampleFormat::Wav16, SampleFormat::Wav32, SampleFormat::Raw16, SampleFormat::Raw32}) {
+    for (SampleFormat f : {SampleFormat::Wav16, SampleFormat::Wav32, SampleFormat::Raw16, SampleFormat::Raw32,
+                           SampleFormat::Flac, SampleFormat::OggVorbis, SampleFormat::OggOpus, SampleFormat::Mp3}) {
         if (name == sample_format_name(f)) return f;
     }
     if (name == "wav") return SampleFormat::Wav16;
     if (name == "s16le") return SampleFormat::Raw16;
     if (name == "f32le") return SampleFormat::Raw32;
     throw Error(ErrorKind::InvalidArgument,
-                "unknown audio format '" + name + "' (choose wav16 (wav), wav32, raw16 (s16le) or raw32 (f32le))");
+                "unknown audio format '" + name + "' (choose wav16 (wav), wav32, raw16 (s16le), raw32 (f32le), flac, ogg, opus or mp3)");
 }
 
 int16_t to_pcm16(float x) {
@@ -53,6 +59,9 @@ int16_t to_pcm16(float x) {
 }
 
 bool has_header(SampleFormat f) { return f == SampleFormat::Wav16 || f == SampleFormat::Wav32; }
+bool is_compressed(SampleFormat f) {
+    return f == SampleFormat::Flac || f == SampleFormat::OggVorbis || f == SampleFormat::OggOpus || f == SampleFormat::Mp3;
+}
 
 namespace {
 bool is_pcm16(SampleFormat f) { return f == SampleFormat::Wav16 || f == SampleFormat::Raw16; }
@@ -88,7 +97,17 @@ void put_header(std::vector<uint8_t>& out, int sample_rate, SampleFormat format,
 }
 }  // namespace
 
+namespace {
+void require_pcm(SampleFormat format) {
+    if (is_compressed(format)) {
+        throw Error(ErrorKind::InvalidArgument, std::string(sample_format_name(format)) +
+                                                    " is written to files only; streams take wav16, wav32, raw16 or raw32");
+    }
+}
+}  // namespace
+
 std::vector<uint8_t> stream_header(int sample_rate, SampleFormat format) {
+    require_pcm(format);
     if (sample_rate <= 0) throw Error(ErrorKind::InvalidArgument, "sample rate must be positive");
     std::vector<uint8_t> out;
     if (has_header(format)) put_header(out, sample_rate, format, 0, 0, true);
@@ -96,6 +115,7 @@ std::vector<uint8_t> stream_header(int sample_rate, SampleFormat format) {
 }
 
 void append_samples(std::vector<uint8_t>& out, const float* samples, size_t count, SampleFormat format) {
+    require_pcm(format);
     const bool pcm16 = is_pcm16(format);
     for (size_t i = 0; i < count; ++i) {
         if (pcm16) {
@@ -109,6 +129,7 @@ void append_samples(std::vector<uint8_t>& out, const float* samples, size_t coun
 }
 
 std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format) {
+    require_pcm(format);
     const uint64_t data_bytes = static_cast<uint64_t>(samples.size()) * (is_pcm16(format) ? 2 : 4);
     // RIFF sizes are 32-bit: the header and data chunk must stay below 4 GiB.
     if (has_header(format) && data_bytes > std::numeric_limits<uint32_t>::max() - 64) {
@@ -123,6 +144,7 @@ std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_
 }
 
 void write_audio(const std::string& path, const std::vector<float>& samples, int sample_rate, SampleFormat format) {
+    if (is_compressed(format)) return write_compressed_audio(path, samples, sample_rate, format);
     const std::vector<uint8_t> bytes = encode_audio(samples, sample_rate, format);
     AtomicFileWriter out(path);
     out.write(bytes.data(), bytes.size());

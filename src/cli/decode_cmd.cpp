@@ -21,7 +21,7 @@ void register_decode(CLI::App& app) {
         ->required();
     cmd->add_option("-m,--model", args->opt.model_path, "talkbox GGUF model")->required();
     cmd->add_option("-o,--output", args->opt.output_path, "Output audio file (written atomically)")->required();
-    cmd->add_option("--format", args->opt.format, "wav16, wav32 (float), raw16 (s16le) or raw32 (f32le)")
+    cmd->add_option("--format", args->opt.format, "wav16, wav32 (float), raw16 (s16le), raw32 (f32le), flac, ogg, opus or mp3")
         ->capture_default_str();
     cmd->add_option("-t,--threads", args->opt.threads, "CPU threads (0: one per core)")->capture_default_str();
     auto* streaming = cmd->add_flag("--streaming", args->streaming,

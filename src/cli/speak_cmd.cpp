@@ -219,7 +219,7 @@ void register_speak(CLI::App& app) {
     cmd->add_option("-t,--text", a->text, "Text to speak");
     cmd->add_option("-f,--file", a->text_file, "Read the text from a file ('-': stdin; stdin is also read when piped)");
     cmd->add_option("-o,--output", a->output, "Audio output file, or '-' to stream raw PCM to stdout");
-    cmd->add_option("--format", a->format, "wav16 (default for files), wav32, raw16/s16le (default for stdout), raw32/f32le");
+    cmd->add_option("--format", a->format, "wav16 (default for files), wav32, flac, ogg, opus, mp3; for stdout raw16/s16le (default), raw32/f32le, wav16");
     cmd->add_option("--codes-out", a->codes_out, "Also write the generated codec frames as JSON");
     cmd->add_option("--speaker", a->speaker, "CustomVoice: preset speaker (see talkbox info)");
     cmd->add_option("--instruct", a->instruct, "Style instruction (CustomVoice 1.7B) or voice description (VoiceDesign)");

@@ -93,8 +93,8 @@ TEST(Cli, ReadmeCommandsRun) {
         EXPECT_EQ(r.exit_code, 0) << "README command failed: talkbox " << args << "\n" << r.err;
         ++ran;
     }
-    EXPECT_GE(ran, 14u);
-    for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav", "fox.voice",
+    EXPECT_GE(ran, 15u);
+    for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav", "decoded.flac", "fox.voice",
                             "cloned.wav", "quick.wav", "ref-codes.json"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
     }
