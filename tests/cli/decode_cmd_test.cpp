@@ -143,7 +143,7 @@ TEST_F(DecodeCommandTest, BadInputFailsCleanlyWithoutOutput) {
         {out.file("text.json") + " -m " + model(), "frame 0, codebook 1: expected an integer, got \"2\""},
         {out.file("missing.json") + " -m " + model(), "missing.json"},
         {golden("decode_40/codes.json") + " -m " + out.file("nomodel.gguf"), "nomodel.gguf"},
-        {golden("decode_40/codes.json") + " -m " + model() + " --format mp3", "unknown audio format 'mp3'"},
+        {golden("decode_40/codes.json") + " -m " + model() + " --format aiff", "unknown audio format 'aiff'"},
         {golden("decode_40/codes.json") + " -m " + model() + " --streaming --chunk 0", "--chunk must be at least 1"},
     };
     for (const auto& c : cases) {
