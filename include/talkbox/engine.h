@@ -25,7 +25,10 @@
 namespace talkbox {
 
 struct EngineOptions {
-    int threads = 0;                 // compute threads per stage (0: one per core)
+    int threads = 0;                 // generator compute threads (0: one per core)
+    // Speech decoder threads; the decoder runs alongside the generator, so by default the two
+    // share the cores (0: half of `threads`, at least 1 — measured best on 2 cores).
+    int decoder_threads = 0;
     bool gpu = false;                // CUDA backend (builds with -DTALKBOX_CUDA=ON)
     std::string kv_cache = "f32";    // talker KV cache type: f32, f16, q8_0
 };

@@ -34,7 +34,7 @@ struct SpeakArgs {
     std::optional<float> temperature, top_p, repetition_penalty, subtalker_temperature, subtalker_top_p;
     std::optional<uint32_t> top_k, subtalker_top_k;
     uint32_t max_frames = 0;
-    int threads = 0;
+    int threads = 0, decoder_threads = 0;
     std::string kv_cache = "f32";
     size_t chunk = 4;
     int pause_ms = 300;
@@ -137,6 +137,7 @@ void run_speak(const SpeakArgs& a) {
 
     EngineOptions eo;
     eo.threads = a.threads;
+    eo.decoder_threads = a.decoder_threads;
     eo.kv_cache = a.kv_cache;
     const std::string model_path = resolve_model(a.model);
     Engine engine(model_path, eo);
@@ -249,6 +250,9 @@ void register_speak(CLI::App& app) {
         ->capture_default_str();
     cmd->add_flag("--no-split", a->no_split, "Synthesise the whole text as one segment");
     cmd->add_option("-T,--threads", a->threads, "CPU threads (0: one per core)")->capture_default_str();
+    cmd->add_option("--decoder-threads", a->decoder_threads, "Threads of the speech decoder, which runs alongside "
+                                                             "generation (0: half of --threads)")
+        ->capture_default_str();
     cmd->add_option("--kv-cache", a->kv_cache, "Talker KV cache type: f32, f16, q8_0")->capture_default_str();
     cmd->add_flag("--timings", a->timings, "Print where the time went");
     cmd->add_flag("-q,--quiet", a->quiet, "Print nothing but errors");

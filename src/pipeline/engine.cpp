@@ -2,6 +2,7 @@
 // streaming decoder → caller's audio callback.
 #include "talkbox/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <mutex>
@@ -34,6 +35,12 @@ qwen3tts::TextMode to_text_mode(TextMode m) {
     return qwen3tts::TextMode::Default;
 }
 
+int decoder_thread_count(const EngineOptions& o) {
+    if (o.decoder_threads > 0) return o.decoder_threads;
+    const int threads = o.threads > 0 ? o.threads : default_thread_count();
+    return std::max(1, threads / 2);
+}
+
 }  // namespace
 
 struct Engine::Impl {
@@ -49,7 +56,7 @@ struct Engine::Impl {
     Impl(const std::string& path, const EngineOptions& o)
         : model(path, qwen3tts::ModelOptions{o.threads, o.gpu ? Device::Gpu : Device::Cpu}),
           tokenizer(Tokenizer::from_gguf(model.file().meta())),
-          decoder_backend(o.threads, o.gpu ? Device::Gpu : Device::Cpu),
+          decoder_backend(decoder_thread_count(o), o.gpu ? Device::Gpu : Device::Cpu),
           decoder(model.file(), model.hparams(), decoder_backend),
           generator(model, qwen3tts::parse_kv_type(o.kv_cache)),
           size(model.hparams().size),
