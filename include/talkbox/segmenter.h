@@ -18,6 +18,9 @@ struct SegmenterOptions {
     size_t join_up_to = 0;
 };
 
+// Number of Unicode code points in well-formed UTF-8 (the unit of max_chars and join_up_to).
+size_t code_point_count(std::string_view utf8);
+
 // `text` must be valid UTF-8 (throws Error naming the byte offset otherwise). Whitespace is
 // collapsed; empty or whitespace-only input gives no segments.
 std::vector<std::string> split_into_segments(std::string_view text, const SegmenterOptions& options = {});

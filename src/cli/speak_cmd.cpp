@@ -41,12 +41,6 @@ struct SpeakArgs {
     size_t segment_chars = 200;
 };
 
-size_t code_points(const std::string& s) {
-    size_t n = 0;
-    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-    return n;
-}
-
 std::string read_all(std::istream& in) { return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()}; }
 
 std::string input_text(const SpeakArgs& a) {
@@ -165,7 +159,7 @@ void run_speak(const SpeakArgs& a) {
         request.text = segments[i];
         // Runaway guard: without --max-frames a segment may last 4 s + 0.32 s per character
         // (normal speech needs ~0.07 s per Latin and ~0.25 s per CJK character).
-        if (a.max_frames == 0) request.max_frames = static_cast<uint32_t>(50 + 4 * code_points(segments[i]));
+        if (a.max_frames == 0) request.max_frames = static_cast<uint32_t>(50 + 4 * code_point_count(segments[i]));
         SpeechResult r;
         if (sink) {
             if (i > 0 && a.pause_ms > 0) {

@@ -101,12 +101,6 @@ void split_long(const std::vector<char32_t>& t, size_t begin, size_t end, size_t
     if (begin < end) out.push_back(encode_utf8(t, begin, end));
 }
 
-size_t code_points(const std::string& s) {
-    size_t n = 0;
-    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-    return n;
-}
-
 // Greedily joins neighbours while the joined text stays within `limit` code points; a space
 // separates them unless the first ends in CJK punctuation.
 std::vector<std::string> join_short(const std::vector<std::string>& segments, size_t limit) {
@@ -116,7 +110,7 @@ std::vector<std::string> join_short(const std::vector<std::string>& segments, si
             const auto cps = decode_utf8(out.back());
             const bool cjk = !cps.empty() && (is_cjk_terminator(cps.back()) || cps.back() >= 0x3000);
             const std::string joined = out.back() + (cjk ? "" : " ") + s;
-            if (code_points(joined) <= limit) {
+            if (code_point_count(joined) <= limit) {
                 out.back() = joined;
                 continue;
             }
@@ -127,6 +121,12 @@ std::vector<std::string> join_short(const std::vector<std::string>& segments, si
 }
 
 }  // namespace
+
+size_t code_point_count(std::string_view utf8) {
+    size_t n = 0;
+    for (unsigned char c : utf8) n += (c & 0xC0) != 0x80;
+    return n;
+}
 
 std::vector<std::string> split_into_segments(std::string_view text, const SegmenterOptions& options) {
     check_utf8(text);
