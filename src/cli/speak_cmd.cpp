@@ -1,6 +1,8 @@
 // talkbox speak: text → speech (file, or raw/WAV PCM streamed to stdout while generating) and/or
 // the codec frames as JSON. Long text is split into segments synthesised in order.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -39,7 +41,24 @@ struct SpeakArgs {
     size_t chunk = 4;
     int pause_ms = 300;
     size_t segment_chars = 200;
+    std::string normalize = "none";
+    std::optional<double> normalize_db;
 };
+
+// Off by default: the model's own level is the reference. Peak: the loudest sample at
+// normalize_db dBFS (default -1). Loudness: the RMS level at normalize_db dBFS (default -20),
+// then limited so that no sample clips.
+void normalize_level(std::vector<float>& pcm, const std::string& mode, double db) {
+    if (mode == "none" || pcm.empty()) return;
+    double peak = 0, energy = 0;
+    for (float x : pcm) peak = std::max(peak, std::fabs(double(x))), energy += double(x) * x;
+    const double rms = std::sqrt(energy / static_cast<double>(pcm.size()));
+    if (peak <= 0) return;
+    const double target = std::pow(10.0, db / 20.0);
+    double gain = mode == "peak" ? target / peak : target / rms;
+    gain = std::min(gain, 0.999 / peak);
+    for (float& x : pcm) x = static_cast<float>(x * gain);
+}
 
 std::string read_all(std::istream& in) { return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()}; }
 
@@ -78,8 +97,10 @@ public:
         if (!to_stdout_ && at <= samples_.size()) samples_.insert(samples_.begin() + static_cast<long>(at), sample);
     }
     size_t samples_written() const { return samples_.size(); }
-    void finish() {
-        if (!to_stdout_) audio::write_audio(path_, samples_, rate_, format_);
+    void finish(const std::string& normalize, double db) {
+        if (to_stdout_) return;
+        normalize_level(samples_, normalize, db);
+        audio::write_audio(path_, samples_, rate_, format_);
     }
 
 private:
@@ -106,8 +127,12 @@ void print_timings(const SpeechTimings& t, size_t frames, double audio_seconds, 
 }
 
 void run_speak(const SpeakArgs& a) {
+    const double normalize_db = a.normalize_db.value_or(a.normalize == "peak" ? -1.0 : -20.0);
     if (a.output.empty() && a.codes_out.empty()) {
         throw Error(ErrorKind::InvalidArgument, "nothing to do: give -o FILE (or -o - for stdout) and/or --codes-out FILE");
+    }
+    if (a.normalize != "none" && a.output == "-") {
+        throw Error(ErrorKind::InvalidArgument, "--normalize needs the whole signal: write to a file, not to stdout");
     }
     const std::string text = input_text(a);
     const auto format = audio::parse_sample_format(
@@ -192,7 +217,7 @@ void run_speak(const SpeakArgs& a) {
             if (i + 1 == segments.size()) std::fprintf(stderr, "\n");
         }
     }
-    if (sink) sink->finish();
+    if (sink) sink->finish(a.normalize, normalize_db);
     if (!a.codes_out.empty()) codec::write_codes_json(a.codes_out, all_frames);
     const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     const double seconds = static_cast<double>(all_frames.size()) * 0.08;
@@ -248,6 +273,11 @@ void register_speak(CLI::App& app) {
                                                              "generation (0: half of --threads)")
         ->capture_default_str();
     cmd->add_option("--kv-cache", a->kv_cache, "Talker KV cache type: f32, f16, q8_0")->capture_default_str();
+    auto* norm = cmd->add_option("--normalize", a->normalize, "Level normalisation of file output: none, peak, loudness")
+                     ->check(CLI::IsMember({"none", "peak", "loudness"}))
+                     ->capture_default_str();
+    cmd->add_option("--normalize-db", a->normalize_db, "Target in dBFS (default -1 for peak, -20 RMS for loudness)")
+        ->needs(norm);
     cmd->add_flag("--timings", a->timings, "Print where the time went");
     cmd->add_flag("-q,--quiet", a->quiet, "Print nothing but errors");
     cmd->callback([a] { run_speak(*a); });

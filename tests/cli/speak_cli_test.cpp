@@ -2,6 +2,7 @@
 // greedy generation gives the golden frames and the audio equals the official decode of them.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -69,6 +70,28 @@ TEST_F(SpeakCli, StreamsRawPcmToStdout) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_GT(r.out.size(), 0u);
     EXPECT_EQ(r.out.size() % (1920 * 2), 0u);
+}
+
+TEST_F(SpeakCli, OptionalNormalisation) {
+    const std::string m = model("tiny-0.6B-CustomVoice");
+    const auto level = [&](const std::string& flags) {
+        const auto r = run_talkbox("speak -m " + m + " -t 'Hello there.' --speaker ryan --greedy --max-frames 10 -q " +
+                                   flags + " -o " + dir_->file("n.wav") + " --format wav32");
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        const auto pcm = read_wav32(dir_->file("n.wav"));
+        double peak = 0, energy = 0;
+        for (float x : pcm) peak = std::max(peak, std::fabs(double(x))), energy += double(x) * x;
+        return std::pair<double, double>{peak, std::sqrt(energy / static_cast<double>(pcm.size()))};
+    };
+    const auto plain = level("");
+    EXPECT_NE(plain.first, 0.0);
+    EXPECT_NEAR(level("--normalize peak").first, std::pow(10.0, -1.0 / 20), 1e-4);
+    EXPECT_NEAR(level("--normalize peak --normalize-db -6").first, std::pow(10.0, -6.0 / 20), 1e-4);
+    const auto loud = level("--normalize loudness --normalize-db -30");
+    EXPECT_TRUE(std::fabs(loud.second - std::pow(10.0, -30.0 / 20)) < 1e-4 || loud.first > 0.998) << loud.second;
+    const auto r = run_talkbox("speak -m " + m + " -t 'Hi.' --speaker ryan --normalize peak -o -");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--normalize needs the whole signal"), std::string::npos) << r.err;
 }
 
 TEST_F(SpeakCli, ClearErrors) {
