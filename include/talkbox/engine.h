@@ -58,6 +58,9 @@ struct SpeechRequest {
     TextMode text_mode = TextMode::Default;
     SamplingOptions sampling;
     uint32_t max_frames = 0;            // 0: the model's limit
+    // Stop when codebook 0 loops: a pattern repeated 3+ times spanning this many frames (~2 s);
+    // 0: off (the official behaviour).
+    uint32_t stall_frames = 24;
 };
 
 using Frame = std::vector<int32_t>;  // one code per codebook, codebook 0 first
@@ -70,7 +73,7 @@ struct SpeechTimings {
 
 struct SpeechResult {
     std::vector<Frame> frames;   // the generated frames (not the reference frames of a clone)
-    std::string stop_reason;     // "eos", "max_frames", "cancelled"
+    std::string stop_reason;     // "eos", "max_frames", "cancelled", "stalled"
     uint64_t seed = 0;           // the sampling seed used (given, or drawn at random)
     size_t samples = 0;          // PCM samples delivered
     SpeechTimings timings;

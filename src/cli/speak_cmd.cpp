@@ -35,7 +35,7 @@ struct SpeakArgs {
     std::optional<uint64_t> seed;
     std::optional<float> temperature, top_p, repetition_penalty, subtalker_temperature, subtalker_top_p;
     std::optional<uint32_t> top_k, subtalker_top_k;
-    uint32_t max_frames = 0;
+    uint32_t max_frames = 0, stall_frames = 24;
     int threads = 0, decoder_threads = 0;
     std::string kv_cache = "f32";
     size_t chunk = 4;
@@ -144,6 +144,7 @@ void run_speak(const SpeakArgs& a) {
     request.instruct = a.instruct;
     request.text_mode = a.streaming_text ? TextMode::Streaming : a.non_streaming_text ? TextMode::NonStreaming : TextMode::Default;
     request.max_frames = a.max_frames;
+    request.stall_frames = a.stall_frames;
     request.sampling = {a.greedy,           a.seed,  a.temperature,           a.top_p,           a.repetition_penalty,
                         a.top_k,            a.subtalker_temperature, a.subtalker_top_p, a.subtalker_top_k};
 
@@ -198,6 +199,10 @@ void run_speak(const SpeakArgs& a) {
             audio_samples += r.samples;
         } else {
             r = engine.generate(request);
+        }
+        if (r.stop_reason == "stalled" && !a.quiet) {
+            std::fprintf(stderr, "warning: segment %zu stopped: codebook 0 repeated a pattern for %u+ frames\n", i + 1,
+                         a.stall_frames);
         }
         if (r.stop_reason == "max_frames" && a.max_frames == 0 && !a.quiet) {
             std::fprintf(stderr, "warning: segment %zu reached its limit of %u frames before the model ended it\n", i + 1,
@@ -263,6 +268,9 @@ void register_speak(CLI::App& app) {
     cmd->add_option("--subtalker-top-k", a->subtalker_top_k, "Code predictor top-k");
     cmd->add_option("--subtalker-top-p", a->subtalker_top_p, "Code predictor top-p");
     cmd->add_option("--max-frames", a->max_frames, "Stop each segment after this many frames (12.5 per second; default 50 + 4 per character)");
+    cmd->add_option("--stall-frames", a->stall_frames,
+                    "Stop a segment whose codebook-0 tokens loop (a pattern repeated 3+ times over this many frames; 0: off)")
+        ->capture_default_str();
     cmd->add_option("--chunk", a->chunk, "Frames per decoder step when streaming audio")->capture_default_str();
     cmd->add_option("--pause-ms", a->pause_ms, "Silence between segments")->capture_default_str();
     cmd->add_option("--segment-chars", a->segment_chars, "Join sentences into segments of up to this many characters")

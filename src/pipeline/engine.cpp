@@ -109,6 +109,7 @@ struct Engine::Impl {
         if (s.subtalker_top_k) o.subtalker.top_k = *s.subtalker_top_k;
         if (s.subtalker_top_p) o.subtalker.top_p = *s.subtalker_top_p;
         if (r.max_frames) o.max_frames = r.max_frames;
+        o.stall_frames = r.stall_frames;
         seed_used = s.seed ? *s.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
         o.seed = seed_used;
         return o;

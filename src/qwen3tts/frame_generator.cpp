@@ -12,8 +12,22 @@ const char* stop_reason_name(StopReason r) {
         case StopReason::Eos: return "eos";
         case StopReason::MaxFrames: return "max_frames";
         case StopReason::Cancelled: return "cancelled";
+        case StopReason::Stalled: return "stalled";
     }
     return "?";
+}
+
+bool is_stalled(const std::vector<int32_t>& history, uint32_t min_frames) {
+    if (min_frames == 0) return false;
+    constexpr size_t kMaxPeriod = 16, kMinRepeats = 3;
+    const size_t n = history.size();
+    for (size_t period = 1; period <= kMaxPeriod; ++period) {
+        // Length of the periodic tail: how far back history[i] == history[i + period] holds.
+        size_t run = period;
+        while (run < n && history[n - 1 - run] == history[n - 1 - run + period]) ++run;
+        if (run >= kMinRepeats * period && run >= min_frames) return true;
+    }
+    return false;
 }
 
 GenerationOptions GenerationOptions::defaults(const Hparams& h) {
@@ -85,6 +99,10 @@ GenerationResult FrameGenerator::generate(const Prompt& prompt, const Generation
         }
         if (result.frames == max_frames) {
             result.stop = StopReason::MaxFrames;
+            break;
+        }
+        if (is_stalled(result.codebook0_ids, options.stall_frames)) {
+            result.stop = StopReason::Stalled;
             break;
         }
         frame_[0] = token;

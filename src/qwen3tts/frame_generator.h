@@ -25,6 +25,9 @@ struct GenerationOptions {
     // start frame max_frames + 1 is still drawn, to tell an EOS stop from a length stop).
     // 0: the model's default, generation max_new_tokens - 1.
     uint32_t max_frames = 0;
+    // Runaway guard (not in the official code): stop once the codebook-0 tokens end in a pattern
+    // repeated at least 3 times that spans at least this many frames (see is_stalled); 0: off.
+    uint32_t stall_frames = 0;
     uint64_t seed = 0;
 
     // The model's released defaults (generation_config.json in the GGUF).
@@ -33,8 +36,12 @@ struct GenerationOptions {
     static GenerationOptions greedy(const Hparams& h);
 };
 
-enum class StopReason { Eos, MaxFrames, Cancelled };
-const char* stop_reason_name(StopReason r);  // "eos", "max_frames", "cancelled"
+enum class StopReason { Eos, MaxFrames, Cancelled, Stalled };
+const char* stop_reason_name(StopReason r);  // "eos", "max_frames", "cancelled", "stalled"
+
+// True when `history` ends in a pattern of period 1..16 repeated at least 3 times whose repeats
+// cover at least `min_frames` tokens (a held token must last min_frames; a 8-token loop 3 rounds).
+bool is_stalled(const std::vector<int32_t>& history, uint32_t min_frames);
 
 struct GenerationResult {
     size_t frames = 0;
