@@ -8,6 +8,7 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -148,6 +149,9 @@ void run_speak(const SpeakArgs& a) {
     request.sampling = {a.greedy,           a.seed,  a.temperature,           a.top_p,           a.repetition_penalty,
                         a.top_k,            a.subtalker_temperature, a.subtalker_top_p, a.subtalker_top_k};
 
+    // One seed for every segment, so that a run is reproducible from the seed it reports.
+    if (!request.sampling.seed) request.sampling.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+
     SegmenterOptions seg;
     seg.join_up_to = a.segment_chars;
     const std::vector<std::string> segments = a.no_split ? std::vector<std::string>{text} : split_into_segments(text, seg);
@@ -226,7 +230,10 @@ void run_speak(const SpeakArgs& a) {
     if (!a.codes_out.empty()) codec::write_codes_json(a.codes_out, all_frames);
     const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     const double seconds = static_cast<double>(all_frames.size()) * 0.08;
-    if (a.timings) print_timings(total, all_frames.size(), seconds, wall_ms);
+    if (a.timings) {
+        print_timings(total, all_frames.size(), seconds, wall_ms);
+        std::fprintf(stderr, "         seed %llu\n", static_cast<unsigned long long>(*request.sampling.seed));
+    }
     if (!a.quiet && a.output != "-") {
         std::fprintf(stderr, "%s%s%s: %zu frames (%.2f s) from %zu segment%s\n", a.output.c_str(),
                      !a.output.empty() && !a.codes_out.empty() ? ", " : "", a.codes_out.c_str(), all_frames.size(),
