@@ -5,7 +5,6 @@
 #include <filesystem>
 
 #include "support/test_support.h"
-#include "talkbox/convert.h"
 
 namespace talkbox {
 namespace {
@@ -70,20 +69,8 @@ Wav read_wav(const std::string& path) {
 
 class DecodeCommandTest : public ::testing::Test {
 protected:
-    static void SetUpTestSuite() {
-        dir_ = new testing::TempDir();
-        ConvertOptions opt;
-        opt.snapshot_dir = testing::qwen_fixture("tiny-0.6B-Base");
-        opt.output_path = dir_->file("tiny.gguf");
-        opt.type = WeightType::F32;
-        convert_snapshot(opt);
-    }
-    static void TearDownTestSuite() { delete dir_; }
-    static std::string model() { return dir_->file("tiny.gguf"); }
-    static testing::TempDir* dir_;
+    static std::string model() { return testing::converted_fixture("tiny-0.6B-Base"); }
 };
-
-testing::TempDir* DecodeCommandTest::dir_ = nullptr;
 
 TEST_F(DecodeCommandTest, FloatWavEqualsTheGolden) {
     testing::TempDir out;

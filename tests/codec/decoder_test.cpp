@@ -30,13 +30,7 @@ std::string golden(const std::string& rel) { return testing::fixtures_dir() + "/
 class DecoderTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        dir_ = new testing::TempDir();
-        ConvertOptions opt;
-        opt.snapshot_dir = testing::qwen_fixture("tiny-0.6B-Base");
-        opt.output_path = dir_->file("tiny.gguf");
-        opt.type = WeightType::F32;
-        convert_snapshot(opt);
-        file_ = new GgufFile(opt.output_path);
+        file_ = new GgufFile(testing::converted_fixture("tiny-0.6B-Base"));
         backend_ = new Backend(1);  // one thread: the suite runs beside other tests
         decoder_ = new CodecDecoder(*file_, qwen3tts::Hparams::from_gguf(file_->meta()), *backend_);
     }
@@ -44,16 +38,13 @@ protected:
         delete decoder_;
         delete backend_;
         delete file_;
-        delete dir_;
     }
 
-    static testing::TempDir* dir_;
     static GgufFile* file_;
     static Backend* backend_;
     static CodecDecoder* decoder_;
 };
 
-testing::TempDir* DecoderTest::dir_ = nullptr;
 GgufFile* DecoderTest::file_ = nullptr;
 Backend* DecoderTest::backend_ = nullptr;
 CodecDecoder* DecoderTest::decoder_ = nullptr;

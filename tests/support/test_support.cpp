@@ -160,6 +160,17 @@ float max_abs(const std::vector<float>& a) {
     return m;
 }
 
+double cosine(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) throw std::runtime_error("cosine of vectors of different sizes");
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        ab += double(a[i]) * b[i];
+        aa += double(a[i]) * a[i];
+        bb += double(b[i]) * b[i];
+    }
+    return ab / std::sqrt(aa * bb);
+}
+
 CommandResult run_talkbox(const std::string& args, const std::string& cwd) {
     TempDir tmp;
     const std::string cmd = (cwd.empty() ? std::string() : "cd '" + cwd + "' && ") + std::string(TALKBOX_BINARY) + " " + args + " >" + tmp.file("out") + " 2>" + tmp.file("err") +

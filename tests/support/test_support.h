@@ -58,6 +58,7 @@ NpyArray load_npy(const std::string& path);
 // Largest |a[i] - b[i]|; the sizes must match (throws otherwise).
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
 float max_abs(const std::vector<float>& a);
+double cosine(const std::vector<float>& a, const std::vector<float>& b);  // sizes must match
 
 struct CommandResult {
     int exit_code;

@@ -15,14 +15,6 @@
 using namespace talkbox;
 using namespace talkbox::testing;
 
-namespace {
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-    double ab = 0, aa = 0, bb = 0;
-    for (size_t i = 0; i < a.size(); ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
-    return ab / std::sqrt(aa * bb);
-}
-}  // namespace
-
 TEST(ClipCopies, EmbeddingsAgreeAcrossContainersAndRates) {
     const std::string audio = fixtures_dir() + "/qwen3tts/audio/";
     for (const char* model : {"tiny-0.6B-Base", "tiny-1.7B-Base"}) {

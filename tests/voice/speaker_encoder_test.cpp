@@ -27,15 +27,6 @@ namespace {
 std::string fixture(const std::string& rel) { return talkbox::testing::fixtures_dir() + "/qwen3tts/" + rel; }
 std::string golden(const std::string& name) { return fixture("goldens/speaker/" + name + ".npy"); }
 
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-    double ab = 0, aa = 0, bb = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        ab += double(a[i]) * b[i];
-        aa += double(a[i]) * a[i];
-        bb += double(b[i]) * b[i];
-    }
-    return ab / std::sqrt(aa * bb);
-}
 
 voice::MelSpectrogram golden_mel(const std::string& clip) {
     const auto g = talkbox::testing::load_npy(golden("mel_" + clip));
@@ -163,7 +154,7 @@ TEST_F(SpeakerEncoderTest, EmbeddingsOfEveryClip) {
             const std::vector<float> e = encoder(width).embed(m);
             const auto g = talkbox::testing::load_npy(golden("emb_" + key + "_hidden" + std::to_string(width)));
             ASSERT_EQ(e.size(), g.data.size());
-            const double cos = cosine(e, g.data);
+            const double cos = talkbox::testing::cosine(e, g.data);
             const float err = talkbox::testing::max_abs_diff(e, g.data);
             std::cout << clip << " hidden" << width << ": cosine " << std::setprecision(10) << cos << ", 1-cos "
                       << 1 - cos << ", max abs error " << err << " (max |golden| " << talkbox::testing::max_abs(g.data)

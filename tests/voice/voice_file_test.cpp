@@ -31,15 +31,6 @@ using Codes = std::vector<std::vector<int32_t>>;
 
 std::string fixture(const std::string& rel) { return testing::fixtures_dir() + "/qwen3tts/" + rel; }
 
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-    double ab = 0, aa = 0, bb = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        ab += double(a[i]) * b[i];
-        aa += double(a[i]) * a[i];
-        bb += double(b[i]) * b[i];
-    }
-    return ab / std::sqrt(aa * bb);
-}
 
 Codes encoder_golden(const std::string& clip) {
     return nlohmann::json::parse(testing::read_text(fixture("goldens/encoder/codes_" + clip + ".json")))["codes"].get<Codes>();
@@ -92,7 +83,7 @@ testing::TempDir* VoiceFileTest::dir_ = nullptr;
 void expect_embedding(const std::string& what, const std::vector<float>& got, const std::string& golden_npy) {
     const auto g = testing::load_npy(golden_npy);
     ASSERT_EQ(got.size(), g.data.size()) << what;
-    const double cos = cosine(got, g.data);
+    const double cos = testing::cosine(got, g.data);
     const float err = testing::max_abs_diff(got, g.data);
     std::printf("[ voice ] %-40s embedding: 1-cos %.3g, max abs error %.3g (max |golden| %.3g)\n", what.c_str(), 1 - cos, err,
                 testing::max_abs(g.data));
