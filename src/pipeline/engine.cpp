@@ -35,6 +35,12 @@ qwen3tts::TextMode to_text_mode(TextMode m) {
     return qwen3tts::TextMode::Default;
 }
 
+void set_generation_timings(SpeechTimings& t, const qwen3tts::GenerationResult& g) {
+    t.prefill_ms = g.prefill_ms;
+    t.talker_ms = g.talker_ms;
+    t.code_predictor_ms = g.code_predictor_ms;
+}
+
 int decoder_thread_count(const EngineOptions& o) {
     if (o.decoder_threads > 0) return o.decoder_threads;
     const int threads = o.threads > 0 ? o.threads : default_thread_count();
@@ -152,9 +158,7 @@ SpeechResult Engine::generate(const SpeechRequest& request, const FrameCallback&
         },
         cancel);
     result.stop_reason = qwen3tts::stop_reason_name(g.stop);
-    result.timings.prefill_ms = g.prefill_ms;
-    result.timings.talker_ms = g.talker_ms;
-    result.timings.code_predictor_ms = g.code_predictor_ms;
+    set_generation_timings(result.timings, g);
     result.timings.total_ms = ms_between(start, Clock::now());
     return result;
 }
@@ -236,9 +240,7 @@ SpeechResult Engine::speak(const SpeechRequest& request, const AudioCallback& on
         const auto cut = static_cast<size_t>(r / std::max(r + n, 1.0) * total);
         if (cut + 1 == reference.size() * spf) result.official_leading_sample = last_reference_sample;
     }
-    result.timings.prefill_ms = g.prefill_ms;
-    result.timings.talker_ms = g.talker_ms;
-    result.timings.code_predictor_ms = g.code_predictor_ms;
+    set_generation_timings(result.timings, g);
     result.timings.decoder_ms = decoder_ms;
     result.timings.total_ms = ms_between(start, Clock::now());
     return result;
