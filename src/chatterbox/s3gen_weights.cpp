@@ -32,6 +32,22 @@ private:
     SafetensorsFile file_;
 };
 
+class MemorySource : public TensorSource {
+public:
+    MemorySource(std::map<std::string, HostTensor> t, std::string label) : tensors_(std::move(t)), label_(std::move(label)) {}
+    const std::string& label() const override { return label_; }
+    bool has(const std::string& key) const override { return tensors_.count(key) != 0; }
+    HostTensor get(const std::string& key) const override {
+        const auto it = tensors_.find(key);
+        if (it == tensors_.end()) throw Error(ErrorKind::NotFound, "'" + label_ + "': missing tensor '" + key + "'");
+        return it->second;
+    }
+
+private:
+    std::map<std::string, HostTensor> tensors_;
+    std::string label_;
+};
+
 int64_t numel(const std::vector<int64_t>& shape) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -48,6 +64,10 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 std::unique_ptr<TensorSource> safetensors_source(const std::string& path) {
     return std::make_unique<SafetensorsSource>(path);
+}
+
+std::unique_ptr<TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label) {
+    return std::make_unique<MemorySource>(std::move(tensors), label);
 }
 
 HostTensor module_weight(const TensorSource& src, const std::string& prefix) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ public:
 
 // The official checkpoint itself (s3gen.safetensors, s3gen_meanflow.safetensors).
 std::unique_ptr<TensorSource> safetensors_source(const std::string& path);
+// Tensors held in memory (regenerated or random weights for tests and benchmarks).
+std::unique_ptr<TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label);
 
 // The effective weight of a possibly weight-normed module at `prefix` (e.g. "mel2wav.conv_pre"):
 // "<prefix>.weight" when the file has it, else w = v · g / ‖v‖ (norm over all dims but 0, per

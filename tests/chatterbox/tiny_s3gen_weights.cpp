@@ -82,22 +82,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-class MemorySource : public chatterbox::TensorSource {
-public:
-    MemorySource(std::map<std::string, HostTensor> t, std::string label) : tensors_(std::move(t)), label_(std::move(label)) {}
-    const std::string& label() const override { return label_; }
-    bool has(const std::string& key) const override { return tensors_.count(key) != 0; }
-    HostTensor get(const std::string& key) const override {
-        const auto it = tensors_.find(key);
-        if (it == tensors_.end()) throw Error(ErrorKind::NotFound, "'" + label_ + "': missing tensor '" + key + "'");
-        return it->second;
-    }
-
-private:
-    std::map<std::string, HostTensor> tensors_;
-    std::string label_;
-};
-
 }  // namespace
 
 std::map<std::string, HostTensor> tiny_s3gen_weights(const std::map<std::string, std::vector<int64_t>>& shapes, uint64_t seed) {
@@ -167,10 +151,6 @@ std::map<std::string, HostTensor> tiny_s3gen_weights(const std::map<std::string,
         out.emplace(k, std::move(t));
     }
     return out;
-}
-
-std::unique_ptr<chatterbox::TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label) {
-    return std::make_unique<MemorySource>(std::move(tensors), label);
 }
 
 }  // namespace talkbox::testing

@@ -23,8 +23,4 @@ constexpr uint64_t kS3GenSeedMeanflow = 20261130;
 std::map<std::string, chatterbox::HostTensor> tiny_s3gen_weights(const std::map<std::string, std::vector<int64_t>>& shapes,
                                                                  uint64_t seed);
 
-// A TensorSource over tensors held in memory.
-std::unique_ptr<chatterbox::TensorSource> memory_source(std::map<std::string, chatterbox::HostTensor> tensors,
-                                                        const std::string& label);
-
 }  // namespace talkbox::testing

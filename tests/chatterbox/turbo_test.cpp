@@ -56,7 +56,7 @@ TEST(S3GenTurbo, MeanflowCaseAgainstTheGoldens) {
     const auto config = nlohmann::json::parse(read_text(s3gen_golden_dir("config.json"))).at("tiny_meanflow");
     const int64_t temb = 4 * config.at("est_channels").at(0).get<int64_t>();
     shapes["flow.decoder.estimator.time_embed_mixer.weight"] = {temb, 2 * temb};
-    const auto src = memory_source(tiny_s3gen_weights(shapes, kS3GenSeedMeanflow), "s3gen_meanflow (regenerated)");
+    const auto src = chatterbox::memory_source(tiny_s3gen_weights(shapes, kS3GenSeedMeanflow), "s3gen_meanflow (regenerated)");
     Backend backend(1);  // one thread: tiny graphs, barriers would dominate
     FlowConfig fc;
     fc.estimator_heads = config.at("est_num_heads").get<int>();
