@@ -622,6 +622,12 @@ std::vector<float> Flow::inference(const std::vector<int32_t>& speech_tokens, co
     return mel;
 }
 
+FlowConfig flow_config(const GgufMeta& meta) {
+    FlowConfig c;
+    c.estimator_heads = static_cast<int>(meta.get_u32("chatterbox.s3gen.estimator.head_count"));
+    return c;
+}
+
 std::vector<float> seeded_normal(uint64_t seed, size_t count) {
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> nrm(0.0f, 1.0f);

@@ -12,6 +12,7 @@
 #include "chatterbox/s3gen_nn.h"
 #include "chatterbox/s3gen_weights.h"
 #include "core/backend.h"
+#include "core/gguf_file.h"
 
 namespace talkbox::chatterbox {
 
@@ -19,6 +20,9 @@ namespace talkbox::chatterbox {
 struct FlowConfig {
     int estimator_heads = 8;  // attention heads of the estimator's transformer blocks (real: 8 × 64)
 };
+
+// From a Chatterbox GGUF's metadata (chatterbox.s3gen.estimator.head_count).
+FlowConfig flow_config(const GgufMeta& meta);
 
 // The reference conditioning (ref_dict of S3Token2Wav.inference).
 struct FlowPrompt {

@@ -112,10 +112,11 @@ Hift::Hift(const TensorSource& src, const Backend& backend) : m_(std::make_uniqu
     m.f0_classifier = ld.linear(p + "f0_predictor.classifier");
     {
         const HostTensor w = ld.host(p + "m_source.l_linear.weight");
-        ld.check_shape(p + "m_source.l_linear.weight", w, {1, kHarmonics});
-        m.l_linear_w = w.data;
         const HostTensor b = ld.host(p + "m_source.l_linear.bias");
-        ld.check_shape(p + "m_source.l_linear.bias", b, {1});
+        if (w.data.size() != kHarmonics || b.data.size() != 1) {  // [1, 9] and [1] (GGUF drops the leading 1)
+            throw Error(ErrorKind::Format, "'" + src.label() + "': mel2wav.m_source.l_linear must map 9 harmonics to 1");
+        }
+        m.l_linear_w = w.data;
         m.l_linear_b = b.data[0];
     }
     int64_t stride = 1;

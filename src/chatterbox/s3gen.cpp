@@ -5,6 +5,8 @@ namespace talkbox::chatterbox {
 S3Gen::S3Gen(const TensorSource& src, const Backend& backend, const FlowConfig& config)
     : flow_(src, backend, config), hift_(src, backend) {}
 
+S3Gen::S3Gen(const GgufFile& file, const Backend& backend) : S3Gen(*gguf_source(file), backend, flow_config(file.meta())) {}
+
 S3GenOutput S3Gen::synthesize(const std::vector<int32_t>& tokens, const FlowPrompt& prompt, const S3GenNoise& noise,
                               uint64_t seed, int steps) {
     S3GenOutput out;

@@ -29,6 +29,8 @@ struct S3GenOutput {
 class S3Gen {
 public:
     S3Gen(const TensorSource& src, const Backend& backend, const FlowConfig& config = {});
+    // From a converted Chatterbox GGUF (talkbox convert); the file may be closed afterwards.
+    S3Gen(const GgufFile& file, const Backend& backend);
 
     Flow& flow() { return flow_; }
     Hift& hift() { return hift_; }

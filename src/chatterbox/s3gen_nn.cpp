@@ -35,15 +35,26 @@ ggml_tensor* S3GenLoader::raw(const std::string& key) {
 }
 
 Linear S3GenLoader::linear(const std::string& prefix, bool bias) {
-    HostTensor w = src_.get(prefix + ".weight");
-    if (w.shape.size() != 2) {
-        throw Error(ErrorKind::Format, "'" + src_.label() + "': tensor '" + prefix + ".weight' has shape " +
-                                           shape_str(w.shape) + ", expected a matrix");
-    }
     Linear l;
-    l.out = w.shape[0];
-    l.in = w.shape[1];
-    l.w = buf_.add(prefix + ".weight", {l.in, l.out}, std::move(w.data));
+    StoredTensor st;
+    if (src_.stored(prefix + ".weight", &st)) {  // a quantised / half matrix: multiplied as stored
+        if (st.ne.size() != 2) {
+            throw Error(ErrorKind::Format, "'" + src_.label() + "': tensor '" + prefix + ".weight' is not a matrix");
+        }
+        l.in = st.ne[0];
+        l.out = st.ne[1];
+        l.w = buf_.add_stored(prefix + ".weight", st);
+    } else {
+        HostTensor w = src_.get(prefix + ".weight");
+        if (w.shape.size() == 1) w.shape.insert(w.shape.begin(), 1);  // a one-output layer stored without its leading 1
+        if (w.shape.size() != 2) {
+            throw Error(ErrorKind::Format, "'" + src_.label() + "': tensor '" + prefix + ".weight' has shape " +
+                                               shape_str(w.shape) + ", expected a matrix");
+        }
+        l.out = w.shape[0];
+        l.in = w.shape[1];
+        l.w = buf_.add(prefix + ".weight", {l.in, l.out}, std::move(w.data));
+    }
     if (bias) {
         HostTensor b = src_.get(prefix + ".bias");
         check_shape(prefix + ".bias", b, {l.out});

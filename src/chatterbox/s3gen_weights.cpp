@@ -1,7 +1,9 @@
 #include "chatterbox/s3gen_weights.h"
 
 #include <cmath>
+#include <cstring>
 
+#include "convert/chatterbox_names.h"
 #include "convert/safetensors.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -30,6 +32,60 @@ public:
 
 private:
     SafetensorsFile file_;
+};
+
+class GgufSource : public TensorSource {
+public:
+    explicit GgufSource(const GgufFile& file) : file_(file) {
+        const std::string arch = file.meta().has_key("general.architecture") ? file.meta().get_string("general.architecture") : "";
+        if (arch != "chatterbox") {
+            throw Error(ErrorKind::Format, "'" + file.path() + "' is not a Chatterbox model (general.architecture '" + arch + "')");
+        }
+    }
+    const std::string& label() const override { return file_.path(); }
+    bool has(const std::string& key) const override {
+        const std::string name = chatterbox_gguf_name(ChatterboxFile::S3Gen, key);
+        return !name.empty() && file_.has_tensor(name);
+    }
+    HostTensor get(const std::string& key) const override {
+        const GgufTensorInfo& t = info(key);
+        HostTensor h;
+        h.shape.assign(t.shape.rbegin(), t.shape.rend());
+        int64_t n = 1;
+        for (int64_t d : t.shape) n *= d;
+        h.data.resize(static_cast<size_t>(n));
+        if (t.type == GGML_TYPE_F32) {
+            std::memcpy(h.data.data(), t.data, static_cast<size_t>(n) * sizeof(float));
+        } else {
+            const auto* traits = ggml_get_type_traits(t.type);
+            if (!traits->to_float) {
+                throw Error(ErrorKind::Unsupported, "'" + file_.path() + "': tensor '" + t.name + "' has type " +
+                                                        ggml_type_name(t.type) + ", which cannot be read as floats");
+            }
+            traits->to_float(t.data, h.data.data(), n);
+        }
+        return h;
+    }
+    bool stored(const std::string& key, StoredTensor* out) const override {
+        const GgufTensorInfo& t = info(key);
+        if (t.type == GGML_TYPE_F32) return false;
+        out->type = t.type;
+        out->ne = t.shape;
+        out->data = t.data;
+        out->nbytes = t.nbytes;
+        return true;
+    }
+
+private:
+    const GgufTensorInfo& info(const std::string& key) const {
+        const std::string name = chatterbox_gguf_name(ChatterboxFile::S3Gen, key);
+        if (name.empty() || !file_.has_tensor(name)) {
+            throw Error(ErrorKind::NotFound, "'" + file_.path() + "': missing tensor '" + (name.empty() ? key : name) +
+                                                 "' (S3Gen '" + key + "')");
+        }
+        return file_.tensor(name);
+    }
+    const GgufFile& file_;
 };
 
 class MemorySource : public TensorSource {
@@ -65,6 +121,8 @@ std::string shape_str(const std::vector<int64_t>& s) {
 std::unique_ptr<TensorSource> safetensors_source(const std::string& path) {
     return std::make_unique<SafetensorsSource>(path);
 }
+
+std::unique_ptr<TensorSource> gguf_source(const GgufFile& file) { return std::make_unique<GgufSource>(file); }
 
 std::unique_ptr<TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label) {
     return std::make_unique<MemorySource>(std::move(tensors), label);
@@ -113,10 +171,19 @@ ggml_tensor* WeightBuffer::add(const std::string& name, const std::vector<int64_
         throw Error(ErrorKind::Internal, "S3Gen weight '" + name + "': " + std::to_string(data.size()) +
                                              " values for shape " + shape_str(ne));
     }
-    if (pending_.size() >= kMaxTensors) throw Error(ErrorKind::Internal, "S3Gen: too many weight tensors");
+    if (pending_.size() + pending_stored_.size() >= kMaxTensors) throw Error(ErrorKind::Internal, "S3Gen: too many weight tensors");
     ggml_tensor* t = ggml_new_tensor(ctx_, GGML_TYPE_F32, static_cast<int>(ne.size()), ne.data());
     ggml_set_name(t, name.substr(0, GGML_MAX_NAME - 1).c_str());
     pending_.emplace_back(t, std::move(data));
+    return t;
+}
+
+ggml_tensor* WeightBuffer::add_stored(const std::string& name, const StoredTensor& st) {
+    if (pending_.size() + pending_stored_.size() >= kMaxTensors) throw Error(ErrorKind::Internal, "S3Gen: too many weight tensors");
+    ggml_tensor* t = ggml_new_tensor(ctx_, st.type, static_cast<int>(st.ne.size()), st.ne.data());
+    if (ggml_nbytes(t) != st.nbytes) throw Error(ErrorKind::Format, "S3Gen weight '" + name + "': stored size does not match its shape");
+    ggml_set_name(t, name.substr(0, GGML_MAX_NAME - 1).c_str());
+    pending_stored_.emplace_back(t, st);
     return t;
 }
 
@@ -125,8 +192,10 @@ void WeightBuffer::upload(const Backend& backend, const std::string& what) {
     if (!buffer_) throw Error(ErrorKind::Io, "cannot allocate backend memory for " + what);
     ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
     for (auto& p : pending_) ggml_backend_tensor_set(p.first, p.second.data(), 0, p.second.size() * sizeof(float));
+    for (auto& p : pending_stored_) ggml_backend_tensor_set(p.first, p.second.data, 0, p.second.nbytes);
     pending_.clear();
     pending_.shrink_to_fit();
+    pending_stored_.clear();
 }
 
 size_t WeightBuffer::bytes() const { return buffer_ ? ggml_backend_buffer_get_size(buffer_) : 0; }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/gguf_file.h"
 #include "ggml.h"
 
 namespace talkbox::chatterbox {
@@ -21,6 +22,14 @@ struct HostTensor {
     std::vector<float> data;
 };
 
+// A tensor as stored (possibly quantised), for matrices that ggml multiplies in their own type.
+struct StoredTensor {
+    ggml_type type = GGML_TYPE_F32;
+    std::vector<int64_t> ne;  // ggml order
+    const void* data = nullptr;
+    size_t nbytes = 0;
+};
+
 // Where S3Gen's tensors come from, addressed by official key.
 class TensorSource {
 public:
@@ -28,11 +37,17 @@ public:
     virtual const std::string& label() const = 0;  // names the file in errors
     virtual bool has(const std::string& key) const = 0;
     // Throws Error (NotFound) naming the key and the file; any float type is converted.
+    // A stored shape may lack leading 1s (GGUF keeps ggml's trailing-1-free dims).
     virtual HostTensor get(const std::string& key) const = 0;
+    // The tensor in its stored type when that is not F32 (quantised / half GGUF weights).
+    virtual bool stored(const std::string& /*key*/, StoredTensor* /*out*/) const { return false; }
 };
 
 // The official checkpoint itself (s3gen.safetensors, s3gen_meanflow.safetensors).
 std::unique_ptr<TensorSource> safetensors_source(const std::string& path);
+// The S3Gen tensors of a Chatterbox GGUF (names from chatterbox_gguf_name; weight norm stored
+// as weight_g / weight_v). The file must outlive the source.
+std::unique_ptr<TensorSource> gguf_source(const GgufFile& file);
 // Tensors held in memory (regenerated or random weights for tests and benchmarks).
 std::unique_ptr<TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label);
 
@@ -51,6 +66,7 @@ public:
     WeightBuffer& operator=(const WeightBuffer&) = delete;
 
     ggml_tensor* add(const std::string& name, const std::vector<int64_t>& ne, std::vector<float> data);
+    ggml_tensor* add_stored(const std::string& name, const StoredTensor& t);  // bytes copied at upload
     void upload(const Backend& backend, const std::string& what);  // frees the host copies
     size_t bytes() const;
 
@@ -58,6 +74,7 @@ private:
     ggml_context* ctx_ = nullptr;
     ggml_backend_buffer_t buffer_ = nullptr;
     std::vector<std::pair<ggml_tensor*, std::vector<float>>> pending_;
+    std::vector<std::pair<ggml_tensor*, StoredTensor>> pending_stored_;
 };
 
 // Host re-layouts for the [channels, time] graphs (channels contiguous).

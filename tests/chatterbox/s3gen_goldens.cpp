@@ -6,8 +6,6 @@
 
 namespace talkbox::testing {
 
-std::string chatterbox_fixture(const std::string& name) { return fixtures_dir() + "/chatterbox/" + name; }
-
 std::string s3gen_golden_dir(const std::string& name) { return chatterbox_fixture("goldens/s3gen/" + name); }
 
 static std::vector<int32_t> load_ids(const std::string& path) {

@@ -11,7 +11,6 @@
 namespace talkbox::testing {
 
 std::string s3gen_golden_dir(const std::string& name);  // .../goldens/s3gen/<name>
-std::string chatterbox_fixture(const std::string& name);  // .../chatterbox/<name>
 
 struct S3GenCase {
     std::string name;

@@ -7,6 +7,7 @@
 #include "chatterbox/s3gen.h"
 #include "chatterbox/s3gen_goldens.h"
 #include "core/backend.h"
+#include "core/gguf_file.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
@@ -53,6 +54,53 @@ TEST_P(S3GenEndToEnd, TokensToWaveformWithTheGoldenNoise) {
 }
 
 INSTANTIATE_TEST_SUITE_P(S3Gen, S3GenEndToEnd, ::testing::Values("case_a", "case_b"));
+
+}  // namespace
+}  // namespace talkbox::chatterbox
+
+namespace talkbox::chatterbox {
+namespace {
+
+using namespace talkbox::testing;
+
+// The converted GGUF (s3gen.pt through the pickle reader for the multilingual folder,
+// s3gen.safetensors for English) gives the same S3Gen as the checkpoint.
+S3GenOutput run_case_a(const std::string& gguf, const S3GenCase& c) {
+    Backend backend(1);  // one thread: tiny graphs, barriers would dominate
+    const GgufFile file(gguf);
+    S3Gen s3gen(file, backend);
+    S3GenNoise noise;
+    noise.cfm = c.cfm_noise.data;
+    noise.hift.phase = c.sine_phase.data;
+    noise.hift.randn = c.sine_randn.data;
+    return s3gen.synthesize(c.speech_tokens, {c.prompt_tokens, c.prompt_feat.data, c.embedding.data}, noise);
+}
+
+TEST(S3GenGguf, ConvertedModelsMatchTheGoldens) {
+    const S3GenCase c = load_s3gen_case("case_a");
+    for (const std::string variant : {"multilingual", "english"}) {
+        const S3GenOutput out = run_case_a(converted_chatterbox(variant, "f32"), c);
+        EXPECT_LE(relative_error(variant + " gguf mel", out.mel, c.mel.data), 1e-4);
+        EXPECT_LE(max_abs_diff(out.wav, c.wav.data), 1e-3) << variant;
+    }
+}
+
+TEST(S3GenGguf, QuantisedMatricesStayClose) {
+    // Not a parity check: how far F16 / Q8_0 flow matrices move the mel (reported).
+    const S3GenCase c = load_s3gen_case("case_a");
+    for (const std::string type : {"f16", "q8_0"}) {
+        const S3GenOutput out = run_case_a(converted_chatterbox("multilingual", type), c);
+        const double rel = relative_error(type + " gguf mel", out.mel, c.mel.data);
+        EXPECT_LE(rel, 0.05) << type;
+        EXPECT_GE(cosine(out.mel, c.mel.data), 0.999) << type;
+    }
+}
+
+TEST(S3GenGguf, RejectsANonChatterboxFile) {
+    const GgufFile qwen(converted_fixture("tiny-0.6B-CustomVoice", "f32"));
+    Backend backend(1);
+    EXPECT_THROW(S3Gen(qwen, backend), Error);
+}
 
 }  // namespace
 }  // namespace talkbox::chatterbox
