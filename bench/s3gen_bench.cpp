@@ -133,6 +133,7 @@ int main(int argc, char** argv) {
     app.add_flag("--meanflow", meanflow, "Turbo's meanflow S3Gen");
     app.add_flag("--tiny", tiny, "Keep the tiny fixture sizes");
     CLI11_PARSE(app, argc, argv);
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear as they are measured
     try {
         const SafetensorsFile f(fixtures + "/chatterbox/tiny-multilingual/s3gen.safetensors");
         Shapes shapes;

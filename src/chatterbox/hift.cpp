@@ -197,6 +197,9 @@ std::vector<float> Hift::source(const std::vector<float>& f0, const HiftNoise& n
         throw Error(ErrorKind::InvalidArgument, "HiFT: source noise must hold 9 phases and 9 x " + std::to_string(samples) +
                                                     " normal draws");
     }
+    for (float f : f0) {
+        if (!std::isfinite(f) || f < 0.0f) throw Error(ErrorKind::InvalidArgument, "HiFT: f0 must be finite and non-negative");
+    }
     const float two_pi = static_cast<float>(2.0 * M_PI);
     const float unvoiced_amp = kSineAmp / 3.0f;
     std::vector<float> merged(static_cast<size_t>(samples), m_->l_linear_b);

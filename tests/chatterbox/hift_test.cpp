@@ -97,6 +97,8 @@ TEST(Hift, RejectsBadInput) {
     nan_mel[5] = std::nanf("");
     EXPECT_THROW(hift.f0(nan_mel, 2), Error);
     EXPECT_THROW(hift.source({100.0f}, HiftNoise{}), Error);
+    EXPECT_THROW(hift.source({std::nanf("")}, HiftNoise::seeded(1, 480)), Error);
+    EXPECT_THROW(hift.source({-1.0f}, HiftNoise::seeded(1, 480)), Error);
     EXPECT_THROW(hift.decode(std::vector<float>(160), 2, std::vector<float>(10)), Error);
 }
 
