@@ -110,7 +110,7 @@ ggml_tensor* SpeakerEncoder::tdnn(ggml_context* ctx, ggml_tensor* x, const Conv&
     return relu ? ggml_relu(ctx, y) : y;
 }
 
-std::vector<float> SpeakerEncoder::embed(const MelSpectrogram& mel, SpeakerEncoderTrace* trace) {
+std::vector<float> SpeakerEncoder::embed(const MelSpectrogram& mel, SpeakerEncoderTrace* trace, StageTimes* times) {
     const int64_t frames = mel.frames;
     if (mel.n_mels != hp_.mel_dim || mel.data.size() != static_cast<size_t>(mel.n_mels * frames)) {
         throw Error(ErrorKind::InvalidArgument, "the speaker encoder needs " + std::to_string(hp_.mel_dim) +
@@ -141,7 +141,13 @@ std::vector<float> SpeakerEncoder::embed(const MelSpectrogram& mel, SpeakerEncod
     ggml_tensor* x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, frames, hp_.mel_dim);
     ggml_set_input(x);
 
+    GraphStages stages("speaker pooling");
+    const auto mark = [&](ggml_tensor* t, const std::string& stage) {
+        ggml_build_forward_expand(graph, t);
+        stages.mark(graph, stage);
+    };
     ggml_tensor* h = keep(tdnn(ctx, x, block0_));
+    mark(h, "speaker block 0");
     ggml_tensor* mfa_in = nullptr;
     for (const Block& b : blocks_) {
         ggml_tensor* t = tdnn(ctx, h, b.tdnn1);
@@ -161,9 +167,11 @@ std::vector<float> SpeakerEncoder::embed(const MelSpectrogram& mel, SpeakerEncod
         z = ggml_relu(ctx, linear(ctx, z, b.se1.w, b.se1.b));
         z = ggml_sigmoid(ctx, linear(ctx, z, b.se2.w, b.se2.b));
         h = keep(ggml_add(ctx, ggml_mul(ctx, t, ggml_reshape_2d(ctx, z, 1, t->ne[1])), h));
+        mark(h, "speaker block " + std::to_string(&b - blocks_.data() + 1));
         mfa_in = mfa_in ? ggml_concat(ctx, mfa_in, h, 1) : h;
     }
     ggml_tensor* H = keep(tdnn(ctx, mfa_in, mfa_));
+    mark(H, "speaker mfa");
     const int64_t channels = H->ne[1];
 
     // Attentive statistics pooling. Global context: uniform mean and std over time.
@@ -194,7 +202,7 @@ std::vector<float> SpeakerEncoder::embed(const MelSpectrogram& mel, SpeakerEncod
         throw Error(ErrorKind::Io, "cannot allocate the speaker encoder's compute buffer on " + backend_.description());
     }
     ggml_backend_tensor_set(x, mel.data.data(), 0, ggml_nbytes(x));
-    backend_.compute(graph);
+    backend_.compute(graph, stages, times);
 
     if (trace) {
         *trace = {};
