@@ -140,12 +140,7 @@ public:
         c.cin = s[1];
         c.cout = s[2];
         c.w = derived(wname, {c.cin * c.k, c.cout}, [this, wname, k = c.k, cin = c.cin, cout = c.cout] {
-            const std::vector<float> src = floats(wname);
-            std::vector<float> dst(src.size());
-            for (int64_t co = 0; co < cout; ++co)
-                for (int64_t ci = 0; ci < cin; ++ci)
-                    for (int64_t j = 0; j < k; ++j) dst[ci + cin * (j + k * co)] = src[j + k * (ci + cin * co)];
-            return dst;
+            return conv_weight_rows(floats(wname), k, cin, cout);
         });
         c.b = raw(prefix + ".bias");
         return c;

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <string>
 
+#include "core/ops.h"
 #include "core/weights.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -20,37 +22,44 @@ constexpr int kDownsampleStride = 2;       // Mimi's downsample conv: 25 Hz → 
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Left `left` and right `right` copies of the first / last column of x [L, C] (time fastest).
+// A causal conv (MimiConv1d): weight re-laid to [C_in * taps, C_out] (conv_weight_rows), bias
+// [C_out] or none. taps >= k: zero rows make the product's depth a multiple of 16 (the first conv
+// has 1 input channel and 7 taps), which the CPU's fast F32 matrix product needs.
+struct Conv {
+    ggml_tensor* w = nullptr;
+    ggml_tensor* b = nullptr;
+    int64_t k = 1, taps = 1, stride = 1;
+};
+
+constexpr int64_t kDepthMultiple = 16;
+
+// Left `left` and right `right` copies of the first / last frame of x [C, L] (channels contiguous).
 ggml_tensor* replicate_pad(ggml_context* ctx, ggml_tensor* x, int64_t left, int64_t right) {
-    const int64_t len = x->ne[0], ch = x->ne[1];
+    const int64_t ch = x->ne[0], len = x->ne[1];
     const auto edge = [&](int64_t t, int64_t copies) {
-        ggml_tensor* col = ggml_view_2d(ctx, x, 1, ch, x->nb[1], static_cast<size_t>(t) * x->nb[0]);
-        return ggml_repeat_4d(ctx, col, copies, ch, 1, 1);
+        ggml_tensor* col = ggml_view_2d(ctx, x, ch, 1, x->nb[1], static_cast<size_t>(t) * x->nb[1]);
+        return ggml_repeat_4d(ctx, col, ch, copies, 1, 1);
     };
     ggml_tensor* out = x;
-    if (left > 0) out = ggml_concat(ctx, edge(0, left), out, 0);
-    if (right > 0) out = ggml_concat(ctx, out, edge(len - 1, right), 0);
+    if (left > 0) out = ggml_concat(ctx, edge(0, left), out, 1);
+    if (right > 0) out = ggml_concat(ctx, out, edge(len - 1, right), 1);
     return out;
 }
 
-// MimiConv1d on x [L, C_in] (time fastest), weight [k, C_in, C_out]: causal left padding k - s
-// plus the right padding that makes the output exactly ceil(L / s) frames long. Zeros, or edge
-// copies for the downsample conv. Returns [ceil(L / s), C_out].
-ggml_tensor* causal_conv(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* b, int stride,
-                         bool replicate = false) {
-    const int64_t len = x->ne[0], k = w->ne[0];
-    const int64_t left = k - stride, right = ceil_div(len, stride) * stride - len;
+// MimiConv1d on x [C_in, L] (channels contiguous): causal left padding k - s plus the right padding
+// that makes the output exactly ceil(L / s) frames long; zeros (gathered without a padded copy), or
+// edge copies for the downsample conv. Then one matrix product over the gathered columns.
+// Returns [C_out, ceil(L / s)].
+ggml_tensor* causal_conv(ggml_context* ctx, ggml_tensor* x, const Conv& c, bool fused, bool replicate = false) {
+    const int64_t len = x->ne[1], s = c.stride, out = ceil_div(len, s);
+    int64_t left = c.k - s;
     if (replicate) {
-        x = replicate_pad(ctx, x, left, right);
-    } else if (left > 0 || right > 0) {
-        x = ggml_pad_ext(ctx, x, static_cast<int>(left), static_cast<int>(right), 0, 0, 0, 0, 0, 0);
+        x = replicate_pad(ctx, x, left, out * s - len);
+        left = 0;
     }
-    // F32 columns: ggml_conv_1d would round them to F16.
-    ggml_tensor* cols = ggml_im2col(ctx, w, x, stride, 0, 0, 0, 1, 0, false, GGML_TYPE_F32);  // [k·C_in, L_out]
-    ggml_tensor* y = ggml_mul_mat(ctx, cols, ggml_reshape_2d(ctx, w, k * w->ne[1], w->ne[2]));
-    y = ggml_reshape_2d(ctx, y, y->ne[0], y->ne[1]);
-    if (b) y = ggml_add(ctx, y, ggml_reshape_2d(ctx, b, 1, b->ne[0]));
-    return y;
+    ggml_tensor* cols = c.taps > 1 || s > 1 ? conv_columns_padded(ctx, x, c.taps, 1, s, left, out, fused) : x;
+    ggml_tensor* y = ggml_mul_mat(ctx, c.w, cols);
+    return c.b ? ggml_add(ctx, y, c.b) : y;
 }
 
 // Concatenates [C, n_i] pieces along time pairwise, so copying stays O(total · log pieces).
@@ -72,10 +81,12 @@ bool matrix_type_supported(ggml_type t) {
 // One cached graph, rebuilt when its key (input length) changes; the allocator keeps its buffer
 // across rebuilds and only grows it.
 struct GraphSlot {
+    explicit GraphSlot(std::string last_stage) : stages(std::move(last_stage)) {}
     int64_t key = -1;
     ggml_context* ctx = nullptr;
     ggml_cgraph* gf = nullptr;
     ggml_gallocr_t alloc = nullptr;
+    GraphStages stages;
 
     ~GraphSlot() {
         if (ctx) ggml_free(ctx);
@@ -85,11 +96,18 @@ struct GraphSlot {
     ggml_context* begin(size_t max_nodes) {
         if (ctx) ggml_free(ctx);
         key = -1;
+        stages.clear();
         const size_t bytes = ggml_tensor_overhead() * max_nodes * 2 + ggml_graph_overhead_custom(max_nodes, false);
         ctx = ggml_init({bytes, nullptr, /*no_alloc=*/true});
         if (!ctx) throw Error(ErrorKind::Internal, "cannot create a ggml context for the codec encoder graph");
         gf = ggml_new_graph_custom(ctx, max_nodes, false);
         return ctx;
+    }
+
+    // Ends the stage whose output is `t` (for per-stage timings).
+    void mark(ggml_tensor* t, const std::string& stage) {
+        ggml_build_forward_expand(gf, t);
+        stages.mark(gf, stage);
     }
 
     void finish(const std::vector<ggml_tensor*>& outputs, const Backend& backend, int64_t new_key) {
@@ -113,25 +131,28 @@ struct CodecEncoder::Model {
     int valid_q = 0;
     int64_t hop = 0;     // samples per 25 Hz frame: the product of the strides (960)
     int64_t margin = 0;  // 25 Hz frames of left context after which a window's output is exact
-    std::unique_ptr<WeightStore> weights;
-    // The kept codebooks (semantic 0, acoustic 0..valid_q-2): embed [dim, size] and -|e|²/2 [size].
-    ggml_context* cb_ctx = nullptr;
-    ggml_backend_buffer_t cb_buffer = nullptr;
+    std::unique_ptr<WeightStore> weights;  // as stored: transformer, conv biases, input projections
+    // Made at load: the convs' re-laid weights (by GGUF prefix) and the kept codebooks (semantic 0,
+    // acoustic 0..valid_q-2): embed [dim, size] and -|e|²/2 [size].
+    ggml_context* own_ctx = nullptr;
+    ggml_backend_buffer_t own_buffer = nullptr;
+    std::map<std::string, Conv> convs;
     std::vector<ggml_tensor*> embed, half_norm;
 
     ~Model() {
-        if (cb_buffer) ggml_backend_buffer_free(cb_buffer);
-        if (cb_ctx) ggml_free(cb_ctx);
+        if (own_buffer) ggml_backend_buffer_free(own_buffer);
+        if (own_ctx) ggml_free(own_ctx);
     }
     ggml_tensor* w(const std::string& name) const { return weights->get(name); }
+    const Conv& conv(const std::string& prefix) const { return convs.at(prefix); }
 };
 
 struct CodecEncoder::Graphs {
-    GraphSlot conv;  // SEANet over one window of samples
+    GraphSlot conv{"seanet last conv"};  // SEANet over one window of samples
     ggml_tensor* conv_in = nullptr;
     ggml_tensor* conv_out = nullptr;
 
-    GraphSlot tail;  // transformer, downsample, quantisers over all frames
+    GraphSlot tail{"quantizers"};  // transformer, downsample, quantisers over all frames
     ggml_tensor* tail_in = nullptr;
     ggml_tensor* positions = nullptr;
     ggml_tensor* xfmr_out = nullptr;
@@ -158,7 +179,8 @@ CodecEncoder::CodecEncoder(const GgufFile& file, const qwen3tts::Hparams& hparam
                                                    " differs from vq_hidden_dim " + std::to_string(e.vq_hidden_dim));
     require(e.heads > 0 && e.kv_heads > 0 && e.heads % e.kv_heads == 0 && e.head_dim % 2 == 0,
             "attention heads/kv_heads/head_dim are inconsistent");
-    require(e.downsample_kernel() >= kDownsampleStride, "downsample kernel is shorter than its stride");
+    require(e.downsample_kernel() >= kDownsampleStride && e.downsample_kernel() % kDownsampleStride == 0,
+            "downsample kernel is not a multiple of its stride");
     for (uint32_t v : {e.sampling_rate, e.num_filters, e.kernel_size, e.last_kernel_size, e.residual_kernel_size,
                        e.hidden, e.codebook_size, e.codebook_dim}) {
         require(v > 0, "a size or kernel hyper-parameter is 0");
@@ -174,10 +196,24 @@ CodecEncoder::CodecEncoder(const GgufFile& file, const qwen3tts::Hparams& hparam
                                                ggml_type_name(t.type));
         }
     }
-    m.weights = std::make_unique<WeightStore>(
-        file, backend.get(),
-        std::vector<std::string>{"codec.enc.conv.", "codec.enc.xfmr.", "codec.enc.downsample.",
-                                 "codec.enc.rvq_semantic.input_proj.", "codec.enc.rvq_acoustic.input_proj."});
+    // The convs, with their strides: conv.0, per stage a resnet (blk.1, blk.3) and a strided conv,
+    // the last conv, the downsample. Their weights are re-laid below; the biases load as stored.
+    std::vector<std::pair<std::string, int64_t>> conv_strides = {{"codec.enc.conv.0", 1}};
+    const size_t stages = e.upsampling_ratios.size();
+    for (size_t s = 0; s < stages; ++s) {
+        const std::string res = "codec.enc.conv." + std::to_string(1 + 3 * s) + ".blk.";
+        conv_strides.push_back({res + "1", 1});
+        conv_strides.push_back({res + "3", 1});
+        conv_strides.push_back({"codec.enc.conv." + std::to_string(3 + 3 * s), e.upsampling_ratios[stages - 1 - s]});
+    }
+    conv_strides.push_back({"codec.enc.conv." + std::to_string(3 * stages + 2), 1});
+    conv_strides.push_back({"codec.enc.downsample", kDownsampleStride});
+    std::vector<std::string> stored = {"codec.enc.xfmr.", "codec.enc.rvq_semantic.input_proj.",
+                                       "codec.enc.rvq_acoustic.input_proj."};
+    for (const auto& [prefix, stride] : conv_strides) {
+        if (prefix != "codec.enc.downsample") stored.push_back(prefix + ".bias");
+    }
+    m.weights = std::make_unique<WeightStore>(file, backend.get(), stored);
 
     // Receptive field of the conv stack, walked from its output back to the samples: a conv
     // (k, s) maps output index u to inputs from u·s - (k - s) on. The stages use the ratios in
@@ -191,16 +227,40 @@ CodecEncoder::CodecEncoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     reach += e.kernel_size - 1;
     m.margin = ceil_div(reach, m.hop);
 
-    // Codebooks: embed = embed_sum / max(usage, eps), row by row, as the official code divides.
     const int64_t dim = e.codebook_dim, size = e.codebook_size;
-    m.cb_ctx = ggml_init({ggml_tensor_overhead() * 2 * static_cast<size_t>(m.valid_q), nullptr, /*no_alloc=*/true});
-    if (!m.cb_ctx) throw Error(ErrorKind::Internal, "cannot create a ggml context for the codec encoder codebooks");
-    for (int q = 0; q < m.valid_q; ++q) {
-        m.embed.push_back(ggml_new_tensor_2d(m.cb_ctx, GGML_TYPE_F32, dim, size));
-        m.half_norm.push_back(ggml_new_tensor_1d(m.cb_ctx, GGML_TYPE_F32, size));
+    m.own_ctx = ggml_init({ggml_tensor_overhead() * (2 * static_cast<size_t>(m.valid_q) + conv_strides.size()), nullptr,
+                           /*no_alloc=*/true});
+    if (!m.own_ctx) throw Error(ErrorKind::Internal, "cannot create a ggml context for the codec encoder");
+    for (const auto& [prefix, stride] : conv_strides) {
+        const std::vector<int64_t>& s = file.tensor(prefix + ".weight").shape;  // [k, C_in, C_out]
+        require(s[0] % stride == 0, "conv '" + prefix + "' has a kernel that is not a multiple of its stride");
+        Conv c;
+        c.k = c.taps = s[0];
+        while ((c.taps * s[1]) % kDepthMultiple != 0 && c.taps < kDepthMultiple) ++c.taps;
+        c.stride = stride;
+        c.w = ggml_new_tensor_2d(m.own_ctx, GGML_TYPE_F32, c.taps * s[1], s[2]);
+        c.b = m.weights->has(prefix + ".bias") ? m.weights->get(prefix + ".bias") : nullptr;
+        m.convs[prefix] = c;
     }
-    m.cb_buffer = ggml_backend_alloc_ctx_tensors(m.cb_ctx, backend.get());
-    if (!m.cb_buffer) throw Error(ErrorKind::Io, where + "cannot allocate backend memory for the codebooks");
+    for (int q = 0; q < m.valid_q; ++q) {
+        m.embed.push_back(ggml_new_tensor_2d(m.own_ctx, GGML_TYPE_F32, dim, size));
+        m.half_norm.push_back(ggml_new_tensor_1d(m.own_ctx, GGML_TYPE_F32, size));
+    }
+    m.own_buffer = ggml_backend_alloc_ctx_tensors(m.own_ctx, backend.get());
+    if (!m.own_buffer) throw Error(ErrorKind::Io, where + "cannot allocate backend memory for the convs and codebooks");
+    for (const auto& [prefix, stride] : conv_strides) {
+        const GgufTensorInfo& t = file.tensor(prefix + ".weight");
+        const float* src = reinterpret_cast<const float*>(t.data);
+        const int64_t k = t.shape[0], cin = t.shape[1], cout = t.shape[2], taps = m.convs[prefix].taps;
+        const std::vector<float> rows = conv_weight_rows(std::vector<float>(src, src + t.nbytes / sizeof(float)), k, cin, cout);
+        std::vector<float> padded(static_cast<size_t>(cin * taps * cout), 0.0f);  // taps k.. stay 0
+        for (int64_t co = 0; co < cout; ++co) {
+            std::copy(rows.begin() + co * cin * k, rows.begin() + (co + 1) * cin * k, padded.begin() + co * cin * taps);
+        }
+        ggml_backend_tensor_set(m.convs[prefix].w, padded.data(), 0, padded.size() * sizeof(float));
+    }
+
+    // Codebooks: embed = embed_sum / max(usage, eps), row by row, as the official code divides.
     std::vector<float> embed(static_cast<size_t>(dim * size)), usage(static_cast<size_t>(size)),
         half_norm(static_cast<size_t>(size));
     for (int q = 0; q < m.valid_q; ++q) {
@@ -228,7 +288,8 @@ int CodecEncoder::sample_rate() const { return static_cast<int>(model_->hp.sampl
 int CodecEncoder::samples_per_frame() const { return static_cast<int>(model_->hop * kDownsampleStride); }
 int CodecEncoder::num_quantizers() const { return model_->valid_q; }
 
-std::vector<std::vector<int32_t>> CodecEncoder::encode(const std::vector<float>& samples, EncoderTrace* trace) {
+std::vector<std::vector<int32_t>> CodecEncoder::encode(const std::vector<float>& samples, EncoderTrace* trace,
+                                                       StageTimes* times) {
     const Model& m = *model_;
     const auto& e = m.hp;
     Graphs& g = *graphs_;
@@ -248,8 +309,7 @@ std::vector<std::vector<int32_t>> CodecEncoder::encode(const std::vector<float>&
 
     // SEANet in windows of `window` frames; each window after the first starts `margin` frames
     // early so that the frames it keeps see exactly the samples a single pass would.
-    std::vector<float> conv_out(static_cast<size_t>(hidden * frames25));
-    std::vector<float> window_out;
+    std::vector<float> conv_out(static_cast<size_t>(hidden * frames25));  // [frames25][hidden]
     const int64_t window = m.margin + kChunkFrames;
     for (int64_t first = 0; first < frames25;) {
         const int64_t start = first == 0 ? 0 : first - m.margin;
@@ -257,13 +317,10 @@ std::vector<std::vector<int32_t>> CodecEncoder::encode(const std::vector<float>&
         const int64_t len = s1 - s0, got = ceil_div(len, m.hop);
         if (g.conv.key != len) build_conv_graph(len);
         ggml_backend_tensor_set(g.conv_in, samples.data() + s0, 0, static_cast<size_t>(len) * sizeof(float));
-        m.backend->compute(g.conv.gf);
-        window_out.resize(static_cast<size_t>(hidden * got));
-        ggml_backend_tensor_get(g.conv_out, window_out.data(), 0, window_out.size() * sizeof(float));
-        for (int64_t c = 0; c < hidden; ++c) {
-            std::copy(window_out.begin() + c * got + (first - start), window_out.begin() + (c + 1) * got,
-                      conv_out.begin() + c * frames25 + first);
-        }
+        m.backend->compute(g.conv.gf, g.conv.stages, times);
+        // The window's output is [hidden, got], frames contiguous: keep frames first - start .. got.
+        ggml_backend_tensor_get(g.conv_out, conv_out.data() + first * hidden, static_cast<size_t>((first - start) * hidden) * sizeof(float),
+                                static_cast<size_t>((start + got - first) * hidden) * sizeof(float));
         first = start + got;
     }
 
@@ -272,7 +329,7 @@ std::vector<std::vector<int32_t>> CodecEncoder::encode(const std::vector<float>&
     for (int64_t t = 0; t < frames25; ++t) positions[t] = static_cast<int32_t>(t);
     ggml_backend_tensor_set(g.tail_in, conv_out.data(), 0, conv_out.size() * sizeof(float));
     ggml_backend_tensor_set(g.positions, positions.data(), 0, positions.size() * sizeof(int32_t));
-    m.backend->compute(g.tail.gf);
+    m.backend->compute(g.tail.gf, g.tail.stages, times);
 
     std::vector<std::vector<int32_t>> out(static_cast<size_t>(frames), std::vector<int32_t>(m.valid_q));
     std::vector<int32_t> column(static_cast<size_t>(frames));
@@ -282,20 +339,20 @@ std::vector<std::vector<int32_t>> CodecEncoder::encode(const std::vector<float>&
     }
 
     if (trace) {
-        trace->conv_out = std::move(conv_out);
-        trace->transformer_out = tensor_to_floats(g.xfmr_out);
-        trace->downsample_out = tensor_to_floats(g.down_out);
-        // The graph holds latents frame-major [F][vq]; the goldens are [vq][F].
-        const auto transposed = [&](const ggml_tensor* t) {
-            const std::vector<float> v = tensor_to_floats(t);
-            const int64_t d = t->ne[0];
+        // The graphs hold activations frame-major [frames][channels]; the goldens are [channels][frames]
+        // except transformer_out.
+        const auto transposed = [](const std::vector<float>& v, int64_t channels) {
+            const int64_t n = static_cast<int64_t>(v.size()) / channels;
             std::vector<float> r(v.size());
-            for (int64_t f = 0; f < frames; ++f)
-                for (int64_t i = 0; i < d; ++i) r[i * frames + f] = v[f * d + i];
+            for (int64_t f = 0; f < n; ++f)
+                for (int64_t i = 0; i < channels; ++i) r[i * n + f] = v[f * channels + i];
             return r;
         };
-        trace->semantic_latent = transposed(g.semantic_latent);
-        trace->acoustic_latent = transposed(g.acoustic_latent);
+        trace->conv_out = transposed(conv_out, hidden);
+        trace->transformer_out = tensor_to_floats(g.xfmr_out);
+        trace->downsample_out = transposed(tensor_to_floats(g.down_out), hidden);
+        trace->semantic_latent = transposed(tensor_to_floats(g.semantic_latent), g.semantic_latent->ne[0]);
+        trace->acoustic_latent = transposed(tensor_to_floats(g.acoustic_latent), g.acoustic_latent->ne[0]);
     }
     return out;
 }
@@ -305,21 +362,23 @@ void CodecEncoder::build_conv_graph(int64_t len) {
     const auto& e = m.hp;
     Graphs& g = *graphs_;
     ggml_context* ctx = g.conv.begin(512 + 64 * e.upsampling_ratios.size());
-    g.conv_in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, len, 1);
+    g.conv_in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, len);
     ggml_set_input(g.conv_in);
-    const auto conv = [&](ggml_tensor* x, const std::string& name, int stride) {
-        return causal_conv(ctx, x, m.w(name + ".weight"), m.w(name + ".bias"), stride);
-    };
-    ggml_tensor* x = conv(g.conv_in, "codec.enc.conv.0", 1);
+    const bool fused = m.backend->is_cpu();
+    const auto conv = [&](ggml_tensor* x, const std::string& name) { return causal_conv(ctx, x, m.conv(name), fused); };
+    const auto act = [&](ggml_tensor* x) { return elu(ctx, x, fused); };
+    ggml_tensor* x = conv(g.conv_in, "codec.enc.conv.0");
+    g.conv.mark(x, "seanet conv0");
     const size_t stages = e.upsampling_ratios.size();
     for (size_t s = 0; s < stages; ++s) {
         const std::string res = "codec.enc.conv." + std::to_string(1 + 3 * s) + ".blk.";
-        ggml_tensor* h = conv(ggml_elu(ctx, x), res + "1", 1);
-        h = conv(ggml_elu(ctx, h), res + "3", 1);
+        ggml_tensor* h = conv(act(x), res + "1");
+        h = conv(act(h), res + "3");
         x = ggml_add(ctx, x, h);
-        x = conv(ggml_elu(ctx, x), "codec.enc.conv." + std::to_string(3 + 3 * s), e.upsampling_ratios[stages - 1 - s]);
+        x = conv(act(x), "codec.enc.conv." + std::to_string(3 + 3 * s));
+        g.conv.mark(x, "seanet stage " + std::to_string(s + 1));
     }
-    g.conv_out = conv(ggml_elu(ctx, x), "codec.enc.conv." + std::to_string(3 * stages + 2), 1);  // [T, hidden]
+    g.conv_out = conv(act(x), "codec.enc.conv." + std::to_string(3 * stages + 2));  // [hidden, T]
     g.conv.finish({g.conv_out}, *m.backend, len);
 }
 
@@ -330,7 +389,7 @@ void CodecEncoder::build_tail_graph(int64_t frames25) {
     const int64_t blocks = ceil_div(frames25, kQueryBlock);
     ggml_context* ctx = g.tail.begin(static_cast<size_t>(e.layers * (48 + 16 * blocks) + 8 * m.valid_q + 64));
     const int64_t hidden = e.hidden, hd = e.head_dim;
-    g.tail_in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, frames25, hidden);
+    g.tail_in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hidden, frames25);
     g.positions = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, frames25);
     ggml_set_input(g.tail_in);
     ggml_set_input(g.positions);
@@ -349,19 +408,30 @@ void CodecEncoder::build_tail_graph(int64_t frames25) {
     };
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
-    ggml_tensor* x = ggml_cont(ctx, ggml_transpose(ctx, g.tail_in));  // [hidden, T]
+    ggml_tensor* x = g.tail_in;  // [hidden, T]
+    // Keys padded with zero rows to a multiple of 16 (masked like every future key), so that both
+    // attention products have depths the CPU's fast F32 matrix product takes.
+    const int64_t keys = ceil_div(frames25, kDepthMultiple) * kDepthMultiple;
     for (uint32_t l = 0; l < e.layers; ++l) {
         const std::string p = "codec.enc.xfmr.blk." + std::to_string(l) + ".";
         ggml_tensor* a = layer_norm(x, p + "attn_norm");
-        ggml_tensor* q = ggml_permute(ctx, heads_of(a, p + "attn_q.weight", e.heads, true), 0, 2, 1, 3);  // [hd, T, H]
-        ggml_tensor* k = ggml_permute(ctx, heads_of(a, p + "attn_k.weight", e.kv_heads, true), 0, 2, 1, 3);
+        ggml_tensor* q = ggml_cont(ctx, ggml_permute(ctx, heads_of(a, p + "attn_q.weight", e.heads, true), 0, 2, 1, 3));  // [hd, T, H]
+        ggml_tensor* k = ggml_cont(ctx, ggml_permute(ctx, heads_of(a, p + "attn_k.weight", e.kv_heads, true), 0, 2, 1, 3));
         ggml_tensor* v = ggml_cont(ctx, ggml_permute(ctx, heads_of(a, p + "attn_v.weight", e.kv_heads, false), 1, 2, 0, 3));  // [T, hd, KV]
+        if (keys > frames25) {
+            k = ggml_pad(ctx, k, 0, static_cast<int>(keys - frames25), 0, 0);  // [hd, keys, KV]
+            v = ggml_pad(ctx, v, static_cast<int>(keys - frames25), 0, 0, 0);  // [keys, hd, KV]
+        }
         // Causal attention in blocks of queries: a block only needs the keys up to its last query,
         // and the score matrix stays [keys, block] however long the clip.
         std::vector<ggml_tensor*> parts;
         for (int64_t q0 = 0; q0 < frames25; q0 += kQueryBlock) {
-            const int64_t nq = std::min(kQueryBlock, frames25 - q0), nk = q0 + nq;
-            ggml_tensor* qb = ggml_view_3d(ctx, q, hd, nq, e.heads, q->nb[1], q->nb[2], static_cast<size_t>(q0) * q->nb[1]);
+            const int64_t nq = std::min(kQueryBlock, frames25 - q0);
+            const int64_t nk = std::min(keys, ceil_div(q0 + nq, kDepthMultiple) * kDepthMultiple);
+            ggml_tensor* qb = q;
+            if (nq < frames25) {
+                qb = ggml_cont(ctx, ggml_view_3d(ctx, q, hd, nq, e.heads, q->nb[1], q->nb[2], static_cast<size_t>(q0) * q->nb[1]));
+            }
             ggml_tensor* kb = ggml_view_3d(ctx, k, hd, nk, e.kv_heads, k->nb[1], k->nb[2], 0);
             ggml_tensor* vb = ggml_view_3d(ctx, v, nk, hd, e.kv_heads, v->nb[1], v->nb[2], 0);
             ggml_tensor* kq = ggml_mul_mat(ctx, kb, qb);  // [keys, queries, H]
@@ -376,16 +446,18 @@ void CodecEncoder::build_tail_graph(int64_t frames25) {
         x = ggml_add(ctx, x, ggml_mul(ctx, f, m.w(p + "ffn_scale")));
     }
     g.xfmr_out = x;  // [hidden, T]
+    g.tail.mark(x, "transformer");
 
-    g.down_out = causal_conv(ctx, ggml_cont(ctx, ggml_transpose(ctx, x)), m.w("codec.enc.downsample.weight"), nullptr,
-                             kDownsampleStride, /*replicate=*/true);  // [F, hidden]
-    ggml_tensor* z = ggml_cont(ctx, ggml_transpose(ctx, g.down_out));  // [hidden, F]
+    g.down_out = causal_conv(ctx, x, m.conv("codec.enc.downsample"), m.backend->is_cpu(), /*replicate=*/true);
+    ggml_tensor* z = g.down_out;  // [hidden, F]
     const auto project = [&](const std::string& q) {
         ggml_tensor* w = m.w("codec.enc.rvq_" + q + ".input_proj.weight");
         return ggml_mul_mat(ctx, ggml_reshape_2d(ctx, w, hidden, w->ne[2]), z);  // [vq_dim, F]
     };
     g.semantic_latent = project("semantic");
     g.acoustic_latent = project("acoustic");
+    g.tail.mark(g.semantic_latent, "downsample");
+    g.tail.mark(g.acoustic_latent, "downsample");
 
     // Nearest code by L2: argmax_j (x·e_j - |e_j|²/2). Semantic and acoustic both start from z;
     // each acoustic stage quantises the previous stage's residual.

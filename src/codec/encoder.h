@@ -43,7 +43,9 @@ public:
 
     // Encodes one mono clip at sample_rate(). Returns frames[f][q]. Throws Error (InvalidArgument)
     // for an empty clip, a non-finite sample or a clip longer than kMaxSeconds. Not thread-safe.
-    std::vector<std::vector<int32_t>> encode(const std::vector<float>& samples, EncoderTrace* trace = nullptr);
+    // `times`: wall time per stage (SEANet stages, transformer, downsample, quantisers) for benchmarks.
+    std::vector<std::vector<int32_t>> encode(const std::vector<float>& samples, EncoderTrace* trace = nullptr,
+                                             StageTimes* times = nullptr);
 
     static constexpr int kMaxSeconds = 600;      // attention cost grows with the square of the length
     static constexpr int64_t kChunkFrames = 60;  // new 25 Hz frames per conv-encoder window

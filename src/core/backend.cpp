@@ -1,5 +1,9 @@
 #include "core/backend.h"
 
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <memory>
 #include <thread>
 
 #include "core/ggml_log.h"
@@ -47,5 +51,43 @@ void Backend::compute(ggml_cgraph* graph) const {
         throw Error(ErrorKind::Internal, std::string("graph computation failed on ") + ggml_backend_name(backend_));
     }
 }
+
+void Backend::compute(ggml_cgraph* graph, const GraphStages& stages, StageTimes* times) const {
+    if (!times) return compute(graph);
+    const int n = ggml_graph_n_nodes(graph);
+    auto parts = stages.ends_;
+    parts.emplace_back(stages.rest_, n);
+    size_t bytes = 0;
+    for (int i = 0, begin = 0; i < static_cast<int>(parts.size()); begin = parts[i++].second) {
+        bytes += ggml_graph_overhead_custom(static_cast<size_t>(std::max(1, parts[i].second - begin)), false);
+    }
+    std::unique_ptr<ggml_context, decltype(&ggml_free)> ctx(ggml_init({bytes, nullptr, /*no_alloc=*/true}), ggml_free);
+    if (!ctx) throw Error(ErrorKind::Internal, "cannot create a ggml context for a staged graph");
+    int begin = 0;
+    for (const auto& [name, end] : parts) {
+        if (end <= begin) continue;
+        ggml_cgraph* part = ggml_new_graph_custom(ctx.get(), static_cast<size_t>(end - begin), false);
+        for (int i = begin; i < end; ++i) ggml_graph_add_node(part, ggml_graph_node(graph, i));
+        const auto t0 = std::chrono::steady_clock::now();
+        const std::clock_t c0 = std::clock();
+        compute(part);
+        times->add(name, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+                   1000.0 * static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC);
+        begin = end;
+    }
+}
+
+void StageTimes::add(const std::string& stage, double wall_ms, double cpu_ms) {
+    for (Stage& s : stages) {
+        if (s.name == stage) {
+            s.wall_ms += wall_ms;
+            s.cpu_ms += cpu_ms;
+            return;
+        }
+    }
+    stages.push_back({stage, wall_ms, cpu_ms});
+}
+
+void GraphStages::mark(ggml_cgraph* graph, const std::string& stage) { ends_.emplace_back(stage, ggml_graph_n_nodes(graph)); }
 
 }  // namespace talkbox

@@ -3,12 +3,39 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ggml-backend.h"
 
 namespace talkbox {
 
 enum class Device { Cpu, Gpu };
+
+// Milliseconds per named stage, summed over calls, in the order stages first ran: wall clock and
+// process CPU time (all threads; robust on a loaded machine when one thread runs).
+struct StageTimes {
+    struct Stage {
+        std::string name;
+        double wall_ms = 0, cpu_ms = 0;
+    };
+    std::vector<Stage> stages;
+    void add(const std::string& stage, double wall_ms, double cpu_ms);
+};
+
+// A graph's nodes cut into consecutive named stages, marked while the graph is built: mark(name)
+// after expanding a stage's output ends that stage; the nodes after the last mark form `rest`.
+class GraphStages {
+public:
+    explicit GraphStages(std::string rest = "rest") : rest_(std::move(rest)) {}
+    void clear() { ends_.clear(); }
+    void mark(ggml_cgraph* graph, const std::string& stage);
+
+private:
+    friend class Backend;
+    std::string rest_;
+    std::vector<std::pair<std::string, int>> ends_;  // stage, first node after it
+};
 
 class Backend {
 public:
@@ -26,6 +53,9 @@ public:
 
     // Runs a graph to completion; throws Error (Internal) if the backend reports failure.
     void compute(ggml_cgraph* graph) const;
+    // The same, stage by stage when `times` is given (each stage's nodes run as one sub-graph, in
+    // order, so the results are identical), adding each stage's wall time to `times`.
+    void compute(ggml_cgraph* graph, const GraphStages& stages, StageTimes* times) const;
 
 private:
     ggml_backend_t backend_ = nullptr;

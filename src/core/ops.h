@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "ggml.h"
 
@@ -22,5 +23,22 @@ float sin_squared(float v);
 // Fused: one gathering pass; otherwise a pad and taps-1 in-place sets.
 ggml_tensor* conv_columns(ggml_context* ctx, ggml_tensor* xp, int64_t taps, int64_t dilation, bool fused,
                           int64_t stride = 1);
+
+// The same with implicit zero padding, without a padded copy of the input: from x [C, L], the
+// [C * taps, columns] matrix whose column t stacks x[:, t * stride + j * dilation - left] for
+// j = 0..taps-1, zeros where that index falls outside 0..L-1.
+ggml_tensor* conv_columns_padded(ggml_context* ctx, ggml_tensor* x, int64_t taps, int64_t dilation, int64_t stride,
+                                 int64_t left, int64_t columns, bool fused);
+
+// A conv's weight re-laid for conv_columns: GGUF [k, Cin, Cout] (tap fastest) → [Cin * k, Cout]
+// with row ci + Cin * j = input channel ci at tap j.
+std::vector<float> conv_weight_rows(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout);
+
+// ELU (alpha 1) as the official codec encoder computes it: x > 0 ? x : exp(x) - 1. Fused: one
+// vectorised pass (exp within 2 ulp; ggml_elu calls expm1f element by element); otherwise ggml_elu.
+ggml_tensor* elu(ggml_context* ctx, ggml_tensor* x, bool fused);
+
+// ELU of one value as the fused op computes it (exposed for tests).
+float elu_value(float x);
 
 }  // namespace talkbox

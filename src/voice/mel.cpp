@@ -55,15 +55,152 @@ std::vector<float> hann_window(int n) {
     return w;
 }
 
-MelFrontEnd::MelFrontEnd(const MelConfig& config) : config_(config) {
-    const auto& c = config_;
+RealFft::RealFft(int n) : n_(n) {
+    if (!is_power_of_two(n) || n < 2) {
+        throw Error(ErrorKind::InvalidArgument, "real FFT length " + std::to_string(n) + " is not a power of two >= 2");
+    }
+    // pocketfft's rfftp factorisation: fours, then a two moved to the front of the list.
+    int len = n;
+    while (len % 4 == 0) {
+        passes_.push_back({4, 0});
+        len /= 4;
+    }
+    if (len == 2) {
+        passes_.push_back({2, 0});
+        std::swap(passes_.front().radix, passes_.back().radix);
+    }
+    // Twiddles of pass k (l1 = product of the radices before it, ido = n / (l1 * radix)): for
+    // j = 1..radix-1 and i = 1..(ido-1)/2 the pair cos, sin of 2π j l1 i / n. The last pass has ido 1.
+    int l1 = 1;
+    for (Pass& p : passes_) {
+        const int ido = n / (l1 * p.radix);
+        p.offset = twiddles_.size();
+        twiddles_.resize(twiddles_.size() + static_cast<size_t>((p.radix - 1) * (ido - 1)));
+        for (int j = 1; j < p.radix; ++j) {
+            for (int i = 1; i <= (ido - 1) / 2; ++i) {
+                const double angle = 2.0 * M_PI * static_cast<double>(j * l1 * i) / n;
+                float* w = &twiddles_[p.offset + static_cast<size_t>((j - 1) * (ido - 1) + 2 * i - 2)];
+                w[0] = static_cast<float>(std::cos(angle));
+                w[1] = static_cast<float>(std::sin(angle));
+            }
+        }
+        l1 *= p.radix;
+    }
+}
+
+namespace {
+
+// One FFTPACK forward pass: cc [ido][l1][radix] (ido fastest) -> ch [ido][radix][l1]; wa = the
+// pass's twiddles. Sums and products in exactly FFTPACK's order (a + b, a - b pairs).
+void radix2_pass(int ido, int l1, const float* cc, float* ch, const float* wa) {
+    const auto CC = [&](int a, int b, int c) { return cc[a + ido * (b + l1 * c)]; };
+    const auto CH = [&](int a, int b, int c) -> float& { return ch[a + ido * (b + 2 * c)]; };
+    for (int k = 0; k < l1; ++k) {
+        CH(0, 0, k) = CC(0, k, 0) + CC(0, k, 1);
+        CH(ido - 1, 1, k) = CC(0, k, 0) - CC(0, k, 1);
+    }
+    if (ido % 2 == 0) {
+        for (int k = 0; k < l1; ++k) {
+            CH(0, 1, k) = -CC(ido - 1, k, 1);
+            CH(ido - 1, 0, k) = CC(ido - 1, k, 0);
+        }
+    }
+    for (int k = 0; k < l1; ++k) {
+        for (int i = 2; i < ido; i += 2) {
+            const int ic = ido - i;
+            const float wr = wa[i - 2], wi = wa[i - 1], e = CC(i - 1, k, 1), f = CC(i, k, 1);
+            const float tr2 = wr * e + wi * f, ti2 = wr * f - wi * e;  // conj(w) * (e + if)
+            CH(i - 1, 0, k) = CC(i - 1, k, 0) + tr2;
+            CH(ic - 1, 1, k) = CC(i - 1, k, 0) - tr2;
+            CH(i, 0, k) = ti2 + CC(i, k, 0);
+            CH(ic, 1, k) = ti2 - CC(i, k, 0);
+        }
+    }
+}
+
+void radix4_pass(int ido, int l1, const float* cc, float* ch, const float* wa) {
+    constexpr float hsqt2 = 0.707106781186547524400844362104849f;
+    const auto CC = [&](int a, int b, int c) { return cc[a + ido * (b + l1 * c)]; };
+    const auto CH = [&](int a, int b, int c) -> float& { return ch[a + ido * (b + 4 * c)]; };
+    for (int k = 0; k < l1; ++k) {
+        const float tr1 = CC(0, k, 3) + CC(0, k, 1), tr2 = CC(0, k, 0) + CC(0, k, 2);
+        CH(0, 2, k) = CC(0, k, 3) - CC(0, k, 1);
+        CH(ido - 1, 1, k) = CC(0, k, 0) - CC(0, k, 2);
+        CH(0, 0, k) = tr2 + tr1;
+        CH(ido - 1, 3, k) = tr2 - tr1;
+    }
+    if (ido % 2 == 0) {
+        for (int k = 0; k < l1; ++k) {
+            const float ti1 = -hsqt2 * (CC(ido - 1, k, 1) + CC(ido - 1, k, 3));
+            const float tr1 = hsqt2 * (CC(ido - 1, k, 1) - CC(ido - 1, k, 3));
+            CH(ido - 1, 0, k) = CC(ido - 1, k, 0) + tr1;
+            CH(ido - 1, 2, k) = CC(ido - 1, k, 0) - tr1;
+            CH(0, 3, k) = ti1 + CC(ido - 1, k, 2);
+            CH(0, 1, k) = ti1 - CC(ido - 1, k, 2);
+        }
+    }
+    for (int k = 0; k < l1; ++k) {
+        for (int i = 2; i < ido; i += 2) {
+            const int ic = ido - i;
+            float cr[4], ci[4];
+            for (int j = 1; j < 4; ++j) {  // conj(w_j) * input j
+                const float wr = wa[i - 2 + (j - 1) * (ido - 1)], wi = wa[i - 1 + (j - 1) * (ido - 1)];
+                const float e = CC(i - 1, k, j), f = CC(i, k, j);
+                cr[j] = wr * e + wi * f;
+                ci[j] = wr * f - wi * e;
+            }
+            const float tr1 = cr[3] + cr[1], tr4 = cr[3] - cr[1];
+            const float ti1 = ci[1] + ci[3], ti4 = ci[1] - ci[3];
+            const float tr2 = CC(i - 1, k, 0) + cr[2], tr3 = CC(i - 1, k, 0) - cr[2];
+            const float ti2 = CC(i, k, 0) + ci[2], ti3 = CC(i, k, 0) - ci[2];
+            CH(i - 1, 0, k) = tr2 + tr1;
+            CH(ic - 1, 3, k) = tr2 - tr1;
+            CH(i, 0, k) = ti1 + ti2;
+            CH(ic, 3, k) = ti1 - ti2;
+            CH(i - 1, 2, k) = tr3 + ti4;
+            CH(ic - 1, 1, k) = tr3 - ti4;
+            CH(i, 2, k) = tr4 + ti3;
+            CH(ic, 1, k) = tr4 - ti3;
+        }
+    }
+}
+
+}  // namespace
+
+void RealFft::forward(float* x, float* work) const {
+    float *in = x, *out = work;
+    int l1 = n_;
+    for (auto p = passes_.rbegin(); p != passes_.rend(); ++p) {
+        const int ido = n_ / l1;
+        l1 /= p->radix;
+        (p->radix == 4 ? radix4_pass : radix2_pass)(ido, l1, in, out, twiddles_.data() + p->offset);
+        std::swap(in, out);
+    }
+    if (in != x) std::copy(in, in + n_, x);
+}
+
+namespace {
+
+const MelConfig& validated(const MelConfig& c) {
     if (!is_power_of_two(c.n_fft) || c.n_fft < 4 || c.hop <= 0 || c.hop > c.n_fft || c.n_mels <= 0 ||
         c.sample_rate <= 0 || !(c.fmin >= 0 && c.fmin < c.fmax && c.fmax <= c.sample_rate / 2.0)) {
         throw Error(ErrorKind::InvalidArgument, "invalid mel configuration (n_fft " + std::to_string(c.n_fft) + ", hop " +
                                                     std::to_string(c.hop) + ", " + std::to_string(c.n_mels) + " mels)");
     }
+    return c;
+}
+
+}  // namespace
+
+MelFrontEnd::MelFrontEnd(const MelConfig& config, std::vector<float> window)
+    : config_(validated(config)), window_(std::move(window)), fft_(config.n_fft) {
+    const auto& c = config_;
     filterbank_ = slaney_mel_filterbank(c.sample_rate, c.n_fft, c.n_mels, c.fmin, c.fmax);
-    window_ = hann_window(c.n_fft);
+    if (window_.empty()) window_ = hann_window(c.n_fft);
+    if (window_.size() != static_cast<size_t>(c.n_fft)) {
+        throw Error(ErrorKind::InvalidArgument, "mel window has " + std::to_string(window_.size()) + " values; n_fft is " +
+                                                    std::to_string(c.n_fft));
+    }
 
     const int bins = c.n_fft / 2 + 1;
     band_begin_.assign(c.n_mels, 0);
@@ -76,54 +213,12 @@ MelFrontEnd::MelFrontEnd(const MelConfig& config) : config_(config) {
         band_begin_[m] = b;
         band_end_[m] = e;
     }
-
-    const int half = c.n_fft / 2;
-    twiddle_re_.resize(half + 1);
-    twiddle_im_.resize(half + 1);
-    for (int k = 0; k <= half; ++k) {
-        twiddle_re_[k] = std::cos(2.0 * M_PI * k / c.n_fft);
-        twiddle_im_[k] = -std::sin(2.0 * M_PI * k / c.n_fft);
-    }
-    bit_reverse_.resize(half);
-    int bits = 0;
-    while ((1 << bits) < half) ++bits;
-    for (int i = 0; i < half; ++i) {
-        int r = 0;
-        for (int b = 0; b < bits; ++b) r |= ((i >> b) & 1) << (bits - 1 - b);
-        bit_reverse_[i] = r;
-    }
 }
 
 size_t MelFrontEnd::min_samples() const {
     // Reflect padding needs more samples than the pad; at least one frame must come out.
     const size_t pad = static_cast<size_t>(config_.n_fft - config_.hop) / 2;
     return std::max(pad + 1, static_cast<size_t>(config_.hop));
-}
-
-void MelFrontEnd::fft(std::vector<double>& re, std::vector<double>& im) const {
-    const int n = static_cast<int>(re.size());
-    for (int i = 0; i < n; ++i) {
-        const int j = bit_reverse_[i];
-        if (i < j) {
-            std::swap(re[i], re[j]);
-            std::swap(im[i], im[j]);
-        }
-    }
-    const int n_fft = config_.n_fft;
-    for (int len = 2; len <= n; len <<= 1) {
-        const int half = len / 2, stride = n_fft / len;
-        for (int i = 0; i < n; i += len) {
-            for (int j = 0; j < half; ++j) {
-                const double wr = twiddle_re_[j * stride], wi = twiddle_im_[j * stride];
-                const int a = i + j, b = a + half;
-                const double vr = re[b] * wr - im[b] * wi, vi = re[b] * wi + im[b] * wr;
-                re[b] = re[a] - vr;
-                im[b] = im[a] - vi;
-                re[a] += vr;
-                im[a] += vi;
-            }
-        }
-    }
 }
 
 MelSpectrogram MelFrontEnd::compute(const std::vector<float>& samples) const {
@@ -141,33 +236,30 @@ MelSpectrogram MelFrontEnd::compute(const std::vector<float>& samples) const {
     out.n_mels = c.n_mels;
     out.frames = frames;
     out.data.resize(static_cast<size_t>(c.n_mels * frames));
-    std::vector<double> frame(c.n_fft), re(half), im(half), mag(bins);
+    std::vector<float> frame(c.n_fft), work(c.n_fft), mag(bins);
+    const float eps = 1e-9f, floor = 1e-5f;  // the official constants, as float32 tensors hold them
     for (int64_t t = 0; t < frames; ++t) {
         for (int n = 0; n < c.n_fft; ++n) {
             int64_t i = t * c.hop + n - pad;  // reflect without repeating the edge sample
             if (i < 0) i = -i;
             if (i >= length) i = 2 * (length - 1) - i;
-            frame[n] = double(samples[i]) * window_[n];
+            frame[n] = samples[i] * window_[n];
         }
-        // Real FFT of n_fft points through a complex FFT of n_fft / 2 (even/odd samples packed).
-        for (int n = 0; n < half; ++n) {
-            re[n] = frame[2 * n];
-            im[n] = frame[2 * n + 1];
+        fft_.forward(frame.data(), work.data());
+        // |X_k| = sqrt(re² + im² + 1e-9), each step rounded to float32 (no fused multiply-add:
+        // this file is compiled with -ffp-contract=off).
+        mag[0] = std::sqrt(frame[0] * frame[0] + eps);
+        for (int k = 1; k < half; ++k) {
+            const float re = frame[2 * k - 1], im = frame[2 * k];
+            mag[k] = std::sqrt((re * re + im * im) + eps);
         }
-        fft(re, im);
-        for (int k = 0; k <= half; ++k) {
-            const int a = k % half, b = (half - k) % half;
-            const double er = 0.5 * (re[a] + re[b]), ei = 0.5 * (im[a] - im[b]);  // even part
-            const double orr = 0.5 * (im[a] + im[b]), oi = -0.5 * (re[a] - re[b]);  // odd part
-            const double xr = er + twiddle_re_[k] * orr - twiddle_im_[k] * oi;
-            const double xi = ei + twiddle_re_[k] * oi + twiddle_im_[k] * orr;
-            mag[k] = std::sqrt(xr * xr + xi * xi + 1e-9);
-        }
+        mag[half] = std::sqrt(frame[c.n_fft - 1] * frame[c.n_fft - 1] + eps);
         for (int m = 0; m < c.n_mels; ++m) {
+            // Reference BLAS sgemm order: one running float32 sum over the bins, lowest first.
             const float* row = &filterbank_[static_cast<size_t>(m) * bins];
-            double sum = 0;
+            float sum = 0;
             for (int k = band_begin_[m]; k < band_end_[m]; ++k) sum += row[k] * mag[k];
-            out.data[static_cast<size_t>(m * frames + t)] = static_cast<float>(std::log(std::max(sum, double(1e-5f))));
+            out.data[static_cast<size_t>(m * frames + t)] = std::log(std::max(sum, floor));
         }
     }
     return out;

@@ -1,8 +1,10 @@
 // The log-mel front end of the Qwen3-TTS speaker encoder (official `mel_spectrogram`):
 // reflect padding by (n_fft - hop) / 2 on both sides, STFT without centring (periodic Hann window),
 // magnitude sqrt(re² + im² + 1e-9), librosa's Slaney mel filterbank (htk=False, norm="slaney"),
-// then ln(max(mel, 1e-5)). No per-utterance normalisation. Computed in float64 on the CPU and
-// rounded to float32 at the end.
+// then ln(max(mel, 1e-5)). No per-utterance normalisation. Computed in float32 in the order of
+// operations of the official computation (torch 1.13 CPU: pocketfft's FFTPACK radix-4/2 real FFT,
+// reference-BLAS mel product), because the float32 STFT's own rounding error reaches 4e-4 near the
+// log floor and the goldens carry it (docs/voice-cloning.md, "Mel parity").
 #pragma once
 
 #include <cstddef>
@@ -31,9 +33,32 @@ std::vector<float> slaney_mel_filterbank(int sample_rate, int n_fft, int n_mels,
 // torch.hann_window(n) (periodic), evaluated in float32 as torch does.
 std::vector<float> hann_window(int n);
 
+// Forward real FFT of a power-of-two length in float32, operation for operation as FFTPACK's
+// radix-4 (and one radix-2) passes compute it in pocketfft (torch's CPU FFT without MKL); the
+// twiddles are rounded from double. Output in FFTPACK's half-complex order r0, r1, i1, ..., r(n/2).
+class RealFft {
+public:
+    explicit RealFft(int n);  // n: a power of two >= 2
+    int size() const { return n_; }
+    // x: n samples in, the half-complex spectrum out; work: scratch of n floats.
+    void forward(float* x, float* work) const;
+
+private:
+    struct Pass {
+        int radix;       // 4 or 2
+        size_t offset;   // of this pass's (radix - 1) * (ido - 1) twiddles in twiddles_
+    };
+    int n_;
+    std::vector<Pass> passes_;  // factor order; the forward transform runs them last to first
+    std::vector<float> twiddles_;
+};
+
 class MelFrontEnd {
 public:
-    explicit MelFrontEnd(const MelConfig& config = {});  // throws Error (InvalidArgument) on a bad config
+    // Throws Error (InvalidArgument) on a bad config or a window that is not n_fft long. `window`:
+    // empty for hann_window(n_fft); tests pass torch's own values (its vectorised cosine differs
+    // from hann_window's in the last bit of 44 of 1024 entries).
+    explicit MelFrontEnd(const MelConfig& config = {}, std::vector<float> window = {});
 
     // Input at config.sample_rate. Frames = samples / hop. Throws Error (InvalidArgument) when
     // there are too few samples for the reflect padding (min_samples()).
@@ -42,13 +67,10 @@ public:
     size_t min_samples() const;
 
 private:
-    void fft(std::vector<double>& re, std::vector<double>& im) const;  // in place, size n_fft / 2
-
     MelConfig config_;
     std::vector<float> filterbank_, window_;
     std::vector<int> band_begin_, band_end_;  // non-zero bins of each filter
-    std::vector<double> twiddle_re_, twiddle_im_;  // e^{-2πik/n_fft}, k <= n_fft / 2
-    std::vector<int> bit_reverse_;
+    RealFft fft_;
 };
 
 }  // namespace talkbox::voice

@@ -27,6 +27,13 @@ ggml_tensor* clamped_sqrt(ggml_context* ctx, ggml_tensor* s) {
     return ggml_sqrt(ctx, ggml_clamp(ctx, s, kStdFloor, FLT_MAX));
 }
 
+// out [T, C] (channels first) = (w · x)^T for w [in, C] and x [in, T]. The weights go first: the
+// CPU's fast matrix product needs the first operand's row count (C) to be a multiple of 4, which
+// the frame count T generally is not.
+ggml_tensor* product_to_channels_first(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x) {
+    return ggml_cont(ctx, ggml_transpose(ctx, ggml_mul_mat(ctx, w, x)));
+}
+
 }  // namespace
 
 SpeakerEncoder::SpeakerEncoder(const GgufFile& file, const qwen3tts::Hparams& hparams, const Backend& backend)
@@ -96,21 +103,22 @@ SpeakerEncoder::Conv SpeakerEncoder::conv(const std::string& name, int kernel, i
 
 // TDNN: Conv1d(padding="same", padding_mode="reflect") [+ ReLU] on x [T, in] (channels first).
 ggml_tensor* SpeakerEncoder::tdnn(ggml_context* ctx, ggml_tensor* x, const Conv& c, bool relu) const {
-    ggml_tensor* y;
+    ggml_tensor* cols;
     if (c.kernel == 1) {
-        y = ggml_mul_mat(ctx, ggml_cont(ctx, ggml_transpose(ctx, x)), matrix(ctx, c.w));
+        cols = ggml_cont(ctx, ggml_transpose(ctx, x));  // [in, T]
     } else {
         const int total = c.dilation * (c.kernel - 1);
         ggml_tensor* padded = ggml_pad_reflect_1d(ctx, x, total / 2, total - total / 2);
         // F32 columns: ggml_conv_1d would round the activations to F16.
-        ggml_tensor* cols = ggml_im2col(ctx, c.w, padded, 1, 0, 0, 0, c.dilation, 0, false, GGML_TYPE_F32);
-        y = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, cols, cols->ne[0], cols->ne[1]), matrix(ctx, c.w));
+        cols = ggml_im2col(ctx, c.w, padded, 1, 0, 0, 0, c.dilation, 0, false, GGML_TYPE_F32);
+        cols = ggml_reshape_2d(ctx, cols, cols->ne[0], cols->ne[1]);  // [in * k, T]
     }
+    ggml_tensor* y = product_to_channels_first(ctx, matrix(ctx, c.w), cols);
     y = ggml_add(ctx, y, ggml_reshape_2d(ctx, c.b, 1, c.b->ne[0]));
     return relu ? ggml_relu(ctx, y) : y;
 }
 
-std::vector<float> SpeakerEncoder::embed(const MelSpectrogram& mel, SpeakerEncoderTrace* trace) {
+std::vector<float> SpeakerEncoder::embed(const MelSpectrogram& mel, SpeakerEncoderTrace* trace, StageTimes* times) {
     const int64_t frames = mel.frames;
     if (mel.n_mels != hp_.mel_dim || mel.data.size() != static_cast<size_t>(mel.n_mels * frames)) {
         throw Error(ErrorKind::InvalidArgument, "the speaker encoder needs " + std::to_string(hp_.mel_dim) +
@@ -141,7 +149,13 @@ std::vector<float> SpeakerEncoder::embed(const MelSpectrogram& mel, SpeakerEncod
     ggml_tensor* x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, frames, hp_.mel_dim);
     ggml_set_input(x);
 
+    GraphStages stages("speaker pooling");
+    const auto mark = [&](ggml_tensor* t, const std::string& stage) {
+        ggml_build_forward_expand(graph, t);
+        stages.mark(graph, stage);
+    };
     ggml_tensor* h = keep(tdnn(ctx, x, block0_));
+    mark(h, "speaker block 0");
     ggml_tensor* mfa_in = nullptr;
     for (const Block& b : blocks_) {
         ggml_tensor* t = tdnn(ctx, h, b.tdnn1);
@@ -161,9 +175,11 @@ std::vector<float> SpeakerEncoder::embed(const MelSpectrogram& mel, SpeakerEncod
         z = ggml_relu(ctx, linear(ctx, z, b.se1.w, b.se1.b));
         z = ggml_sigmoid(ctx, linear(ctx, z, b.se2.w, b.se2.b));
         h = keep(ggml_add(ctx, ggml_mul(ctx, t, ggml_reshape_2d(ctx, z, 1, t->ne[1])), h));
+        mark(h, "speaker block " + std::to_string(&b - blocks_.data() + 1));
         mfa_in = mfa_in ? ggml_concat(ctx, mfa_in, h, 1) : h;
     }
     ggml_tensor* H = keep(tdnn(ctx, mfa_in, mfa_));
+    mark(H, "speaker mfa");
     const int64_t channels = H->ne[1];
 
     // Attentive statistics pooling. Global context: uniform mean and std over time.
@@ -180,7 +196,7 @@ std::vector<float> SpeakerEncoder::embed(const MelSpectrogram& mel, SpeakerEncod
     ggml_tensor* Ht = ggml_cont(ctx, ggml_transpose(ctx, H));  // [C, T]
     ggml_tensor* a = ggml_add(ctx, ggml_mul_mat(ctx, part(0), Ht), global);  // [att, T]
     a = ggml_tanh(ctx, ggml_relu(ctx, a));
-    a = ggml_add(ctx, ggml_mul_mat(ctx, a, matrix(ctx, asp_conv_.w)), ggml_reshape_2d(ctx, asp_conv_.b, 1, channels));
+    a = ggml_add(ctx, product_to_channels_first(ctx, matrix(ctx, asp_conv_.w), a), ggml_reshape_2d(ctx, asp_conv_.b, 1, channels));
     ggml_tensor* alpha = keep(ggml_soft_max(ctx, a));  // over time, per channel
     ggml_tensor* mean = ggml_sum_rows(ctx, ggml_mul(ctx, alpha, H));
     ggml_tensor* dev = ggml_sqr(ctx, ggml_sub(ctx, H, mean));
@@ -194,7 +210,7 @@ std::vector<float> SpeakerEncoder::embed(const MelSpectrogram& mel, SpeakerEncod
         throw Error(ErrorKind::Io, "cannot allocate the speaker encoder's compute buffer on " + backend_.description());
     }
     ggml_backend_tensor_set(x, mel.data.data(), 0, ggml_nbytes(x));
-    backend_.compute(graph);
+    backend_.compute(graph, stages, times);
 
     if (trace) {
         *trace = {};

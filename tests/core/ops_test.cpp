@@ -1,5 +1,5 @@
 // The vocoders' custom ops alone: fused CPU versions and stock-op compositions against plain
-// references (SnakeBeta in double precision, the conv column gather exactly).
+// references (SnakeBeta and ELU in double precision, the conv column gather exactly).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include "core/ops.h"
 #include "core/backend.h"
 #include "ggml-alloc.h"
+#include "support/test_support.h"
 
 namespace talkbox {
 namespace {
@@ -92,6 +93,41 @@ TEST(SnakeBeta, FusedAndComposedMatchTheReference) {
     }
 }
 
+TEST(Elu, MatchesExpMinusOne) {
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> wide(-100.0f, 100.0f), narrow(-2.0f, 2.0f);
+    double worst = 0;
+    const auto check = [&](float x) {
+        const double ref = x > 0 ? x : std::exp(static_cast<double>(x)) - 1.0;
+        worst = std::max(worst, std::fabs(elu_value(x) - ref));
+    };
+    for (int i = 0; i < 200000; ++i) check(i % 2 ? wide(rng) : narrow(rng));
+    for (float x : {0.0f, -0.0f, -1e-30f, 1e-30f, -87.3f, -88.0f, -1e30f, 3e38f}) check(x);
+    // torch's float32 exp(x) - 1 is itself within ~1e-7 of this.
+    EXPECT_LE(worst, 2e-7);
+    std::printf("[ elu      ] max |error| %.3g\n", worst);
+    EXPECT_EQ(elu_value(-std::numeric_limits<float>::infinity()), -1.0f);
+    EXPECT_TRUE(std::isnan(elu_value(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(Elu, FusedAndComposedAgree) {
+    const int64_t rows = 13, cols = 41;  // odd sizes: vector tails and uneven thread splits
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    std::vector<float> x(rows * cols);
+    for (float& v : x) v = normal(rng);
+    for (int threads : {1, 3}) {
+        std::vector<std::vector<float>> outs;
+        for (bool fused : {true, false}) {
+            outs.push_back(run_graph({{{rows, cols}, x}},
+                                     [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) { return elu(ctx, t[0], fused); },
+                                     threads));
+        }
+        EXPECT_LE(talkbox::testing::max_abs_diff(outs[0], outs[1]), 2e-7f) << threads << " threads";
+        for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(outs[0][i], elu_value(x[i]));
+    }
+}
+
 TEST(ConvColumns, FusedAndComposedGatherTheDilatedTaps) {
     const int64_t channels = 5, columns = 23;
     for (int64_t taps : {3, 7}) {
@@ -121,6 +157,48 @@ TEST(ConvColumns, FusedAndComposedGatherTheDilatedTaps) {
             }
         }
     }
+}
+
+// Strided, implicitly zero-padded columns (the codec encoder's causal convs), one input channel too.
+TEST(ConvColumns, PaddedAndStridedGatherZerosOutsideTheInput) {
+    for (int64_t channels : {1, 5}) {
+        const int64_t length = 29;
+        std::vector<float> x(channels * length);
+        for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i + 1);
+        struct Case {
+            int64_t taps, dilation, stride, left;
+        };
+        for (const Case& c : {Case{3, 1, 1, 2}, Case{8, 1, 4, 4}, Case{16, 1, 1, 6}, Case{4, 2, 2, 0}, Case{3, 3, 1, 6}}) {
+            const int64_t columns = (length + c.stride - 1) / c.stride;
+            std::vector<float> expected(channels * c.taps * columns, 0.0f);
+            for (int64_t t = 0; t < columns; ++t)
+                for (int64_t j = 0; j < c.taps; ++j) {
+                    const int64_t i = t * c.stride + j * c.dilation - c.left;
+                    if (i < 0 || i >= length) continue;
+                    for (int64_t ch = 0; ch < channels; ++ch) expected[(t * c.taps + j) * channels + ch] = x[i * channels + ch];
+                }
+            for (bool fused : {true, false}) {
+                for (int threads : {1, 3}) {
+                    const std::vector<float> y = run_graph(
+                        {{{channels, length}, x}},
+                        [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
+                            return conv_columns_padded(ctx, t[0], c.taps, c.dilation, c.stride, c.left, columns, fused);
+                        },
+                        threads);
+                    EXPECT_EQ(y, expected) << channels << " channels, taps " << c.taps << " stride " << c.stride << " left "
+                                           << c.left << (fused ? " fused" : " composed") << " threads " << threads;
+                }
+            }
+        }
+    }
+}
+
+TEST(ConvWeightRows, TapMajorRows) {
+    const int64_t k = 3, cin = 2, cout = 2;
+    std::vector<float> w(k * cin * cout);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i);  // w[j + k * (ci + cin * co)]
+    // Row ci + cin * j of output column co.
+    EXPECT_EQ(conv_weight_rows(w, k, cin, cout), (std::vector<float>{0, 3, 1, 4, 2, 5, 6, 9, 7, 10, 8, 11}));
 }
 
 }  // namespace
