@@ -205,3 +205,28 @@ TEST(TorchCheckpoint, MalformedInputsFailPrecisely) {
     EXPECT_EQ(load_error(pickled(kProto + "}q\x00"s + str("me") + "h\x00s."s)),
               "m.pt: objects nested deeper than 16 levels at 'me.me.me.me.me.me.me.me.me.me.me.me.me.me.me.me.me'");
 }
+
+TEST(TorchCheckpoint, FuzzCorpusFilesLoad) {
+    // The fuzz corpus (torch-style ZIP64 records, 64-byte aligned entries, OrderedDict + BUILD,
+    // LongStorage scalar, nested dicts, views): the seeds must take the success path.
+    const std::string dir = std::string(TALKBOX_SOURCE_DIR) + "/fuzz/corpus/torch_checkpoint/";
+    const TorchCheckpoint sd(dir + "state_dict.pt");
+    ASSERT_EQ(sd.tensors().size(), 2u);
+    EXPECT_EQ(sd.find("w")->shape, (std::vector<int64_t>{2, 2}));
+    const auto* n = sd.find("n");
+    ASSERT_NE(n, nullptr);
+    EXPECT_EQ(n->dtype, SafetensorsDtype::I64);
+    EXPECT_TRUE(n->shape.empty());
+    int64_t v;
+    std::memcpy(&v, n->data, 8);
+    EXPECT_EQ(v, 8);
+    const TorchCheckpoint nested(dir + "nested.pt");
+    EXPECT_EQ(nested.tensors().size(), 2u);
+    const auto* feat = nested.find("gen.feat");
+    ASSERT_NE(feat, nullptr);
+    EXPECT_EQ(std::vector<float>(reinterpret_cast<const float*>(feat->data), reinterpret_cast<const float*>(feat->data) + 4),
+              (std::vector<float>{1, 3, 2, 4}));
+    const std::map<std::string, std::string> values = {
+        {"t3.clap", "None"}, {"gen.len", "None"}, {"gen.list.0", "1"}, {"gen.list.1", "2.5"}, {"gen.list.2", "True"}};
+    EXPECT_EQ(nested.values(), values);
+}
