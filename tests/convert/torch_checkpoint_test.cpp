@@ -201,6 +201,9 @@ TEST(TorchCheckpoint, MalformedInputsFailPrecisely) {
               where + " byte 134: tensor reaches element 4 of storage '0', which holds 4");
     EXPECT_EQ(load_error(pickled(kProto + dict_of("w", tensor("0", 4, 0, {2, 2}, {2})) + ".")),
               where + " byte 136: tensor size and stride have different lengths");
+    EXPECT_EQ(load_error(pickled(kProto + dict_of("w", tensor("0", 4, 0, {100, 100}, {0, 0})) + ".")),
+              where + " byte 138: tensor of 10000 elements views only 4 stored elements (an expanded view); save it with "
+                      ".contiguous()");
     // A dict that contains itself: refused (no endless recursion, no leak).
     EXPECT_EQ(load_error(pickled(kProto + "}q\x00"s + str("me") + "h\x00s."s)),
               "m.pt: objects nested deeper than 16 levels at 'me.me.me.me.me.me.me.me.me.me.me.me.me.me.me.me.me'");
