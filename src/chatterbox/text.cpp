@@ -378,9 +378,10 @@ CangjieTable::CangjieTable(const std::string& json_text, const std::string& labe
         const size_t tab2 = entry.find('\t', tab + 1);
         const std::u32string glyph = to_u32(entry.substr(0, tab));
         const std::string code = entry.substr(tab + 1, tab2 == std::string::npos ? std::string::npos : tab2 - tab - 1);
-        if (glyph.size() != 1) continue;  // multi-character words are never looked up (the converter walks characters)
-        word2cj_[glyph[0]] = code;        // the last entry for a glyph wins
-        cj2word_[code].push_back(glyph[0]);
+        // Multi-character words are never looked up (the converter walks characters) but they
+        // count in the index of the glyphs that share their code, as in the official lists.
+        if (glyph.size() == 1) word2cj_[glyph[0]] = code;  // the last entry for a glyph wins
+        cj2word_[code].push_back(glyph);
     }
 }
 
@@ -394,7 +395,8 @@ std::string CangjieTable::convert(const std::string& text) const {
             continue;
         }
         const auto& glyphs = cj2word_.at(it->second);
-        const size_t index = static_cast<size_t>(std::find(glyphs.begin(), glyphs.end(), c) - glyphs.begin());
+        const size_t index =
+            static_cast<size_t>(std::find(glyphs.begin(), glyphs.end(), std::u32string(1, c)) - glyphs.begin());
         std::string code = it->second;
         if (index > 0) code += std::to_string(index);
         for (const char ch : code) out += std::string("[cj_") + ch + "]";

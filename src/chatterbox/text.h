@@ -56,8 +56,8 @@ public:
     std::string convert(const std::string& text) const;
 
 private:
-    std::map<char32_t, std::string> word2cj_;
-    std::map<std::string, std::vector<char32_t>> cj2word_;
+    std::map<char32_t, std::string> word2cj_;                 // single glyphs (the only ones looked up)
+    std::map<std::string, std::vector<std::u32string>> cj2word_;  // every entry, words too, in file order
 };
 
 struct TextTokens {

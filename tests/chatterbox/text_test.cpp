@@ -128,6 +128,14 @@ TEST(ChatterboxText, LanguageSteps) {
     EXPECT_EQ(front_end("english").preprocess("Hi there", "en", nullptr), "Hi[SPACE]there");
 }
 
+TEST(ChatterboxText, CangjieIndexCountsEveryEntryOfACode) {
+    // word2cj keeps the last code of a glyph; cj2word lists every entry (multi-character words too)
+    // in file order, and a glyph's index digit is its first position in its code's list.
+    const CangjieTable table("[\"\u4e16\u754c\\tab\", \"\u4e16\\tzz\", \"\u754c\\tab\\textra\", \"\u4e16\\tab\"]", "t");
+    EXPECT_EQ(table.convert("\xE4\xB8\x96\xE7\x95\x8C!"),  // 世界!
+              "[cj_a][cj_b][cj_2][cj_.][cj_a][cj_b][cj_1][cj_.]!");
+}
+
 TEST(ChatterboxText, BadTokenizerData) {
     const std::string cj = tiny("Cangjie5_TC.json");
     auto load = [&](const std::string& tok, const std::string& cangjie) {
