@@ -38,13 +38,13 @@ done
 
 # "key": value of the top level (medians; 2-space indent) or of "min" (4-space indent).
 field() { sed -n "s/^$2\"$3\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$1" | head -n 1; }
-figures="prefill_ms talker_ms_per_frame code_predictor_ms_per_frame decoder_ms_per_frame total_ms_per_frame rtf first_audio_ms peak_rss_mb"
+figures="prefill_ms talker_ms_per_frame code_predictor_ms_per_frame decoder_ms_per_frame total_ms_per_frame rtf first_audio_ms peak_rss_mb cpu_ms_per_frame"
 
 echo "talkbox bench: $frames frames, $repeat repeats after 1 warm-up, $threads threads; median (min)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC'); $(git rev-parse --short HEAD)"
 echo
-echo "| model | weights | prefill ms | talker ms/frame | code predictor ms/frame | decoder ms/frame | total ms/frame | RTF | first audio ms | peak RSS MiB |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| model | weights | prefill ms | talker ms/frame | code predictor ms/frame | decoder ms/frame | total ms/frame | RTF | first audio ms | peak RSS MiB | CPU ms/frame |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for size in $sizes; do

@@ -54,6 +54,16 @@ double median(std::vector<double> v) {
 
 double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 
+double ms_of(const timeval& t) { return 1000.0 * static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1000.0; }
+
+// CPU time (user + system, all threads) the process has used so far, in ms: less sensitive than
+// wall time to other processes sharing the cores.
+double process_cpu_ms() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return ms_of(u.ru_utime) + ms_of(u.ru_stime);
+}
+
 // The process's peak resident set so far (ru_maxrss: KiB on Linux), in MiB. It includes model
 // loading and the warm-up run, and counts mmap'd weights as far as they were touched.
 double peak_rss_mib() {
@@ -139,11 +149,13 @@ void run_bench(const BenchArgs& a) {
         {"rtf", "real-time factor", "%.3f", {}},
         {"first_audio_ms", "first audio ms", "%.1f", {}},
         {"peak_rss_mb", "peak RSS MiB", "%.0f", {}},
+        {"cpu_ms_per_frame", "CPU ms/frame", "%.2f", {}},
     };
     const StreamOptions stream{a.chunk, 64};
     double audio_seconds = 0;
     for (uint32_t run = 0; run <= a.repeat; ++run) {  // run 0: warm-up, excluded
         size_t samples = 0;
+        const double cpu_start = process_cpu_ms();
         const SpeechResult r = engine.speak(request, [&](const float*, size_t n) { samples += n; }, stream);
         if (r.frames.size() != a.frames || samples != r.samples) {
             throw Error(ErrorKind::Internal, "bench run gave " + std::to_string(r.frames.size()) + " frames (" +
@@ -155,7 +167,8 @@ void run_bench(const BenchArgs& a) {
         audio_seconds = static_cast<double>(samples) / engine.sample_rate();
         const double audio_ms = 1000.0 * audio_seconds;
         const double values[] = {t.prefill_ms,          t.talker_ms / n,   t.code_predictor_ms / n, t.decoder_ms / n,
-                                 t.total_ms / n,        t.total_ms / audio_ms, t.first_audio_ms,  peak_rss_mib()};
+                                 t.total_ms / n,        t.total_ms / audio_ms, t.first_audio_ms,  peak_rss_mib(),
+                                 (process_cpu_ms() - cpu_start) / n};
         for (size_t i = 0; i < figures.size(); ++i) figures[i].values.push_back(values[i]);
     }
 
@@ -206,7 +219,9 @@ void run_bench(const BenchArgs& a) {
     std::printf("\nper-frame stage figures are wall time in each stage divided by the frames; the decoder runs on its "
                 "own thread alongside the generator, so the stages overlap and need not add up to the total.\n"
                 "first audio: request start to the first PCM handed out; peak RSS: the process's peak (getrusage), "
-                "including loading and the warm-up.\n");
+                "including loading and the warm-up;\n"
+                "CPU ms/frame: the process's user + system time over the run per frame (every thread; steadier than "
+                "wall time when other processes share the cores).\n");
 }
 
 }  // namespace

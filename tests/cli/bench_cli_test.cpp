@@ -12,7 +12,7 @@ namespace {
 
 const char* const kFigures[] = {"prefill_ms",     "talker_ms_per_frame", "code_predictor_ms_per_frame",
                                 "decoder_ms_per_frame", "total_ms_per_frame", "rtf",
-                                "first_audio_ms", "peak_rss_mb"};
+                                "first_audio_ms", "peak_rss_mb",        "cpu_ms_per_frame"};
 
 }  // namespace
 
@@ -46,7 +46,7 @@ TEST(BenchCli, TablePrintsEveryColumnForBaseAndVoiceDesign) {
     const auto base = run_talkbox("bench -m " + converted_fixture("tiny-0.6B-Base") + " -t 1 --frames 12 --repeat 1");
     ASSERT_EQ(base.exit_code, 0) << base.err;
     for (const char* part : {"| figure", "median", "min", "prefill ms", "talker ms/frame", "code predictor ms/frame",
-                             "decoder ms/frame", "total ms/frame", "real-time factor", "first audio ms", "peak RSS MiB",
+                             "decoder ms/frame", "total ms/frame", "real-time factor", "first audio ms", "peak RSS MiB", "CPU ms/frame",
                              "0.6b base, weights f32", "threads: 1 generator + 1 decoder", "zero x-vector",
                              "12 frames (0.96 s of audio)", "1 timed repeats after 1 warm-up run (excluded)"}) {
         EXPECT_NE(base.out.find(part), std::string::npos) << part << "\n" << base.out;
