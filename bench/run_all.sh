@@ -54,7 +54,9 @@ for size in $sizes; do
       ${BENCH_ARGS:-} >"$out"
     row="| $size $(field "$out" '  ' variant) | $type |"
     for key in $figures; do
-      row+=$(printf ' %.4g (%.4g) |' "$(field "$out" '  ' "$key")" "$(field "$out" '    ' "$key")")
+      fmt='%.1f'
+      [ "$key" = rtf ] && fmt='%.2f'
+      row+=$(printf " $fmt ($fmt) |" "$(field "$out" '  ' "$key")" "$(field "$out" '    ' "$key")")
     done
     echo "$row"
   done
