@@ -61,6 +61,9 @@ struct SpeechRequest {
     // Stop when codebook 0 loops: a pattern repeated 3+ times spanning this many frames (~2 s);
     // 0: off (the official behaviour).
     uint32_t stall_frames = 24;
+    // Fixed-length runs (benchmarks): EOS and the stall guard are ignored until this many frames
+    // exist; min_frames = max_frames gives exactly that many frames. 0: off.
+    uint32_t min_frames = 0;
 };
 
 using Frame = std::vector<int32_t>;  // one code per codebook, codebook 0 first
@@ -104,6 +107,8 @@ public:
     std::vector<std::string> speakers() const;
     std::vector<std::string> languages() const;  // without "auto"
     uint32_t talker_hidden() const;
+    int threads() const;          // generator compute threads in use
+    int decoder_threads() const;  // speech decoder threads in use
 
     // Text → codec frames; `on_frame` sees each frame as soon as it exists. `cancel` is checked
     // before every frame. Throws Error for invalid requests before any computation.

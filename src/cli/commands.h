@@ -6,6 +6,7 @@
 
 namespace talkbox::cli {
 
+void register_bench(CLI::App& app);
 void register_convert(CLI::App& app);
 void register_decode(CLI::App& app);
 void register_encode(CLI::App& app);

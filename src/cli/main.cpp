@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", "talkbox 0.1.0");
     app.footer("Run 'talkbox <command> --help' for the options of a command.");
+    talkbox::cli::register_bench(app);
     talkbox::cli::register_convert(app);
     talkbox::cli::register_decode(app);
     talkbox::cli::register_encode(app);

@@ -116,6 +116,7 @@ struct Engine::Impl {
         if (s.subtalker_top_p) o.subtalker.top_p = *s.subtalker_top_p;
         if (r.max_frames) o.max_frames = r.max_frames;
         o.stall_frames = r.stall_frames;
+        o.min_frames = r.min_frames;
         seed_used = s.seed ? *s.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
         o.seed = seed_used;
         return o;
@@ -131,6 +132,8 @@ const std::string& Engine::model_size() const { return impl_->size; }
 const std::string& Engine::variant() const { return impl_->variant; }
 std::vector<std::string> Engine::speakers() const { return impl_->model.hparams().speaker_names; }
 uint32_t Engine::talker_hidden() const { return impl_->model.hparams().talker.hidden; }
+int Engine::threads() const { return impl_->model.backend().threads(); }
+int Engine::decoder_threads() const { return impl_->decoder_backend.threads(); }
 
 std::vector<std::string> Engine::languages() const {
     const auto& h = impl_->model.hparams();

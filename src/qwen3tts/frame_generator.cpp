@@ -1,5 +1,6 @@
 #include "qwen3tts/frame_generator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -28,6 +29,14 @@ bool is_stalled(const std::vector<int32_t>& history, uint32_t min_frames) {
         if (run >= kMinRepeats * period && run >= min_frames) return true;
     }
     return false;
+}
+
+std::optional<StopReason> stop_after_draw(const std::vector<int32_t>& history, size_t frames, uint32_t max_frames,
+                                          int32_t eos_id, const GenerationOptions& options) {
+    if (!history.empty() && history.back() == eos_id) return StopReason::Eos;
+    if (frames >= max_frames) return StopReason::MaxFrames;
+    if (frames >= options.min_frames && is_stalled(history, options.stall_frames)) return StopReason::Stalled;
+    return std::nullopt;
 }
 
 GenerationOptions GenerationOptions::defaults(const Hparams& h) {
@@ -70,7 +79,14 @@ GenerationResult FrameGenerator::generate(const Prompt& prompt, const Generation
                                                     std::to_string(max_frames) + " frames exceeds the talker's " +
                                                     std::to_string(h.talker.max_positions) + " positions");
     }
-    const TalkerRules rules{options.repetition_penalty, 2, static_cast<int32_t>(h.codec_eos_id), model_.suppress_begin()};
+    if (options.min_frames > max_frames) {
+        throw Error(ErrorKind::InvalidArgument, "min_frames (" + std::to_string(options.min_frames) +
+                                                    ") exceeds max_frames (" + std::to_string(max_frames) + ")");
+    }
+    // EOS stays masked until the token that would start frame min_frames + 1 (at least the
+    // official 2 tokens).
+    const TalkerRules rules{options.repetition_penalty, std::max<uint32_t>(2, options.min_frames),
+                            static_cast<int32_t>(h.codec_eos_id), model_.suppress_begin()};
     Sampler sampler(options.seed);
     const auto select_sub = [&](size_t, std::vector<float>& logits) { return sampler.select(logits, options.subtalker); };
 
@@ -93,16 +109,8 @@ GenerationResult FrameGenerator::generate(const Prompt& prompt, const Generation
         apply_talker_rules(scores_, result.codebook0_ids, rules);
         const int32_t token = sampler.select(scores_, options.talker);
         result.codebook0_ids.push_back(token);
-        if (token == rules.eos_id) {
-            result.stop = StopReason::Eos;
-            break;
-        }
-        if (result.frames == max_frames) {
-            result.stop = StopReason::MaxFrames;
-            break;
-        }
-        if (is_stalled(result.codebook0_ids, options.stall_frames)) {
-            result.stop = StopReason::Stalled;
+        if (const auto stop = stop_after_draw(result.codebook0_ids, result.frames, max_frames, rules.eos_id, options)) {
+            result.stop = *stop;
             break;
         }
         frame_[0] = token;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "qwen3tts/code_predictor.h"
@@ -28,6 +29,10 @@ struct GenerationOptions {
     // Runaway guard (not in the official code): stop once the codebook-0 tokens end in a pattern
     // repeated at least 3 times that spans at least this many frames (see is_stalled); 0: off.
     uint32_t stall_frames = 0;
+    // Fixed-length runs (benchmarks): EOS is masked (as transformers' min_new_tokens) and the
+    // runaway guard is off until this many frames exist; min_frames = max_frames gives exactly
+    // max_frames frames. 0: off. Must not exceed the effective max_frames.
+    uint32_t min_frames = 0;
     uint64_t seed = 0;
 
     // The model's released defaults (generation_config.json in the GGUF).
@@ -42,6 +47,13 @@ const char* stop_reason_name(StopReason r);  // "eos", "max_frames", "cancelled"
 // True when `history` ends in a pattern of period 1..16 repeated at least 3 times whose repeats
 // cover at least `min_frames` tokens (a held token must last min_frames; a 8-token loop 3 rounds).
 bool is_stalled(const std::vector<int32_t>& history, uint32_t min_frames);
+
+// The stop rule after each codebook-0 draw: `history` holds every token drawn so far (its last
+// one just drawn), `frames` the frames already complete. EOS ends it, then the frame limit, then
+// the runaway guard unless fewer than options.min_frames frames exist; nullopt: the token starts
+// frame `frames` + 1.
+std::optional<StopReason> stop_after_draw(const std::vector<int32_t>& history, size_t frames, uint32_t max_frames,
+                                          int32_t eos_id, const GenerationOptions& options);
 
 struct GenerationResult {
     size_t frames = 0;

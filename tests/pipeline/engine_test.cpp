@@ -109,6 +109,27 @@ TEST_F(EngineTest, SeededSamplingIsReproducibleAndCancellationStops) {
     EXPECT_LT(frames, 12u);
 }
 
+// A fixed-length request (min_frames = max_frames, as `talkbox bench` makes) streams exactly that
+// many frames of audio from a case that the model ends with EOS after 8 frames.
+TEST_F(EngineTest, MinFramesGivesAFixedLengthPastEos) {
+    for (const auto& c : talker_golden_cases()) {
+        if (c.name != "cv_vivian_auto_nonstream") continue;
+        ASSERT_EQ(c.json["stopped_by"], "eos");
+        SpeechRequest r = request_for(c);
+        r.max_frames = r.min_frames = 30;
+        r.stall_frames = 1;
+        size_t samples = 0;
+        const auto res = engine(c.variant).speak(r, [&](const float*, size_t n) { samples += n; });
+        EXPECT_EQ(res.frames.size(), 30u);
+        EXPECT_EQ(res.stop_reason, "max_frames");
+        EXPECT_EQ(samples, 1920u * 30u);
+        const auto golden = c.frames();
+        EXPECT_EQ(std::vector<Frame>(res.frames.begin(), res.frames.begin() + golden.size()), golden);
+        return;
+    }
+    FAIL() << "case cv_vivian_auto_nonstream not found";
+}
+
 TEST_F(EngineTest, InvalidRequestsAreClearErrors) {
     const auto error_of = [](const std::function<void()>& f) -> std::string {
         try {

@@ -103,6 +103,53 @@ TEST(FrameGenerator, CancellationStopsBeforeTheNextFrame) {
     EXPECT_EQ(n, 4u);
 }
 
+// min_frames = max_frames: a case whose greedy run ends with EOS after a few frames runs on to
+// exactly N frames, its first frames unchanged (EOS was not their argmax).
+TEST(FrameGenerator, MinFramesIgnoresEosForAFixedLength) {
+    const TalkerCase* eos_case = nullptr;
+    for (const auto& c : testing::talker_cases()) {
+        if (c.json().at("stopped_by") == "eos" && c.frames().size() < 12) eos_case = &c;
+    }
+    ASSERT_NE(eos_case, nullptr) << "the goldens have a short EOS case";
+    const Model& model = testing::tiny_model(eos_case->variant);
+    const Prompt prompt = build_prompt(model, eos_case->request());
+    FrameGenerator generator(model);
+    GenerationOptions o = GenerationOptions::greedy(model.hparams());
+    StopReason stop;
+    const auto golden = eos_case->frames();
+    ASSERT_EQ(run(generator, prompt, o, &stop), golden);
+    ASSERT_EQ(stop, StopReason::Eos);
+
+    o.max_frames = o.min_frames = static_cast<uint32_t>(golden.size() + 20);
+    o.stall_frames = 1;  // would stop on any token held three times
+    const auto frames = run(generator, prompt, o, &stop);
+    ASSERT_EQ(frames.size(), golden.size() + 20);
+    EXPECT_EQ(stop, StopReason::MaxFrames);
+    EXPECT_EQ(std::vector<std::vector<int32_t>>(frames.begin(), frames.begin() + golden.size()), golden);
+    const int32_t eos = static_cast<int32_t>(model.hparams().codec_eos_id);
+    for (const auto& f : frames) EXPECT_NE(f[0], eos);
+
+    o.max_frames = 8;
+    o.min_frames = 9;
+    EXPECT_THROW(run(generator, prompt, o), Error);
+}
+
+// The stop rule on crafted histories: EOS, then the frame limit, then the stall guard, which
+// min_frames holds off.
+TEST(FrameGenerator, StopRuleHonoursMinFrames) {
+    GenerationOptions o;
+    o.stall_frames = 4;
+    const int32_t eos = 2150;
+    const std::vector<int32_t> held(6, 7);  // one token six times: a stall at stall_frames 4
+    EXPECT_EQ(stop_after_draw(held, 5, 100, eos, o), StopReason::Stalled);
+    o.min_frames = 50;
+    EXPECT_EQ(stop_after_draw(held, 5, 100, eos, o), std::nullopt) << "below min_frames the guard is off";
+    EXPECT_EQ(stop_after_draw(held, 50, 100, eos, o), StopReason::Stalled) << "from min_frames on it is back";
+    EXPECT_EQ(stop_after_draw(held, 100, 100, eos, o), StopReason::MaxFrames);
+    EXPECT_EQ(stop_after_draw({1, 2, eos}, 2, 100, eos, o), StopReason::Eos);
+    EXPECT_EQ(stop_after_draw({1, 2, 3}, 2, 100, eos, o), std::nullopt);
+}
+
 TEST(FrameGenerator, RejectsBadOptionsAndPrompts) {
     const Model& model = testing::tiny_model(long_case().variant);
     const Prompt prompt = build_prompt(model, long_case().request());
@@ -128,6 +175,10 @@ TEST(FrameGenerator, RejectsBadOptionsAndPrompts) {
     o = GenerationOptions::defaults(model.hparams());
     o.max_frames = 40000;
     expect_invalid(o, prompt, "exceeds the talker's 32768 positions");
+    o = GenerationOptions::defaults(model.hparams());
+    o.max_frames = 5;
+    o.min_frames = 6;
+    expect_invalid(o, prompt, "min_frames (6) exceeds max_frames (5)");
     Prompt wrong = prompt;
     wrong.hidden = 32;
     expect_invalid(GenerationOptions::defaults(model.hparams()), wrong, "does not fit this model");

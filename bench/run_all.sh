@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Every `talkbox bench` figure of bench/README.md in one table: writes full-size random-weight
+# CustomVoice snapshots (0.6B, 1.7B), converts each to F16, Q8_0 and Q4_K, runs `talkbox bench`
+# on each with the same settings and prints one row per model: median (min) over the repeats.
+#
+#   bench/run_all.sh [threads] [frames] [repeat] [work-dir]     (defaults: 2 100 3 /tmp/talkbox-bench-all)
+#
+# SIZES="0.6b" / TYPES="q8_0 q4_k" pick a subset; existing snapshots and GGUF files in the work
+# dir are reused (delete it to start over; it holds ~14 GB with both sizes). BENCH_ARGS passes
+# extra options to every `talkbox bench` (e.g. BENCH_ARGS="--kv-cache f16").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+threads=${1:-2}
+frames=${2:-100}
+repeat=${3:-3}
+work=${4:-/tmp/talkbox-bench-all}
+sizes=${SIZES:-0.6b 1.7b}
+types=${TYPES:-f16 q8_0 q4_k}
+fixtures=${TALKBOX_FIXTURES:-$PWD/../shared/fixtures}
+cmake --build build -j 2 --target make_random_checkpoint talkbox >/dev/null
+
+for size in $sizes; do
+  mkdir -p "$work/$size"
+  missing=0
+  for type in $types; do [ -f "$work/$size/$type.gguf" ] || missing=1; done
+  if [ "$missing" = 1 ] && [ ! -f "$work/$size/snapshot/model.safetensors" ]; then
+    echo "writing the full-size $size snapshot to $work/$size/snapshot" >&2
+    build/bin/make_random_checkpoint --size "$size" --variant custom_voice --fixtures "$fixtures/qwen3tts" \
+      -o "$work/$size/snapshot" >&2
+  fi
+  for type in $types; do
+    if [ ! -f "$work/$size/$type.gguf" ]; then
+      echo "converting $size to $type" >&2
+      build/bin/talkbox convert "$work/$size/snapshot" -o "$work/$size/$type.gguf" --type "$type" -q
+    fi
+  done
+done
+
+# "key": value of the top level (medians; 2-space indent) or of "min" (4-space indent).
+field() { sed -n "s/^$2\"$3\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$1" | head -n 1; }
+figures="prefill_ms talker_ms_per_frame code_predictor_ms_per_frame decoder_ms_per_frame total_ms_per_frame rtf first_audio_ms peak_rss_mb cpu_ms_per_frame"
+
+echo "talkbox bench: $frames frames, $repeat repeats after 1 warm-up, $threads threads; median (min)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC'); $(git rev-parse --short HEAD)"
+echo
+echo "| model | weights | prefill ms | talker ms/frame | code predictor ms/frame | decoder ms/frame | total ms/frame | RTF | first audio ms | peak RSS MiB | CPU ms/frame |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for size in $sizes; do
+  for type in $types; do
+    # shellcheck disable=SC2086
+    build/bin/talkbox bench -m "$work/$size/$type.gguf" -t "$threads" --frames "$frames" --repeat "$repeat" --json \
+      ${BENCH_ARGS:-} >"$out"
+    row="| $size $(field "$out" '  ' variant) | $type |"
+    for key in $figures; do
+      fmt='%.1f'
+      [ "$key" = rtf ] && fmt='%.2f'
+      row+=$(printf " $fmt ($fmt) |" "$(field "$out" '  ' "$key")" "$(field "$out" '    ' "$key")")
+    done
+    echo "$row"
+  done
+done
+echo
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

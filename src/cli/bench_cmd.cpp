@@ -1,0 +1,258 @@
+// talkbox bench: times the real streaming pipeline (generator thread → bounded queue → decoder
+// thread, exactly as `speak` runs it) on a fixed number of frames, EOS and the stall guard
+// ignored, and prints llama-bench-like figures (median and min over the repeats) or one JSON
+// object. One warm-up run before the timed ones is excluded.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "talkbox/engine.h"
+#include "talkbox/error.h"
+#include "talkbox/hub.h"
+#include "talkbox/model_info.h"
+#include "talkbox/voice_file.h"
+
+namespace talkbox::cli {
+
+namespace {
+
+constexpr const char* kDefaultText =
+    "The quick brown fox jumps over the lazy dog, then trots back home before the evening rain begins.";
+constexpr const char* kDefaultInstruct = "A clear, friendly adult voice speaking at a moderate pace.";
+
+struct BenchArgs {
+    std::string model, text = kDefaultText, language = "auto";
+    std::string speaker, instruct, voice, kv_cache = "f32";
+    int threads = 0, decoder_threads = 0;
+    uint32_t frames = 100, repeat = 3;
+    size_t chunk = 4;
+    uint64_t seed = 42;
+    bool json = false;
+};
+
+// One figure per repeat, in the order of the table and the JSON keys.
+struct Figure {
+    const char* key;
+    const char* label;
+    const char* format;
+    std::vector<double> values;
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
+double ms_of(const timeval& t) { return 1000.0 * static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1000.0; }
+
+// CPU time (user + system, all threads) the process has used so far, in ms: less sensitive than
+// wall time to other processes sharing the cores.
+double process_cpu_ms() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return ms_of(u.ru_utime) + ms_of(u.ru_stime);
+}
+
+// The process's peak resident set so far (ru_maxrss: KiB on Linux), in MiB. It includes model
+// loading and the warm-up run, and counts mmap'd weights as far as they were touched.
+double peak_rss_mib() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+// Voice flags that do not fit the variant (display name from ModelInfo) are refused before the
+// model is loaded.
+void check_voice_args(const BenchArgs& a, const std::string& variant) {
+    if (variant == "Base" && (!a.speaker.empty() || !a.instruct.empty())) {
+        throw Error(ErrorKind::InvalidArgument, "a Base model takes --voice FILE, not --speaker or --instruct");
+    }
+    if (variant != "Base" && !a.voice.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "--voice is for Base models; this model is " + variant);
+    }
+    if (variant == "VoiceDesign" && !a.speaker.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "a VoiceDesign model takes --instruct, not --speaker");
+    }
+}
+
+// The voice each variant speaks with unless told otherwise (`voice_file`: Base, loaded from
+// --voice); returns what it is, for the output.
+std::string choose_voice(const BenchArgs& a, const Engine& engine, std::shared_ptr<const Voice> voice_file,
+                         SpeechRequest& r) {
+    const std::string& variant = engine.variant();
+    if (variant == "base") {
+        if (voice_file) {
+            r.voice = voice_file;
+            return "voice file " + a.voice + (voice_file->x_vector_only ? " (x-vector)" : " (in-context)");
+        }
+        // Speed depends on shapes only: an x-vector-only clone with a zero speaker embedding.
+        auto v = std::make_shared<Voice>();
+        v->model_size = engine.model_size();
+        v->embedding_dim = engine.talker_hidden();
+        v->embedding.assign(v->embedding_dim, 0.0f);
+        v->x_vector_only = true;
+        r.voice = v;
+        return "zero x-vector (built in; --voice FILE for another)";
+    }
+    r.instruct = a.instruct;
+    if (variant == "voice_design") {
+        if (r.instruct.empty()) r.instruct = kDefaultInstruct;
+        return "instruct \"" + r.instruct + "\"" + (a.instruct.empty() ? " (default)" : "");
+    }
+    const auto speakers = engine.speakers();
+    if (a.speaker.empty() && speakers.empty()) throw Error(ErrorKind::Format, "this CustomVoice model lists no speakers");
+    r.speaker = a.speaker.empty() ? speakers.front() : a.speaker;
+    std::string description = "speaker " + r.speaker + (a.speaker.empty() ? " (first preset)" : "");
+    if (!r.instruct.empty()) description += ", instruct \"" + r.instruct + "\"";
+    return description;
+}
+
+void run_bench(const BenchArgs& a) {
+    const std::string path = resolve_model(a.model);
+    const ModelInfo info = read_model_info(path);
+    check_voice_args(a, info.variant);
+    std::shared_ptr<const Voice> voice_file;
+    if (!a.voice.empty()) voice_file = std::make_shared<Voice>(load_voice(a.voice));
+    EngineOptions eo;
+    eo.threads = a.threads;
+    eo.decoder_threads = a.decoder_threads;
+    eo.kv_cache = a.kv_cache;
+    using Clock = std::chrono::steady_clock;
+    const auto load_start = Clock::now();
+    Engine engine(path, eo);
+    const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - load_start).count();
+
+    SpeechRequest request;
+    request.text = a.text;
+    request.language = a.language;
+    request.max_frames = request.min_frames = a.frames;
+    request.sampling.seed = a.seed;
+    const std::string voice = choose_voice(a, engine, voice_file, request);
+
+    std::vector<Figure> figures = {
+        {"prefill_ms", "prefill ms", "%.1f", {}},
+        {"talker_ms_per_frame", "talker ms/frame", "%.2f", {}},
+        {"code_predictor_ms_per_frame", "code predictor ms/frame", "%.2f", {}},
+        {"decoder_ms_per_frame", "decoder ms/frame", "%.2f", {}},
+        {"total_ms_per_frame", "total ms/frame", "%.2f", {}},
+        {"rtf", "real-time factor", "%.3f", {}},
+        {"first_audio_ms", "first audio ms", "%.1f", {}},
+        {"peak_rss_mb", "peak RSS MiB", "%.0f", {}},
+        {"cpu_ms_per_frame", "CPU ms/frame", "%.2f", {}},
+    };
+    const StreamOptions stream{a.chunk, 64};
+    double audio_seconds = 0;
+    for (uint32_t run = 0; run <= a.repeat; ++run) {  // run 0: warm-up, excluded
+        size_t samples = 0;
+        const double cpu_start = process_cpu_ms();
+        const SpeechResult r = engine.speak(request, [&](const float*, size_t n) { samples += n; }, stream);
+        if (r.frames.size() != a.frames || samples != r.samples) {
+            throw Error(ErrorKind::Internal, "bench run gave " + std::to_string(r.frames.size()) + " frames (" +
+                                                 r.stop_reason + "), expected " + std::to_string(a.frames));
+        }
+        if (run == 0) continue;
+        const SpeechTimings& t = r.timings;
+        const double n = a.frames;
+        audio_seconds = static_cast<double>(samples) / engine.sample_rate();
+        const double audio_ms = 1000.0 * audio_seconds;
+        const double values[] = {t.prefill_ms,          t.talker_ms / n,   t.code_predictor_ms / n, t.decoder_ms / n,
+                                 t.total_ms / n,        t.total_ms / audio_ms, t.first_audio_ms,  peak_rss_mib(),
+                                 (process_cpu_ms() - cpu_start) / n};
+        for (size_t i = 0; i < figures.size(); ++i) figures[i].values.push_back(values[i]);
+    }
+
+    if (a.json) {
+        nlohmann::json j = {{"model", path},
+                            {"size", info.size},
+                            {"variant", engine.variant()},
+                            {"weight_type", info.weight_type},
+                            {"threads", engine.threads()},
+                            {"decoder_threads", engine.decoder_threads()},
+                            {"kv_cache", a.kv_cache},
+                            {"frames", a.frames},
+                            {"repeat", a.repeat},
+                            {"text", a.text},
+                            {"voice", voice},
+                            {"seed", a.seed},
+                            {"audio_seconds", audio_seconds},
+                            {"load_ms", load_ms}};
+        nlohmann::json mins = nlohmann::json::object();
+        for (const auto& f : figures) {
+            j[f.key] = median(f.values);
+            mins[f.key] = min_of(f.values);
+        }
+        j["min"] = mins;
+        std::printf("%s\n", j.dump(2).c_str());
+        return;
+    }
+    std::printf("model:   %s\n", path.c_str());
+    std::printf("         %s %s, weights %s, %.1f MiB, loaded in %.0f ms\n", info.size.c_str(), engine.variant().c_str(),
+                info.weight_type.c_str(), info.file_bytes / 1048576.0, load_ms);
+    std::printf("threads: %d generator + %d decoder, talker KV cache %s\n", engine.threads(), engine.decoder_threads(),
+                a.kv_cache.c_str());
+    std::printf("voice:   %s\n", voice.c_str());
+    std::printf("text:    \"%s\" (language %s)\n", a.text.c_str(), a.language.c_str());
+    std::printf("run:     %u frames (%.2f s of audio) each, EOS and stall guard ignored, streamed in chunks of %zu; "
+                "%u timed repeats after 1 warm-up run (excluded); seed %llu\n\n",
+                a.frames, audio_seconds, a.chunk, a.repeat,
+                static_cast<unsigned long long>(a.seed));
+    std::printf("| %-24s | %10s | %10s |\n", "figure", "median", "min");
+    std::printf("|%s|%s|%s|\n", std::string(26, '-').c_str(), std::string(11, '-').append(":").c_str(),
+                std::string(11, '-').append(":").c_str());
+    for (const auto& f : figures) {
+        char med[32], lo[32];
+        std::snprintf(med, sizeof(med), f.format, median(f.values));
+        std::snprintf(lo, sizeof(lo), f.format, min_of(f.values));
+        std::printf("| %-24s | %10s | %10s |\n", f.label, med, lo);
+    }
+    std::printf("\nper-frame stage figures are wall time in each stage divided by the frames; the decoder runs on its "
+                "own thread alongside the generator, so the stages overlap and need not add up to the total.\n"
+                "first audio: request start to the first PCM handed out; peak RSS: the process's peak (getrusage), "
+                "including loading and the warm-up;\n"
+                "CPU ms/frame: the process's user + system time over the run per frame (every thread; steadier than "
+                "wall time when other processes share the cores).\n");
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+    auto a = std::make_shared<BenchArgs>();
+    auto* cmd = app.add_subcommand(
+        "bench", "Time fixed-length synthesis through the streaming pipeline: per-stage ms/frame, real-time factor, "
+                 "first-audio latency, peak RSS (median and min over the repeats)");
+    cmd->add_option("-m,--model", a->model, "Model GGUF file or a pulled hub name")->required();
+    cmd->add_option("-t,--threads", a->threads, "Generator CPU threads (0: one per core)")->capture_default_str();
+    cmd->add_option("--decoder-threads", a->decoder_threads, "Speech decoder threads (0: half of --threads)")
+        ->capture_default_str();
+    cmd->add_option("--frames", a->frames, "Frames per run (12.5 per second of audio); EOS is ignored")
+        ->check(CLI::Range(1u, 30000u))
+        ->capture_default_str();
+    cmd->add_option("--repeat", a->repeat, "Timed runs (after one warm-up run)")
+        ->check(CLI::Range(1u, 1000u))
+        ->capture_default_str();
+    cmd->add_flag("--json", a->json, "Print one JSON object (medians; mins under \"min\") instead of the table");
+    cmd->add_option("--text", a->text, "Text to speak")->capture_default_str();
+    cmd->add_option("--language", a->language, "Language name or 'auto'")->capture_default_str();
+    cmd->add_option("--speaker", a->speaker, "CustomVoice: preset speaker (default: the model's first)");
+    cmd->add_option("--instruct", a->instruct, "VoiceDesign voice description (default: a neutral one) or CustomVoice instruction");
+    cmd->add_option("--voice", a->voice, "Base: a voice file (default: an x-vector-only voice with a zero embedding)");
+    cmd->add_option("--kv-cache", a->kv_cache, "Talker KV cache type: f32, f16, q8_0")->capture_default_str();
+    cmd->add_option("--chunk", a->chunk, "Frames per decoder step (as speak --chunk)")
+        ->check(CLI::Range(size_t{1}, size_t{1000}))
+        ->capture_default_str();
+    cmd->add_option("--seed", a->seed, "Sampling seed (the model's released sampling settings)")->capture_default_str();
+    cmd->callback([a] { run_bench(*a); });
+}
+
+}  // namespace talkbox::cli

@@ -1,0 +1,83 @@
+// `talkbox bench` on the converted tiny fixtures: the JSON object and the table carry every
+// figure, the fixed frame count is honoured, and bad arguments are clear errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+using namespace talkbox::testing;
+
+namespace {
+
+const char* const kFigures[] = {"prefill_ms",     "talker_ms_per_frame", "code_predictor_ms_per_frame",
+                                "decoder_ms_per_frame", "total_ms_per_frame", "rtf",
+                                "first_audio_ms", "peak_rss_mb",        "cpu_ms_per_frame"};
+
+}  // namespace
+
+TEST(BenchCli, JsonHasEveryFigureAndHonoursTheFrameCount) {
+    const auto r = run_talkbox("bench -m " + converted_fixture("tiny-0.6B-CustomVoice") +
+                               " -t 1 --frames 20 --repeat 2 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    for (const char* key : kFigures) {
+        ASSERT_TRUE(j.contains(key)) << key;
+        EXPECT_GT(j[key].get<double>(), 0.0) << key;
+        ASSERT_TRUE(j["min"].contains(key)) << key;
+        EXPECT_GT(j["min"][key].get<double>(), 0.0) << key;
+        EXPECT_LE(j["min"][key].get<double>(), j[key].get<double>()) << key;
+    }
+    EXPECT_EQ(j["frames"], 20);
+    EXPECT_EQ(j["repeat"], 2);
+    EXPECT_DOUBLE_EQ(j["audio_seconds"].get<double>(), 20 * 0.08);
+    EXPECT_EQ(j["threads"], 1);
+    EXPECT_EQ(j["decoder_threads"], 1);
+    EXPECT_EQ(j["size"], "0.6b");
+    EXPECT_EQ(j["variant"], "custom_voice");
+    EXPECT_EQ(j["weight_type"], "f32");
+    EXPECT_NE(j["voice"].get<std::string>().find("(first preset)"), std::string::npos) << j["voice"];
+    EXPECT_FALSE(j["text"].get<std::string>().empty());
+    // The real-time factor is the total time over the audio's duration.
+    EXPECT_NEAR(j["min"]["rtf"].get<double>(), j["min"]["total_ms_per_frame"].get<double>() / 80.0, 1e-9);
+}
+
+TEST(BenchCli, TablePrintsEveryColumnForBaseAndVoiceDesign) {
+    const auto base = run_talkbox("bench -m " + converted_fixture("tiny-0.6B-Base") + " -t 1 --frames 12 --repeat 1");
+    ASSERT_EQ(base.exit_code, 0) << base.err;
+    for (const char* part : {"| figure", "median", "min", "prefill ms", "talker ms/frame", "code predictor ms/frame",
+                             "decoder ms/frame", "total ms/frame", "real-time factor", "first audio ms", "peak RSS MiB", "CPU ms/frame",
+                             "0.6b base, weights f32", "threads: 1 generator + 1 decoder", "zero x-vector",
+                             "12 frames (0.96 s of audio)", "1 timed repeats after 1 warm-up run (excluded)"}) {
+        EXPECT_NE(base.out.find(part), std::string::npos) << part << "\n" << base.out;
+    }
+    const auto vd = run_talkbox("bench -m " + converted_fixture("tiny-1.7B-VoiceDesign") + " -t 1 --frames 8 --repeat 1");
+    ASSERT_EQ(vd.exit_code, 0) << vd.err;
+    EXPECT_NE(vd.out.find("1.7b voice_design"), std::string::npos) << vd.out;
+    EXPECT_NE(vd.out.find("instruct \""), std::string::npos) << vd.out;
+    EXPECT_NE(vd.out.find("(default)"), std::string::npos) << vd.out;
+}
+
+TEST(BenchCli, HelpAndBadArguments) {
+    const auto help = run_talkbox("bench --help");
+    EXPECT_EQ(help.exit_code, 0);
+    for (const char* opt : {"--model", "--threads", "--frames", "--repeat", "--json", "--voice", "--speaker", "--instruct"}) {
+        EXPECT_NE(help.out.find(opt), std::string::npos) << opt;
+    }
+    const std::string cv = converted_fixture("tiny-0.6B-CustomVoice");
+    const auto error_of = [](const std::string& args) {
+        const auto r = run_talkbox(args);
+        EXPECT_NE(r.exit_code, 0) << args;
+        return r.err;
+    };
+    EXPECT_NE(error_of("bench --frames 10").find("--model"), std::string::npos);
+    EXPECT_NE(error_of("bench -m " + cv + " --frames 0").find("--frames"), std::string::npos);
+    EXPECT_NE(error_of("bench -m " + cv + " --repeat 0").find("--repeat"), std::string::npos);
+    EXPECT_NE(error_of("bench -m /nonexistent/model.gguf").find("nonexistent"), std::string::npos);
+    EXPECT_NE(error_of("bench -m " + cv + " --frames 4 --speaker nobody").find("unknown speaker 'nobody'"), std::string::npos);
+    EXPECT_NE(error_of("bench -m " + cv + " --frames 4 --voice x.voice").find("--voice is for Base models"), std::string::npos);
+    EXPECT_NE(error_of("bench -m " + converted_fixture("tiny-0.6B-Base") + " --frames 4 --voice /nonexistent.voice")
+                  .find("/nonexistent.voice"),
+              std::string::npos);
+    EXPECT_NE(error_of("bench -m " + cv + " --frames 40000").find("--frames"), std::string::npos);
+}
