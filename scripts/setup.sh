@@ -10,7 +10,7 @@ DEBIAN_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
   libsndfile1-dev libsoxr-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
-  chromium   # the web page's headless browser test (driven by playwright-core)
+  chromium curl   # the server's tests: headless browser (driven by playwright-core), README curl lines
 )
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }

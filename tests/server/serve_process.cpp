@@ -13,7 +13,7 @@ extern char** environ;
 
 namespace talkbox::testing {
 
-ServeProcess::ServeProcess(const std::vector<std::string>& args) {
+ServeProcess::ServeProcess(const std::vector<std::string>& args, const std::string& cwd) {
     std::vector<std::string> argv = {TALKBOX_BINARY, "serve"};
     argv.insert(argv.end(), args.begin(), args.end());
     for (const char* a : {"--host", "127.0.0.1", "--port", "0"}) argv.emplace_back(a);
@@ -25,6 +25,7 @@ ServeProcess::ServeProcess(const std::vector<std::string>& args) {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, dir_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, dir_.file("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
     const int rc = posix_spawn(&pid_, TALKBOX_BINARY, &actions, nullptr, cargv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) throw std::runtime_error("cannot start " + std::string(TALKBOX_BINARY));
