@@ -122,8 +122,9 @@ bool eventually(double limit_s, F pred) {
     return pred();
 }
 
-// A text whose synthesis takes a while on the fixture models (~100 frames in 6 segments: the
-// random-weight models end each segment after a few frames).
+// A text whose synthesis takes a while on the fixture models (with seed 11: 96 frames in 6
+// segments, ~1-2 s here; the random-weight models end each segment after a few frames, and other
+// seeds may end them sooner).
 std::string long_text() {
     std::string t;
     for (int i = 1; i <= 30; ++i) t += "Sentence " + std::to_string(i) + " is here, short and plain. ";
@@ -406,16 +407,17 @@ TEST_F(ServerTest, DisconnectCancelsAndFreesTheSlot) {
     for (bool stream : {true, false}) {
         const auto start = Clock::now();
         const int fd = raw_request(server_->port(),
-                                   {{"input", long_text()}, {"voice", "ryan"}, {"response_format", "wav"}, {"stream", stream}});
+                                   {{"input", long_text()}, {"voice", "ryan"}, {"response_format", "wav"}, {"stream", stream}, {"seed", 11}});
         ASSERT_GE(fd, 0);
-        ASSERT_TRUE(eventually(10, [&] { return metric(metrics(), "talkbox_active_requests") >= 1; })) << "never started";
+        ASSERT_TRUE(eventually(30, [&] { return metric(metrics(), "talkbox_active_requests") >= 1; })) << "never started";
         close(fd);
         EXPECT_TRUE(eventually(5, [&] { return metric(metrics(), "talkbox_active_requests") == 0; }))
             << (stream ? "streaming" : "whole-file") << " request kept its slot after the client left";
         std::cout << (stream ? "streaming" : "whole-file") << ": slot free " << seconds(start, Clock::now()) * 1000
                   << " ms after the request\n";
     }
-    EXPECT_TRUE(eventually(5, [&] { return metric(metrics(), "talkbox_cancelled_total") >= cancelled_before + 2; }));
+    EXPECT_TRUE(eventually(10, [&] { return metric(metrics(), "talkbox_cancelled_total") >= cancelled_before + 2; }))
+        << "a synthesis ended by itself instead of being cancelled:\n" << metrics();
     auto r = speech({{"input", kSentence}, {"voice", "ryan"}, {"response_format", "wav"}});
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
@@ -427,7 +429,7 @@ TEST(ServerLimits, FullQueueAnswers429And503) {
     ServeProcess server({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--max-concurrent", "1", "--max-queue", "1",
                          "--queue-timeout", "1", "--voices-dir", TempDir().path() + "-voices", "-T", "1"});
     // Hold the slot: a streaming request whose client does not read (the server blocks on the socket).
-    const int holder = raw_request(server.port(), {{"input", long_text()}, {"voice", "ryan"}, {"response_format", "pcm"}});
+    const int holder = raw_request(server.port(), {{"input", long_text()}, {"voice", "ryan"}, {"response_format", "pcm"}, {"seed", 11}});
     ASSERT_GE(holder, 0);
     httplib::Client c("127.0.0.1", server.port());
     ASSERT_TRUE(eventually(10, [&] {
@@ -470,4 +472,24 @@ TEST(ServerLimits, BadStartupIsAnError) {
     const auto help = run_talkbox("serve --help");
     EXPECT_EQ(help.exit_code, 0);
     EXPECT_NE(help.out.find("--max-concurrent"), std::string::npos);
+}
+
+// A synthesis past --request-timeout is stopped: 504 for a whole file, its slot freed.
+TEST(ServerLimits, RequestTimeoutAnswers504) {
+    ServeProcess server({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--request-timeout", "0.2", "--voices-dir",
+                         TempDir().path() + "-voices", "-T", "1"});
+    httplib::Client c("127.0.0.1", server.port());
+    c.set_read_timeout(60);
+    const json body = {{"input", long_text()}, {"voice", "ryan"}, {"response_format", "wav"}, {"seed", 11}};
+    const auto start = Clock::now();
+    auto r = c.Post("/v1/audio/speech", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 504) << r->body;
+    EXPECT_NE(r->body.find("\"timeout\""), std::string::npos) << r->body;
+    EXPECT_LT(seconds(start, Clock::now()), 1.5) << "the synthesis was not stopped at its deadline";
+    auto m = c.Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->body.find("talkbox_active_requests 0"), std::string::npos);
+    EXPECT_NE(m->body.find("talkbox_cancelled_total 1"), std::string::npos);
+    EXPECT_EQ(server.stop(), 0) << server.log();
 }
