@@ -420,7 +420,9 @@ struct Server::Impl {
         job->streaming = p.stream;
         job->format = p.format->format;
         Engine& engine = *job->lease;
-        job->thread = std::thread([job, &engine, p] {
+        // The worker holds a plain pointer: ~Job joins it, so the Job outlives it (a shared_ptr here
+        // could make the worker drop the last reference and join itself).
+        job->thread = std::thread([job = job.get(), &engine, p] {
             try {
                 job->result = speak_long_form(
                     engine, p.request, p.segments, LongFormOptions{},
