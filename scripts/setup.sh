@@ -10,6 +10,7 @@ DEBIAN_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
   libsndfile1-dev libsoxr-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
+  chromium curl   # the server's tests: headless browser (driven by playwright-core), README curl lines
 )
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -40,9 +41,22 @@ if [ ! -f "$src/ggml/CMakeLists.txt" ]; then
   rm -rf "$tmp"; trap - EXIT
 fi
 
+# Node clients for the server tests (the official openai package, playwright-core), pinned by
+# tests/node/package-lock.json; installed into .deps/node (or $TALKBOX_NODE_DIR), never at test time.
+node_dir="${TALKBOX_NODE_DIR:-$PWD/$deps/node}"
+if ! cmp -s tests/node/package-lock.json "$node_dir/package-lock.json" || [ ! -d "$node_dir/node_modules/openai" ] ||
+   [ ! -d "$node_dir/node_modules/playwright-core" ]; then
+  command -v npm >/dev/null || { echo "setup: npm is required for the server's client tests" >&2; exit 1; }
+  echo "setup: installing the node test clients into $node_dir"
+  mkdir -p "$node_dir"
+  cp tests/node/package.json tests/node/package-lock.json "$node_dir/"
+  (cd "$node_dir" && npm ci --no-audit --no-fund --silent)
+fi
+
 jobs=$(nproc)
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTALKBOX_GGML_SOURCE="$PWD/$src/ggml" "${launcher[@]}" ${TALKBOX_CMAKE_ARGS:-} >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTALKBOX_GGML_SOURCE="$PWD/$src/ggml" -DTALKBOX_NODE_DIR="$node_dir" "${launcher[@]}" \
+  ${TALKBOX_CMAKE_ARGS:-} >/dev/null
 cmake --build build -j "$jobs"
 echo "setup: built build/bin/talkbox"

@@ -18,7 +18,7 @@ enum class SampleFormat {
     OggOpus,    // Ogg Opus (libsndfile)
     Mp3,        // MPEG layer III (libsndfile)
 };
-// Compressed containers are written whole to files only (no stdout streaming).
+// Compressed containers are encoded whole (encode_audio, write_audio), never streamed.
 bool is_compressed(SampleFormat f);
 
 const char* sample_format_name(SampleFormat f);  // "wav16", "wav32", "raw16", "raw32", "flac", "ogg", "opus", "mp3"
@@ -36,12 +36,12 @@ void append_samples(std::vector<uint8_t>& out, const float* samples, size_t coun
 // Float samples in [-1, 1] to 16-bit: clamped, scaled by 32767, rounded to nearest.
 int16_t to_pcm16(float x);
 
-// The bytes of a complete file (header, if any, then the samples).
+// The bytes of a complete file (header, if any, then the samples); compressed formats are encoded
+// in memory by libsndfile. Throws Error (Unsupported) when this libsndfile cannot write the format.
 std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format);
 
-// Writes the audio to `path` atomically (temp file + rename): WAV/raw via encode_audio, compressed
-// formats via libsndfile. Throws Error (Io) naming the path, (Unsupported) when this libsndfile
-// cannot write the format.
+// Writes encode_audio's bytes to `path` atomically (temp file + rename). Throws Error (Io) naming
+// the path, (Unsupported) when this libsndfile cannot write the format.
 void write_audio(const std::string& path, const std::vector<float>& samples, int sample_rate, SampleFormat format);
 
 }  // namespace talkbox::audio

@@ -1,8 +1,8 @@
 #include "audio/compressed_writer.h"
 
-#include <cstdio>
+#include <algorithm>
+#include <cstring>
 #include <sndfile.h>
-#include <unistd.h>
 
 #include "talkbox/error.h"
 
@@ -19,10 +19,40 @@ int sndfile_format(SampleFormat f) {
     }
     throw Error(ErrorKind::Internal, "not a compressed format");
 }
+
+// A growable in-memory file for libsndfile's virtual I/O (encoders seek back to patch headers).
+struct MemoryFile {
+    std::vector<uint8_t> bytes;
+    sf_count_t pos = 0;
+
+    static sf_count_t length(void* self) { return static_cast<sf_count_t>(static_cast<MemoryFile*>(self)->bytes.size()); }
+    static sf_count_t seek(sf_count_t offset, int whence, void* self) {
+        auto* m = static_cast<MemoryFile*>(self);
+        const sf_count_t base = whence == SEEK_CUR ? m->pos : whence == SEEK_END ? length(self) : 0;
+        if (base + offset < 0) return -1;
+        m->pos = base + offset;
+        return m->pos;
+    }
+    static sf_count_t read(void* ptr, sf_count_t count, void* self) {
+        auto* m = static_cast<MemoryFile*>(self);
+        const sf_count_t n = std::max<sf_count_t>(0, std::min(count, length(self) - m->pos));
+        if (n > 0) std::memcpy(ptr, m->bytes.data() + m->pos, static_cast<size_t>(n));
+        m->pos += n;
+        return n;
+    }
+    static sf_count_t write(const void* ptr, sf_count_t count, void* self) {
+        auto* m = static_cast<MemoryFile*>(self);
+        const auto end = static_cast<size_t>(m->pos + count);
+        if (end > m->bytes.size()) m->bytes.resize(end);
+        std::memcpy(m->bytes.data() + m->pos, ptr, static_cast<size_t>(count));
+        m->pos += count;
+        return count;
+    }
+    static sf_count_t tell(void* self) { return static_cast<MemoryFile*>(self)->pos; }
+};
 }  // namespace
 
-void write_compressed_audio(const std::string& path, const std::vector<float>& samples, int sample_rate,
-                            SampleFormat format) {
+std::vector<uint8_t> encode_compressed_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format) {
     SF_INFO info{};
     info.samplerate = sample_rate;
     info.channels = 1;
@@ -31,22 +61,18 @@ void write_compressed_audio(const std::string& path, const std::vector<float>& s
         throw Error(ErrorKind::Unsupported, std::string("this libsndfile cannot write ") + sample_format_name(format) +
                                                 " at " + std::to_string(sample_rate) + " Hz");
     }
-    // Same atomicity as AtomicFileWriter: a temp file beside the target, renamed when complete.
-    const std::string temp = path + ".tmp-" + std::to_string(getpid());
-    SNDFILE* f = sf_open(temp.c_str(), SFM_WRITE, &info);
-    if (!f) throw Error(ErrorKind::Io, "cannot write '" + path + "': " + sf_strerror(nullptr));
+    MemoryFile file;
+    SF_VIRTUAL_IO io{&MemoryFile::length, &MemoryFile::seek, &MemoryFile::read, &MemoryFile::write, &MemoryFile::tell};
+    SNDFILE* f = sf_open_virtual(&io, SFM_WRITE, &info, &file);
+    if (!f) throw Error(ErrorKind::Io, std::string("cannot encode ") + sample_format_name(format) + ": " + sf_strerror(nullptr));
     // Clip like the PCM writers rather than letting encoders wrap out-of-range floats.
     sf_command(f, SFC_SET_CLIPPING, nullptr, SF_TRUE);
     const auto written = sf_writef_float(f, samples.data(), static_cast<sf_count_t>(samples.size()));
     const std::string err = sf_strerror(f);
     if (sf_close(f) != 0 || written != static_cast<sf_count_t>(samples.size())) {
-        std::remove(temp.c_str());
-        throw Error(ErrorKind::Io, "cannot write '" + path + "': " + err);
+        throw Error(ErrorKind::Io, std::string("cannot encode ") + sample_format_name(format) + ": " + err);
     }
-    if (std::rename(temp.c_str(), path.c_str()) != 0) {
-        std::remove(temp.c_str());
-        throw Error(ErrorKind::Io, "cannot rename into '" + path + "'");
-    }
+    return std::move(file.bytes);
 }
 
 }  // namespace talkbox::audio

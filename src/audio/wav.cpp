@@ -129,13 +129,13 @@ void append_samples(std::vector<uint8_t>& out, const float* samples, size_t coun
 }
 
 std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format) {
-    require_pcm(format);
+    if (sample_rate <= 0) throw Error(ErrorKind::InvalidArgument, "sample rate must be positive");
+    if (is_compressed(format)) return encode_compressed_audio(samples, sample_rate, format);
     const uint64_t data_bytes = static_cast<uint64_t>(samples.size()) * (is_pcm16(format) ? 2 : 4);
     // RIFF sizes are 32-bit: the header and data chunk must stay below 4 GiB.
     if (has_header(format) && data_bytes > std::numeric_limits<uint32_t>::max() - 64) {
         throw Error(ErrorKind::Unsupported, "audio of " + std::to_string(samples.size()) + " samples is too long for a WAV file");
     }
-    if (sample_rate <= 0) throw Error(ErrorKind::InvalidArgument, "sample rate must be positive");
     std::vector<uint8_t> out;
     out.reserve(static_cast<size_t>(data_bytes) + 64);
     if (has_header(format)) put_header(out, sample_rate, format, data_bytes, samples.size(), false);
@@ -144,7 +144,6 @@ std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_
 }
 
 void write_audio(const std::string& path, const std::vector<float>& samples, int sample_rate, SampleFormat format) {
-    if (is_compressed(format)) return write_compressed_audio(path, samples, sample_rate, format);
     const std::vector<uint8_t> bytes = encode_audio(samples, sample_rate, format);
     AtomicFileWriter out(path);
     out.write(bytes.data(), bytes.size());

@@ -13,6 +13,7 @@ void register_encode(CLI::App& app);
 void register_info(CLI::App& app);
 void register_pull(CLI::App& app);
 void register_list(CLI::App& app);
+void register_serve(CLI::App& app);
 void register_speak(CLI::App& app);
 void register_voice(CLI::App& app);
 void register_tokenize(CLI::App& app);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     talkbox::cli::register_info(app);
     talkbox::cli::register_pull(app);
     talkbox::cli::register_list(app);
+    talkbox::cli::register_serve(app);
     talkbox::cli::register_speak(app);
     talkbox::cli::register_voice(app);
     talkbox::cli::register_tokenize(app);

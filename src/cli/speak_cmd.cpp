@@ -19,7 +19,7 @@
 #include "talkbox/engine.h"
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
-#include "talkbox/segmenter.h"
+#include "talkbox/long_form.h"
 #include "talkbox/voice_file.h"
 
 namespace talkbox::cli {
@@ -89,15 +89,10 @@ public:
         audio::append_samples(bytes, pcm, n, format_);
         emit(bytes);
     }
-    void silence(size_t n) {
-        const std::vector<float> zeros(n, 0.0f);
-        write(zeros.data(), n);
-    }
     // Files reproduce the official in-context cut exactly (see SpeechResult).
     void insert_leading(size_t at, float sample) {
         if (!to_stdout_ && at <= samples_.size()) samples_.insert(samples_.begin() + static_cast<long>(at), sample);
     }
-    size_t samples_written() const { return samples_.size(); }
     void finish(const std::string& normalize, double db) {
         if (to_stdout_) return;
         normalize_level(samples_, normalize, db);
@@ -152,12 +147,11 @@ void run_speak(const SpeakArgs& a) {
     // One seed for every segment, so that a run is reproducible from the seed it reports.
     if (!request.sampling.seed) request.sampling.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
 
-    SegmenterOptions seg;
-    seg.join_up_to = a.segment_chars;
-    const std::vector<std::string> segments = a.no_split ? std::vector<std::string>{text} : split_into_segments(text, seg);
-    if (segments.empty() || (segments.size() == 1 && segments[0].find_first_not_of(" \t\r\n") == std::string::npos)) {
-        throw Error(ErrorKind::InvalidArgument, "the text to speak is empty");
-    }
+    LongFormOptions long_form;
+    long_form.split = !a.no_split;
+    long_form.segment_chars = a.segment_chars;
+    long_form.pause_ms = a.pause_ms;
+    const std::vector<std::string> segments = long_form_segments(text, long_form);
 
     EngineOptions eo;
     eo.threads = a.threads;
@@ -184,46 +178,50 @@ void run_speak(const SpeakArgs& a) {
     const bool progress = !a.quiet && stderr_is_tty() && segments.size() > 1;
     std::unique_ptr<AudioSink> sink;
     if (!a.output.empty()) sink = std::make_unique<AudioSink>(a.output, format, engine.sample_rate());
-    size_t audio_samples = 0;
-    for (size_t i = 0; i < segments.size(); ++i) {
-        request.text = segments[i];
-        // Runaway guard: without --max-frames a segment may last 4 s + 0.32 s per character
-        // (normal speech needs ~0.07 s per Latin and ~0.25 s per CJK character).
-        if (a.max_frames == 0) request.max_frames = static_cast<uint32_t>(50 + 4 * code_point_count(segments[i]));
-        SpeechResult r;
-        if (sink) {
-            if (i > 0 && a.pause_ms > 0) {
-                const auto pause = static_cast<size_t>(engine.sample_rate()) * static_cast<size_t>(a.pause_ms) / 1000;
-                sink->silence(pause);
-                audio_samples += pause;
-            }
-            const size_t segment_start = sink->samples_written();
-            r = engine.speak(request, [&](const float* pcm, size_t n) { sink->write(pcm, n); }, {a.chunk, 64});
-            if (r.official_leading_sample) sink->insert_leading(segment_start, *r.official_leading_sample);
-            audio_samples += r.samples;
-        } else {
-            r = engine.generate(request);
-        }
+    size_t audio_samples = 0, inserted = 0;
+    const auto segment_done = [&](size_t i, const SpeechResult& r, uint32_t max_frames) {
         if (r.stop_reason == "stalled" && !a.quiet) {
             std::fprintf(stderr, "warning: segment %zu stopped: codebook 0 repeated a pattern for %u+ frames\n", i + 1,
                          a.stall_frames);
         }
         if (r.stop_reason == "max_frames" && a.max_frames == 0 && !a.quiet) {
             std::fprintf(stderr, "warning: segment %zu reached its limit of %u frames before the model ended it\n", i + 1,
-                         request.max_frames);
+                         max_frames);
         }
-        all_frames.insert(all_frames.end(), r.frames.begin(), r.frames.end());
-        total.prefill_ms += r.timings.prefill_ms;
-        total.talker_ms += r.timings.talker_ms;
-        total.code_predictor_ms += r.timings.code_predictor_ms;
-        total.decoder_ms += r.timings.decoder_ms;
-        if (i == 0) total.first_audio_ms = r.timings.first_audio_ms;
         if (progress) {
             const double secs = static_cast<double>(audio_samples) / engine.sample_rate();
             const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             std::fprintf(stderr, "\rsegment %zu/%zu | %.1f s of audio | real-time factor %.2f   ", i + 1, segments.size(),
                          secs, secs > 0 ? wall / secs : 0.0);
             if (i + 1 == segments.size()) std::fprintf(stderr, "\n");
+        }
+    };
+    request.max_frames = a.max_frames;  // 0: the per-segment guard (default_max_frames)
+    if (sink) {
+        const LongFormResult r = speak_long_form(
+            engine, request, segments, long_form,
+            [&](const float* pcm, size_t n) {
+                sink->write(pcm, n);
+                audio_samples += n;
+            },
+            [&](const SegmentDone& d) {
+                // Files reproduce the official in-context cut exactly (see SpeechResult).
+                if (d.result->official_leading_sample) sink->insert_leading(d.first_sample + inserted++, *d.result->official_leading_sample);
+                segment_done(d.index, *d.result, d.max_frames);
+            },
+            {a.chunk, 64});
+        all_frames = r.frames;
+        total = r.timings;
+    } else {
+        for (size_t i = 0; i < segments.size(); ++i) {
+            request.text = segments[i];
+            request.max_frames = a.max_frames ? a.max_frames : default_max_frames(segments[i]);
+            const SpeechResult r = engine.generate(request);
+            all_frames.insert(all_frames.end(), r.frames.begin(), r.frames.end());
+            total.prefill_ms += r.timings.prefill_ms;
+            total.talker_ms += r.timings.talker_ms;
+            total.code_predictor_ms += r.timings.code_predictor_ms;
+            segment_done(i, r, request.max_frames);
         }
     }
     if (sink) sink->finish(a.normalize, normalize_db);

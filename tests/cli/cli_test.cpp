@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
+#include <sstream>
 
+#include "server/serve_process.h"
 #include "support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -12,11 +15,11 @@ using talkbox::testing::TempDir;
 TEST(Cli, HelpListsEveryCommand) {
     const auto r = run_talkbox("--help");
     EXPECT_EQ(r.exit_code, 0);
-    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "tokenize"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
+    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "serve", "tokenize", "bench"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "tokenize"}) {
+    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "serve", "tokenize", "bench"}) {
         const auto r = run_talkbox(std::string(cmd) + " --help");
         EXPECT_EQ(r.exit_code, 0) << cmd;
         EXPECT_NE(r.out.find("Usage: talkbox " + std::string(cmd)), std::string::npos) << r.out;
@@ -116,34 +119,60 @@ TEST(Cli, InfoOnAFileThatIsNotAModel) {
 }
 
 // Every `build/bin/talkbox ...` line of the README runs as written (paths mapped to fixtures).
+// Every `build/bin/talkbox ...` line of the README runs in one folder, in order. `talkbox serve`
+// starts in the background (on a free port instead of the one shown) and the `curl` lines after it
+// run against it.
 TEST(Cli, ReadmeCommandsRun) {
     const std::string readme = talkbox::testing::read_text(std::string(TALKBOX_SOURCE_DIR) + "/README.md");
     ASSERT_FALSE(readme.empty());
     TempDir tmp;
     talkbox::testing::write_text(tmp.file("story.txt"), "Once upon a time. The end.");
-    size_t ran = 0;
-    size_t pos = 0;
-    while ((pos = readme.find("\nbuild/bin/talkbox ", pos)) != std::string::npos) {
-        const size_t end = readme.find('\n', pos + 1);
-        std::string args = readme.substr(pos + 19, end - pos - 19);
-        pos = end;
+    std::unique_ptr<talkbox::testing::ServeProcess> server;
+    size_t ran = 0, curls = 0;
+    std::istringstream lines(readme);
+    for (std::string line; std::getline(lines, line);) {
+        const bool talkbox = line.rfind("build/bin/talkbox ", 0) == 0, curl = line.rfind("curl ", 0) == 0;
+        if (!talkbox && !curl) continue;
+        std::string args = talkbox ? line.substr(18) : line;
         const auto replace = [&](const std::string& from, const std::string& to) {
             for (size_t p = args.find(from); p != std::string::npos; p = args.find(from, p + to.size())) args.replace(p, from.size(), to);
         };
-        // A pipe to a player runs without the player: talkbox's output is captured instead.
+        // A pipe to a player runs without the player: the output is captured instead.
         if (args.find(" | ") != std::string::npos) args = args.substr(0, args.find(" | "));
         replace("path/to/Qwen3-TTS-12Hz-0.6B-Base", talkbox::testing::qwen_fixture("tiny-0.6B-Base"));
         replace("path/to/Qwen3-TTS-12Hz-0.6B-CustomVoice", talkbox::testing::qwen_fixture("tiny-0.6B-CustomVoice"));
         replace("path/to/Qwen3-TTS-12Hz-1.7B-VoiceDesign", talkbox::testing::qwen_fixture("tiny-1.7B-VoiceDesign"));
         replace("path/to/chatterbox", talkbox::testing::chatterbox_fixture("tiny-multilingual"));
         replace(" ref.wav", " " + talkbox::testing::fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
+        replace("@ref.wav", "@" + talkbox::testing::fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
+        ++ran;
+        if (talkbox && args.rfind("serve ", 0) == 0) {
+            std::vector<std::string> argv;
+            std::istringstream words(args.substr(6));
+            for (std::string w; words >> w;) {
+                if (w == "--port") words >> w;  // ServeProcess picks a free port
+                else argv.push_back(w);
+            }
+            server = std::make_unique<talkbox::testing::ServeProcess>(argv, tmp.path());
+            continue;
+        }
+        if (curl) {
+            ASSERT_TRUE(server) << "a README curl line before `talkbox serve`: " << line;
+            replace("127.0.0.1:8080", "127.0.0.1:" + std::to_string(server->port()));
+            const auto r = talkbox::testing::run_command("cd " + tmp.path() + " && " + args + " >/dev/null", 120);
+            EXPECT_EQ(r.exit_code, 0) << "README command failed: " << args << "\n" << r.out << "\nserver log:\n" << server->log();
+            ++curls;
+            continue;
+        }
         const auto r = run_talkbox(args, tmp.path());
         EXPECT_EQ(r.exit_code, 0) << "README command failed: talkbox " << args << "\n" << r.err;
-        ++ran;
     }
-    EXPECT_GE(ran, 15u);
+    EXPECT_GE(ran, 20u);
+    EXPECT_GE(curls, 4u);
     for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav", "decoded.flac", "fox.voice",
-                            "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf"}) {
+                            "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf", "server.mp3",
+                            "fox.wav", "voices/fox.voice"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
     }
+    if (server) EXPECT_EQ(server->stop(), 0) << server->log();
 }

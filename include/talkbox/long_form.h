@@ -1,0 +1,55 @@
+// Long text → speech: the text is split into sentence-sized segments (talkbox/segmenter.h) that
+// are synthesised in order on one Engine and joined with a pause, as `talkbox speak` and
+// `talkbox serve` do.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "talkbox/engine.h"
+
+namespace talkbox {
+
+struct LongFormOptions {
+    bool split = true;           // false: the whole text is one segment
+    size_t segment_chars = 200;  // join sentences into segments of up to this many code points
+    int pause_ms = 300;          // silence between segments
+};
+
+// The segments of `text`; throws Error (InvalidArgument) "the text to speak is empty" when there
+// is nothing to say.
+std::vector<std::string> long_form_segments(const std::string& text, const LongFormOptions& options = {});
+
+// The runaway guard used when a request sets no max_frames: 50 frames + 4 per code point
+// (4 s + 0.32 s per character; normal speech needs ~0.07 s per Latin and ~0.25 s per CJK character).
+uint32_t default_max_frames(const std::string& segment);
+
+struct SegmentDone {
+    size_t index = 0, count = 0;  // 0-based segment number of `count`
+    uint32_t max_frames = 0;      // the frame limit the segment ran with
+    size_t first_sample = 0;      // where the segment's audio starts in the delivered stream
+    const SpeechResult* result = nullptr;
+};
+
+struct LongFormResult {
+    std::vector<Frame> frames;  // all segments' frames
+    size_t samples = 0;         // samples delivered, pauses included
+    size_t segments = 0;
+    uint64_t seed = 0;          // the one seed used for every segment
+    bool cancelled = false;
+    SpeechTimings timings;      // summed; first_audio_ms is the first segment's
+};
+
+// Speaks every segment with `request` (its text replaced; one seed for all segments, drawn when
+// the request has none), delivering audio and pauses through `on_audio` in order. `on_segment`
+// (optional) runs after each segment. Stops after the current frame when `cancel` becomes true.
+LongFormResult speak_long_form(Engine& engine, SpeechRequest request, const std::vector<std::string>& segments,
+                               const LongFormOptions& options, const AudioCallback& on_audio,
+                               const std::function<void(const SegmentDone&)>& on_segment = {},
+                               const StreamOptions& stream = {}, const std::atomic<bool>* cancel = nullptr);
+
+}  // namespace talkbox

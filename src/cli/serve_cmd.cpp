@@ -1,0 +1,106 @@
+// talkbox serve -m MODEL [-m MODEL ...] [--host H] [--port P] [--api-key K] [--voices-dir D] ...
+// The OpenAI-compatible speech server (src/server, docs/server.md) until SIGINT/SIGTERM.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <pthread.h>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "server/server.h"
+#include "talkbox/error.h"
+#include "talkbox/hub.h"
+
+namespace talkbox::cli {
+
+namespace {
+
+struct ServeArgs {
+    std::vector<std::string> models;
+    std::string host = "127.0.0.1", api_key, voices_dir;
+    int port = 8080, threads = 0;
+    size_t max_concurrent = 1, max_queue = 16, max_text_chars = 4096, max_upload_mb = 20;
+    double request_timeout = 300, queue_timeout = 60;
+    bool quiet = false;
+};
+
+// The name clients use for a model: a file's stem ("voices/ryan.gguf" → "ryan"), or the hub name
+// as given ("Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice").
+std::string model_id(const std::string& arg) {
+    namespace fs = std::filesystem;
+    return fs::is_regular_file(arg) ? fs::path(arg).stem().string() : arg;
+}
+
+void run_serve(const ServeArgs& a) {
+    server::ServerOptions o;
+    for (const auto& m : a.models) o.models.push_back({model_id(m), resolve_model(m)});
+    o.host = a.host;
+    o.port = a.port;
+    o.api_key = !a.api_key.empty() ? a.api_key : (std::getenv("TALKBOX_API_KEY") ? std::getenv("TALKBOX_API_KEY") : "");
+    o.voices_dir = !a.voices_dir.empty() ? a.voices_dir : default_cache_dir() + "/voices";
+    if (a.max_concurrent == 0) throw Error(ErrorKind::InvalidArgument, "--max-concurrent must be at least 1");
+    if (a.max_text_chars == 0) throw Error(ErrorKind::InvalidArgument, "--max-text-chars must be at least 1");
+    if (a.request_timeout <= 0 || a.queue_timeout <= 0) throw Error(ErrorKind::InvalidArgument, "timeouts must be positive");
+    o.max_concurrent = a.max_concurrent;
+    o.max_queue = a.max_queue;
+    o.max_text_chars = a.max_text_chars;
+    o.max_upload_bytes = a.max_upload_mb << 20;
+    o.request_timeout_s = a.request_timeout;
+    o.queue_timeout_s = a.queue_timeout;
+    o.threads = a.threads;
+    if (!a.quiet) o.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+
+    // SIGINT/SIGTERM are taken by one thread (blocked everywhere else), which stops the server.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    server::Server srv(o);
+    const int port = srv.bind();
+    std::fprintf(stderr, "talkbox: serving %zu model%s on http://%s:%d (voices in %s)\n", o.models.size(),
+                 o.models.size() == 1 ? "" : "s", o.host.c_str(), port, o.voices_dir.c_str());
+    std::fflush(stderr);
+    std::thread waiter([&] {
+        int sig = 0;
+        sigwait(&signals, &sig);
+        srv.stop();
+    });
+    srv.run();
+    pthread_kill(waiter.native_handle(), SIGTERM);  // wakes the waiter when the server stopped by itself
+    waiter.join();
+    if (!a.quiet) std::fprintf(stderr, "talkbox: server stopped\n");
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+    auto a = std::make_shared<ServeArgs>();
+    auto* cmd = app.add_subcommand("serve", "OpenAI-compatible speech server with a web page (POST /v1/audio/speech)");
+    cmd->add_option("-m,--model", a->models, "Model GGUF file or pulled hub name; repeat for several (the first is the default)")
+        ->required();
+    cmd->add_option("--host", a->host, "Address to listen on (0.0.0.0: every interface)")->capture_default_str();
+    cmd->add_option("--port", a->port, "Port (0: any free port, printed at start)")->capture_default_str();
+    cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer KEY' on /v1 and /metrics (default: $TALKBOX_API_KEY)");
+    cmd->add_option("--voices-dir", a->voices_dir, "Folder of registered voices (default: $TALKBOX_HOME/voices)");
+    cmd->add_option("--max-concurrent", a->max_concurrent, "Syntheses running at once (each loads its own engine)")
+        ->capture_default_str();
+    cmd->add_option("--max-queue", a->max_queue, "Requests waiting for a slot before the server answers 429")->capture_default_str();
+    cmd->add_option("--queue-timeout", a->queue_timeout, "Seconds a request may wait for a slot before 503")->capture_default_str();
+    cmd->add_option("--max-text-chars", a->max_text_chars, "Longest input in characters (413 beyond)")->capture_default_str();
+    cmd->add_option("--max-upload-mb", a->max_upload_mb, "Largest request body, e.g. a reference clip (413 beyond)")
+        ->capture_default_str();
+    cmd->add_option("--request-timeout", a->request_timeout, "Seconds a synthesis may run before it is stopped")->capture_default_str();
+    cmd->add_option("-T,--threads", a->threads, "Compute threads per engine (0: cores / --max-concurrent)")->capture_default_str();
+    cmd->add_flag("-q,--quiet", a->quiet, "Do not log requests");
+    cmd->footer("API, extensions and limits: docs/server.md. The page at / speaks, streams and clones voices.");
+    cmd->callback([a] { run_serve(*a); });
+}
+
+}  // namespace talkbox::cli

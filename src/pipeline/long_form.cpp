@@ -1,0 +1,63 @@
+#include "talkbox/long_form.h"
+
+#include <random>
+
+#include "talkbox/error.h"
+#include "talkbox/segmenter.h"
+
+namespace talkbox {
+
+std::vector<std::string> long_form_segments(const std::string& text, const LongFormOptions& options) {
+    SegmenterOptions seg;
+    seg.join_up_to = options.segment_chars;
+    std::vector<std::string> segments = options.split ? split_into_segments(text, seg) : std::vector<std::string>{text};
+    if (segments.empty() || (segments.size() == 1 && segments[0].find_first_not_of(" \t\r\n") == std::string::npos)) {
+        throw Error(ErrorKind::InvalidArgument, "the text to speak is empty");
+    }
+    return segments;
+}
+
+uint32_t default_max_frames(const std::string& segment) { return static_cast<uint32_t>(50 + 4 * code_point_count(segment)); }
+
+LongFormResult speak_long_form(Engine& engine, SpeechRequest request, const std::vector<std::string>& segments,
+                               const LongFormOptions& options, const AudioCallback& on_audio,
+                               const std::function<void(const SegmentDone&)>& on_segment, const StreamOptions& stream,
+                               const std::atomic<bool>* cancel) {
+    if (!request.sampling.seed) request.sampling.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+    const uint32_t max_frames = request.max_frames;
+    LongFormResult out;
+    out.seed = *request.sampling.seed;
+    const size_t pause = options.pause_ms > 0 ? static_cast<size_t>(engine.sample_rate()) * static_cast<size_t>(options.pause_ms) / 1000 : 0;
+    for (size_t i = 0; i < segments.size(); ++i) {
+        if (cancel && cancel->load()) {
+            out.cancelled = true;
+            break;
+        }
+        if (i > 0 && pause > 0) {
+            const std::vector<float> zeros(pause, 0.0f);
+            on_audio(zeros.data(), zeros.size());
+            out.samples += pause;
+        }
+        request.text = segments[i];
+        request.max_frames = max_frames ? max_frames : default_max_frames(segments[i]);
+        const size_t first_sample = out.samples;
+        const SpeechResult r = engine.speak(request, [&](const float* pcm, size_t n) { on_audio(pcm, n); }, stream, cancel);
+        out.samples += r.samples;
+        out.frames.insert(out.frames.end(), r.frames.begin(), r.frames.end());
+        out.timings.prefill_ms += r.timings.prefill_ms;
+        out.timings.talker_ms += r.timings.talker_ms;
+        out.timings.code_predictor_ms += r.timings.code_predictor_ms;
+        out.timings.decoder_ms += r.timings.decoder_ms;
+        out.timings.total_ms += r.timings.total_ms;
+        if (i == 0) out.timings.first_audio_ms = r.timings.first_audio_ms;
+        ++out.segments;
+        if (on_segment) on_segment(SegmentDone{i, segments.size(), request.max_frames, first_sample, &r});
+        if (r.stop_reason == "cancelled") {
+            out.cancelled = true;
+            break;
+        }
+    }
+    return out;
+}
+
+}  // namespace talkbox

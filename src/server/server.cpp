@@ -1,0 +1,749 @@
+// The HTTP front end: routes, request validation, admission, streaming. Everything numeric goes
+// through the public Engine API (talkbox/engine.h, talkbox/long_form.h, talkbox/voice_file.h).
+#include "server/server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "server/api_error.h"
+#include "server/connection.h"
+#include "server/metrics.h"
+#include "server/models.h"
+#include "server/scheduler.h"
+#include "server/voices.h"
+#include "server/web_page.h"
+#include "talkbox/audio.h"
+#include "talkbox/error.h"
+#include "talkbox/long_form.h"
+#include "talkbox/segmenter.h"
+#include "talkbox/voice_file.h"
+
+namespace talkbox::server {
+
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+std::string join(const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+    return out;
+}
+
+// Compares every byte of the longer string whatever the content, so timing reveals nothing but
+// (at most) the length.
+bool constant_time_equal(const std::string& a, const std::string& b) {
+    unsigned diff = a.size() != b.size() ? 1u : 0u;
+    const size_t n = std::max(a.size(), b.size());
+    for (size_t i = 0; i < n; ++i) {
+        const auto x = static_cast<unsigned char>(i < a.size() ? a[i] : 0);
+        const auto y = static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+        diff |= static_cast<unsigned>(x ^ y);
+    }
+    return diff == 0;
+}
+
+// Audio formats of "response_format" (OpenAI's names).
+struct OutputFormat {
+    const char* name;
+    audio::SampleFormat format;
+    const char* content_type;
+    bool streams;  // PCM formats stream as they are generated; compressed ones are encoded whole
+};
+constexpr OutputFormat kFormats[] = {
+    {"wav", audio::SampleFormat::Wav16, "audio/wav", true},
+    {"pcm", audio::SampleFormat::Raw16, "audio/pcm", true},
+    {"flac", audio::SampleFormat::Flac, "audio/flac", false},
+    {"mp3", audio::SampleFormat::Mp3, "audio/mpeg", false},
+    {"opus", audio::SampleFormat::OggOpus, "audio/ogg; codecs=opus", false},
+};
+
+// OpenAI model names that clients send by default: they pick the loaded model that fits the voice.
+bool is_openai_model_alias(const std::string& m) {
+    return m.empty() || m == "tts-1" || m == "tts-1-hd" || m == "gpt-4o-mini-tts" || m.rfind("gpt-4o", 0) == 0;
+}
+
+ApiError from_error(const Error& e) {
+    switch (e.kind()) {
+        case ErrorKind::InvalidArgument:
+        case ErrorKind::Unsupported: return bad_request(e.what());
+        case ErrorKind::Cancelled: return ApiError(499, "invalid_request_error", "cancelled", e.what());
+        default: return ApiError(500, "server_error", "internal_error", e.what());
+    }
+}
+
+// The parsed body of POST /v1/audio/speech.
+struct SpeechParams {
+    ModelPool* model = nullptr;
+    SpeechRequest request;
+    const OutputFormat* format = nullptr;
+    bool stream = false;
+    std::vector<std::string> segments;
+};
+
+// One synthesis: the engine runs on its own thread; PCM formats hand encoded bytes to the
+// response as they come, others collect the samples.
+struct Job {
+    std::mutex m;
+    std::condition_variable cv;
+    std::string pending;        // encoded bytes not yet sent (streaming)
+    std::vector<float> samples;  // everything (whole-file formats)
+    bool streaming = false;
+    audio::SampleFormat format = audio::SampleFormat::Wav16;
+    bool finished = false;
+    std::exception_ptr error;
+    LongFormResult result;
+    std::atomic<bool> cancel{false};
+    std::atomic<bool> timed_out{false};
+    bool client_gone = false;
+    Clock::time_point arrived, deadline;
+    double first_audio_s = -1;
+    size_t samples_out = 0;
+    Scheduler::Slot slot;
+    EngineLease lease;
+    std::thread thread;
+
+    ~Job() { stop(); }
+    void stop() {
+        cancel = true;
+        if (thread.joinable()) thread.join();
+    }
+    // Called while waiting: stops the engine when the client left or time is up.
+    void check(const ConnectionWatch& watch) {
+        if (cancel) return;
+        if (watch.closed()) {
+            client_gone = true;
+            cancel = true;
+        } else if (Clock::now() > deadline) {
+            timed_out = true;
+            cancel = true;
+        }
+    }
+};
+
+void send_json(httplib::Response& res, int status, const json& body) {
+    res.status = status;
+    res.set_content(body.dump(), "application/json");
+}
+
+json error_json(const ApiError& e) {
+    return {{"error",
+             {{"message", e.what()},
+              {"type", e.type},
+              {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+              {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
+}
+
+}  // namespace
+
+struct Server::Impl {
+    ServerOptions options;
+    std::vector<std::unique_ptr<ModelPool>> models;
+    VoiceRegistry voices;
+    Scheduler scheduler;
+    Metrics metrics;
+    httplib::Server http;
+    std::atomic<bool> stopping{false};
+
+    explicit Impl(ServerOptions o)
+        : options(std::move(o)), voices(options.voices_dir), scheduler(options.max_concurrent, options.max_queue) {
+        if (options.models.empty()) throw Error(ErrorKind::InvalidArgument, "give at least one model (-m)");
+        EngineOptions eo;
+        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        eo.threads = options.threads > 0 ? options.threads : std::max(1, cores / static_cast<int>(std::max<size_t>(1, options.max_concurrent)));
+        for (const auto& m : options.models) {
+            for (const auto& other : models) {
+                if (other->id() == m.id) throw Error(ErrorKind::InvalidArgument, "two models are named '" + m.id + "'");
+            }
+            models.push_back(std::make_unique<ModelPool>(m.id, m.path, eo, options.max_concurrent));
+        }
+        routes();
+    }
+
+    void error(httplib::Response& res, const ApiError& e) {
+        metrics.error(e.status);
+        send_json(res, e.status, error_json(e));
+    }
+
+    void authorize(const httplib::Request& req) const {
+        if (options.api_key.empty()) return;
+        const std::string auth = req.get_header_value("Authorization");
+        const std::string prefix = "Bearer ";
+        const std::string given = auth.rfind(prefix, 0) == 0 ? auth.substr(prefix.size()) : std::string();
+        if (!constant_time_equal(given, options.api_key)) {
+            throw ApiError(401, "invalid_request_error", "invalid_api_key",
+                           auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'" : "incorrect API key");
+        }
+    }
+
+    // Runs a handler: authorisation, metrics, ApiError/Error → JSON.
+    template <class F>
+    httplib::Server::Handler handler(const std::string& route, bool auth, F f) {
+        return [this, route, auth, f](const httplib::Request& req, httplib::Response& res) {
+            metrics.request(route);
+            try {
+                if (auth) authorize(req);
+                f(req, res);
+            } catch (const ApiError& e) {
+                error(res, e);
+            } catch (const Error& e) {
+                error(res, from_error(e));
+            } catch (const json::exception& e) {
+                error(res, bad_request(std::string("invalid JSON: ") + e.what()));
+            }
+        };
+    }
+
+    ModelPool* find_model(const std::string& id) const {
+        for (const auto& m : models) {
+            if (m->id() == id) return m.get();
+        }
+        return nullptr;
+    }
+
+    // Whether `model` can speak with `voice`; fills the request's speaker or voice.
+    bool voice_fits(const ModelPool& model, const std::string& voice, const std::string& instructions, SpeechRequest& r) {
+        if (model.variant() == "voice_design") return !instructions.empty() || voice.empty();
+        if (voice.empty()) return false;
+        if (model.variant() == "custom_voice") {
+            for (const auto& s : model.speakers()) {
+                if (lower(s) == lower(voice)) {
+                    r.speaker = s;
+                    return true;
+                }
+            }
+            return false;
+        }
+        if (!valid_voice_name(voice)) return false;
+        auto v = voices.find(voice);
+        if (!v || v->model_size != model.size()) return false;
+        r.voice = v;
+        return true;
+    }
+
+    std::vector<std::string> voice_names(const ModelPool* only) {
+        std::vector<std::string> out;
+        for (const auto& m : models) {
+            if (only && m.get() != only) continue;
+            if (m->variant() == "custom_voice") {
+                for (const auto& s : m->speakers()) out.push_back(s);
+            } else if (m->variant() == "base") {
+                for (const auto& [name, v] : voices.list()) {
+                    if (v->model_size == m->size()) out.push_back(name);
+                }
+            }
+        }
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+        return out;
+    }
+
+    SpeechParams parse_speech(const httplib::Request& req) {
+        json body;
+        try {
+            body = json::parse(req.body);
+        } catch (const json::exception&) {
+            throw bad_request("the request body is not valid JSON", "", "invalid_json");
+        }
+        if (!body.is_object()) throw bad_request("the request body must be a JSON object", "", "invalid_json");
+        const auto string_field = [&](const char* key, bool required) -> std::string {
+            if (!body.contains(key) || body[key].is_null()) {
+                if (required) throw bad_request(std::string("'") + key + "' is required", key, "missing_field");
+                return {};
+            }
+            if (!body[key].is_string()) throw bad_request(std::string("'") + key + "' must be a string", key);
+            return body[key].get<std::string>();
+        };
+        const auto number_field = [&](const char* key, double lo, double hi) -> std::optional<double> {
+            if (!body.contains(key) || body[key].is_null()) return std::nullopt;
+            if (!body[key].is_number()) throw bad_request(std::string("'") + key + "' must be a number", key);
+            const double v = body[key].get<double>();
+            if (!(v >= lo && v <= hi)) {
+                throw bad_request(std::string("'") + key + "' must be between " + json(lo).dump() + " and " + json(hi).dump(), key);
+            }
+            return v;
+        };
+        const auto integer_field = [&](const char* key, double hi) -> std::optional<uint64_t> {
+            if (!body.contains(key) || body[key].is_null()) return std::nullopt;
+            if (!body[key].is_number_integer() || body[key].get<double>() < 0 || body[key].get<double>() > hi) {
+                throw bad_request(std::string("'") + key + "' must be an integer from 0 to " + json(hi).dump(), key);
+            }
+            return body[key].get<uint64_t>();
+        };
+
+        SpeechParams p;
+        const std::string input = string_field("input", true);
+        if (input.find_first_not_of(" \t\r\n") == std::string::npos) throw bad_request("'input' is empty", "input");
+        const size_t chars = code_point_count(input);
+        if (chars > options.max_text_chars) {
+            throw ApiError(413, "invalid_request_error", "text_too_long",
+                           "'input' has " + std::to_string(chars) + " characters; this server takes at most " +
+                               std::to_string(options.max_text_chars),
+                           "input");
+        }
+        std::string voice;
+        if (body.contains("voice") && body["voice"].is_object() && body["voice"].contains("id")) {
+            if (!body["voice"]["id"].is_string()) throw bad_request("'voice.id' must be a string", "voice");
+            voice = body["voice"]["id"].get<std::string>();
+        } else {
+            voice = string_field("voice", false);
+        }
+        const std::string instructions = string_field("instructions", false);
+        p.request.instruct = instructions;
+        const std::string language = string_field("language", false);
+
+        const std::string model = string_field("model", false);
+        if (auto* m = find_model(model)) {
+            p.model = m;
+            if (!voice_fits(*m, voice, instructions, p.request)) {
+                if (voice.empty()) throw bad_request("'voice' is required for model '" + m->id() + "'", "voice", "missing_field");
+                if (m->variant() == "custom_voice" && valid_voice_name(voice) && voices.find(voice)) {
+                    throw bad_request("'" + voice + "' is a cloned voice: it needs a Base model, and '" + m->id() +
+                                          "' is a CustomVoice model with presets (" + join(m->speakers()) + ")",
+                                      "voice");
+                }
+                throw not_found("voice '" + voice + "' is not available for model '" + m->id() + "' (available: " +
+                                    join(voice_names(m)) + ")",
+                                "voice", "voice_not_found");
+            }
+        } else if (is_openai_model_alias(model)) {
+            for (const auto& m : models) {
+                if (m->variant() != "voice_design" && voice_fits(*m, voice, instructions, p.request)) {
+                    p.model = m.get();
+                    break;
+                }
+            }
+            for (const auto& m : models) {
+                if (!p.model && m->variant() == "voice_design" && voice_fits(*m, voice, instructions, p.request)) p.model = m.get();
+            }
+            if (!p.model) {
+                if (voice.empty()) throw bad_request("'voice' is required", "voice", "missing_field");
+                throw not_found("voice '" + voice + "' is not available (available: " + join(voice_names(nullptr)) + ")", "voice",
+                                "voice_not_found");
+            }
+        } else {
+            std::vector<std::string> ids;
+            for (const auto& m : models) ids.push_back(m->id());
+            throw not_found("model '" + model + "' is not loaded (available: " + join(ids) + ")", "model", "model_not_found");
+        }
+
+        if (!language.empty() && lower(language) != "auto") {
+            bool known = false;
+            for (const auto& l : p.model->languages()) known |= lower(l) == lower(language);
+            if (!known) {
+                throw bad_request("unsupported language '" + language + "' (supported: auto, " + join(p.model->languages()) + ")",
+                                  "language");
+            }
+            p.request.language = lower(language);
+        }
+
+        const auto stream = body.contains("stream") && !body["stream"].is_null() ? body["stream"] : json(false);
+        if (!stream.is_boolean()) throw bad_request("'stream' must be true or false", "stream");
+        p.stream = stream.get<bool>();
+        const std::string stream_format = string_field("stream_format", false);
+        if (!stream_format.empty() && stream_format != "audio") {
+            throw bad_request("stream_format '" + stream_format + "' is not supported (this server streams raw audio: 'audio')",
+                              "stream_format");
+        }
+        std::string format = string_field("response_format", false);
+        if (format.empty()) format = p.stream ? "wav" : "mp3";  // OpenAI's default is mp3, which cannot stream
+        for (const auto& f : kFormats) {
+            if (format == f.name) p.format = &f;
+        }
+        if (!p.format) {
+            throw bad_request("response_format '" + format + "' is not supported (choose wav, pcm, flac, mp3 or opus)",
+                              "response_format", "unsupported_format");
+        }
+        if (p.format->name == std::string("pcm")) p.stream = true;
+        if (p.stream && !p.format->streams) {
+            throw bad_request(std::string("response_format '") + p.format->name +
+                                  "' is encoded whole and cannot stream; stream wav or pcm",
+                              "stream");
+        }
+        if (auto speed = number_field("speed", 0.25, 4.0); speed && *speed != 1.0) {
+            throw bad_request("'speed' other than 1.0 is not supported (the model speaks at its own pace)", "speed",
+                              "unsupported_value");
+        }
+        auto& s = p.request.sampling;
+        s.seed = integer_field("seed", 18446744073709551615.0);
+        if (auto t = number_field("temperature", 0, 10)) s.temperature = static_cast<float>(*t);
+        if (auto k = integer_field("top_k", 100000)) s.top_k = static_cast<uint32_t>(*k);
+        if (auto tp = number_field("top_p", 0, 1)) {
+            if (*tp <= 0) throw bad_request("'top_p' must be greater than 0", "top_p");
+            s.top_p = static_cast<float>(*tp);
+        }
+        // Drawn here when absent, so that every response reports the seed that reproduces it.
+        if (!s.seed) s.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+        p.segments = long_form_segments(input);
+        return p;
+    }
+
+    void speech(const httplib::Request& req, httplib::Response& res) {
+        SpeechParams p = parse_speech(req);
+        auto job = std::make_shared<Job>();
+        job->arrived = Clock::now();
+        const ConnectionWatch watch(req.local_port, req.remote_port, req.remote_addr);
+        const auto admit = scheduler.acquire(job->slot, std::chrono::milliseconds(static_cast<long>(options.queue_timeout_s * 1000)),
+                                             [&] { return watch.closed(); });
+        if (admit == Scheduler::Admit::QueueFull) {
+            throw ApiError(429, "rate_limit_error", "queue_full",
+                           "the server is busy: " + std::to_string(scheduler.running()) + " requests running and " +
+                               std::to_string(scheduler.waiting()) + " waiting; retry later");
+        }
+        if (admit == Scheduler::Admit::TimedOut) {
+            throw ApiError(503, "server_error", "queue_timeout", "no synthesis slot became free in time; retry later");
+        }
+        if (admit == Scheduler::Admit::Cancelled) {
+            metrics.cancelled();
+            throw ApiError(499, "invalid_request_error", "cancelled", "the client closed the connection while waiting");
+        }
+        job->deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(options.request_timeout_s * 1000));
+        job->lease = p.model->lease();
+        job->streaming = p.stream;
+        job->format = p.format->format;
+        Engine& engine = *job->lease;
+        // The worker holds a plain pointer: ~Job joins it, so the Job outlives it (a shared_ptr here
+        // could make the worker drop the last reference and join itself).
+        job->thread = std::thread([job = job.get(), &engine, p] {
+            try {
+                job->result = speak_long_form(
+                    engine, p.request, p.segments, LongFormOptions{},
+                    [&](const float* pcm, size_t n) {
+                        std::lock_guard<std::mutex> lock(job->m);
+                        if (job->first_audio_s < 0) job->first_audio_s = seconds_since(job->arrived);
+                        job->samples_out += n;
+                        if (job->streaming) {
+                            std::vector<uint8_t> bytes;
+                            audio::append_samples(bytes, pcm, n, job->format);
+                            job->pending.append(bytes.begin(), bytes.end());
+                        } else {
+                            job->samples.insert(job->samples.end(), pcm, pcm + n);
+                        }
+                        job->cv.notify_all();
+                    },
+                    {}, StreamOptions{}, &job->cancel);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(job->m);
+                job->error = std::current_exception();
+            }
+            std::lock_guard<std::mutex> lock(job->m);
+            job->finished = true;
+            job->cv.notify_all();
+        });
+
+        // Wait for the first audio (streaming) or the end (whole files), watching the client.
+        {
+            std::unique_lock<std::mutex> lock(job->m);
+            while (!job->finished && !(job->streaming && !job->pending.empty())) {
+                job->cv.wait_for(lock, std::chrono::milliseconds(50));
+                lock.unlock();
+                job->check(watch);
+                lock.lock();
+            }
+        }
+        const auto fail_before_audio = [&]() {
+            if (job->error) {
+                try {
+                    std::rethrow_exception(job->error);
+                } catch (const Error& e) {
+                    throw from_error(e);
+                }
+            }
+            if (job->client_gone) {
+                metrics.cancelled();
+                throw ApiError(499, "invalid_request_error", "cancelled", "the client closed the connection");
+            }
+            if (job->timed_out) {
+                metrics.cancelled();
+                throw ApiError(504, "server_error", "timeout",
+                               "the synthesis took longer than this server's limit of " + json(options.request_timeout_s).dump() + " s");
+            }
+        };
+        res.set_header("X-Talkbox-Model", p.model->id());
+        res.set_header("X-Talkbox-Sample-Rate", std::to_string(p.model->sample_rate()));
+        if (!job->streaming) {
+            fail_before_audio();
+            job->thread.join();
+            const double wall = seconds_since(job->arrived);
+            metrics.synthesis(static_cast<double>(job->samples.size()) / p.model->sample_rate(), wall, job->first_audio_s);
+            const auto bytes = audio::encode_audio(job->samples, p.model->sample_rate(), p.format->format);
+            res.set_header("X-Talkbox-Seed", std::to_string(*p.request.sampling.seed));
+            res.set_content(std::string(bytes.begin(), bytes.end()), p.format->content_type);
+            return;
+        }
+        {
+            std::lock_guard<std::mutex> lock(job->m);
+            if (job->pending.empty()) fail_before_audio();  // finished with an error or no audio yet
+        }
+        res.set_header("X-Talkbox-Seed", std::to_string(*p.request.sampling.seed));
+        const auto header = audio::stream_header(p.model->sample_rate(), p.format->format);
+        const int rate = p.model->sample_rate();
+        auto watch_ptr = std::make_shared<ConnectionWatch>(watch);
+        res.set_chunked_content_provider(
+            p.format->content_type,
+            [job, header, watch_ptr](size_t, httplib::DataSink& sink) {
+                if (!header.empty() && !sink.write(reinterpret_cast<const char*>(header.data()), header.size())) {
+                    job->client_gone = true;
+                    job->cancel = true;
+                    return false;
+                }
+                for (;;) {
+                    std::string chunk;
+                    bool done = false, failed = false;
+                    {
+                        std::unique_lock<std::mutex> lock(job->m);
+                        job->cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return !job->pending.empty() || job->finished; });
+                        chunk.swap(job->pending);
+                        done = job->finished;
+                        failed = job->error != nullptr || job->timed_out;
+                    }
+                    if (!chunk.empty() && !sink.write(chunk.data(), chunk.size())) {
+                        job->client_gone = true;
+                        job->cancel = true;
+                        return false;
+                    }
+                    if (done) {
+                        if (failed || job->client_gone) return false;  // cut off: no final chunk, the client sees an error
+                        sink.done();
+                        return true;
+                    }
+                    job->check(*watch_ptr);
+                }
+            },
+            [this, job, rate](bool) {
+                job->stop();
+                if (job->client_gone || job->timed_out || job->result.cancelled) {
+                    metrics.cancelled();
+                } else if (!job->error) {
+                    metrics.synthesis(static_cast<double>(job->samples_out) / rate, seconds_since(job->arrived), job->first_audio_s);
+                }
+            });
+    }
+
+    json model_json(const ModelPool& m) const {
+        return {{"id", m.id()},          {"object", "model"},      {"created", 0},
+                {"owned_by", "talkbox"}, {"variant", m.variant()}, {"size", m.size()},
+                {"speakers", m.speakers()}, {"languages", m.languages()}, {"sample_rate", m.sample_rate()}};
+    }
+
+    json voice_json(const std::string& name, const Voice& v) const {
+        json ms = json::array();
+        for (const auto& m : models) {
+            if (m->variant() == "base" && m->size() == v.model_size) ms.push_back(m->id());
+        }
+        return {{"id", name},
+                {"name", name},
+                {"type", "cloned"},
+                {"mode", v.x_vector_only ? "x_vector" : "in_context"},
+                {"model_size", v.model_size},
+                {"reference_seconds", v.source_seconds},
+                {"models", ms}};
+    }
+
+    void list_voices(httplib::Response& res) {
+        json out = json::array();
+        for (const auto& m : models) {
+            for (const auto& s : m->speakers()) {
+                out.push_back({{"id", s}, {"name", s}, {"type", "preset"}, {"models", {m->id()}}});
+            }
+        }
+        for (const auto& [name, v] : voices.list()) out.push_back(voice_json(name, *v));
+        send_json(res, 200, {{"object", "list"}, {"voices", out}});
+    }
+
+    void create_voice_route(const httplib::Request& req, httplib::Response& res) {
+        if (!req.is_multipart_form_data()) {
+            throw bad_request("send multipart/form-data with 'name', 'audio' (the reference clip) and optionally 'transcript'");
+        }
+        const auto field = [&](std::initializer_list<const char*> keys) -> std::optional<httplib::MultipartFormData> {
+            for (const char* k : keys) {
+                if (req.has_file(k)) return req.get_file_value(k);
+            }
+            return std::nullopt;
+        };
+        const auto name = field({"name"});
+        if (!name || name->content.empty()) throw bad_request("'name' is required", "name", "missing_field");
+        if (!valid_voice_name(name->content)) {
+            throw bad_request("invalid voice name '" + name->content + "': use 1-64 letters, digits, '_' or '-'", "name");
+        }
+        const auto clip = field({"audio", "file"});
+        if (!clip || clip->content.empty()) throw bad_request("'audio' (the reference clip) is required", "audio", "missing_field");
+        const auto transcript = field({"transcript", "ref_text"});
+        std::optional<std::string> ref_text;
+        if (transcript && transcript->content.find_first_not_of(" \t\r\n") != std::string::npos) ref_text = transcript->content;
+        ModelPool* model = nullptr;
+        if (const auto m = field({"model"}); m && !is_openai_model_alias(m->content)) {
+            model = find_model(m->content);
+            if (!model) throw not_found("model '" + m->content + "' is not loaded", "model", "model_not_found");
+            if (model->variant() != "base") throw bad_request("model '" + m->content + "' cannot clone voices: use a Base model", "model");
+        } else {
+            for (const auto& pm : models) {
+                if (!model && pm->variant() == "base") model = pm.get();
+            }
+            if (!model) throw bad_request("no Base model is loaded: voice cloning needs one (serve -m base.gguf)", "model");
+        }
+        if (voices.find(name->content)) {
+            throw ApiError(409, "invalid_request_error", "voice_exists", "a voice named '" + name->content + "' already exists", "name");
+        }
+
+        Scheduler::Slot slot;
+        const auto admit = scheduler.acquire(slot, std::chrono::milliseconds(static_cast<long>(options.queue_timeout_s * 1000)));
+        if (admit == Scheduler::Admit::QueueFull) throw ApiError(429, "rate_limit_error", "queue_full", "the server is busy; retry later");
+        if (admit != Scheduler::Admit::Ok) throw ApiError(503, "server_error", "queue_timeout", "no slot became free in time; retry later");
+
+        // The clip goes through a private temporary file (libsndfile reads files).
+        namespace fs = std::filesystem;
+        std::mt19937_64 rng(std::random_device{}());
+        const fs::path tmp = fs::temp_directory_path() / ("talkbox-upload-" + std::to_string(rng()));
+        struct Remove {
+            fs::path p;
+            ~Remove() {
+                std::error_code ec;
+                fs::remove(p, ec);
+            }
+        } remove{tmp};
+        {
+            std::FILE* f = std::fopen(tmp.c_str(), "wb");
+            if (!f || std::fwrite(clip->content.data(), 1, clip->content.size(), f) != clip->content.size()) {
+                if (f) std::fclose(f);
+                throw ApiError(500, "server_error", "io_error", "cannot store the upload in a temporary file");
+            }
+            std::fclose(f);
+        }
+        std::vector<std::string> warnings;
+        Voice v;
+        try {
+            v = create_voice(model->path(), tmp.string(), ref_text, std::max(1, static_cast<int>(std::thread::hardware_concurrency())),
+                             &warnings);
+        } catch (const Error& e) {
+            // Whatever the clip's fault (unreadable, too short or long, silent), it is the client's input.
+            if (e.kind() == ErrorKind::Format || e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::InvalidArgument ||
+                e.kind() == ErrorKind::Unsupported) {
+                std::string msg = e.what();
+                const std::string path = tmp.string();
+                for (size_t at = msg.find(path); at != std::string::npos; at = msg.find(path)) msg.replace(at, path.size(), "the uploaded clip");
+                throw bad_request(msg, "audio", "invalid_audio");
+            }
+            throw;
+        }
+        v.source_audio = clip->filename;
+        voices.add(name->content, v);
+        json out = voice_json(name->content, v);
+        out["warnings"] = warnings;
+        send_json(res, 201, out);
+    }
+
+    void routes() {
+        http.set_payload_max_length(options.max_upload_bytes);
+        http.set_read_timeout(30);
+        http.set_write_timeout(30);
+        http.set_keep_alive_timeout(5);
+        // Every queued and running request holds a worker thread, plus a few for health/metrics.
+        const size_t workers = options.max_concurrent + options.max_queue + 8;
+        http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+        http.set_default_headers({{"Access-Control-Allow-Origin", "*"}});
+        http.Options(R"(.*)", [](const httplib::Request&, httplib::Response& res) {
+            res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+            res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+            res.status = 204;
+        });
+        http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+            if (!res.body.empty()) return;
+            if (res.status == 413) {
+                error(res, ApiError(413, "invalid_request_error", "payload_too_large",
+                                    "the request body is larger than this server's limit of " + std::to_string(options.max_upload_bytes) +
+                                        " bytes"));
+            } else if (res.status == 404) {
+                error(res, not_found("no route for " + req.method + " " + req.path, "", "unknown_route"));
+            } else if (res.status >= 400) {
+                error(res, ApiError(res.status, res.status < 500 ? "invalid_request_error" : "server_error", "http_error",
+                                    "HTTP error " + std::to_string(res.status)));
+            }
+        });
+        http.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+            std::string what = "unknown";
+            try {
+                std::rethrow_exception(ep);
+            } catch (const std::exception& e) {
+                what = e.what();
+            } catch (...) {
+            }
+            error(res, ApiError(500, "server_error", "internal_error", "internal error: " + what));
+        });
+        if (options.log) {
+            http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+                options.log(req.method + " " + req.path + " " + std::to_string(res.status));
+            });
+        }
+
+        http.Get("/", handler("page", false, [](const httplib::Request&, httplib::Response& res) {
+                     const auto page = web_page_html();
+                     res.set_content(std::string(page), "text/html; charset=utf-8");
+                 }));
+        http.Get("/health", handler("health", false, [this](const httplib::Request&, httplib::Response& res) {
+                     json ids = json::array();
+                     for (const auto& m : models) ids.push_back(m->id());
+                     send_json(res, 200, {{"status", "ok"}, {"models", ids}, {"running", scheduler.running()}, {"waiting", scheduler.waiting()}});
+                 }));
+        http.Get("/metrics", handler("metrics", true, [this](const httplib::Request&, httplib::Response& res) {
+                     res.set_content(metrics.render(scheduler.running(), scheduler.waiting()), "text/plain; version=0.0.4");
+                 }));
+        http.Get("/v1/models", handler("models", true, [this](const httplib::Request&, httplib::Response& res) {
+                     json data = json::array();
+                     for (const auto& m : models) data.push_back(model_json(*m));
+                     send_json(res, 200, {{"object", "list"}, {"data", data}});
+                 }));
+        http.Get(R"(/v1/models/([^/]+))", handler("models", true, [this](const httplib::Request& req, httplib::Response& res) {
+                     const auto* m = find_model(req.matches[1]);
+                     if (!m) throw not_found("model '" + std::string(req.matches[1]) + "' is not loaded", "model", "model_not_found");
+                     send_json(res, 200, model_json(*m));
+                 }));
+        http.Post("/v1/audio/speech", handler("speech", true, [this](const httplib::Request& req, httplib::Response& res) { speech(req, res); }));
+        http.Get("/v1/audio/voices", handler("voices", true, [this](const httplib::Request&, httplib::Response& res) { list_voices(res); }));
+        http.Post("/v1/audio/voices", handler("voices_create", true, [this](const httplib::Request& req, httplib::Response& res) {
+                      create_voice_route(req, res);
+                  }));
+        http.Delete(R"(/v1/audio/voices/(.*))", handler("voices_delete", true, [this](const httplib::Request& req, httplib::Response& res) {
+                        const std::string name = req.matches[1];
+                        if (!valid_voice_name(name)) {
+                            throw bad_request("invalid voice name '" + name + "': use 1-64 letters, digits, '_' or '-'", "voice");
+                        }
+                        if (!voices.remove(name)) throw not_found("no registered voice named '" + name + "'", "voice", "voice_not_found");
+                        send_json(res, 200, {{"id", name}, {"object", "voice"}, {"deleted", true}});
+                    }));
+    }
+};
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Server::~Server() { stop(); }
+
+int Server::bind() {
+    auto& o = impl_->options;
+    const int port = o.port == 0 ? impl_->http.bind_to_any_port(o.host) : (impl_->http.bind_to_port(o.host, o.port) ? o.port : -1);
+    if (port <= 0) throw Error(ErrorKind::Io, "cannot listen on " + o.host + ":" + std::to_string(o.port) + " (in use, or no such address)");
+    return port;
+}
+
+void Server::run() { impl_->http.listen_after_bind(); }
+
+void Server::stop() { impl_->http.stop(); }
+
+}  // namespace talkbox::server

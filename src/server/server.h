@@ -1,0 +1,51 @@
+// `talkbox serve`: an OpenAI-compatible speech server (POST /v1/audio/speech and friends, see
+// docs/server.md) over the public Engine API, with a voices registry, Prometheus metrics and an
+// embedded web page.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace talkbox::server {
+
+struct ModelSpec {
+    std::string id;    // the name clients use in "model"
+    std::string path;  // GGUF file
+};
+
+struct ServerOptions {
+    std::vector<ModelSpec> models;  // the first is the default
+    std::string host = "127.0.0.1";
+    int port = 8080;                // 0: any free port (bind() returns it)
+    std::string api_key;            // empty: no authentication
+    std::string voices_dir;         // registered voices (<name>.voice)
+    size_t max_concurrent = 1;      // syntheses (and voice clonings) running at once
+    size_t max_queue = 16;          // requests waiting for a slot before 429
+    double queue_timeout_s = 60;    // waiting longer than this: 503
+    size_t max_text_chars = 4096;   // code points of "input"; more: 413
+    size_t max_upload_bytes = 20u << 20;  // request bodies (reference clips); more: 413
+    double request_timeout_s = 300; // a synthesis running longer is stopped
+    int threads = 0;                // compute threads per engine (0: cores / max_concurrent)
+    std::function<void(const std::string&)> log;  // one line per request; empty: silent
+};
+
+class Server {
+public:
+    explicit Server(ServerOptions options);  // loads the models; throws talkbox::Error
+    ~Server();
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
+
+    int bind();   // binds host:port, returns the port; throws Error (Io) when it cannot
+    void run();   // serves until stop()
+    void stop();  // safe from any thread
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace talkbox::server

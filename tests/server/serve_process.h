@@ -1,0 +1,35 @@
+// A real `talkbox serve` on 127.0.0.1 (any free port) for the HTTP, npm-client and browser tests.
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "support/test_support.h"
+
+namespace talkbox::testing {
+
+class ServeProcess {
+public:
+    // Starts build/bin/talkbox serve ARGS --host 127.0.0.1 --port 0 (in `cwd` when given) and waits
+    // until it listens (throws with the server's log when it exits or does not listen within 60 s).
+    explicit ServeProcess(const std::vector<std::string>& args, const std::string& cwd = "");
+    ~ServeProcess();
+    ServeProcess(const ServeProcess&) = delete;
+    ServeProcess& operator=(const ServeProcess&) = delete;
+
+    int port() const { return port_; }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    std::string log() const;  // what the server wrote to stderr so far
+    int stop();               // SIGTERM, then the exit status (0: clean shutdown)
+
+private:
+    TempDir dir_;
+    pid_t pid_ = -1;
+    int port_ = 0;
+};
+
+// Runs a shell command with a time limit; returns its exit status and output (stdout + stderr).
+CommandResult run_command(const std::string& command, int timeout_s);
+
+}  // namespace talkbox::testing

@@ -1,0 +1,495 @@
+// HTTP tests against a real `talkbox serve` on 127.0.0.1 with the tiny fixture models: every
+// endpoint, every error status, streaming, cancellation on disconnect, concurrent requests.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "server/serve_process.h"
+#include "support/test_support.h"
+
+using namespace talkbox::testing;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const std::string kKey = "test-key-123";
+const std::string kCustom = "tiny-0.6B-CustomVoice-f32";  // model ids: the converted files' stems
+const std::string kBase = "tiny-0.6B-Base-f32";
+const std::string kSentence = "Hello from the talkbox server. This is a test.";
+
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+httplib::Headers auth() { return {{"Authorization", "Bearer " + kKey}}; }
+
+// A server with both fixture models, an API key, its own voices folder and small limits.
+class ServerTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        voices_ = new TempDir;
+        server_ = new ServeProcess({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "-m", converted_fixture("tiny-0.6B-Base"),
+                                    "--api-key", kKey, "--voices-dir", voices_->path(), "--max-concurrent", "2",
+                                    "--max-text-chars", "1200", "--max-upload-mb", "1", "-T", "1"});
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        delete voices_;
+    }
+    void TearDown() override {
+        if (HasFailure()) std::cerr << "server log:\n" << server_->log();
+    }
+    static httplib::Client client() {
+        httplib::Client c("127.0.0.1", server_->port());
+        c.set_read_timeout(120);
+        return c;
+    }
+    static httplib::Result speech(const json& body, const httplib::Headers& headers = auth()) {
+        return client().Post("/v1/audio/speech", headers, body.dump(), "application/json");
+    }
+    // Checks an OpenAI-shaped error.
+    static void expect_error(const httplib::Result& r, int status, const std::string& param = "", const std::string& code = "") {
+        ASSERT_TRUE(r) << "no response";
+        EXPECT_EQ(r->status, status) << r->body;
+        const json j = json::parse(r->body, nullptr, false);
+        ASSERT_TRUE(j.is_object() && j.contains("error")) << r->body;
+        const auto& e = j["error"];
+        EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty()) << r->body;
+        EXPECT_TRUE(e["type"].is_string()) << r->body;
+        ASSERT_TRUE(e.contains("param") && e.contains("code")) << r->body;
+        if (!param.empty()) EXPECT_EQ(e["param"], param) << r->body;
+        if (!code.empty()) EXPECT_EQ(e["code"], code) << r->body;
+    }
+    static std::string metrics() {
+        auto r = client().Get("/metrics", auth());
+        return r && r->status == 200 ? r->body : std::string();
+    }
+    static double metric(const std::string& text, const std::string& name) {
+        std::smatch m;
+        const std::regex re("(^|\n)" + std::regex_replace(name, std::regex(R"([{}"+.])"), R"(\$&)") + " ([0-9.e+-]+)");
+        return std::regex_search(text, m, re) ? std::stod(m[2]) : -1;
+    }
+    static TempDir* voices_;
+    static ServeProcess* server_;
+};
+TempDir* ServerTest::voices_ = nullptr;
+ServeProcess* ServerTest::server_ = nullptr;
+
+json with(json base, const json& patch) {
+    base.update(patch);
+    return base;
+}
+
+uint32_t u32(const std::string& b, size_t at) {
+    uint32_t v;
+    std::memcpy(&v, b.data() + at, 4);
+    return v;
+}
+
+// Sends a request on a raw socket and returns it (the caller decides when to read or close).
+int raw_request(int port, const json& body) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return -1;
+    const std::string b = body.dump();
+    const std::string req = "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + kKey +
+                            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(b.size()) + "\r\n\r\n" + b;
+    if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) return -1;
+    return fd;
+}
+
+// Waits until `pred` holds (polling every 20 ms) or `limit_s` passes; returns whether it held.
+template <class F>
+bool eventually(double limit_s, F pred) {
+    const auto end = Clock::now() + std::chrono::duration<double>(limit_s);
+    while (Clock::now() < end) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return pred();
+}
+
+// A text whose synthesis takes a while on the fixture models (with seed 11: 96 frames in 6
+// segments, ~1-2 s here; the random-weight models end each segment after a few frames, and other
+// seeds may end them sooner).
+std::string long_text() {
+    std::string t;
+    for (int i = 1; i <= 30; ++i) t += "Sentence " + std::to_string(i) + " is here, short and plain. ";
+    return t;
+}
+
+}  // namespace
+
+TEST_F(ServerTest, HealthModelsAndPage) {
+    auto h = client().Get("/health");  // no key needed
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 200);
+    EXPECT_EQ(json::parse(h->body)["status"], "ok");
+
+    auto m = client().Get("/v1/models", auth());
+    ASSERT_TRUE(m);
+    ASSERT_EQ(m->status, 200) << m->body;
+    const json j = json::parse(m->body);
+    EXPECT_EQ(j["object"], "list");
+    ASSERT_EQ(j["data"].size(), 2u);
+    EXPECT_EQ(j["data"][0]["id"], kCustom);
+    EXPECT_EQ(j["data"][0]["variant"], "custom_voice");
+    EXPECT_FALSE(j["data"][0]["speakers"].empty());
+    EXPECT_EQ(j["data"][1]["id"], kBase);
+    EXPECT_EQ(j["data"][1]["variant"], "base");
+    auto one = client().Get("/v1/models/" + kBase, auth());
+    ASSERT_TRUE(one);
+    EXPECT_EQ(json::parse(one->body)["id"], kBase);
+    expect_error(client().Get("/v1/models/nope", auth()), 404, "model", "model_not_found");
+
+    auto page = client().Get("/");
+    ASSERT_TRUE(page);
+    EXPECT_EQ(page->status, 200);
+    EXPECT_NE(page->get_header_value("Content-Type").find("text/html"), std::string::npos);
+    EXPECT_NE(page->body.find("/v1/audio/speech"), std::string::npos);
+}
+
+TEST_F(ServerTest, WavEqualsTheCliWithTheSameSeed) {
+    auto r = speech({{"model", kCustom}, {"input", kSentence}, {"voice", "ryan"}, {"response_format", "wav"}, {"seed", 7}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->get_header_value("Content-Type"), "audio/wav");
+    EXPECT_EQ(r->get_header_value("X-Talkbox-Seed"), "7");
+    const std::string& b = r->body;
+    ASSERT_GT(b.size(), 44u + 1920 * 2);
+    EXPECT_EQ(b.substr(0, 4), "RIFF");
+    EXPECT_EQ(u32(b, 4), b.size() - 8);     // exact sizes: not a stream header
+    EXPECT_EQ(u32(b, 40), b.size() - 44);
+    TempDir tmp;
+    const auto cli = run_talkbox("speak -m " + converted_fixture("tiny-0.6B-CustomVoice") + " --speaker ryan -t '" + kSentence +
+                                 "' --seed 7 -q -o " + tmp.file("cli.wav"));
+    ASSERT_EQ(cli.exit_code, 0) << cli.err;
+    EXPECT_TRUE(read_text(tmp.file("cli.wav")) == b) << "server and CLI audio differ for the same seed";
+    // The default model (an OpenAI model name) picks the model that has the voice; case-insensitive.
+    auto again = speech({{"model", "tts-1"}, {"input", kSentence}, {"voice", "Ryan"}, {"response_format", "wav"}, {"seed", 7}});
+    ASSERT_TRUE(again);
+    ASSERT_EQ(again->status, 200) << again->body;
+    EXPECT_TRUE(again->body == b);
+    EXPECT_EQ(again->get_header_value("X-Talkbox-Model"), kCustom);
+}
+
+TEST_F(ServerTest, EveryResponseFormat) {
+    const json base = {{"input", kSentence}, {"voice", "vivian"}, {"seed", 3}};
+    auto wav = speech(with(base, {{"response_format", "wav"}}));
+    ASSERT_TRUE(wav && wav->status == 200);
+    // pcm: the same samples without a header, streamed (chunked).
+    auto pcm = speech(with(base, {{"response_format", "pcm"}}));
+    ASSERT_TRUE(pcm);
+    ASSERT_EQ(pcm->status, 200) << pcm->body;
+    EXPECT_EQ(pcm->get_header_value("Transfer-Encoding"), "chunked");
+    EXPECT_EQ(pcm->get_header_value("Content-Type"), "audio/pcm");
+    EXPECT_TRUE(pcm->body == wav->body.substr(44));
+    const std::vector<std::pair<std::string, std::string>> formats = {
+        {"flac", "fLaC"}, {"opus", "OggS"}, {"mp3", ""}};
+    for (const auto& [name, magic] : formats) {
+        auto r = speech(with(base, {{"response_format", name}}));
+        ASSERT_TRUE(r) << name;
+        ASSERT_EQ(r->status, 200) << name << ": " << r->body;
+        ASSERT_GT(r->body.size(), 100u) << name;
+        if (!magic.empty()) EXPECT_EQ(r->body.substr(0, 4), magic) << name;
+        EXPECT_FALSE(r->has_header("Transfer-Encoding")) << name;
+    }
+    auto mp3 = speech(base);  // OpenAI's default format is mp3
+    ASSERT_TRUE(mp3 && mp3->status == 200);
+    EXPECT_EQ(mp3->get_header_value("Content-Type"), "audio/mpeg");
+    const auto b0 = static_cast<unsigned char>(mp3->body[0]), b1 = static_cast<unsigned char>(mp3->body[1]);
+    EXPECT_TRUE(mp3->body.substr(0, 3) == "ID3" || (b0 == 0xFF && (b1 & 0xE0) == 0xE0)) << "not an MP3 stream";
+    expect_error(speech(with(base, {{"response_format", "aac"}})), 400, "response_format", "unsupported_format");
+    expect_error(speech(with(base, {{"response_format", "flac"}, {"stream", true}})), 400, "stream");
+}
+
+TEST_F(ServerTest, StreamingSendsAudioBeforeGenerationEnds) {
+    httplib::Client c = client();
+    const json body = {{"input", long_text()}, {"voice", "ryan"}, {"stream", true}, {"seed", 11}};
+    Clock::time_point start = Clock::now(), first, last;
+    std::string received, transfer;
+    size_t chunks = 0;
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/audio/speech";
+    req.headers = auth();
+    req.body = body.dump();
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+        if (chunks++ == 0) first = Clock::now();
+        last = Clock::now();
+        received.append(data, n);
+        return true;
+    };
+    auto r = c.send(req);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200);
+    EXPECT_EQ(r->get_header_value("Transfer-Encoding"), "chunked");
+    EXPECT_EQ(r->get_header_value("Content-Type"), "audio/wav");
+    ASSERT_GT(received.size(), 44u);
+    EXPECT_EQ(received.substr(0, 4), "RIFF");
+    EXPECT_EQ(u32(received, 4), 0xFFFFFFFFu);  // open-ended stream header
+    EXPECT_EQ(u32(received, 40), 0xFFFFFFFFu);
+    const double audio_s = static_cast<double>(received.size() - 44) / 2 / 24000;
+    const double first_s = seconds(start, first), total_s = seconds(start, last);
+    std::cout << "streamed " << audio_s << " s of audio in " << chunks << " chunks: first bytes after " << first_s * 1000
+              << " ms, last after " << total_s * 1000 << " ms\n";
+    EXPECT_GT(chunks, 4u);
+    EXPECT_LT(first_s, 0.5 * total_s) << "the first audio did not leave before generation ended";
+    // The streamed audio is the same as a whole-file response with the same seed.
+    auto whole = speech({{"input", long_text()}, {"voice", "ryan"}, {"response_format", "wav"}, {"seed", 11}});
+    ASSERT_TRUE(whole && whole->status == 200);
+    EXPECT_TRUE(whole->body.substr(44) == received.substr(44));
+}
+
+TEST_F(ServerTest, ErrorStatuses) {
+    const json ok = {{"input", kSentence}, {"voice", "ryan"}, {"response_format", "wav"}};
+    // 401: missing and wrong keys.
+    expect_error(speech(ok, {}), 401, "", "invalid_api_key");
+    expect_error(speech(ok, {{"Authorization", "Bearer wrong"}}), 401, "", "invalid_api_key");
+    expect_error(client().Get("/v1/models"), 401);
+    expect_error(client().Get("/metrics"), 401);
+    // 400: malformed or bad fields.
+    expect_error(client().Post("/v1/audio/speech", auth(), "{not json", "application/json"), 400, "", "invalid_json");
+    expect_error(client().Post("/v1/audio/speech", auth(), "[1,2]", "application/json"), 400);
+    expect_error(speech(with(ok, {{"input", nullptr}})), 400, "input");
+    expect_error(speech({{"voice", "ryan"}}), 400, "input", "missing_field");
+    expect_error(speech(with(ok, {{"input", "   "}})), 400, "input");
+    expect_error(speech(with(ok, {{"input", 42}})), 400, "input");
+    expect_error(speech(with(ok, {{"speed", 1.5}})), 400, "speed", "unsupported_value");
+    expect_error(speech(with(ok, {{"speed", 9}})), 400, "speed");
+    expect_error(speech(with(ok, {{"speed", "fast"}})), 400, "speed");
+    expect_error(speech(with(ok, {{"temperature", -1}})), 400, "temperature");
+    expect_error(speech(with(ok, {{"top_p", 0}})), 400, "top_p");
+    expect_error(speech(with(ok, {{"top_k", 1.5}})), 400, "top_k");
+    expect_error(speech(with(ok, {{"seed", -3}})), 400, "seed");
+    expect_error(speech(with(ok, {{"stream", "yes"}})), 400, "stream");
+    expect_error(speech(with(ok, {{"language", "klingon"}})), 400, "language");
+    expect_error(speech(with(ok, {{"stream_format", "sse"}})), 400, "stream_format");
+    expect_error(speech(with(ok, {{"model", kBase}})), 404, "voice", "voice_not_found");  // Base: cloned voices only
+    // speed 1.0 is accepted; so is an explicit language.
+    auto fine = speech(with(ok, {{"speed", 1.0}, {"language", "English"}}));
+    ASSERT_TRUE(fine);
+    EXPECT_EQ(fine->status, 200) << fine->body;
+    // 404: unknown voice, model, route.
+    expect_error(speech(with(ok, {{"voice", "nobody"}})), 404, "voice", "voice_not_found");
+    expect_error(speech(with(ok, {{"model", "no-such-model"}})), 404, "model", "model_not_found");
+    expect_error(client().Get("/v1/nothing", auth()), 404);
+    // 413: text and body too long.
+    expect_error(speech(with(ok, {{"input", std::string(1201, 'a')}})), 413, "input", "text_too_long");
+    expect_error(client().Post("/v1/audio/speech", auth(), std::string(2 << 20, ' '), "application/json"), 413);
+    // Bad UTF-8 is the client's fault too.
+    expect_error(client().Post("/v1/audio/speech", auth(), "{\"input\": \"\xff\xfe\", \"voice\": \"ryan\"}", "application/json"), 400);
+    const std::string m = metrics();
+    EXPECT_GE(metric(m, "talkbox_errors_total{status=\"400\"}"), 15);
+    EXPECT_GE(metric(m, "talkbox_errors_total{status=\"401\"}"), 2);  // /metrics itself was refused above
+    EXPECT_GE(metric(m, "talkbox_errors_total{status=\"404\"}"), 4);
+    EXPECT_EQ(metric(m, "talkbox_errors_total{status=\"500\"}"), -1) << "no 500 for bad input";
+}
+
+TEST_F(ServerTest, VoicesApi) {
+    namespace fs = std::filesystem;
+    const std::string clip = read_text(fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
+    const auto create = [&](const std::string& name, const std::string& audio, const std::string& transcript) {
+        httplib::MultipartFormDataItems items = {{"name", name, "", ""}, {"audio", audio, "ref.wav", "audio/wav"}};
+        if (!transcript.empty()) items.push_back({"transcript", transcript, "", ""});
+        return client().Post("/v1/audio/voices", auth(), items);
+    };
+    auto made = create("fox", clip, "The quick brown fox jumps over the lazy dog.");
+    ASSERT_TRUE(made);
+    ASSERT_EQ(made->status, 201) << made->body;
+    const json v = json::parse(made->body);
+    EXPECT_EQ(v["id"], "fox");
+    EXPECT_EQ(v["mode"], "in_context");
+    EXPECT_EQ(v["models"], json::array({kBase}));
+    EXPECT_TRUE(fs::exists(voices_->file("fox.voice")));
+    auto xvec = create("fox_x", clip, "");
+    ASSERT_TRUE(xvec);
+    ASSERT_EQ(xvec->status, 201) << xvec->body;
+    EXPECT_EQ(json::parse(xvec->body)["mode"], "x_vector");
+
+    auto list = client().Get("/v1/audio/voices", auth());
+    ASSERT_TRUE(list && list->status == 200);
+    const json l = json::parse(list->body)["voices"];
+    size_t presets = 0, cloned = 0;
+    for (const auto& e : l) (e["type"] == "preset" ? presets : cloned)++;
+    EXPECT_GE(presets, 9u);
+    EXPECT_EQ(cloned, 2u);
+
+    // The cloned voice speaks through the Base model (chosen automatically for "tts-1").
+    for (const std::string voice : {"fox", "fox_x"}) {
+        auto r = speech({{"model", "tts-1"}, {"input", kSentence}, {"voice", voice}, {"response_format", "wav"}, {"seed", 5}});
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body;
+        EXPECT_EQ(r->get_header_value("X-Talkbox-Model"), kBase);
+        EXPECT_GT(r->body.size(), 44u);
+    }
+    expect_error(speech({{"model", kCustom}, {"input", kSentence}, {"voice", "fox"}}), 400, "voice");
+
+    // Errors: duplicate, path tricks, bad audio, missing parts, too large.
+    expect_error(create("fox", clip, ""), 409, "name", "voice_exists");
+    for (const std::string& bad : std::vector<std::string>{"../evil", "a/b", ".hidden", "x.voice", std::string(65, 'a'), ""}) {
+        expect_error(create(bad, clip, ""), 400, "name");
+    }
+    expect_error(create("noise", "this is not audio at all", ""), 400, "audio", "invalid_audio");
+    expect_error(create("tiny", clip.substr(0, 44 + 2 * 1000), ""), 400, "audio", "invalid_audio");  // 42 ms: too short
+    expect_error(create("empty", "", ""), 400, "audio");
+    expect_error(client().Post("/v1/audio/voices", auth(), "{}", "application/json"), 400);
+    expect_error(create("big", std::string(2 << 20, 'x'), ""), 413);
+    expect_error(client().Delete("/v1/audio/voices/..%2Fevil", auth()), 400, "voice");
+
+    // Only the two voice files ever appear in the folder.
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(voices_->path())) files.push_back(e.path().filename().string());
+    std::sort(files.begin(), files.end());
+    EXPECT_EQ(files, (std::vector<std::string>{"fox.voice", "fox_x.voice"}));
+
+    auto del = client().Delete("/v1/audio/voices/fox", auth());
+    ASSERT_TRUE(del);
+    EXPECT_EQ(del->status, 200) << del->body;
+    EXPECT_FALSE(fs::exists(voices_->file("fox.voice")));
+    expect_error(client().Delete("/v1/audio/voices/fox", auth()), 404, "voice", "voice_not_found");
+    expect_error(speech({{"input", kSentence}, {"voice", "fox"}}), 404, "voice", "voice_not_found");
+}
+
+TEST_F(ServerTest, ConcurrentRequestsAreAllCorrect) {
+    // Sequential answers first, then the same requests at once (2 run, the rest queue).
+    std::vector<json> bodies;
+    std::vector<std::string> want;
+    for (int i = 0; i < 6; ++i) {
+        bodies.push_back({{"input", kSentence}, {"voice", i % 2 ? "ryan" : "vivian"}, {"response_format", "wav"}, {"seed", 100 + i}});
+        auto r = speech(bodies.back());
+        ASSERT_TRUE(r && r->status == 200);
+        want.push_back(r->body);
+    }
+    std::vector<std::string> got(bodies.size());
+    std::vector<int> status(bodies.size(), 0);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < bodies.size(); ++i) {
+        threads.emplace_back([&, i] {
+            auto r = speech(bodies[i]);
+            if (r) {
+                status[i] = r->status;
+                got[i] = r->body;
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < bodies.size(); ++i) {
+        EXPECT_EQ(status[i], 200) << i;
+        EXPECT_TRUE(got[i] == want[i]) << "request " << i << " differs under concurrency";
+    }
+    const std::string m = metrics();
+    EXPECT_GE(metric(m, "talkbox_requests_total{route=\"speech\"}"), 12);
+    EXPECT_GT(metric(m, "talkbox_audio_seconds_total"), 1.0);
+    EXPECT_GE(metric(m, "talkbox_first_audio_seconds_count"), 12);
+    EXPECT_GT(metric(m, "talkbox_real_time_factor"), 0);
+    EXPECT_EQ(metric(m, "talkbox_active_requests"), 0);
+    EXPECT_EQ(metric(m, "talkbox_queue_depth"), 0);
+    EXPECT_NE(m.find("talkbox_first_audio_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
+}
+
+TEST_F(ServerTest, DisconnectCancelsAndFreesTheSlot) {
+    const double cancelled_before = metric(metrics(), "talkbox_cancelled_total");
+    for (bool stream : {true, false}) {
+        const auto start = Clock::now();
+        const int fd = raw_request(server_->port(),
+                                   {{"input", long_text()}, {"voice", "ryan"}, {"response_format", "wav"}, {"stream", stream}, {"seed", 11}});
+        ASSERT_GE(fd, 0);
+        ASSERT_TRUE(eventually(30, [&] { return metric(metrics(), "talkbox_active_requests") >= 1; })) << "never started";
+        close(fd);
+        EXPECT_TRUE(eventually(5, [&] { return metric(metrics(), "talkbox_active_requests") == 0; }))
+            << (stream ? "streaming" : "whole-file") << " request kept its slot after the client left";
+        std::cout << (stream ? "streaming" : "whole-file") << ": slot free " << seconds(start, Clock::now()) * 1000
+                  << " ms after the request\n";
+    }
+    EXPECT_TRUE(eventually(10, [&] { return metric(metrics(), "talkbox_cancelled_total") >= cancelled_before + 2; }))
+        << "a synthesis ended by itself instead of being cancelled:\n" << metrics();
+    auto r = speech({{"input", kSentence}, {"voice", "ryan"}, {"response_format", "wav"}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+}
+
+// A server with one slot and a one-request queue: a third request is refused at once (429), a
+// queued one that waits too long gets 503.
+TEST(ServerLimits, FullQueueAnswers429And503) {
+    ServeProcess server({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--max-concurrent", "1", "--max-queue", "1",
+                         "--queue-timeout", "1", "--voices-dir", TempDir().path() + "-voices", "-T", "1"});
+    // Hold the slot: a streaming request whose client does not read (the server blocks on the socket).
+    const int holder = raw_request(server.port(), {{"input", long_text()}, {"voice", "ryan"}, {"response_format", "pcm"}, {"seed", 11}});
+    ASSERT_GE(holder, 0);
+    httplib::Client c("127.0.0.1", server.port());
+    ASSERT_TRUE(eventually(10, [&] {
+        auto m = c.Get("/metrics");
+        return m && m->body.find("talkbox_active_requests 1") != std::string::npos;
+    }));
+    const json body = {{"input", "Hi."}, {"voice", "ryan"}, {"response_format", "wav"}};
+    int queued_status = 0;
+    std::string queued_body;
+    std::thread queued([&] {
+        httplib::Client q("127.0.0.1", server.port());
+        if (auto r = q.Post("/v1/audio/speech", body.dump(), "application/json")) queued_status = r->status, queued_body = r->body;
+    });
+    ASSERT_TRUE(eventually(5, [&] {
+        auto m = c.Get("/metrics");
+        return m && m->body.find("talkbox_queue_depth 1") != std::string::npos;
+    }));
+    auto refused = c.Post("/v1/audio/speech", body.dump(), "application/json");
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 429) << refused->body;
+    EXPECT_EQ(json::parse(refused->body)["error"]["code"], "queue_full");
+    queued.join();
+    EXPECT_EQ(queued_status, 503) << queued_body;
+    EXPECT_NE(queued_body.find("queue_timeout"), std::string::npos) << queued_body;
+    close(holder);
+    ASSERT_TRUE(eventually(5, [&] {
+        auto m = c.Get("/metrics");
+        return m && m->body.find("talkbox_active_requests 0") != std::string::npos;
+    }));
+    auto after = c.Post("/v1/audio/speech", body.dump(), "application/json");
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->status, 200);
+    EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
+TEST(ServerLimits, BadStartupIsAnError) {
+    const auto r = run_talkbox("serve -m /nonexistent.gguf --port 0");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("nonexistent"), std::string::npos) << r.err;
+    const auto help = run_talkbox("serve --help");
+    EXPECT_EQ(help.exit_code, 0);
+    EXPECT_NE(help.out.find("--max-concurrent"), std::string::npos);
+}
+
+// A synthesis past --request-timeout is stopped: 504 for a whole file, its slot freed.
+TEST(ServerLimits, RequestTimeoutAnswers504) {
+    ServeProcess server({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--request-timeout", "0.2", "--voices-dir",
+                         TempDir().path() + "-voices", "-T", "1"});
+    httplib::Client c("127.0.0.1", server.port());
+    c.set_read_timeout(60);
+    const json body = {{"input", long_text()}, {"voice", "ryan"}, {"response_format", "wav"}, {"seed", 11}};
+    const auto start = Clock::now();
+    auto r = c.Post("/v1/audio/speech", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 504) << r->body;
+    EXPECT_NE(r->body.find("\"timeout\""), std::string::npos) << r->body;
+    EXPECT_LT(seconds(start, Clock::now()), 1.5) << "the synthesis was not stopped at its deadline";
+    auto m = c.Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->body.find("talkbox_active_requests 0"), std::string::npos);
+    EXPECT_NE(m->body.find("talkbox_cancelled_total 1"), std::string::npos);
+    EXPECT_EQ(server.stop(), 0) << server.log();
+}
