@@ -1,6 +1,11 @@
 #include "core/weights.h"
 
+#include <cstdint>
 #include <cstring>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "ggml-alloc.h"
 #include "talkbox/error.h"
@@ -32,6 +37,7 @@ WeightStore::WeightStore(const GgufFile& file, ggml_backend_t backend, const std
         throw Error(ErrorKind::Io, "cannot allocate backend memory for the weights of '" + path_ + "'");
     }
     ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    advise_huge_pages(buffer_);
     for (const auto* info : selected) ggml_backend_tensor_set(tensors_[info->name], info->data, 0, info->nbytes);
 }
 
@@ -47,6 +53,19 @@ ggml_tensor* WeightStore::get(const std::string& name) const {
 }
 
 size_t WeightStore::bytes() const { return buffer_ ? ggml_backend_buffer_get_size(buffer_) : 0; }
+
+void advise_huge_pages(ggml_backend_buffer_t buffer) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (!buffer || !ggml_backend_buffer_is_host(buffer)) return;
+    constexpr uintptr_t page = 4096;
+    const auto begin = reinterpret_cast<uintptr_t>(ggml_backend_buffer_get_base(buffer));
+    const uintptr_t start = (begin + page - 1) & ~(page - 1);
+    const uintptr_t end = begin + ggml_backend_buffer_get_size(buffer);
+    if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);  // advisory: failure is harmless
+#else
+    (void)buffer;
+#endif
+}
 
 std::vector<float> tensor_to_floats(const ggml_tensor* t) {
     const int64_t n = ggml_nelements(t);

@@ -29,6 +29,11 @@ private:
     std::map<std::string, ggml_tensor*> tensors_;
 };
 
+// Asks the kernel to back a host buffer with transparent huge pages (Linux; a no-op elsewhere, for
+// device buffers, or where the kernel declines). Call before writing the buffer: weights are read
+// in full for every token, and 2 MiB pages cut the TLB misses of that stream.
+void advise_huge_pages(ggml_backend_buffer_t buffer);
+
 // Copies a backend tensor to host floats (any float type is converted; for tests and CPU-side tables).
 std::vector<float> tensor_to_floats(const ggml_tensor* t);
 
