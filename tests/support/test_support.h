@@ -16,6 +16,12 @@ std::string qwen_fixture(const std::string& name);  // fixtures/qwen3tts/<name>
 // folder); returns the GGUF path. `type` is a talkbox weight type name ("f32", "q8_0", ...).
 std::string converted_fixture(const std::string& name, const std::string& type = "f32");
 
+// fixtures/chatterbox/<name> (e.g. "tiny-multilingual", "goldens/t3/README.md").
+std::string chatterbox_fixture(const std::string& name);
+
+// The tiny Chatterbox folder converted once per test process: variant "multilingual" or "english".
+std::string converted_chatterbox(const std::string& variant = "multilingual", const std::string& type = "f32");
+
 // The five tiny Qwen3-TTS checkpoints.
 const std::vector<std::string>& qwen_checkpoints();
 
