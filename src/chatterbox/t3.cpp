@@ -521,6 +521,35 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     return predicted;
 }
 
+T3Conditioning builtin_conditioning(const GgufFile& file) {
+    const auto tensor = [&](const std::string& key, ggml_type type) -> const GgufTensorInfo& {
+        const std::string name = chatterbox_gguf_name(ChatterboxFile::Conds, key);
+        if (name.empty() || !file.has_tensor(name)) {
+            throw Error(ErrorKind::NotFound, "'" + file.path() + "' has no built-in voice (tensor for conds.pt '" + key + "')");
+        }
+        const GgufTensorInfo& t = file.tensor(name);
+        if (t.type != type) {
+            throw Error(ErrorKind::Format, "'" + file.path() + "': tensor '" + name + "' is " + ggml_type_name(t.type) +
+                                               ", expected " + ggml_type_name(type));
+        }
+        return t;
+    };
+    const auto& spk = tensor("t3.speaker_emb", GGML_TYPE_F32);
+    const auto& toks = tensor("t3.cond_prompt_speech_tokens", GGML_TYPE_I32);
+    const auto& emo = tensor("t3.emotion_adv", GGML_TYPE_F32);
+    if (emo.nbytes != sizeof(float)) {
+        throw Error(ErrorKind::Format, "'" + file.path() + "': tensor '" + emo.name + "' has shape " + shape_to_string(emo.shape) +
+                                           ", expected one value");
+    }
+    T3Conditioning c;
+    const auto* f = reinterpret_cast<const float*>(spk.data);
+    c.speaker_emb.assign(f, f + spk.nbytes / sizeof(float));
+    const auto* t = reinterpret_cast<const int32_t*>(toks.data);
+    c.prompt_speech_tokens.assign(t, t + toks.nbytes / sizeof(int32_t));
+    c.exaggeration = *reinterpret_cast<const float*>(emo.data);
+    return c;
+}
+
 std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t>& tokens, int32_t start, int32_t stop) {
     auto first = std::find(tokens.begin(), tokens.end(), start);
     auto begin = first == tokens.end() ? tokens.begin() : first + 1;

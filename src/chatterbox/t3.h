@@ -40,6 +40,11 @@ struct T3Conditioning {
     float exaggeration = 0.5f;
 };
 
+// The T3 part of the built-in voice (conds.pt → `voice.t3.*`) of a converted GGUF; exaggeration =
+// its emotion_adv (the caller overrides it, as generate(exaggeration=...) does). Throws Error when
+// the file has no built-in voice or its tensors are malformed.
+T3Conditioning builtin_conditioning(const GgufFile& file);
+
 // mtl_tts.generate / tts.generate defaults.
 struct T3Options {
     float cfg_weight = 0.5f;          // 0: one row only (cond + 0·(cond − uncond) = cond)

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chatterbox/t3.h"
+#include "chatterbox/text.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "support/test_support.h"
@@ -32,7 +33,12 @@ const std::vector<std::string>& multilingual_cases() {
     return names;
 }
 
-json read_json(const std::string& path) { return json::parse(testing::read_text(path)); }
+// Python's json writes inf as the bare word Infinity (goldens/e2e "margins"), which JSON lacks.
+json read_json(const std::string& path) {
+    std::string text = testing::read_text(path);
+    for (size_t at = text.find("Infinity"); at != std::string::npos; at = text.find("Infinity", at)) text.replace(at, 8, "null");
+    return json::parse(text);
+}
 
 // The built-in voice the T3 goldens were made with (see tests/data/chatterbox_t3_conds.json).
 T3Conditioning golden_conditioning(float exaggeration) {
@@ -60,6 +66,7 @@ struct Loaded {
     std::unique_ptr<GgufFile> file;
     std::unique_ptr<Backend> backend;
     std::unique_ptr<T3> t3;
+    std::unique_ptr<TextFrontEnd> text;
 };
 
 Loaded& multilingual() {
@@ -68,6 +75,7 @@ Loaded& multilingual() {
         x.file = std::make_unique<GgufFile>(testing::converted_chatterbox("multilingual"));
         x.backend = std::make_unique<Backend>(2);
         x.t3 = std::make_unique<T3>(*x.file, *x.backend);
+        x.text = std::make_unique<TextFrontEnd>(TextFrontEnd::from_gguf(x.file->meta()));
         return x;
     }();
     return l;
@@ -92,7 +100,10 @@ TEST_P(T3Golden, MatchesTheReference) {
     const json c = read_json(dir + "/case.json");
     T3& t3 = *multilingual().t3;
     const T3Hparams& h = t3.hparams();
-    const auto text = c["text_tokens"].get<std::vector<int32_t>>();
+    // Text → tokens through the GGUF's own front end, as the engine will do it.
+    const TextFrontEnd& fe = *multilingual().text;
+    const auto text = fe.text_tokens(fe.encode(c["text"], c["language_id"]), h.start_text, h.stop_text);
+    ASSERT_EQ(text, c["text_tokens"].get<std::vector<int32_t>>());
     const T3Options o = golden_options(c);
     std::printf("%s (cfg_weight %.1f, exaggeration %.1f):\n", GetParam().c_str(), o.cfg_weight, c["exaggeration"].get<float>());
 
@@ -151,6 +162,39 @@ TEST_P(T3Golden, MatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Multilingual, T3Golden, ::testing::ValuesIn(multilingual_cases()),
+                         [](const auto& info) { return info.param; });
+
+// goldens/e2e: ChatterboxMultilingualTTS.generate with the built-in voice of the converted folder
+// or a cloned voice, text → text tokens → 40 speech tokens (greedy; max_new_tokens 40, no stop).
+class T3EndToEnd : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(T3EndToEnd, TextToSpeechTokens) {
+    const std::string dir = fixtures_dir() + "/chatterbox/goldens/e2e/" + GetParam();
+    const json c = read_json(dir + "/case.json");
+    Loaded& m = multilingual();
+    const T3Hparams& h = m.t3->hparams();
+    const auto text = m.text->text_tokens(m.text->encode(c["text"], c["language_id"]), h.start_text, h.stop_text);
+    EXPECT_EQ(text, c["text_tokens"].get<std::vector<int32_t>>());
+    T3Conditioning voice;
+    if (c["audio_prompt_path"].is_null()) {
+        voice = builtin_conditioning(*m.file);
+        EXPECT_EQ(voice.prompt_speech_tokens.size(), 88u);  // conds.pt of tiny-multilingual
+        EXPECT_EQ(voice.exaggeration, 0.5f);
+    } else {  // the cloned voice's VE embedding and S3 prompt tokens, as prepare_conditionals made them
+        voice.speaker_emb = load_npy(dir + "/speaker_emb.npy").data;
+        voice.prompt_speech_tokens = c["conds"]["cond_prompt_speech_tokens"].get<std::vector<int32_t>>();
+    }
+    voice.exaggeration = c["exaggeration"].get<float>();
+    const auto tokens = m.t3->generate(text, voice, golden_options(c));
+    const auto want = c["speech_tokens"].get<std::vector<int32_t>>();
+    size_t same = 0;
+    for (size_t i = 0; i < std::min(want.size(), tokens.size()); ++i) same += want[i] == tokens[i];
+    std::printf("%s: speech tokens identical %zu / %zu\n", GetParam().c_str(), same, want.size());
+    EXPECT_EQ(tokens, want);
+    EXPECT_EQ(m.t3->postprocess(tokens), c["speech_tokens_post"].get<std::vector<int32_t>>());
+}
+
+INSTANTIATE_TEST_SUITE_P(E2e, T3EndToEnd, ::testing::Values("builtin_en", "builtin_fr", "clone_zh2s_en"),
                          [](const auto& info) { return info.param; });
 
 TEST(T3, PostprocessingMatchesTheOfficialCases) {
