@@ -1,10 +1,12 @@
-// Chatterbox T3 against the goldens of fixtures/chatterbox/goldens/t3 (tiny multilingual model):
-// conditioning, prefill embeddings, CFG logits of steps 0..2, processed logits, greedy tokens and
-// their post-processing, for all five cases (two of them with cfg_weight 0).
+// Chatterbox T3 against the goldens of fixtures/chatterbox/goldens/t3 (tiny multilingual and English
+// models): conditioning, prefill embeddings, CFG logits, processed logits, greedy tokens and their
+// post-processing, for all five multilingual cases (two with cfg_weight 0) and both English ones;
+// and text → speech tokens end to end against goldens/e2e.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -69,17 +71,22 @@ struct Loaded {
     std::unique_ptr<TextFrontEnd> text;
 };
 
-Loaded& multilingual() {
-    static Loaded l = [] {
+// The tiny folder converted as the multilingual or the English model, loaded once per process.
+Loaded& model(const std::string& variant) {
+    static std::map<std::string, Loaded> cache;
+    auto it = cache.find(variant);
+    if (it == cache.end()) {
         Loaded x;
-        x.file = std::make_unique<GgufFile>(testing::converted_chatterbox("multilingual"));
+        x.file = std::make_unique<GgufFile>(testing::converted_chatterbox(variant));
         x.backend = std::make_unique<Backend>(2);
         x.t3 = std::make_unique<T3>(*x.file, *x.backend);
         x.text = std::make_unique<TextFrontEnd>(TextFrontEnd::from_gguf(x.file->meta()));
-        return x;
-    }();
-    return l;
+        it = cache.emplace(variant, std::move(x)).first;
+    }
+    return it->second;
 }
+
+Loaded& multilingual() { return model("multilingual"); }
 
 // Relative error of `got` against `want` (max |diff| / max |want|), printed for the report.
 float rel_err(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
@@ -93,16 +100,21 @@ std::vector<float> row(const testing::NpyArray& a, size_t r) {
     return std::vector<float>(a.data.begin() + r * n, a.data.begin() + (r + 1) * n);
 }
 
+// One golden case: "<case>" (multilingual) or "english/<case>" (English T3, logits of steps 0..1
+// and no processed logits in the goldens).
 class T3Golden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(T3Golden, MatchesTheReference) {
     const std::string dir = t3_goldens() + "/" + GetParam();
+    const bool english = GetParam().rfind("english/", 0) == 0;
     const json c = read_json(dir + "/case.json");
-    T3& t3 = *multilingual().t3;
+    Loaded& m = model(english ? "english" : "multilingual");
+    T3& t3 = *m.t3;
     const T3Hparams& h = t3.hparams();
+    EXPECT_EQ(h.english, english);
     // Text → tokens through the GGUF's own front end, as the engine will do it.
-    const TextFrontEnd& fe = *multilingual().text;
-    const auto text = fe.text_tokens(fe.encode(c["text"], c["language_id"]), h.start_text, h.stop_text);
+    const std::string language = english ? "" : c["language_id"].get<std::string>();
+    const auto text = m.text->text_tokens(m.text->encode(c["text"], language), h.start_text, h.stop_text);
     ASSERT_EQ(text, c["text_tokens"].get<std::vector<int32_t>>());
     const T3Options o = golden_options(c);
     std::printf("%s (cfg_weight %.1f, exaggeration %.1f):\n", GetParam().c_str(), o.cfg_weight, c["exaggeration"].get<float>());
@@ -125,9 +137,10 @@ TEST_P(T3Golden, MatchesTheReference) {
     }
 
     const auto lc = load_npy(dir + "/logits_cond.npy"), lu = load_npy(dir + "/logits_uncond.npy");
-    const auto lp = load_npy(dir + "/logits_processed.npy");
-    ASSERT_EQ(trace.logits_cond.size(), 3u);
-    for (size_t s = 0; s < 3; ++s) {
+    const size_t steps = static_cast<size_t>(lc.shape[0]);
+    ASSERT_EQ(steps, english ? 2u : 3u);
+    ASSERT_GE(trace.logits_cond.size(), steps);
+    for (size_t s = 0; s < steps; ++s) {
         const std::string step = " step " + std::to_string(s);
         EXPECT_LT(rel_err(trace.logits_cond[s], row(lc, s), "logits_cond" + step), kRelTol);
         if (o.cfg_weight > 0) {
@@ -135,22 +148,28 @@ TEST_P(T3Golden, MatchesTheReference) {
         } else {
             EXPECT_EQ(row(lu, s), row(lc, s));  // the golden uncond row repeats cond: skipping it is exact
         }
+    }
+    if (!english) {
         // Processed logits: the same ids filtered (-inf), the rest within tolerance.
-        const std::vector<float> want = row(lp, s), &got = trace.logits_processed[s];
-        ASSERT_EQ(got.size(), want.size());
-        std::vector<float> fw, fg;
-        size_t mismatched = 0;
-        for (size_t i = 0; i < want.size(); ++i) {
-            if (std::isinf(want[i]) || std::isinf(got[i])) {
-                mismatched += std::isinf(want[i]) != std::isinf(got[i]);
-            } else {
-                fw.push_back(want[i]);
-                fg.push_back(got[i]);
+        const auto lp = load_npy(dir + "/logits_processed.npy");
+        for (size_t s = 0; s < steps; ++s) {
+            const std::vector<float> want = row(lp, s), &got = trace.logits_processed[s];
+            ASSERT_EQ(got.size(), want.size());
+            std::vector<float> fw, fg;
+            size_t mismatched = 0;
+            for (size_t i = 0; i < want.size(); ++i) {
+                if (std::isinf(want[i]) || std::isinf(got[i])) {
+                    mismatched += std::isinf(want[i]) != std::isinf(got[i]);
+                } else {
+                    fw.push_back(want[i]);
+                    fg.push_back(got[i]);
+                }
             }
+            EXPECT_EQ(mismatched, 0u) << "ids filtered differently at step " << s;
+            ASSERT_FALSE(fw.empty());
+            EXPECT_LT(rel_err(fg, fw, "logits_processed step " + std::to_string(s) + " (" + std::to_string(fw.size()) + " kept)"),
+                      kRelTol);
         }
-        EXPECT_EQ(mismatched, 0u) << "ids filtered differently at step " << s;
-        ASSERT_FALSE(fw.empty());
-        EXPECT_LT(rel_err(fg, fw, "logits_processed" + step + " (" + std::to_string(fw.size()) + " kept)"), kRelTol);
     }
 
     const auto want = c["speech_tokens"].get<std::vector<int32_t>>();
@@ -163,6 +182,8 @@ TEST_P(T3Golden, MatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Multilingual, T3Golden, ::testing::ValuesIn(multilingual_cases()),
                          [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(English, T3Golden, ::testing::Values("english/en_e05_c05", "english/en_e10_c03"),
+                         [](const auto& info) { return info.param.substr(8); });
 
 // goldens/e2e: ChatterboxMultilingualTTS.generate with the built-in voice of the converted folder
 // or a cloned voice, text → text tokens → 40 speech tokens (greedy; max_new_tokens 40, no stop).
@@ -204,10 +225,12 @@ TEST(T3, PostprocessingMatchesTheOfficialCases) {
         const auto predicted = c["predicted"].get<std::vector<int32_t>>();
         EXPECT_EQ(drop_invalid_tokens(predicted, 6561, 6562), c["mtl"].get<std::vector<int32_t>>()) << c.dump();
     }
-    T3& t3 = *multilingual().t3;
-    EXPECT_FALSE(t3.hparams().english);
+    T3& mtl = *multilingual().t3;
+    T3& en = *model("english").t3;
     for (const auto& c : cases) {
-        EXPECT_EQ(t3.postprocess(c["predicted"].get<std::vector<int32_t>>()), c["mtl"].get<std::vector<int32_t>>());
+        const auto predicted = c["predicted"].get<std::vector<int32_t>>();
+        EXPECT_EQ(mtl.postprocess(predicted), c["mtl"].get<std::vector<int32_t>>());
+        EXPECT_EQ(en.postprocess(predicted), c["english"].get<std::vector<int32_t>>());
     }
 }
 
