@@ -129,8 +129,9 @@ T3::T3(const GgufFile& file, const Backend& backend)
     : file_(file), backend_(backend), hp_(T3Hparams::from_gguf(file)), w_(std::make_unique<Weights>()) {
     const T3Hparams& h = hp_;
     const int64_t D = h.hidden, I = h.intermediate, Q = h.perceiver_queries;
-    // Every tensor the graphs read, by official key, with its ggml shape. Vectors are added and
-    // multiplied element-wise, so they must be F32; matrices may be any type ggml converts.
+    // Every tensor the graphs read, by official key, with its ggml shape. Vectors, the position
+    // tables and the perceiver queries are added element-wise, so they must be F32; matrices and
+    // the token tables (read with get_rows) may be any type ggml converts.
     std::vector<std::pair<std::string, std::vector<int64_t>>> specs = {
         {"tfmr.norm.weight", {D}},
         {"text_emb.weight", {D, h.text_vocab}},
@@ -164,7 +165,7 @@ T3::T3(const GgufFile& file, const Backend& backend)
     }
     for (const auto& [key, shape] : specs) {
         const auto& t = file.tensor(gguf_name(key), shape);
-        const bool vector = shape.size() == 1 || key.find("emb") != std::string::npos ||
+        const bool vector = shape.size() == 1 || key.find("pos_emb") != std::string::npos ||
                             key.find("pre_attention_query") != std::string::npos;
         if (vector && t.type != GGML_TYPE_F32) {
             throw Error(ErrorKind::Format, "'" + file.path() + "': tensor '" + t.name + "' is " + ggml_type_name(t.type) +
@@ -480,7 +481,8 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     const std::vector<float> cond_emb = conditioning(cond);
     const int64_t streams = o.cfg_weight > 0.0f ? 2 : 1;
     const int64_t prefill_len = h.cond_len() + static_cast<int64_t>(text.size()) + 2;
-    Decoder dec(*this, streams, prefill_len + o.max_new_tokens);
+    // The cache starts with room for the prefill and grows in kWindow steps as tokens come.
+    Decoder dec(*this, streams, prefill_len + 1);
     if (trace) {
         trace->cond_emb = cond_emb;
         trace->logits_cond.clear();

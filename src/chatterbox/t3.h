@@ -49,7 +49,7 @@ T3Conditioning builtin_conditioning(const GgufFile& file);
 struct T3Options {
     float cfg_weight = 0.5f;          // 0: one row only (cond + 0·(cond − uncond) = cond)
     float temperature = 0.8f;         // > 0
-    float repetition_penalty = 1.2f;  // >= 1 ... any positive value is accepted
+    float repetition_penalty = 1.2f;  // > 0; 1: off
     float min_p = 0.05f;              // [0, 1]
     float top_p = 1.0f;               // (0, 1]
     uint32_t max_new_tokens = 1000;

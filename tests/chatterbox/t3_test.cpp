@@ -72,16 +72,16 @@ struct Loaded {
 };
 
 // The tiny folder converted as the multilingual or the English model, loaded once per process.
-Loaded& model(const std::string& variant) {
+Loaded& model(const std::string& variant, const std::string& type = "f32") {
     static std::map<std::string, Loaded> cache;
-    auto it = cache.find(variant);
+    auto it = cache.find(variant + "-" + type);
     if (it == cache.end()) {
         Loaded x;
-        x.file = std::make_unique<GgufFile>(testing::converted_chatterbox(variant));
+        x.file = std::make_unique<GgufFile>(testing::converted_chatterbox(variant, type));
         x.backend = std::make_unique<Backend>(2);
         x.t3 = std::make_unique<T3>(*x.file, *x.backend);
         x.text = std::make_unique<TextFrontEnd>(TextFrontEnd::from_gguf(x.file->meta()));
-        it = cache.emplace(variant, std::move(x)).first;
+        it = cache.emplace(variant + "-" + type, std::move(x)).first;
     }
     return it->second;
 }
@@ -217,6 +217,45 @@ TEST_P(T3EndToEnd, TextToSpeechTokens) {
 
 INSTANTIATE_TEST_SUITE_P(E2e, T3EndToEnd, ::testing::Values("builtin_en", "builtin_fr", "clone_zh2s_en"),
                          [](const auto& info) { return info.param; });
+
+// F16 / Q8_0 weights (matrices and token tables; norms, position tables and the conditioning
+// encoder stay F32): how far step-0 logits move and how many greedy tokens stay the same. Loose
+// bounds only: the tiny random model's margins are not those of a trained one.
+TEST(T3, QuantizedWeightsStayClose) {
+    const std::string dir = t3_goldens() + "/en_e05_c05";
+    const json c = read_json(dir + "/case.json");
+    const auto text = c["text_tokens"].get<std::vector<int32_t>>();
+    const auto want = c["speech_tokens"].get<std::vector<int32_t>>();
+    const auto lc = load_npy(dir + "/logits_cond.npy");
+    for (const char* type : {"f16", "q8_0"}) {
+        Loaded& m = model("multilingual", type);
+        T3Trace trace;
+        const auto tokens = m.t3->generate(text, golden_conditioning(0.5f), golden_options(c), &trace);
+        const float e = max_abs_diff(trace.logits_cond[0], row(lc, 0)) / max_abs(row(lc, 0));
+        size_t same = 0;
+        for (size_t i = 0; i < std::min(want.size(), tokens.size()); ++i) same += want[i] == tokens[i];
+        std::printf("%s weights: step-0 logits max|diff|/max|golden| = %.3g, greedy tokens identical %zu / %zu\n", type, e,
+                    same, want.size());
+        EXPECT_LT(e, 0.05f) << type;
+        EXPECT_GT(e, 0.0f) << type << ": the weights were not converted";
+        EXPECT_EQ(tokens.size(), want.size()) << type;
+    }
+}
+
+// A long greedy run crosses the first 256-position window: the KV cache grows (copying both
+// streams) and the step graph is rebuilt, without changing the tokens the goldens fix.
+TEST(T3, KvCacheGrowsWithoutChangingTokens) {
+    const json c = read_json(t3_goldens() + "/en_e05_c05/case.json");
+    T3Options o = golden_options(c);
+    o.max_new_tokens = 200;  // 60 prefill positions + 200 > 256
+    T3& t3 = *multilingual().t3;
+    const auto tokens = t3.generate(c["text_tokens"].get<std::vector<int32_t>>(), golden_conditioning(0.5f), o);
+    const auto want = c["speech_tokens"].get<std::vector<int32_t>>();
+    std::printf("greedy run of %zu tokens (prefill %d positions)\n", tokens.size(), c["prefill_len"].get<int>());
+    ASSERT_GT(tokens.size() + c["prefill_len"].get<size_t>(), 256u) << "stopped before the cache had to grow";
+    for (int32_t t : tokens) EXPECT_TRUE(t >= 0 && t < static_cast<int32_t>(t3.hparams().speech_vocab));
+    EXPECT_EQ(std::vector<int32_t>(tokens.begin(), tokens.begin() + want.size()), want);
+}
 
 TEST(T3, PostprocessingMatchesTheOfficialCases) {
     const json cases = read_json(t3_goldens() + "/postprocess_cases.json");
