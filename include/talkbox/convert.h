@@ -1,4 +1,4 @@
-// Hugging Face snapshot → talkbox GGUF conversion (used by `talkbox convert` and `talkbox pull`).
+// Hugging Face snapshot (Qwen3-TTS, or a Chatterbox folder) → talkbox GGUF conversion (used by `talkbox convert` and `talkbox pull`).
 #pragma once
 
 #include <cstddef>
@@ -20,11 +20,15 @@ struct ConvertOptions {
     std::function<void(size_t, size_t, const std::string&)> progress;
     std::string name;        // general.name; empty: the snapshot folder's name
     std::string source_url;  // general.source.url when not empty (`pull` records the hub commit there)
+    // Chatterbox folders only: "multilingual" or "english" (which official loader's files to read);
+    // empty: multilingual when the folder has the multilingual T3, else english.
+    std::string chatterbox_variant;
 };
 
 struct ConvertSummary {
     size_t tensor_count = 0;
     size_t file_bytes = 0;
+    std::string family;  // "Qwen3-TTS" or "Chatterbox"
     std::string variant, size;
 };
 

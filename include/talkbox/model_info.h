@@ -24,15 +24,16 @@ struct SpeakerInfo {
 
 struct ModelInfo {
     std::string path;
-    std::string family;        // "Qwen3-TTS 12Hz"
+    std::string family;        // "Qwen3-TTS 12Hz" / "Chatterbox"
     std::string name;          // general.name
     std::string size;          // "0.6b" / "1.7b"
-    std::string variant;       // "Base" / "CustomVoice" / "VoiceDesign"
+    std::string variant;       // "Base" / "CustomVoice" / "VoiceDesign"; Chatterbox: "multilingual" / "english"
     std::string weight_type;   // requested at conversion
     size_t file_bytes = 0;
     std::vector<ComponentInfo> components;
     std::vector<SpeakerInfo> speakers;
     std::vector<std::string> languages;
+    std::string builtin_voice;  // Chatterbox: what the built-in voice holds; empty when the file has none
     std::map<std::string, std::string> hyperparameters;  // selected values, for display
 };
 

@@ -26,7 +26,7 @@ std::string params(size_t n) {
 
 void register_info(CLI::App& app) {
     auto path = std::make_shared<std::string>();
-    auto* cmd = app.add_subcommand("info", "Show what a talkbox GGUF model holds: variant, components, types, voices");
+    auto* cmd = app.add_subcommand("info", "Show what a talkbox GGUF model (Qwen3-TTS or Chatterbox) holds: variant, components, types, voices, languages");
     cmd->add_option("model", *path, "Model GGUF file, or a hub name pulled with `talkbox pull`")->required();
     cmd->callback([path] {
         const ModelInfo info = read_model_info(resolve_model(*path));
@@ -45,6 +45,14 @@ void register_info(CLI::App& app) {
                         params(c.parameter_count).c_str(), mib(c.bytes).c_str(), types.c_str());
         }
         for (const auto& [k, v] : info.hyperparameters) std::printf("%-13s %s\n", (k + ":").c_str(), v.c_str());
+        if (info.family == "Chatterbox") {
+            std::printf("voice:        %s\n", info.builtin_voice.empty() ? "no built-in voice (clone one from reference audio)"
+                                                                         : ("built-in (" + info.builtin_voice + ")").c_str());
+            std::printf("languages:    ");
+            for (size_t i = 0; i < info.languages.size(); ++i) std::printf("%s%s", i ? ", " : "", info.languages[i].c_str());
+            std::printf("\n");
+            return;
+        }
         std::printf("speakers:     ");
         if (info.speakers.empty()) std::printf("none (%s)", info.variant == "Base" ? "clone a voice from reference audio"
                                                                                     : "describe the voice in the instruction");

@@ -7,12 +7,13 @@
 #include <set>
 #include <vector>
 
+#include "convert/chatterbox_convert.h"
+#include "convert/gguf_writer.h"
 #include "convert/hparams_meta.h"
 #include "convert/safetensors.h"
 #include "convert/tensor_names.h"
 #include "convert/tokenizer_meta.h"
 #include "convert/weight_type.h"
-#include "core/atomic_file.h"
 #include "core/gguf_file.h"
 #include "core/json_file.h"
 #include "qwen3tts/hparams.h"
@@ -105,15 +106,16 @@ std::string require_file(const std::string& path, const std::string& what) {
 struct GgufContextDeleter {
     void operator()(gguf_context* c) const { gguf_free(c); }
 };
-struct GgmlContextDeleter {
-    void operator()(ggml_context* c) const { ggml_free(c); }
-};
 
 }  // namespace
 
 ConvertSummary convert_snapshot(const ConvertOptions& opt) {
     const std::string dir = opt.snapshot_dir;
     if (!fs::is_directory(dir)) throw Error(ErrorKind::NotFound, "snapshot folder '" + dir + "' does not exist");
+    if (!fs::exists(dir + "/config.json") && is_chatterbox_folder(dir)) return convert_chatterbox(opt);
+    if (!opt.chatterbox_variant.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "'" + dir + "' is not a Chatterbox folder: a variant applies to Chatterbox only");
+    }
 
     SnapshotConfigs configs;
     configs.model = read_json_file(require_file(dir + "/config.json", "config.json"));
@@ -155,14 +157,8 @@ ConvertSummary convert_snapshot(const ConvertOptions& opt) {
         }
     }
 
-    const size_t ctx_size = ggml_tensor_overhead() * (layout.size() + 1);
-    std::unique_ptr<ggml_context, GgmlContextDeleter> meta_ctx(ggml_init({ctx_size, nullptr, /*no_alloc=*/true}));
-    struct Planned {
-        const SourceTensor* src;
-        ggml_type type;
-        std::vector<int64_t> shape;
-    };
-    std::vector<Planned> plan;
+    std::vector<PlannedTensor> plan;
+    auto scratch = std::make_shared<std::vector<float>>();
     for (const auto& spec : layout) {
         const auto it = sources.by_gguf_name().find(spec.name);
         if (it == sources.by_gguf_name().end()) {
@@ -179,31 +175,20 @@ ConvertSummary convert_snapshot(const ConvertOptions& opt) {
                                                shape_to_string(torch_expected) + " from config.json");
         }
         const ggml_type type = storage_type(spec.name, shape, opt.type);
-        ggml_tensor* t = ggml_new_tensor(meta_ctx.get(), type, static_cast<int>(shape.size()), shape.data());
-        ggml_set_name(t, spec.name.c_str());
-        gguf_add_tensor(gguf.get(), t);
-        plan.push_back({&src, type, shape});
+        const SafetensorsTensor* tensor = src.tensor;
+        const int64_t row = shape[0];
+        plan.push_back({spec.name, type, shape, [tensor, type, row, scratch](std::vector<uint8_t>& out) {
+                            encode_weights(*tensor, type, row, out, *scratch);
+                        }});
     }
 
-    AtomicFileWriter out(opt.output_path);
-    std::vector<uint8_t> meta(gguf_get_meta_size(gguf.get()));
-    gguf_get_meta_data(gguf.get(), meta.data());
-    out.write(meta.data(), meta.size());
-    const size_t alignment = gguf_get_alignment(gguf.get());
-    std::vector<uint8_t> bytes;
-    std::vector<float> scratch;
-    for (size_t i = 0; i < plan.size(); ++i) {
-        encode_weights(*plan[i].src->tensor, plan[i].type, plan[i].shape[0], bytes, scratch);
-        out.write(bytes.data(), bytes.size());
-        out.write_zeros(GGML_PAD(bytes.size(), alignment) - bytes.size());
-        if (opt.progress) opt.progress(i + 1, plan.size(), layout[i].name);
-    }
+    const size_t written = write_gguf_file(gguf.get(), plan, opt.output_path, opt.progress);
     ConvertSummary summary;
     summary.tensor_count = plan.size();
-    summary.file_bytes = out.bytes_written();
+    summary.file_bytes = written;
+    summary.family = "Qwen3-TTS";
     summary.variant = qwen3tts::variant_name(hparams.variant);
     summary.size = hparams.size;
-    out.commit();
     return summary;
 }
 

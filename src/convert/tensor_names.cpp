@@ -109,6 +109,23 @@ std::vector<Rule> build_rules() {
 
 }  // namespace
 
+std::string gguf_layer_suffix(const std::string& hf_suffix) {
+    static const std::vector<Rule> rules = [] {
+        std::vector<Rule> r;
+        for (const auto& [suffix, gguf_suffix] : kLayerSuffixes) {
+            std::string replacement = gguf_suffix;
+            const auto pos = replacement.find("$N");
+            if (pos != std::string::npos) replacement.replace(pos, 2, "$1");
+            r.push_back({std::regex("^" + suffix + "$"), replacement});
+        }
+        return r;
+    }();
+    for (const auto& rule : rules) {
+        if (std::regex_match(hf_suffix, rule.pattern)) return std::regex_replace(hf_suffix, rule.pattern, rule.replacement);
+    }
+    return {};
+}
+
 std::string gguf_tensor_name(const std::string& hf_name) {
     static const std::vector<Rule> rules = build_rules();
     for (const auto& rule : rules) {

@@ -10,4 +10,9 @@ namespace talkbox {
 // or of speech_tokenizer/model.safetensors (decoder.*, encoder.*); empty when the name is unknown.
 std::string gguf_tensor_name(const std::string& hf_name);
 
+// The llama.cpp-style name of one transformer layer's tensor, shared by every family
+// (`self_attn.q_proj.weight` → `attn_q.weight`, `mlp.gate_proj.weight` → `ffn_gate.weight`);
+// empty when unknown.
+std::string gguf_layer_suffix(const std::string& hf_suffix);
+
 }  // namespace talkbox

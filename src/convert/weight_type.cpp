@@ -44,8 +44,23 @@ ggml_type to_ggml_type(WeightType t) {
     return GGML_TYPE_F32;
 }
 
+namespace {
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// Chatterbox matrices that stay F32 whatever the requested type: the voice encoder, the built-in
+// voice, T3's conditioning encoder (all run once per utterance, small), T3's learned position
+// tables and the encoder's per-head position biases (added, not multiplied), the CAMPPlus x-vector
+// network, the HiFT vocoder (convolutions; its two 2-D matrices are a few values) and the S3
+// tokenizer's mel filterbank.
+bool chatterbox_keeps_f32(const std::string& name) {
+    for (const char* prefix : {"ve.", "voice.", "t3.cond.", "campp.", "hift.", "s3tok.mel_filters"})
+        if (starts_with(name, prefix)) return true;
+    return ends_with(name, "_pos_embd.weight") || name.find(".pos_bias_") != std::string::npos;
+}
+}  // namespace
+
 ggml_type storage_type(const std::string& gguf_name, const std::vector<int64_t>& shape, WeightType requested) {
-    if (shape.size() != 2 || ends_with(gguf_name, ".embed_sum")) return GGML_TYPE_F32;
+    if (shape.size() != 2 || ends_with(gguf_name, ".embed_sum") || chatterbox_keeps_f32(gguf_name)) return GGML_TYPE_F32;
     ggml_type t = to_ggml_type(requested);
     if (t == GGML_TYPE_Q4_K && shape[0] % ggml_blck_size(GGML_TYPE_Q4_K) != 0) t = GGML_TYPE_Q8_0;
     if (t == GGML_TYPE_Q8_0 && shape[0] % ggml_blck_size(GGML_TYPE_Q8_0) != 0) t = GGML_TYPE_F16;

@@ -1,4 +1,4 @@
-#include "talkbox/model_info.h"
+#include "qwen3tts/model_info.h"
 
 #include <filesystem>
 
@@ -7,29 +7,29 @@
 #include "qwen3tts/tensor_layout.h"
 #include "talkbox/error.h"
 
-namespace talkbox {
+namespace talkbox::qwen3tts {
 
-ModelInfo read_model_info(const std::string& path) {
-    GgufFile file(path);
-    const auto h = qwen3tts::Hparams::from_gguf(file.meta());
-    const auto layout = qwen3tts::expected_tensors(h);
+ModelInfo read_model_info(const GgufFile& file) {
+    const std::string& path = file.path();
+    const auto h = Hparams::from_gguf(file.meta());
+    const auto layout = expected_tensors(h);
 
     ModelInfo info;
     info.path = path;
     info.family = "Qwen3-TTS 12Hz";
     info.name = file.meta().has_key("general.name") ? file.meta().get_string("general.name") : "";
     info.size = h.size;
-    info.variant = qwen3tts::variant_display_name(h.variant);
+    info.variant = variant_display_name(h.variant);
     info.weight_type = file.meta().has_key("qwen3tts.weight_type") ? file.meta().get_string("qwen3tts.weight_type") : "";
     info.file_bytes = std::filesystem::file_size(path);
 
-    std::map<qwen3tts::Component, size_t> index;
+    std::map<Component, size_t> index;
     for (const auto& spec : layout) {
         const auto& t = file.tensor(spec.name, spec.shape);
         auto [it, fresh] = index.emplace(spec.component, info.components.size());
         if (fresh) {
             info.components.emplace_back();
-            info.components.back().name = qwen3tts::component_name(spec.component);
+            info.components.back().name = component_name(spec.component);
         }
         auto& c = info.components[it->second];
         size_t n = 1;
@@ -56,4 +56,4 @@ ModelInfo read_model_info(const std::string& path) {
     return info;
 }
 
-}  // namespace talkbox
+}  // namespace talkbox::qwen3tts

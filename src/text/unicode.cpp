@@ -60,14 +60,59 @@ void check_utf8(std::string_view text) {
     }
 }
 
-std::string nfc(std::string_view utf8) {
+namespace {
+std::string normalize(std::string_view utf8, int options, const char* name) {
     utf8proc_uint8_t* out = nullptr;
     const utf8proc_ssize_t n =
         utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(utf8.data()), static_cast<utf8proc_ssize_t>(utf8.size()),
-                     &out, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+                     &out, static_cast<utf8proc_option_t>(options));
     const std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(out, &std::free);
-    if (n < 0) throw Error(ErrorKind::Internal, std::string("NFC normalisation failed: ") + utf8proc_errmsg(n));
+    if (n < 0) throw Error(ErrorKind::Internal, std::string(name) + " normalisation failed: " + utf8proc_errmsg(n));
     return std::string(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
 }
+}  // namespace
+
+std::string nfc(std::string_view utf8) { return normalize(utf8, UTF8PROC_STABLE | UTF8PROC_COMPOSE, "NFC"); }
+
+std::string nfkd(std::string_view utf8) {
+    return normalize(utf8, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, "NFKD");
+}
+
+std::vector<char32_t> decode_utf8(std::string_view s) {
+    std::vector<char32_t> out;
+    for (size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        const int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        char32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+        for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+        out.push_back(cp);
+        i += static_cast<size_t>(len);
+    }
+    return out;
+}
+
+std::string encode_utf8(const std::vector<char32_t>& cps, size_t begin, size_t end) {
+    std::string out;
+    for (size_t i = begin; i < end; ++i) {
+        const char32_t c = cps[i];
+        if (c < 0x80) {
+            out += static_cast<char>(c);
+        } else if (c < 0x800) {
+            out += static_cast<char>(0xC0 | (c >> 6));
+            out += static_cast<char>(0x80 | (c & 0x3F));
+        } else if (c < 0x10000) {
+            out += static_cast<char>(0xE0 | (c >> 12));
+            out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (c & 0x3F));
+        } else {
+            out += static_cast<char>(0xF0 | (c >> 18));
+            out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+            out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (c & 0x3F));
+        }
+    }
+    return out;
+}
+
 
 }  // namespace talkbox

@@ -42,6 +42,27 @@ std::string qwen_fixture(const std::string& name) {
     return p;
 }
 
+std::string chatterbox_fixture(const std::string& name) {
+    const std::string p = fixtures_dir() + "/chatterbox/" + name;
+    if (!fs::exists(p)) throw std::runtime_error("missing fixture '" + p + "'");
+    return p;
+}
+
+std::string converted_chatterbox(const std::string& variant, const std::string& type) {
+    static TempDir dir;
+    static std::map<std::string, std::string> done;
+    const std::string key = "chatterbox-" + variant + "-" + type;
+    auto it = done.find(key);
+    if (it != done.end()) return it->second;
+    ConvertOptions opt;
+    opt.snapshot_dir = chatterbox_fixture("tiny-multilingual");
+    opt.output_path = dir.file(key + ".gguf");
+    opt.type = parse_weight_type(type);
+    opt.chatterbox_variant = variant;
+    convert_snapshot(opt);
+    return done[key] = opt.output_path;
+}
+
 const std::vector<std::string>& qwen_checkpoints() {
     static const std::vector<std::string> names = {"tiny-0.6B-Base", "tiny-0.6B-CustomVoice", "tiny-1.7B-Base",
                                                    "tiny-1.7B-CustomVoice", "tiny-1.7B-VoiceDesign"};

@@ -20,6 +20,12 @@ std::string converted_fixture(const std::string& name, const std::string& type =
 // in docs/cuda.md); unset or "cpu" means the CPU. Any other value throws: never a silent CPU run.
 bool test_on_gpu();
 
+// fixtures/chatterbox/<name> (e.g. "tiny-multilingual", "goldens/t3/README.md").
+std::string chatterbox_fixture(const std::string& name);
+
+// The tiny Chatterbox folder converted once per test process: variant "multilingual" or "english".
+std::string converted_chatterbox(const std::string& variant = "multilingual", const std::string& type = "f32");
+
 // The five tiny Qwen3-TTS checkpoints.
 const std::vector<std::string>& qwen_checkpoints();
 

@@ -1,0 +1,11 @@
+// `talkbox info` for a Chatterbox GGUF.
+#pragma once
+
+#include "core/gguf_file.h"
+#include "talkbox/model_info.h"
+
+namespace talkbox::chatterbox {
+
+ModelInfo read_model_info(const GgufFile& file);  // throws Error when the file is not a valid Chatterbox model
+
+}  // namespace talkbox::chatterbox
