@@ -7,7 +7,7 @@
 #include <limits>
 #include <map>
 
-#include "codec/ops.h"
+#include "core/ops.h"
 #include "ggml-alloc.h"
 #include "qwen3tts/tensor_layout.h"
 #include "talkbox/error.h"

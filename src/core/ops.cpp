@@ -1,11 +1,11 @@
-#include "codec/ops.h"
+#include "core/ops.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
-namespace talkbox::codec {
+namespace talkbox {
 
 namespace {
 
@@ -56,17 +56,19 @@ void snake_op(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, cons
     }
 }
 
-// dst [C * taps, T] from src [C, T + (taps-1) * dilation]; the tap count follows from the shapes.
+// dst [C * taps, T] from src [C, W]; the tap count follows from the shapes. userdata packs the
+// dilation (low 32 bits) and the stride (high bits).
 void columns_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     const ggml_tensor* src = dst->src[0];
-    const int64_t dilation = reinterpret_cast<intptr_t>(userdata);
+    const int64_t packed = reinterpret_cast<intptr_t>(userdata);
+    const int64_t dilation = packed & 0xffffffff, stride = packed >> 32;
     const int64_t channels = src->ne[0], taps = dst->ne[0] / channels, columns = dst->ne[1];
     const int64_t per = (columns + nth - 1) / nth, t0 = per * ith, t1 = std::min(columns, t0 + per);
     const size_t row = static_cast<size_t>(channels) * sizeof(float);
     for (int64_t t = t0; t < t1; ++t) {
         char* out = static_cast<char*>(dst->data) + t * dst->nb[1];
         for (int64_t j = 0; j < taps; ++j) {
-            std::memcpy(out + j * row, static_cast<const char*>(src->data) + (t + j * dilation) * src->nb[1], row);
+            std::memcpy(out + j * row, static_cast<const char*>(src->data) + (t * stride + j * dilation) * src->nb[1], row);
         }
     }
 }
@@ -85,14 +87,18 @@ ggml_tensor* snake_beta(ggml_context* ctx, ggml_tensor* x, ggml_tensor* scale, g
     return ggml_add(ctx, x, ggml_mul(ctx, v, inv_beta));
 }
 
-ggml_tensor* conv_columns(ggml_context* ctx, ggml_tensor* xp, int64_t taps, int64_t dilation, bool fused) {
-    const int64_t channels = xp->ne[0], columns = xp->ne[1] - (taps - 1) * dilation;
+ggml_tensor* conv_columns(ggml_context* ctx, ggml_tensor* xp, int64_t taps, int64_t dilation, bool fused,
+                          int64_t stride) {
+    const int64_t channels = xp->ne[0], columns = (xp->ne[1] - (taps - 1) * dilation - 1) / stride + 1;
     if (fused) {
         ggml_tensor* args[] = {xp};
+        const int64_t packed = dilation | (stride << 32);
         return ggml_custom_4d(ctx, GGML_TYPE_F32, channels * taps, columns, 1, 1, args, 1, columns_op, GGML_N_TASKS_MAX,
-                              reinterpret_cast<void*>(static_cast<intptr_t>(dilation)));
+                              reinterpret_cast<void*>(static_cast<intptr_t>(packed)));
     }
-    auto tap = [&](int64_t j) { return ggml_view_2d(ctx, xp, channels, columns, xp->nb[1], j * dilation * xp->nb[1]); };
+    auto tap = [&](int64_t j) {
+        return ggml_view_2d(ctx, xp, channels, columns, stride * xp->nb[1], j * dilation * xp->nb[1]);
+    };
     // Padding tap 0 to full height makes the matrix a graph node (a new leaf would be allocated for
     // the whole graph); the other taps are then written into it in place.
     ggml_tensor* cols = ggml_pad(ctx, tap(0), channels * (taps - 1), 0, 0, 0);
@@ -102,4 +108,4 @@ ggml_tensor* conv_columns(ggml_context* ctx, ggml_tensor* xp, int64_t taps, int6
     return cols;
 }
 
-}  // namespace talkbox::codec
+}  // namespace talkbox

@@ -1,4 +1,4 @@
-// The codec decoder's custom ops alone: fused CPU versions and stock-op compositions against plain
+// The vocoders' custom ops alone: fused CPU versions and stock-op compositions against plain
 // references (SnakeBeta in double precision, the conv column gather exactly).
 #include <gtest/gtest.h>
 
@@ -7,11 +7,11 @@
 #include <limits>
 #include <random>
 
-#include "codec/ops.h"
+#include "core/ops.h"
 #include "core/backend.h"
 #include "ggml-alloc.h"
 
-namespace talkbox::codec {
+namespace talkbox {
 namespace {
 
 TEST(SnakeBeta, SinSquaredMatchesTheCLibrary) {
@@ -95,24 +95,27 @@ TEST(SnakeBeta, FusedAndComposedMatchTheReference) {
 TEST(ConvColumns, FusedAndComposedGatherTheDilatedTaps) {
     const int64_t channels = 5, columns = 23;
     for (int64_t taps : {3, 7}) {
-        for (int64_t dilation : {1, 3, 9}) {
-            const int64_t width = columns + (taps - 1) * dilation;
+        for (const auto& ds : {std::pair<int64_t, int64_t>{1, 1}, {3, 1}, {9, 1}, {1, 3}, {2, 15}}) {
+            const int64_t dilation = ds.first, stride = ds.second;
+            // One spare sample beyond the last column's reach: it must be ignored.
+            const int64_t width = (columns - 1) * stride + (taps - 1) * dilation + 1 + (stride > 1 ? 1 : 0);
             std::vector<float> xp(channels * width);
             for (size_t i = 0; i < xp.size(); ++i) xp[i] = static_cast<float>(i);
             std::vector<float> expected(channels * taps * columns);
             for (int64_t t = 0; t < columns; ++t)
                 for (int64_t j = 0; j < taps; ++j)
                     for (int64_t c = 0; c < channels; ++c)
-                        expected[(t * taps + j) * channels + c] = xp[(t + j * dilation) * channels + c];
+                        expected[(t * taps + j) * channels + c] = xp[(t * stride + j * dilation) * channels + c];
             for (bool fused : {true, false}) {
                 for (int threads : {1, 3}) {
                     const std::vector<float> y = run_graph(
                         {{{channels, width}, xp}},
                         [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
-                            return conv_columns(ctx, t[0], taps, dilation, fused);
+                            return conv_columns(ctx, t[0], taps, dilation, fused, stride);
                         },
                         threads);
-                    EXPECT_EQ(y, expected) << "taps " << taps << " dilation " << dilation << (fused ? " fused" : " composed")
+                    EXPECT_EQ(y, expected) << "taps " << taps << " dilation " << dilation << " stride " << stride
+                                           << (fused ? " fused" : " composed")
                                            << " threads " << threads;
                 }
             }
@@ -121,4 +124,4 @@ TEST(ConvColumns, FusedAndComposedGatherTheDilatedTaps) {
 }
 
 }  // namespace
-}  // namespace talkbox::codec
+}  // namespace talkbox

@@ -1,0 +1,188 @@
+// Times Chatterbox S3Gen at the released size with random weights: the flow (encoder + ODE) and
+// HiFT separately, min and median over repeats, with the process CPU time of the fastest run.
+// The released tensor layout is the tiny fixture's (same keys) with every width scaled to the
+// real hyper-parameters (docs/chatterbox-spec.md, S3Gen §2) and the block counts raised
+// (encoder 6 + 4 up, estimator 12 mid blocks × 4 transformer blocks):
+//   build/bin/s3gen_bench -t 2 --tokens 50 --prompt 50 [--meanflow] [--repeats 3]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "chatterbox/s3gen.h"
+#include "convert/safetensors.h"
+#include "core/backend.h"
+#include "talkbox/error.h"
+
+namespace {
+
+using namespace talkbox;
+using namespace talkbox::chatterbox;
+using Clock = std::chrono::steady_clock;
+using Shapes = std::map<std::string, std::vector<int64_t>>;
+
+bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+// Tiny width → real width, per component; kernel sizes (the last dim of a 3-D conv) never scale.
+int64_t scale_dim(const std::string& key, int64_t d) {
+    static const std::map<int64_t, int64_t> encoder{{32, 512}, {64, 2048}, {2, 8}, {16, 64}};
+    static const std::map<int64_t, int64_t> estimator{{32, 256}, {64, 512}, {128, 1024}, {256, 2048}};
+    static const std::map<int64_t, int64_t> hift{{32, 512}, {16, 256}, {8, 128}, {4, 64}};
+    const std::map<int64_t, int64_t>* m = nullptr;
+    if (starts(key, "flow.decoder.")) m = &estimator;
+    else if (starts(key, "mel2wav.")) m = &hift;
+    else if (starts(key, "flow.encoder") || starts(key, "flow.input_embedding")) m = &encoder;
+    if (key == "flow.encoder_proj.weight") return d == 32 ? 512 : d;
+    if (!m) return d;
+    const auto it = m->find(d);
+    return it == m->end() ? d : it->second;
+}
+
+Shapes real_shapes(const Shapes& tiny, bool meanflow) {
+    Shapes out;
+    auto add = [&](const std::string& key, const std::vector<int64_t>& s) {
+        std::vector<int64_t> r = s;
+        const size_t scaled = s.size() == 3 ? 2 : s.size();
+        for (size_t i = 0; i < scaled; ++i) r[i] = scale_dim(key, s[i]);
+        out[key] = r;
+    };
+    const std::regex enc(R"(^flow\.encoder\.encoders\.1\.(.*)$)"), mid(R"(^flow\.decoder\.estimator\.mid_blocks\.1\.(.*)$)"),
+        tf(R"(^(flow\.decoder\.estimator\.(?:down_blocks\.0|up_blocks\.0|mid_blocks\.\d+)\.1)\.0\.(.*)$)");
+    Shapes expanded;
+    for (const auto& [k, s] : tiny) {
+        std::smatch m;
+        expanded[k] = s;
+        if (std::regex_match(k, m, enc))
+            for (int i = 2; i < 6; ++i) expanded["flow.encoder.encoders." + std::to_string(i) + "." + m[1].str()] = s;
+        if (std::regex_match(k, m, mid))
+            for (int i = 2; i < 12; ++i) expanded["flow.decoder.estimator.mid_blocks." + std::to_string(i) + "." + m[1].str()] = s;
+    }
+    for (const auto& [k, s] : expanded) {
+        std::smatch m;
+        add(k, s);
+        if (std::regex_match(k, m, tf))
+            for (int i = 1; i < 4; ++i) add(m[1].str() + "." + std::to_string(i) + "." + m[2].str(), s);
+    }
+    if (meanflow) out["flow.decoder.estimator.time_embed_mixer.weight"] = {1024, 2048};
+    return out;
+}
+
+std::map<std::string, HostTensor> random_weights(const Shapes& shapes, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::map<std::string, HostTensor> out;
+    for (const auto& [k, s] : shapes) {
+        int64_t n = 1;
+        for (int64_t d : s) n *= d;
+        HostTensor t{s, std::vector<float>(static_cast<size_t>(n))};
+        const bool vec = s.size() == 1;
+        const double fan = vec ? 1.0 : static_cast<double>(n / s[0]);
+        std::normal_distribution<float> nrm(0.0f, static_cast<float>(vec ? 0.05 : 1.0 / std::sqrt(fan)));
+        for (float& v : t.data) v = nrm(rng);
+        if (k.find(".alpha") != std::string::npos || (vec && k.find("weight") != std::string::npos)) {
+            for (float& v : t.data) v += 1.0f;
+        }
+        if (k.find("original0") != std::string::npos) {
+            for (float& v : t.data) v = 1.0f;
+        }
+        out.emplace(k, std::move(t));
+    }
+    return out;
+}
+
+struct Stats {
+    double min_ms, median_ms, cpu_ms;
+};
+
+template <typename F>
+Stats time_runs(int repeats, F&& run) {
+    std::vector<double> ms;
+    double cpu_ms = 0;
+    for (int i = 0; i < repeats; ++i) {
+        const auto t0 = Clock::now();
+        const std::clock_t c0 = std::clock();
+        run();
+        const double cpu = 1000.0 * static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+        ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        if (ms.back() == *std::min_element(ms.begin(), ms.end())) cpu_ms = cpu;
+    }
+    std::sort(ms.begin(), ms.end());
+    return {ms.front(), ms[ms.size() / 2], cpu_ms};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Chatterbox S3Gen benchmark (released size, random weights)"};
+    std::string fixtures = "../shared/fixtures";
+    int tokens = 50, prompt = 50, repeats = 3, threads = 2, steps = 0;
+    bool meanflow = false, tiny = false;
+    app.add_option("--fixtures", fixtures, "Fixture folder (for the tensor layout of the tiny checkpoint)")->capture_default_str();
+    app.add_option("--tokens", tokens, "Speech tokens to synthesise (25 per second)")->capture_default_str();
+    app.add_option("--prompt", prompt, "Prompt tokens (reference mel: 2 frames each)")->capture_default_str();
+    app.add_option("--repeats", repeats, "Timed runs (after one warm-up)")->capture_default_str();
+    app.add_option("--steps", steps, "ODE steps (0: 10, meanflow 2)")->capture_default_str();
+    app.add_option("-t,--threads", threads, "CPU threads")->capture_default_str();
+    app.add_flag("--meanflow", meanflow, "Turbo's meanflow S3Gen");
+    app.add_flag("--tiny", tiny, "Keep the tiny fixture sizes");
+    CLI11_PARSE(app, argc, argv);
+    try {
+        const SafetensorsFile f(fixtures + "/chatterbox/tiny-multilingual/s3gen.safetensors");
+        Shapes shapes;
+        for (const auto& t : f.tensors()) {
+            if (starts(t.name, "flow.") || starts(t.name, "mel2wav.")) shapes[t.name] = t.shape;
+        }
+        if (!tiny) shapes = real_shapes(shapes, meanflow);
+        size_t params = 0;
+        for (const auto& [k, s] : shapes) {
+            size_t n = 1;
+            for (int64_t d : s) n *= static_cast<size_t>(d);
+            params += n;
+        }
+        const auto src = memory_source(random_weights(shapes, 1234), tiny ? "tiny random S3Gen" : "released-size random S3Gen");
+        Backend backend(threads);
+        FlowConfig fc;
+        fc.estimator_heads = tiny ? 2 : 8;
+        S3Gen s3gen(*src, backend, fc);
+        std::printf("S3Gen %s%s: %zu tensors, %.2f M parameters; backend %s; %d tokens (%.2f s) + %d prompt tokens, %d steps\n",
+                    tiny ? "tiny" : "released size", meanflow ? " meanflow" : "", shapes.size(), params / 1e6,
+                    backend.description().c_str(), tokens, tokens / 25.0, prompt,
+                    steps ? steps : s3gen.flow().default_steps());
+        std::mt19937 rng(7);
+        std::uniform_int_distribution<int32_t> tok(0, 6560);
+        std::normal_distribution<float> nrm(-5.0f, 1.5f);
+        std::vector<int32_t> speech(static_cast<size_t>(tokens));
+        for (auto& t : speech) t = tok(rng);
+        FlowPrompt p;
+        p.tokens.resize(static_cast<size_t>(prompt));
+        for (auto& t : p.tokens) t = tok(rng);
+        p.feat.resize(static_cast<size_t>(2 * prompt * 80));
+        for (auto& v : p.feat) v = nrm(rng);
+        p.embedding.resize(192);
+        for (auto& v : p.embedding) v = nrm(rng);
+
+        std::vector<float> mel = s3gen.flow().inference(speech, p, {}, 1, steps);  // warm-up
+        const int64_t frames = static_cast<int64_t>(mel.size() / 80);
+        const HiftNoise noise = HiftNoise::seeded(2, frames * Hift::kSamplesPerFrame);
+        s3gen.hift().synthesize(mel, frames, noise);
+        const Stats fs = time_runs(repeats, [&] { mel = s3gen.flow().inference(speech, p, {}, 1, steps); });
+        const Stats hs = time_runs(repeats, [&] { s3gen.hift().synthesize(mel, frames, noise); });
+        const double audio_ms = tokens * 40.0;
+        std::printf("flow  (encoder + ODE)  min %8.1f ms  median %8.1f ms  cpu %8.1f ms  RTF %.3f\n", fs.min_ms, fs.median_ms,
+                    fs.cpu_ms, fs.min_ms / audio_ms);
+        std::printf("hift  (f0, source, decode, istft)  min %8.1f ms  median %8.1f ms  cpu %8.1f ms  RTF %.3f\n", hs.min_ms,
+                    hs.median_ms, hs.cpu_ms, hs.min_ms / audio_ms);
+        std::printf("total RTF %.3f\n", (fs.min_ms + hs.min_ms) / audio_ms);
+    } catch (const talkbox::Error& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

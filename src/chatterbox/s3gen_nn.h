@@ -1,0 +1,98 @@
+// Graph building blocks shared by S3Gen's flow (encoder, estimator) and its HiFT vocoder, and the
+// loader that turns official keys into backend tensors for them. Activations are
+// [channels, time(, batch)] with channels contiguous (ggml ne0 = channels).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "chatterbox/s3gen_weights.h"
+#include "ggml.h"
+
+namespace talkbox::chatterbox {
+
+struct Linear {
+    ggml_tensor* w = nullptr;  // [in, out]
+    ggml_tensor* b = nullptr;  // [out] or null
+    int64_t in = 0, out = 0;
+};
+
+struct Norm {
+    ggml_tensor* w = nullptr;
+    ggml_tensor* b = nullptr;
+};
+
+struct Conv {
+    ggml_tensor* w = nullptr;  // [Cin·k, Cout], row ci + Cin·j
+    ggml_tensor* b = nullptr;  // [Cout] or null
+    int64_t k = 0, cin = 0, cout = 0;
+};
+
+struct ConvTranspose {
+    ggml_tensor* w = nullptr;  // [Cin, Cout·kp], row co + Cout·m
+    ggml_tensor* b = nullptr;
+    int64_t k = 0, kp = 0, stride = 0, pad = 0, cin = 0, cout = 0;
+};
+
+struct Snake {
+    ggml_tensor* scale = nullptr;     // alpha
+    ggml_tensor* inv_alpha = nullptr;  // 1 / (alpha + 1e-9)
+};
+
+// Reads tensors by official key from a TensorSource into a WeightBuffer.
+class S3GenLoader {
+public:
+    S3GenLoader(const TensorSource& src, WeightBuffer& buf) : src_(src), buf_(buf) {}
+    const TensorSource& source() const { return src_; }
+
+    HostTensor host(const std::string& key) const { return src_.get(key); }
+    // Any tensor as stored (ggml shape = the PyTorch shape reversed).
+    ggml_tensor* raw(const std::string& key);
+    Linear linear(const std::string& prefix, bool bias = true);
+    Norm norm(const std::string& prefix);
+    Conv conv(const std::string& prefix, bool bias = true);  // weight-norm folded when present
+    ConvTranspose conv_transpose(const std::string& prefix, int64_t stride, int64_t pad);
+    Snake snake(const std::string& alpha_key);
+
+    // Throws Format naming the key unless its PyTorch shape is `expected`.
+    std::vector<int64_t> check_shape(const std::string& key, const HostTensor& t, const std::vector<int64_t>& expected) const;
+
+private:
+    const TensorSource& src_;
+    WeightBuffer& buf_;
+};
+
+// y = W x + b over the leading dimension (any trailing dims).
+ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, const Linear& l);
+ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, const Norm& n, float eps);
+ggml_tensor* mish(ggml_context* ctx, ggml_tensor* x);  // x · tanh(softplus(x))
+// Conv1d on [Cin, T(, B)] with zero padding pad_l / pad_r; fused gathers on the CPU.
+ggml_tensor* conv1d(ggml_context* ctx, ggml_tensor* x, const Conv& c, int64_t pad_l, int64_t pad_r, bool fused,
+                    int64_t dilation = 1, int64_t stride = 1);
+// ConvTranspose1d on [Cin, T] → [Cout, (T-1)·stride + k - 2·pad].
+ggml_tensor* conv_transpose1d(ggml_context* ctx, ggml_tensor* x, const ConvTranspose& c);
+ggml_tensor* snake(ggml_context* ctx, ggml_tensor* x, const Snake& s, bool fused);
+
+// A named intermediate copied out of a graph, in PyTorch order ([C, T] time contiguous for a
+// [channels, time] activation).
+struct S3GenTap {
+    std::string name;
+    std::vector<int64_t> shape;  // PyTorch order
+    std::vector<float> data;
+};
+
+// Marks intermediates of a graph for read-back (transposed to PyTorch order).
+class TapList {
+public:
+    explicit TapList(bool enabled) : enabled_(enabled) {}
+    bool enabled() const { return enabled_; }
+    // transpose: swap the first two dims (channels-major PyTorch tensors); otherwise as laid out.
+    void add(ggml_context* ctx, ggml_cgraph* gf, const std::string& name, ggml_tensor* x, bool transpose = true);
+    void read(std::vector<S3GenTap>& out) const;
+
+private:
+    bool enabled_;
+    std::vector<std::pair<std::string, ggml_tensor*>> taps_;
+};
+
+}  // namespace talkbox::chatterbox

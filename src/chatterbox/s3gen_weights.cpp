@@ -1,0 +1,222 @@
+#include "chatterbox/s3gen_weights.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "convert/chatterbox_names.h"
+#include "convert/safetensors.h"
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "talkbox/error.h"
+
+namespace talkbox::chatterbox {
+
+namespace {
+
+constexpr size_t kMaxTensors = 8192;  // 1450 at the released size
+
+class SafetensorsSource : public TensorSource {
+public:
+    explicit SafetensorsSource(const std::string& path) : file_(path) {}
+    const std::string& label() const override { return file_.path(); }
+    bool has(const std::string& key) const override { return file_.find(key) != nullptr; }
+    HostTensor get(const std::string& key) const override {
+        const SafetensorsTensor* t = file_.find(key);
+        if (!t) throw Error(ErrorKind::NotFound, "'" + file_.path() + "': missing tensor '" + key + "'");
+        HostTensor h;
+        h.shape = t->shape;
+        h.data.resize(static_cast<size_t>(t->element_count()));
+        safetensors_to_f32(*t, h.data.data());
+        return h;
+    }
+
+private:
+    SafetensorsFile file_;
+};
+
+class GgufSource : public TensorSource {
+public:
+    explicit GgufSource(const GgufFile& file) : file_(file) {
+        const std::string arch = file.meta().has_key("general.architecture") ? file.meta().get_string("general.architecture") : "";
+        if (arch != "chatterbox") {
+            throw Error(ErrorKind::Format, "'" + file.path() + "' is not a Chatterbox model (general.architecture '" + arch + "')");
+        }
+    }
+    const std::string& label() const override { return file_.path(); }
+    bool has(const std::string& key) const override {
+        const std::string name = chatterbox_gguf_name(ChatterboxFile::S3Gen, key);
+        return !name.empty() && file_.has_tensor(name);
+    }
+    HostTensor get(const std::string& key) const override {
+        const GgufTensorInfo& t = info(key);
+        HostTensor h;
+        h.shape.assign(t.shape.rbegin(), t.shape.rend());
+        int64_t n = 1;
+        for (int64_t d : t.shape) n *= d;
+        h.data.resize(static_cast<size_t>(n));
+        if (t.type == GGML_TYPE_F32) {
+            std::memcpy(h.data.data(), t.data, static_cast<size_t>(n) * sizeof(float));
+        } else {
+            const auto* traits = ggml_get_type_traits(t.type);
+            if (!traits->to_float) {
+                throw Error(ErrorKind::Unsupported, "'" + file_.path() + "': tensor '" + t.name + "' has type " +
+                                                        ggml_type_name(t.type) + ", which cannot be read as floats");
+            }
+            traits->to_float(t.data, h.data.data(), n);
+        }
+        return h;
+    }
+    bool stored(const std::string& key, StoredTensor* out) const override {
+        const GgufTensorInfo& t = info(key);
+        if (t.type == GGML_TYPE_F32) return false;
+        out->type = t.type;
+        out->ne = t.shape;
+        out->data = t.data;
+        out->nbytes = t.nbytes;
+        return true;
+    }
+
+private:
+    const GgufTensorInfo& info(const std::string& key) const {
+        const std::string name = chatterbox_gguf_name(ChatterboxFile::S3Gen, key);
+        if (name.empty() || !file_.has_tensor(name)) {
+            throw Error(ErrorKind::NotFound, "'" + file_.path() + "': missing tensor '" + (name.empty() ? key : name) +
+                                                 "' (S3Gen '" + key + "')");
+        }
+        return file_.tensor(name);
+    }
+    const GgufFile& file_;
+};
+
+class MemorySource : public TensorSource {
+public:
+    MemorySource(std::map<std::string, HostTensor> t, std::string label) : tensors_(std::move(t)), label_(std::move(label)) {}
+    const std::string& label() const override { return label_; }
+    bool has(const std::string& key) const override { return tensors_.count(key) != 0; }
+    HostTensor get(const std::string& key) const override {
+        const auto it = tensors_.find(key);
+        if (it == tensors_.end()) throw Error(ErrorKind::NotFound, "'" + label_ + "': missing tensor '" + key + "'");
+        return it->second;
+    }
+
+private:
+    std::map<std::string, HostTensor> tensors_;
+    std::string label_;
+};
+
+int64_t numel(const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+    std::string out = "[";
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+}
+
+}  // namespace
+
+std::unique_ptr<TensorSource> safetensors_source(const std::string& path) {
+    return std::make_unique<SafetensorsSource>(path);
+}
+
+std::unique_ptr<TensorSource> gguf_source(const GgufFile& file) { return std::make_unique<GgufSource>(file); }
+
+std::unique_ptr<TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label) {
+    return std::make_unique<MemorySource>(std::move(tensors), label);
+}
+
+HostTensor module_weight(const TensorSource& src, const std::string& prefix) {
+    if (src.has(prefix + ".weight")) return src.get(prefix + ".weight");
+    std::string gk = prefix + ".parametrizations.weight.original0", vk = prefix + ".parametrizations.weight.original1";
+    if (!src.has(gk) && src.has(prefix + ".weight_g")) {
+        gk = prefix + ".weight_g";
+        vk = prefix + ".weight_v";
+    }
+    if (!src.has(gk)) {
+        throw Error(ErrorKind::NotFound, "'" + src.label() + "': missing tensor '" + prefix + ".weight' (nor its weight-norm parts '" +
+                                             gk + "' / '" + vk + "')");
+    }
+    const HostTensor g = src.get(gk);
+    HostTensor v = src.get(vk);
+    if (v.shape.empty() || numel(g.shape) != v.shape[0]) {
+        throw Error(ErrorKind::Format, "'" + src.label() + "': weight norm of '" + prefix + "': g " + shape_str(g.shape) +
+                                           " does not match v " + shape_str(v.shape));
+    }
+    const int64_t rows = v.shape[0], per = numel(v.shape) / rows;
+    for (int64_t r = 0; r < rows; ++r) {
+        float* row = v.data.data() + r * per;
+        double ss = 0;
+        for (int64_t i = 0; i < per; ++i) ss += static_cast<double>(row[i]) * row[i];
+        const float scale = static_cast<float>(g.data[static_cast<size_t>(r)] / std::sqrt(ss));
+        for (int64_t i = 0; i < per; ++i) row[i] *= scale;
+    }
+    return v;
+}
+
+WeightBuffer::WeightBuffer() {
+    ctx_ = ggml_init({ggml_tensor_overhead() * kMaxTensors, nullptr, /*no_alloc=*/true});
+    if (!ctx_) throw Error(ErrorKind::Internal, "cannot create a ggml context for S3Gen weights");
+}
+
+WeightBuffer::~WeightBuffer() {
+    if (buffer_) ggml_backend_buffer_free(buffer_);
+    if (ctx_) ggml_free(ctx_);
+}
+
+ggml_tensor* WeightBuffer::add(const std::string& name, const std::vector<int64_t>& ne, std::vector<float> data) {
+    if (numel(ne) != static_cast<int64_t>(data.size())) {
+        throw Error(ErrorKind::Internal, "S3Gen weight '" + name + "': " + std::to_string(data.size()) +
+                                             " values for shape " + shape_str(ne));
+    }
+    if (pending_.size() + pending_stored_.size() >= kMaxTensors) throw Error(ErrorKind::Internal, "S3Gen: too many weight tensors");
+    ggml_tensor* t = ggml_new_tensor(ctx_, GGML_TYPE_F32, static_cast<int>(ne.size()), ne.data());
+    ggml_set_name(t, name.substr(0, GGML_MAX_NAME - 1).c_str());
+    pending_.emplace_back(t, std::move(data));
+    return t;
+}
+
+ggml_tensor* WeightBuffer::add_stored(const std::string& name, const StoredTensor& st) {
+    if (pending_.size() + pending_stored_.size() >= kMaxTensors) throw Error(ErrorKind::Internal, "S3Gen: too many weight tensors");
+    ggml_tensor* t = ggml_new_tensor(ctx_, st.type, static_cast<int>(st.ne.size()), st.ne.data());
+    if (ggml_nbytes(t) != st.nbytes) throw Error(ErrorKind::Format, "S3Gen weight '" + name + "': stored size does not match its shape");
+    ggml_set_name(t, name.substr(0, GGML_MAX_NAME - 1).c_str());
+    pending_stored_.emplace_back(t, st);
+    return t;
+}
+
+void WeightBuffer::upload(const Backend& backend, const std::string& what) {
+    buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend.get());
+    if (!buffer_) throw Error(ErrorKind::Io, "cannot allocate backend memory for " + what);
+    ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    for (auto& p : pending_) ggml_backend_tensor_set(p.first, p.second.data(), 0, p.second.size() * sizeof(float));
+    for (auto& p : pending_stored_) ggml_backend_tensor_set(p.first, p.second.data, 0, p.second.nbytes);
+    pending_.clear();
+    pending_.shrink_to_fit();
+    pending_stored_.clear();
+}
+
+size_t WeightBuffer::bytes() const { return buffer_ ? ggml_backend_buffer_get_size(buffer_) : 0; }
+
+std::vector<float> conv_to_columns(const HostTensor& w) {
+    const int64_t cout = w.shape[0], cin = w.shape[1], k = w.shape[2];
+    std::vector<float> dst(w.data.size());
+    for (int64_t co = 0; co < cout; ++co)
+        for (int64_t ci = 0; ci < cin; ++ci)
+            for (int64_t j = 0; j < k; ++j) dst[ci + cin * (j + k * co)] = w.data[j + k * (ci + cin * co)];
+    return dst;
+}
+
+std::vector<float> transposed_conv_rows(const HostTensor& w, int64_t stride) {
+    const int64_t cin = w.shape[0], cout = w.shape[1], k = w.shape[2];
+    const int64_t kp = (k + stride - 1) / stride * stride;
+    std::vector<float> dst(static_cast<size_t>(cin * cout * kp), 0.0f);
+    for (int64_t ci = 0; ci < cin; ++ci)
+        for (int64_t co = 0; co < cout; ++co)
+            for (int64_t m = 0; m < k; ++m) dst[ci + cin * (co + cout * m)] = w.data[m + k * (co + cout * ci)];
+    return dst;
+}
+
+}  // namespace talkbox::chatterbox
