@@ -1,0 +1,171 @@
+// Chatterbox reference-audio conditioning (prepare_conditionals) against
+// fixtures/chatterbox/goldens/refaudio: the two 16 kHz resampling paths and the voice encoder.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "audio/audio_reader.h"
+#include "audio/resample.h"
+#include "chatterbox/voice_encoder.h"
+#include "core/gguf_file.h"
+#include "support/test_support.h"
+#include "talkbox/error.h"
+
+using namespace talkbox;
+namespace tt = talkbox::testing;
+
+namespace {
+
+std::string golden(const std::string& name) { return tt::chatterbox_fixture("goldens/refaudio/" + name); }
+
+std::string clip_path(const std::string& key) {
+    if (key == "long_12s") return tt::chatterbox_fixture("audio/long_12s.wav");
+    return tt::qwen_fixture("audio/" + key + ".wav");
+}
+
+// librosa.load(path, sr=24000): the file's samples, soxr_hq to 24 kHz when the rate differs.
+std::vector<float> load24(const std::string& key) {
+    const audio::MonoAudio a = audio::read_audio_file(clip_path(key));
+    return audio::resample(a.samples, a.sample_rate, 24000);
+}
+
+// Error relative to the golden's max |value|; prints both.
+float rel_err(const std::string& what, const std::vector<float>& got, const tt::NpyArray& g) {
+    const float peak = tt::max_abs(g.data);
+    const float err = tt::max_abs_diff(got, g.data);
+    std::cout << what << ": max abs error " << err << " (peak " << peak << ", relative " << err / peak << ")\n";
+    return err / peak;
+}
+
+}  // namespace
+
+TEST(ChatterboxRefAudio, SincKernelsMatchTorchaudio) {
+    for (const auto& [from, to, name] : {std::tuple{24000, 16000, "resample_kernel_24k_16k.npy"},
+                                         std::tuple{44100, 24000, "resample_kernel_44k1_24k.npy"}}) {
+        int phases = 0, taps = 0;
+        const std::vector<float> k = audio::sinc_resample_kernel(from, to, &phases, &taps);
+        const tt::NpyArray g = tt::load_npy(golden(std::string("intermediates/") + name));
+        ASSERT_EQ(g.shape, (std::vector<int64_t>{phases, 1, taps})) << name;
+        EXPECT_LE(tt::max_abs_diff(k, g.data), 1e-7f) << name;
+    }
+}
+
+TEST(ChatterboxRefAudio, SoxrPathMatchesLibrosa) {
+    const std::vector<float> wav24 = load24("en_3p5s");
+    const std::vector<float> wav16 = audio::resample(wav24, 24000, 16000);
+    const tt::NpyArray g = tt::load_npy(golden("en_3p5s_wav16_soxr.npy"));
+    ASSERT_EQ(wav16.size(), 56000u);
+    EXPECT_LE(tt::max_abs_diff(wav16, g.data), 1e-6f);
+
+    const tt::NpyArray g44 = tt::load_npy(golden("en_3p5s_44k1_wav24.npy"));
+    const std::vector<float> wav24_44 = load24("en_3p5s_44k1");
+    ASSERT_EQ(wav24_44.size(), 84001u);
+    EXPECT_LE(tt::max_abs_diff(wav24_44, g44.data), 1e-6f);
+}
+
+TEST(ChatterboxRefAudio, SincPathMatchesTorchaudio) {
+    const std::vector<float> wav16s = audio::resample_sinc(load24("en_3p5s"), 24000, 16000);
+    const tt::NpyArray g = tt::load_npy(golden("en_3p5s_wav16_sinc.npy"));
+    ASSERT_EQ(wav16s.size(), 56000u);
+    EXPECT_LE(rel_err("wav16 sinc", wav16s, g), 1e-5f);
+    // The two paths are different filters: they must not agree to the last bits.
+    const tt::NpyArray soxr = tt::load_npy(golden("en_3p5s_wav16_soxr.npy"));
+    EXPECT_GT(tt::max_abs_diff(wav16s, soxr.data), 1e-4f);
+}
+
+TEST(ChatterboxRefAudio, SincLengthsAndRates) {
+    EXPECT_EQ(audio::resample_sinc(std::vector<float>(7, 0.5f), 24000, 16000).size(), 5u);   // ceil(14/3)
+    EXPECT_EQ(audio::resample_sinc(std::vector<float>(9, 0.5f), 24000, 16000).size(), 6u);
+    EXPECT_EQ(audio::resample_sinc(std::vector<float>(100, 0.5f), 16000, 24000).size(), 150u);
+    EXPECT_TRUE(audio::resample_sinc({}, 24000, 16000).empty());
+    const std::vector<float> x = {0.1f, 0.2f};
+    EXPECT_EQ(audio::resample_sinc(x, 16000, 16000), x);
+    EXPECT_THROW(audio::resample_sinc(x, -1, 16000), Error);
+}
+
+namespace {
+
+struct VeCase {
+    const char* key;
+    size_t trim_start, trim_end;
+    int64_t frames, partials, target;
+};
+// summary.json: ve_trim_interval, ve_mel_frames, ve_n_partials, ve_target_len.
+const VeCase kVeCases[] = {{"en_3p5s", 512, 46592, 289, 3, 314},
+                           {"zh_2s", 0, 28160, 177, 1, 160},
+                           {"en_3p5s_44k1", 512, 46592, 289, 3, 314},
+                           {"long_12s", 512, 189952, 1185, 14, 1161}};
+
+const chatterbox::VoiceEncoder& voice_encoder() {
+    static const GgufFile file(tt::converted_chatterbox());
+    static const chatterbox::VoiceEncoder ve(file);
+    return ve;
+}
+
+std::vector<float> soxr16(const std::string& key) { return audio::resample(load24(key), 24000, 16000); }
+
+}  // namespace
+
+TEST(ChatterboxRefAudio, VoiceEncoderTrimMelAndPartials) {
+    for (const VeCase& c : kVeCases) {
+        SCOPED_TRACE(c.key);
+        const std::vector<float> wav16 = soxr16(c.key);
+        const auto [start, end] = chatterbox::ve_trim_interval(wav16);
+        EXPECT_EQ(start, c.trim_start);
+        EXPECT_EQ(end, c.trim_end);
+        const chatterbox::VePartials p = chatterbox::ve_partials(c.frames);
+        EXPECT_EQ(p.count, c.partials);
+        EXPECT_EQ(p.target_frames, c.target);
+        if (std::string(c.key) == "long_12s") continue;  // no mel golden for the long clip
+        int64_t frames = 0;
+        const std::vector<float> mel =
+            chatterbox::ve_mel(std::vector<float>(wav16.begin() + start, wav16.begin() + end), &frames);
+        const tt::NpyArray g = tt::load_npy(golden(std::string(c.key) + "_ve_mel.npy"));
+        ASSERT_EQ(g.shape, (std::vector<int64_t>{c.frames, 40}));
+        ASSERT_EQ(frames, c.frames);
+        EXPECT_LE(rel_err(std::string(c.key) + " VE mel", mel, g), 1e-4f);
+    }
+}
+
+TEST(ChatterboxRefAudio, VoiceEncoderLstmIntermediates) {
+    const tt::NpyArray partials = tt::load_npy(golden("intermediates/en_3p5s_ve_partials.npy"));
+    const tt::NpyArray hidden = tt::load_npy(golden("intermediates/en_3p5s_ve_lstm_hidden.npy"));
+    const tt::NpyArray embeds = tt::load_npy(golden("intermediates/en_3p5s_ve_partial_embeds.npy"));
+    ASSERT_EQ(partials.shape, (std::vector<int64_t>{3, 160, 40}));
+    const chatterbox::VoiceEncoder& ve = voice_encoder();
+    const int64_t H = ve.hidden(), layers = hidden.shape[0];
+    for (int64_t i = 0; i < 3; ++i) {
+        std::vector<float> h;
+        const std::vector<float> e = ve.partial_embedding(partials.data.data() + i * 160 * 40, &h);
+        ASSERT_EQ(int64_t(h.size()), layers * H);
+        for (int64_t l = 0; l < layers; ++l) {
+            const auto* gh = hidden.data.data() + (l * 3 + i) * H;
+            EXPECT_LE(tt::max_abs_diff(std::vector<float>(h.begin() + l * H, h.begin() + (l + 1) * H),
+                                       std::vector<float>(gh, gh + H)),
+                      1e-5f)
+                << "partial " << i << " layer " << l;
+        }
+        const auto* ge = embeds.data.data() + i * 256;
+        EXPECT_LE(tt::max_abs_diff(e, std::vector<float>(ge, ge + 256)), 1e-5f) << "partial " << i;
+    }
+}
+
+TEST(ChatterboxRefAudio, VoiceEncoderEmbeddings) {
+    for (const VeCase& c : kVeCases) {
+        const std::vector<float> e = voice_encoder().embed(soxr16(c.key));
+        const tt::NpyArray g = tt::load_npy(golden(std::string(c.key) + "_ve_emb.npy"));
+        ASSERT_EQ(g.shape, (std::vector<int64_t>{1, 256}));
+        EXPECT_LE(rel_err(std::string(c.key) + " ve_emb", e, g), 1e-4f) << c.key;
+    }
+}
+
+TEST(ChatterboxRefAudio, VoiceEncoderRejectsTinyClips) {
+    try {
+        voice_encoder().embed(std::vector<float>(150, 0.1f));
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+        EXPECT_NE(std::string(e.what()).find("too short for the voice encoder"), std::string::npos) << e.what();
+    }
+}
