@@ -7,6 +7,7 @@
 
 #include "audio/audio_reader.h"
 #include "audio/resample.h"
+#include "chatterbox/reference.h"
 #include "chatterbox/voice_encoder.h"
 #include "core/gguf_file.h"
 #include "support/test_support.h"
@@ -167,5 +168,19 @@ TEST(ChatterboxRefAudio, VoiceEncoderRejectsTinyClips) {
     } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
         EXPECT_NE(std::string(e.what()).find("too short for the voice encoder"), std::string::npos) << e.what();
+    }
+}
+
+TEST(ChatterboxRefAudio, PromptMel) {
+    for (const auto& [key, t24] : {std::pair{"en_3p5s", 175}, std::pair{"zh_2s", 100}, std::pair{"en_3p5s_44k1", 175},
+                                   std::pair{"long_12s", 500}}) {
+        std::vector<float> wav24 = load24(key);
+        if (int64_t(wav24.size()) > chatterbox::kDecCondSamples) wav24.resize(size_t(chatterbox::kDecCondSamples));
+        int64_t frames = 0;
+        const std::vector<float> mel = chatterbox::prompt_mel(wav24, &frames);
+        const tt::NpyArray g = tt::load_npy(golden(std::string(key) + "_prompt_feat.npy"));
+        ASSERT_EQ(g.shape, (std::vector<int64_t>{1, t24, 80})) << key;
+        ASSERT_EQ(frames, t24) << key;
+        EXPECT_LE(rel_err(std::string(key) + " prompt_feat", mel, g), 1e-4f) << key;
     }
 }
