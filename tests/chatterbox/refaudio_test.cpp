@@ -7,7 +7,9 @@
 
 #include "audio/audio_reader.h"
 #include "audio/resample.h"
+#include "chatterbox/campplus.h"
 #include "chatterbox/reference.h"
+#include "chatterbox/s3gen_weights.h"
 #include "chatterbox/voice_encoder.h"
 #include "core/gguf_file.h"
 #include "support/test_support.h"
@@ -182,5 +184,74 @@ TEST(ChatterboxRefAudio, PromptMel) {
         ASSERT_EQ(g.shape, (std::vector<int64_t>{1, t24, 80})) << key;
         ASSERT_EQ(frames, t24) << key;
         EXPECT_LE(rel_err(std::string(key) + " prompt_feat", mel, g), 1e-4f) << key;
+    }
+}
+
+namespace {
+
+// wav16s: torchaudio sinc of the first 10 s of the 24 kHz clip (S3Gen's x-vector / token input).
+std::vector<float> sinc16(const std::string& key) {
+    std::vector<float> wav24 = load24(key);
+    if (int64_t(wav24.size()) > chatterbox::kDecCondSamples) wav24.resize(size_t(chatterbox::kDecCondSamples));
+    return audio::resample_sinc(wav24, 24000, 16000);
+}
+
+// The tiny x-vector's final BatchNorm (affine=False) has running variances down to 1.5e-4: it
+// multiplies float32 rounding noise by up to 80, so the x-vector is compared both as is (1e-3 of its
+// peak) and with that BatchNorm undone (1e-4 of the peak of the dense layer's output).
+void expect_xvector(const std::string& what, const std::vector<float>& got, const tt::NpyArray& g) {
+    static const GgufFile file(tt::converted_chatterbox());
+    static const auto src = chatterbox::gguf_source(file);
+    static const auto mean = src->get("speaker_encoder.xvector.dense.nonlinear.batchnorm.running_mean").data;
+    static const auto var = src->get("speaker_encoder.xvector.dense.nonlinear.batchnorm.running_var").data;
+    ASSERT_EQ(got.size(), var.size());
+    tt::NpyArray pre_g = g;
+    std::vector<float> pre(got.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        const float s = std::sqrt(var[i] + 1e-5f);
+        pre[i] = got[i] * s + mean[i];
+        pre_g.data[i] = g.data[i] * s + mean[i];
+    }
+    EXPECT_LE(rel_err(what, got, g), 1e-3f) << what;
+    EXPECT_LE(rel_err(what + " before the final BatchNorm", pre, pre_g), 1e-4f) << what;
+}
+
+const chatterbox::CampPlus& campplus() {
+    static const GgufFile file(tt::converted_chatterbox());
+    static const chatterbox::CampPlus model(file);
+    return model;
+}
+
+}  // namespace
+
+TEST(ChatterboxRefAudio, KaldiFbank) {
+    const tt::NpyArray banks = tt::load_npy(golden("intermediates/kaldi_mel_banks_80x256.npy"));
+    EXPECT_LE(tt::max_abs_diff(chatterbox::kaldi_mel_banks(), banks.data), 2e-5f);
+    int64_t frames = 0;
+    const std::vector<float> raw = chatterbox::kaldi_fbank(sinc16("en_3p5s"), &frames);
+    const tt::NpyArray g = tt::load_npy(golden("intermediates/en_3p5s_fbank_raw.npy"));
+    ASSERT_EQ(g.shape, (std::vector<int64_t>{frames, 80}));
+    EXPECT_LE(rel_err("en_3p5s fbank", raw, g), 1e-4f);
+    EXPECT_THROW(chatterbox::kaldi_fbank(std::vector<float>(399, 0.1f), nullptr), Error);
+}
+
+TEST(ChatterboxRefAudio, CampPlusStages) {
+    const tt::NpyArray fb = tt::load_npy(golden("en_3p5s_fbank_cmn.npy"));
+    const int64_t frames = fb.shape[fb.shape.size() - 2];
+    chatterbox::CampPlus::Trace trace;
+    const std::vector<float> x = campplus().forward(fb.data, frames, &trace);
+    for (const char* stage : {"head", "tdnn", "block1", "transit1", "transit2", "transit3", "out_nonlinear", "stats"}) {
+        const tt::NpyArray g = tt::load_npy(golden(std::string("intermediates/en_3p5s_campplus_") + stage + ".npy"));
+        EXPECT_LE(rel_err(std::string("campplus ") + stage, trace.at(stage), g), 1e-4f) << stage;
+    }
+    expect_xvector("campplus dense", x, tt::load_npy(golden("intermediates/en_3p5s_campplus_dense.npy")));
+}
+
+TEST(ChatterboxRefAudio, XVectors) {
+    for (const char* key : {"en_3p5s", "zh_2s", "en_3p5s_44k1", "long_12s"}) {
+        const std::vector<float> x = campplus().embed(sinc16(key));
+        const tt::NpyArray g = tt::load_npy(golden(std::string(key) + "_xvector.npy"));
+        ASSERT_EQ(g.shape, (std::vector<int64_t>{1, 192}));
+        expect_xvector(std::string(key) + " xvector", x, g);
     }
 }
