@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "chatterbox/host_nn.h"
 #include "core/gguf_file.h"
 
 namespace talkbox::chatterbox {
@@ -40,10 +41,7 @@ public:
     struct Bn {
         std::vector<float> mean, inv_std, weight, bias;  // weight/bias empty when affine=False
     };
-    struct Conv {
-        std::vector<float> w, b;  // torch order; b empty when no bias
-        int64_t out = 0, in = 0, kh = 1, kw = 1;
-    };
+    using Conv = HostConv;
 
 private:
     struct ResBlock {

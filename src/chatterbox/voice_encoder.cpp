@@ -63,14 +63,23 @@ std::pair<size_t, size_t> ve_trim_interval(const std::vector<float>& y) {
 }
 
 std::vector<float> ve_mel(const std::vector<float>& y, int64_t* frames_out) {
+    static const std::vector<float> basis = voice::slaney_mel_filterbank(16000, kNfft, kMels, 0.0, 8000.0);
+    return power_mel_16k(y, basis, kMels, "the voice encoder (after trimming silence)", frames_out);
+}
+
+std::vector<float> power_mel_16k(const std::vector<float>& y, const std::vector<float>& basis, int n_mels,
+                                 const char* what, int64_t* frames_out) {
     const auto len = static_cast<int64_t>(y.size());
     const int64_t pad = kNfft / 2;
     if (len <= pad) {
-        throw Error(ErrorKind::InvalidArgument, "reference clip too short for the voice encoder: " + std::to_string(len) +
-                                                    " samples at 16 kHz after trimming silence (needs more than " +
+        throw Error(ErrorKind::InvalidArgument, "reference clip too short for " + std::string(what) + ": " +
+                                                    std::to_string(len) + " samples at 16 kHz (needs more than " +
                                                     std::to_string(pad) + ")");
     }
-    static const std::vector<float> basis = voice::slaney_mel_filterbank(16000, kNfft, kMels, 0.0, 8000.0);
+    if (basis.size() != size_t(n_mels) * kBins) {
+        throw Error(ErrorKind::Format, "mel basis of " + std::to_string(basis.size()) + " values for " + what +
+                                           ", expected " + std::to_string(n_mels) + " x " + std::to_string(kBins));
+    }
     static const auto tables = [] {
         std::vector<double> window(kNfft), cs(static_cast<size_t>(kNfft)), sn(static_cast<size_t>(kNfft));
         for (int n = 0; n < kNfft; ++n) {
@@ -91,7 +100,7 @@ std::vector<float> ve_mel(const std::vector<float>& y, int64_t* frames_out) {
         if (i >= len) i = 2 * (len - 1) - i;
         return double(y[size_t(i)]);
     };
-    std::vector<float> mel(static_cast<size_t>(frames) * kMels);
+    std::vector<float> mel(static_cast<size_t>(frames) * n_mels);
     std::vector<double> x(kNfft);
     std::vector<float> power(kBins);
     for (int64_t t = 0; t < frames; ++t) {
@@ -105,10 +114,10 @@ std::vector<float> ve_mel(const std::vector<float>& y, int64_t* frames_out) {
             const auto mag = static_cast<float>(std::sqrt(re * re + im * im));  // |complex64| in float32
             power[size_t(k)] = mag * mag;
         }
-        for (int m = 0; m < kMels; ++m) {
+        for (int m = 0; m < n_mels; ++m) {
             double s = 0;
             for (int k = 0; k < kBins; ++k) s += double(basis[size_t(m) * kBins + k]) * power[size_t(k)];
-            mel[size_t(t) * kMels + m] = static_cast<float>(s);
+            mel[size_t(t) * n_mels + m] = static_cast<float>(s);
         }
     }
     if (frames_out) *frames_out = frames;

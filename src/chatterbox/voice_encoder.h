@@ -19,6 +19,13 @@ namespace talkbox::chatterbox {
 // An all-zero or empty clip is kept whole.
 std::pair<size_t, size_t> ve_trim_interval(const std::vector<float>& wav16);
 
+// |STFT|² of a 16 kHz clip (n_fft 400, hop 160, periodic Hann, reflect centring by 200) through a
+// mel basis ([n_mels][201]): [frames][n_mels], frames = 1 + len / 160 (shared by the voice encoder
+// and the S3 tokenizer). Throws Error (InvalidArgument) for 200 samples or fewer; `what` names the
+// model in that message.
+std::vector<float> power_mel_16k(const std::vector<float>& wav16, const std::vector<float>& basis, int n_mels,
+                                 const char* what, int64_t* frames);
+
 // The VE power mel of a 16 kHz clip: [frames][40], frames = 1 + len / 160. Throws Error
 // (InvalidArgument) for clips of 200 samples or fewer (reflect padding needs more).
 std::vector<float> ve_mel(const std::vector<float>& wav16, int64_t* frames);

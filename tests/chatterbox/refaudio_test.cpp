@@ -9,9 +9,11 @@
 #include "audio/resample.h"
 #include "chatterbox/campplus.h"
 #include "chatterbox/reference.h"
+#include "chatterbox/s3_tokenizer.h"
 #include "chatterbox/s3gen_weights.h"
 #include "chatterbox/voice_encoder.h"
 #include "core/gguf_file.h"
+#include "core/json_file.h"
 #include "support/test_support.h"
 #include "talkbox/error.h"
 
@@ -253,5 +255,76 @@ TEST(ChatterboxRefAudio, XVectors) {
         const tt::NpyArray g = tt::load_npy(golden(std::string(key) + "_xvector.npy"));
         ASSERT_EQ(g.shape, (std::vector<int64_t>{1, 192}));
         expect_xvector(std::string(key) + " xvector", x, g);
+    }
+}
+
+namespace {
+
+const chatterbox::S3Tokenizer& s3_tokenizer() {
+    static const GgufFile file(tt::converted_chatterbox());
+    static const chatterbox::S3Tokenizer model(file);
+    return model;
+}
+
+const nlohmann::json& clip_summary(const std::string& key) {
+    static const nlohmann::json summary = read_json_file(golden("summary.json"));
+    return summary.at("clips").at(key + ".wav");
+}
+
+std::vector<int32_t> summary_tokens(const std::string& key, const std::string& field) {
+    return clip_summary(key).at(field).get<std::vector<int32_t>>();
+}
+
+// T3's prompt input: the first 6 s of the soxr 16 kHz clip.
+std::vector<float> t3_prompt16(const std::string& key) {
+    std::vector<float> wav16 = soxr16(key);
+    if (int64_t(wav16.size()) > chatterbox::kEncCondSamples) wav16.resize(size_t(chatterbox::kEncCondSamples));
+    return wav16;
+}
+
+size_t count_equal(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+    size_t n = 0;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) n += a[i] == b[i];
+    return n;
+}
+
+}  // namespace
+
+TEST(ChatterboxRefAudio, S3TokenizerLogMel) {
+    for (const auto& [name, wav] : {std::pair{"t3", t3_prompt16("en_3p5s")}, std::pair{"gen", sinc16("en_3p5s")}}) {
+        int64_t T = 0;
+        const std::vector<float> mel = s3_tokenizer().log_mel(wav, &T);
+        const tt::NpyArray g = tt::load_npy(golden(std::string("en_3p5s_") + name + "_logmel.npy"));
+        ASSERT_EQ(g.shape, (std::vector<int64_t>{128, T}));
+        EXPECT_LE(rel_err(std::string("en_3p5s ") + name + " log-mel", mel, g), 1e-4f);
+    }
+}
+
+TEST(ChatterboxRefAudio, S3TokenizerEncoderStages) {
+    const tt::NpyArray mel = tt::load_npy(golden("en_3p5s_t3_logmel.npy"));
+    chatterbox::S3Tokenizer::Trace trace;
+    const std::vector<int32_t> tokens = s3_tokenizer().tokens_from_mel(mel.data, mel.shape[1], &trace);
+    for (const char* stage : {"conv1", "conv2", "block0", "block1", "project_down"}) {
+        const tt::NpyArray g = tt::load_npy(golden(std::string("intermediates/en_3p5s_t3tok_") + stage + ".npy"));
+        EXPECT_LE(rel_err(std::string("t3 tokenizer ") + stage, trace.at(stage), g), 1e-4f) << stage;
+    }
+    EXPECT_EQ(tokens, summary_tokens("en_3p5s", "t3_cond_prompt_speech_tokens"));
+}
+
+// Speech tokens from audio, exact: T3's prompt (soxr path, first 6 s, at most 150 tokens) and
+// S3Gen's prompt_token (sinc path, first 10 s, cut to T24 / 2 when T24 != 2N).
+TEST(ChatterboxRefAudio, SpeechTokensFromAudio) {
+    for (const char* key : {"en_3p5s", "zh_2s", "en_3p5s_44k1", "long_12s"}) {
+        SCOPED_TRACE(key);
+        const std::vector<int32_t> t3 = s3_tokenizer().tokenize(t3_prompt16(key), 150);
+        const std::vector<int32_t> want_t3 = summary_tokens(key, "t3_cond_prompt_speech_tokens");
+        EXPECT_EQ(t3, want_t3);
+        std::vector<int32_t> gen = s3_tokenizer().tokenize(sinc16(key));
+        const int64_t t24 = clip_summary(key).at("prompt_feat_frames").get<int64_t>();
+        if (t24 != 2 * int64_t(gen.size())) gen.resize(size_t(std::min<int64_t>(int64_t(gen.size()), t24 / 2)));
+        const std::vector<int32_t> want_gen = summary_tokens(key, "prompt_token");
+        EXPECT_EQ(gen, want_gen);
+        std::cout << key << ": T3 prompt tokens " << count_equal(t3, want_t3) << "/" << want_t3.size()
+                  << " identical, S3Gen prompt tokens " << count_equal(gen, want_gen) << "/" << want_gen.size() << "\n";
     }
 }
