@@ -16,6 +16,8 @@
 #include "core/json_file.h"
 #include "support/test_support.h"
 #include "talkbox/error.h"
+#include "talkbox/voice_file.h"
+#include "voice/voice_file.h"
 
 using namespace talkbox;
 namespace tt = talkbox::testing;
@@ -327,4 +329,77 @@ TEST(ChatterboxRefAudio, SpeechTokensFromAudio) {
         std::cout << key << ": T3 prompt tokens " << count_equal(t3, want_t3) << "/" << want_t3.size()
                   << " identical, S3Gen prompt tokens " << count_equal(gen, want_gen) << "/" << want_gen.size() << "\n";
     }
+}
+
+// The public path: create_voice on a Chatterbox GGUF = prepare_conditionals, every field against
+// the goldens; then the voice file round trip and the model identity check.
+TEST(ChatterboxRefAudio, CreateVoiceMatchesPrepareConditionals) {
+    const std::string model = tt::converted_chatterbox();
+    ASSERT_TRUE(is_chatterbox_model(model));
+    for (const char* key : {"en_3p5s", "long_12s"}) {
+        SCOPED_TRACE(key);
+        const Voice v = create_voice(model, clip_path(key), std::nullopt);
+        ASSERT_EQ(v.family, "chatterbox");
+        const ChatterboxConditionals& c = v.chatterbox;
+        EXPECT_LE(rel_err(std::string(key) + " voice speaker_emb", c.speaker_emb, tt::load_npy(golden(std::string(key) + "_ve_emb.npy"))), 1e-4f);
+        EXPECT_LE(rel_err(std::string(key) + " voice prompt_feat", c.prompt_feat, tt::load_npy(golden(std::string(key) + "_prompt_feat.npy"))), 1e-4f);
+        expect_xvector(std::string(key) + " voice embedding", c.embedding, tt::load_npy(golden(std::string(key) + "_xvector.npy")));
+        EXPECT_EQ(c.cond_prompt_speech_tokens, summary_tokens(key, "t3_cond_prompt_speech_tokens"));
+        EXPECT_EQ(c.prompt_token, summary_tokens(key, "prompt_token"));
+        EXPECT_EQ(c.prompt_feat_frames, clip_summary(key).at("prompt_feat_frames").get<int64_t>());
+        EXPECT_FLOAT_EQ(c.emotion_adv, 0.5f);
+
+        tt::TempDir dir;
+        save_voice(v, dir.file("x.voice"));
+        const Voice back = load_voice(dir.file("x.voice"));
+        EXPECT_EQ(back.family, "chatterbox");
+        EXPECT_EQ(back.model_size, v.model_size);
+        EXPECT_EQ(back.chatterbox.speaker_emb, c.speaker_emb);
+        EXPECT_EQ(back.chatterbox.cond_prompt_speech_tokens, c.cond_prompt_speech_tokens);
+        EXPECT_EQ(back.chatterbox.prompt_token, c.prompt_token);
+        EXPECT_EQ(back.chatterbox.prompt_feat, c.prompt_feat);
+        EXPECT_EQ(back.chatterbox.prompt_feat_frames, c.prompt_feat_frames);
+        EXPECT_EQ(back.chatterbox.embedding, c.embedding);
+        EXPECT_EQ(back.chatterbox.emotion_adv, c.emotion_adv);
+
+        const GgufFile file(model);
+        EXPECT_NO_THROW(voice::check_chatterbox_voice_fits(back, chatterbox::model_identity(file)));
+        try {
+            voice::check_chatterbox_voice_fits(back, "chatterbox-0000000000000000", "voice 'x.voice'");
+            FAIL() << "no error";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+            EXPECT_NE(std::string(e.what()).find("was made with another Chatterbox model"), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(ChatterboxRefAudio, CreateVoiceRefusesATranscript) {
+    try {
+        create_voice(tt::converted_chatterbox(), clip_path("zh_2s"), std::string("hello"));
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+        EXPECT_STREQ(e.what(), "Chatterbox clones a voice from the audio alone: drop the reference transcript");
+    }
+}
+
+TEST(ChatterboxRefAudio, VoiceCliCreateAndInfo) {
+    tt::TempDir dir;
+    const std::string model = tt::converted_chatterbox();
+    const auto made = tt::run_talkbox("voice create -m '" + model + "' --ref-audio '" + clip_path("zh_2s") + "' -o '" +
+                                      dir.file("zh.voice") + "'");
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    EXPECT_NE(made.err.find("Chatterbox voice (chatterbox-"), std::string::npos) << made.err;
+    EXPECT_NE(made.err.find("50 T3 prompt tokens, 50 S3Gen prompt tokens, 100 mel frames"), std::string::npos) << made.err;
+    const auto info = tt::run_talkbox("voice info '" + dir.file("zh.voice") + "'");
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    EXPECT_NE(info.out.find("family:       chatterbox (model chatterbox-"), std::string::npos) << info.out;
+    EXPECT_NE(info.out.find("x-vector of 192 values, 50 prompt tokens, 100 mel frames (2.00 s)"), std::string::npos) << info.out;
+    EXPECT_NE(info.out.find("speaker embedding of 256 values, 50 prompt speech tokens, exaggeration 0.50"), std::string::npos)
+        << info.out;
+    const auto bad = tt::run_talkbox("voice create -m '" + model + "' --ref-audio '" + clip_path("zh_2s") +
+                                     "' --x-vector-only -o '" + dir.file("y.voice") + "'");
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("--x-vector-only is for Qwen3-TTS Base models"), std::string::npos) << bad.err;
 }
