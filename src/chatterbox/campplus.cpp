@@ -7,6 +7,7 @@
 
 #include "chatterbox/host_nn.h"
 #include "chatterbox/s3gen_weights.h"
+#include "voice/mel.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
@@ -136,17 +137,14 @@ std::vector<float> kaldi_fbank(const std::vector<float>& wav, int64_t* frames_ou
                                                     " samples at 16 kHz (at least " + std::to_string(kWin) + ")");
     }
     static const std::vector<float> banks = kaldi_mel_banks();
-    static const auto tables = [] {
-        std::vector<double> window(kWin), cs(kPadded), sn(kPadded);
+    static const voice::Dft dft(kPadded);
+    static const std::vector<double> window = [] {  // povey: hann(400, periodic=False)^0.85, float32
+        std::vector<double> w(kWin);
         for (int i = 0; i < kWin; ++i) {
             const float hann = 0.5f - 0.5f * static_cast<float>(std::cos(2.0 * kPi * i / (kWin - 1)));
-            window[size_t(i)] = std::pow(hann, 0.85f);
+            w[size_t(i)] = std::pow(hann, 0.85f);
         }
-        for (int i = 0; i < kPadded; ++i) {
-            cs[size_t(i)] = std::cos(2.0 * kPi * i / kPadded);
-            sn[size_t(i)] = std::sin(2.0 * kPi * i / kPadded);
-        }
-        return std::vector<std::vector<double>>{window, cs, sn};
+        return w;
     }();
     const int64_t frames = 1 + (len - kWin) / kShift;
     std::vector<float> out(size_t(frames) * kMelBins);
@@ -159,17 +157,10 @@ std::vector<float> kaldi_fbank(const std::vector<float>& wav, int64_t* frames_ou
         double prev = s[0] - mean;
         for (int i = 0; i < kWin; ++i) {
             const double v = s[i] - mean;
-            x[size_t(i)] = (v - 0.97 * prev) * tables[0][size_t(i)];
+            x[size_t(i)] = (v - 0.97 * prev) * window[size_t(i)];
             prev = v;
         }
-        for (int k = 0; k < kFftBins; ++k) {  // the Nyquist bin has a zero weight in every band
-            double re = 0, im = 0;
-            for (int i = 0, idx = 0; i < kWin; ++i, idx = (idx + k) & (kPadded - 1)) {
-                re += x[size_t(i)] * tables[1][size_t(idx)];
-                im -= x[size_t(i)] * tables[2][size_t(idx)];
-            }
-            p[size_t(k)] = re * re + im * im;
-        }
+        dft.power(x.data(), kWin, kFftBins, p.data());  // zero-padded to 512; Nyquist has zero weight
         for (int m = 0; m < kMelBins; ++m) {
             double e = 0;
             for (int k = 0; k < kFftBins; ++k) e += banks[size_t(m) * kFftBins + k] * p[size_t(k)];

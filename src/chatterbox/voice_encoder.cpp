@@ -80,19 +80,12 @@ std::vector<float> power_mel_16k(const std::vector<float>& y, const std::vector<
         throw Error(ErrorKind::Format, "mel basis of " + std::to_string(basis.size()) + " values for " + what +
                                            ", expected " + std::to_string(n_mels) + " x " + std::to_string(kBins));
     }
-    static const auto tables = [] {
-        std::vector<double> window(kNfft), cs(static_cast<size_t>(kNfft)), sn(static_cast<size_t>(kNfft));
-        for (int n = 0; n < kNfft; ++n) {
-            window[size_t(n)] = 0.5 - 0.5 * std::cos(2.0 * kPi * n / kNfft);  // periodic hann (scipy, float64)
-            cs[size_t(n)] = std::cos(2.0 * kPi * n / kNfft);
-            sn[size_t(n)] = std::sin(2.0 * kPi * n / kNfft);
-        }
-        return std::vector<std::vector<double>>{window, cs, sn};
+    static const voice::Dft dft(kNfft);
+    static const std::vector<double> window = [] {
+        std::vector<double> w(kNfft);
+        for (int n = 0; n < kNfft; ++n) w[size_t(n)] = 0.5 - 0.5 * std::cos(2.0 * kPi * n / kNfft);  // periodic (scipy, float64)
+        return w;
     }();
-    const std::vector<double>& window = tables[0];
-    const std::vector<double>& cs = tables[1];
-    const std::vector<double>& sn = tables[2];
-
     const int64_t frames = 1 + len / kHop;
     auto sample = [&](int64_t i) {  // reflect padding by 200 (numpy "reflect": no edge repeat)
         i -= pad;
@@ -101,17 +94,13 @@ std::vector<float> power_mel_16k(const std::vector<float>& y, const std::vector<
         return double(y[size_t(i)]);
     };
     std::vector<float> mel(static_cast<size_t>(frames) * n_mels);
-    std::vector<double> x(kNfft);
+    std::vector<double> x(kNfft), p(kBins);
     std::vector<float> power(kBins);
     for (int64_t t = 0; t < frames; ++t) {
         for (int n = 0; n < kNfft; ++n) x[size_t(n)] = sample(t * kHop + n) * window[size_t(n)];
+        dft.power(x.data(), kNfft, kBins, p.data());
         for (int k = 0; k < kBins; ++k) {
-            double re = 0, im = 0;
-            for (int n = 0, idx = 0; n < kNfft; ++n, idx = (idx + k) % kNfft) {
-                re += x[size_t(n)] * cs[size_t(idx)];
-                im -= x[size_t(n)] * sn[size_t(idx)];
-            }
-            const auto mag = static_cast<float>(std::sqrt(re * re + im * im));  // |complex64| in float32
+            const auto mag = static_cast<float>(std::sqrt(p[size_t(k)]));  // |complex64| in float32
             power[size_t(k)] = mag * mag;
         }
         for (int m = 0; m < n_mels; ++m) {

@@ -80,12 +80,7 @@ MelFrontEnd::MelFrontEnd(const MelConfig& config) : config_(config) {
     const int half = c.n_fft / 2;
     if (!is_power_of_two(c.n_fft)) {  // a direct DFT over the bins the filterbank uses
         dft_bins_ = *std::max_element(band_end_.begin(), band_end_.end());
-        twiddle_re_.resize(c.n_fft);
-        twiddle_im_.resize(c.n_fft);
-        for (int k = 0; k < c.n_fft; ++k) {
-            twiddle_re_[k] = std::cos(2.0 * M_PI * k / c.n_fft);
-            twiddle_im_[k] = -std::sin(2.0 * M_PI * k / c.n_fft);
-        }
+        dft_ = std::make_unique<Dft>(c.n_fft);
         return;
     }
     twiddle_re_.resize(half + 1);
@@ -175,15 +170,26 @@ MelSpectrogram MelFrontEnd::compute(const std::vector<float>& samples) const {
 }
 
 void MelFrontEnd::dft(const std::vector<double>& frame, std::vector<double>& mag) const {
-    const int n_fft = config_.n_fft;
-    for (int k = 0; k < dft_bins_; ++k) {
-        double xr = 0, xi = 0;
-        for (int n = 0, idx = 0; n < n_fft; ++n, idx += k) {
-            if (idx >= n_fft) idx -= n_fft;
-            xr += frame[n] * twiddle_re_[idx];
-            xi += frame[n] * twiddle_im_[idx];
+    dft_->power(frame.data(), config_.n_fft, dft_bins_, mag.data());
+    for (int k = 0; k < dft_bins_; ++k) mag[k] = std::sqrt(mag[k] + 1e-9);
+}
+
+Dft::Dft(int n) : n_(n), cos_(size_t(n)), sin_(size_t(n)) {
+    for (int k = 0; k < n; ++k) {
+        cos_[size_t(k)] = std::cos(2.0 * M_PI * k / n);
+        sin_[size_t(k)] = std::sin(2.0 * M_PI * k / n);
+    }
+}
+
+void Dft::power(const double* x, int len, int bins, double* out) const {
+    for (int k = 0; k < bins; ++k) {
+        double re = 0, im = 0;
+        for (int i = 0, idx = 0; i < len; ++i, idx += k) {
+            if (idx >= n_) idx -= n_;
+            re += x[i] * cos_[size_t(idx)];
+            im -= x[i] * sin_[size_t(idx)];
         }
-        mag[k] = std::sqrt(xr * xr + xi * xi + 1e-9);
+        out[k] = re * re + im * im;
     }
 }
 

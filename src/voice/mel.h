@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace talkbox::voice {
@@ -27,6 +28,18 @@ struct MelSpectrogram {
 // librosa.filters.mel(sr, n_fft, n_mels, fmin, fmax) with its defaults, float32 [n_mels][n_fft/2 + 1],
 // rounded where librosa rounds (the triangles, then the Slaney scaling).
 std::vector<float> slaney_mel_filterbank(int sample_rate, int n_fft, int n_mels, double fmin, double fmax);
+
+// A direct real DFT of any length n, float64: power(x, len, bins, out) writes |X_k|² for k < bins of
+// x[0..len) zero-padded to n. For the sizes that are not powers of two (400, 1920) or need few bins.
+class Dft {
+public:
+    explicit Dft(int n);
+    void power(const double* x, int len, int bins, double* out) const;
+
+private:
+    int n_;
+    std::vector<double> cos_, sin_;  // e^{-2πik/n} = cos − i·sin
+};
 
 // torch.hann_window(n) (periodic), evaluated in float32 as torch does.
 std::vector<float> hann_window(int n);
@@ -53,6 +66,7 @@ private:
     std::vector<double> twiddle_re_, twiddle_im_;  // e^{-2πik/n_fft}, k <= n_fft / 2
     std::vector<int> bit_reverse_;
     int dft_bins_ = 0;  // > 0: n_fft is not a power of two; bins past the last filter are not computed
+    std::unique_ptr<Dft> dft_;
 };
 
 }  // namespace talkbox::voice
