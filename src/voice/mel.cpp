@@ -182,7 +182,7 @@ void RealFft::forward(float* x, float* work) const {
 namespace {
 
 const MelConfig& validated(const MelConfig& c) {
-    if (!is_power_of_two(c.n_fft) || c.n_fft < 4 || c.hop <= 0 || c.hop > c.n_fft || c.n_mels <= 0 ||
+    if (c.n_fft % 2 != 0 || c.n_fft < 4 || c.hop <= 0 || c.hop > c.n_fft || c.n_mels <= 0 ||
         c.sample_rate <= 0 || !(c.fmin >= 0 && c.fmin < c.fmax && c.fmax <= c.sample_rate / 2.0)) {
         throw Error(ErrorKind::InvalidArgument, "invalid mel configuration (n_fft " + std::to_string(c.n_fft) + ", hop " +
                                                     std::to_string(c.hop) + ", " + std::to_string(c.n_mels) + " mels)");
@@ -193,7 +193,7 @@ const MelConfig& validated(const MelConfig& c) {
 }  // namespace
 
 MelFrontEnd::MelFrontEnd(const MelConfig& config, std::vector<float> window)
-    : config_(validated(config)), window_(std::move(window)), fft_(config.n_fft) {
+    : config_(validated(config)), window_(std::move(window)) {
     const auto& c = config_;
     filterbank_ = slaney_mel_filterbank(c.sample_rate, c.n_fft, c.n_mels, c.fmin, c.fmax);
     if (window_.empty()) window_ = hann_window(c.n_fft);
@@ -212,6 +212,53 @@ MelFrontEnd::MelFrontEnd(const MelConfig& config, std::vector<float> window)
         while (e > b && row[e - 1] == 0) --e;
         band_begin_[m] = b;
         band_end_[m] = e;
+    }
+    if (is_power_of_two(c.n_fft)) {
+        fft_ = std::make_unique<RealFft>(c.n_fft);
+    } else {
+        dft_bins_ = *std::max_element(band_end_.begin(), band_end_.end());
+        dft_ = std::make_unique<Dft>(c.n_fft);
+    }
+}
+
+Dft::Dft(int n) : n_(n), cos_(size_t(n)), sin_(size_t(n)) {
+    for (int k = 0; k < n; ++k) {
+        cos_[size_t(k)] = std::cos(2.0 * M_PI * k / n);
+        sin_[size_t(k)] = std::sin(2.0 * M_PI * k / n);
+    }
+}
+
+void Dft::power(const double* x, int len, int bins, double* out) const {
+    for (int k = 0; k < bins; ++k) {
+        double re = 0, im = 0;
+        for (int i = 0, idx = 0; i < len; ++i, idx += k) {
+            if (idx >= n_) idx -= n_;
+            re += x[i] * cos_[size_t(idx)];
+            im -= x[i] * sin_[size_t(idx)];
+        }
+        out[k] = re * re + im * im;
+    }
+}
+
+// One frame through the float64 DFT: |X_k| = sqrt(|X_k|² + 1e-9), the mel sum and the log in double.
+void MelFrontEnd::compute_dft_frame(const float* samples, int64_t length, int64_t start, float* out,
+                                    int64_t stride) const {
+    const auto& c = config_;
+    std::vector<double> frame(c.n_fft), mag(dft_bins_);
+    for (int n = 0; n < c.n_fft; ++n) {
+        int64_t i = start + n;  // reflect without repeating the edge sample
+        if (i < 0) i = -i;
+        if (i >= length) i = 2 * (length - 1) - i;
+        frame[n] = double(samples[i]) * window_[n];
+    }
+    dft_->power(frame.data(), c.n_fft, dft_bins_, mag.data());
+    for (double& m : mag) m = std::sqrt(m + 1e-9);
+    const int bins = c.n_fft / 2 + 1;
+    for (int m = 0; m < c.n_mels; ++m) {
+        const float* row = &filterbank_[static_cast<size_t>(m) * bins];
+        double sum = 0;
+        for (int k = band_begin_[m]; k < band_end_[m]; ++k) sum += row[k] * mag[k];
+        out[m * stride] = static_cast<float>(std::log(std::max(sum, double(1e-5f))));
     }
 }
 
@@ -239,13 +286,17 @@ MelSpectrogram MelFrontEnd::compute(const std::vector<float>& samples) const {
     std::vector<float> frame(c.n_fft), work(c.n_fft), mag(bins);
     const float eps = 1e-9f, floor = 1e-5f;  // the official constants, as float32 tensors hold them
     for (int64_t t = 0; t < frames; ++t) {
+        if (dft_) {
+            compute_dft_frame(samples.data(), length, t * c.hop - pad, &out.data[static_cast<size_t>(t)], frames);
+            continue;
+        }
         for (int n = 0; n < c.n_fft; ++n) {
             int64_t i = t * c.hop + n - pad;  // reflect without repeating the edge sample
             if (i < 0) i = -i;
             if (i >= length) i = 2 * (length - 1) - i;
             frame[n] = samples[i] * window_[n];
         }
-        fft_.forward(frame.data(), work.data());
+        fft_->forward(frame.data(), work.data());
         // |X_k| = sqrt(re² + im² + 1e-9), each step rounded to float32 (no fused multiply-add:
         // this file is compiled with -ffp-contract=off).
         mag[0] = std::sqrt(frame[0] * frame[0] + eps);

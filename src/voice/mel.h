@@ -9,13 +9,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace talkbox::voice {
 
 struct MelConfig {  // the official call-site constants
     int sample_rate = 24000;
-    int n_fft = 1024;  // = window length; a power of two
+    int n_fft = 1024;  // = window length; even (a power of two takes the float32 FFT, others a direct DFT)
     int hop = 256;
     int n_mels = 128;
     double fmin = 0, fmax = 12000;
@@ -29,6 +30,18 @@ struct MelSpectrogram {
 // librosa.filters.mel(sr, n_fft, n_mels, fmin, fmax) with its defaults, float32 [n_mels][n_fft/2 + 1],
 // rounded where librosa rounds (the triangles, then the Slaney scaling).
 std::vector<float> slaney_mel_filterbank(int sample_rate, int n_fft, int n_mels, double fmin, double fmax);
+
+// A direct real DFT of any length n, float64: power(x, len, bins, out) writes |X_k|² for k < bins of
+// x[0..len) zero-padded to n. For the sizes that are not powers of two (400, 1920) or need few bins.
+class Dft {
+public:
+    explicit Dft(int n);
+    void power(const double* x, int len, int bins, double* out) const;
+
+private:
+    int n_;
+    std::vector<double> cos_, sin_;  // e^{-2πik/n} = cos − i·sin
+};
 
 // torch.hann_window(n) (periodic), evaluated in float32 as torch does.
 std::vector<float> hann_window(int n);
@@ -70,7 +83,12 @@ private:
     MelConfig config_;
     std::vector<float> filterbank_, window_;
     std::vector<int> band_begin_, band_end_;  // non-zero bins of each filter
-    RealFft fft_;
+    // Powers of two: the float32 FFT in torch's order. Other even sizes (Chatterbox's 1920): a
+    // float64 DFT over the bins the filterbank uses (dft_bins_), whose goldens need no bit-level match.
+    std::unique_ptr<RealFft> fft_;
+    std::unique_ptr<Dft> dft_;
+    int dft_bins_ = 0;
+    void compute_dft_frame(const float* samples, int64_t length, int64_t start, float* out, int64_t stride) const;
 };
 
 }  // namespace talkbox::voice
