@@ -9,7 +9,7 @@ DEBIAN_PACKAGES=(
   build-essential cmake ccache git pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
-  libsndfile1-dev libsoxr-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
+  libsndfile1-dev libsoxr-dev libsleef-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
   chromium curl   # the server's tests: headless browser (driven by playwright-core), README curl lines
 )
 

@@ -3,8 +3,9 @@
 // magnitude sqrt(re² + im² + 1e-9), librosa's Slaney mel filterbank (htk=False, norm="slaney"),
 // then ln(max(mel, 1e-5)). No per-utterance normalisation. Computed in float32 in the order of
 // operations of the official computation (torch 1.13 CPU: pocketfft's FFTPACK radix-4/2 real FFT,
-// reference-BLAS mel product), because the float32 STFT's own rounding error reaches 4e-4 near the
-// log floor and the goldens carry it (docs/voice-cloning.md, "Mel parity").
+// reference-BLAS mel product, SLEEF's u10 cosine and log as in torch's vectorised kernels), because
+// the float32 STFT's own rounding error reaches 4e-4 near the log floor and the goldens carry it
+// (docs/voice-cloning.md, "Mel parity").
 #pragma once
 
 #include <cstddef>
@@ -43,7 +44,7 @@ private:
     std::vector<double> cos_, sin_;  // e^{-2πik/n} = cos − i·sin
 };
 
-// torch.hann_window(n) (periodic), evaluated in float32 as torch does.
+// torch.hann_window(n) (periodic), evaluated in float32 as torch's CPU kernels do (SLEEF's cosf u10).
 std::vector<float> hann_window(int n);
 
 // Forward real FFT of a power-of-two length in float32, operation for operation as FFTPACK's
@@ -69,8 +70,7 @@ private:
 class MelFrontEnd {
 public:
     // Throws Error (InvalidArgument) on a bad config or a window that is not n_fft long. `window`:
-    // empty for hann_window(n_fft); tests pass torch's own values (its vectorised cosine differs
-    // from hann_window's in the last bit of 44 of 1024 entries).
+    // empty for hann_window(n_fft) (bit for bit torch's); tests also pass torch's own values.
     explicit MelFrontEnd(const MelConfig& config = {}, std::vector<float> window = {});
 
     // Input at config.sample_rate. Frames = samples / hop. Throws Error (InvalidArgument) when

@@ -39,7 +39,9 @@ TEST(Mel, HannWindowMatchesTorch) {
     for (size_t i = 0; i < w.size(); ++i) exact += w[i] == g.data[i];
     const float err = talkbox::testing::max_abs_diff(w, g.data);
     std::cout << "hann window: max abs error " << err << ", " << exact << "/1024 bit-exact\n";
-    EXPECT_LE(err, 2e-7f);
+    // SLEEF's cosine, as torch's CPU kernel: bit for bit (glibc's cosf missed 44 entries by an ulp).
+    EXPECT_EQ(exact, w.size());
+    EXPECT_EQ(err, 0.0f);
 }
 
 TEST(Mel, RealFftMatchesTheDft) {
@@ -66,10 +68,9 @@ TEST(Mel, RealFftMatchesTheDft) {
 // The golden is torch's float32 STFT (pocketfft), whose error is absolute relative to each frame's
 // energy, so after the log it is largest in the quietest bins: up to ~4e-4 near the floor
 // ln(1e-5) against float64 (docs/voice-cloning.md, "Mel parity"). This front end repeats torch's
-// float32 operations; given torch's exact window it reproduces the golden to a few ulp (next test),
-// but hann_window's correctly rounded cosine differs from torch's vectorised one in the last bit of
-// 44 entries, and that alone moves the quietest values by up to 3.4e-4. Hence two bounds, and a
-// third on exp(mel) relative to each frame's largest value.
+// float32 operations, with SLEEF's cosine (window) and log as torch's CPU kernels use them, so it
+// reproduces the goldens bit for bit on this machine (measured max abs error 0); the bounds leave
+// room for an ulp of the log on a CPU where SLEEF dispatches to another variant.
 class MelClip : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MelClip, MatchesGoldenWithTorchsWindow) {
@@ -81,7 +82,7 @@ TEST_P(MelClip, MatchesGoldenWithTorchsWindow) {
     ASSERT_EQ(mel.data.size(), g.data.size());
     const float err = talkbox::testing::max_abs_diff(mel.data, g.data);
     std::cout << name << " with torch's window: max abs error " << err << "\n";
-    EXPECT_LE(err, 2e-6f);  // the log's last bit (glibc logf vs torch's vectorised log)
+    EXPECT_LE(err, 2e-6f);  // measured 0
 }
 
 TEST_P(MelClip, MatchesGolden) {
@@ -111,10 +112,10 @@ TEST_P(MelClip, MatchesGolden) {
     std::cout << name << ": max abs error " << err << " (" << over_1e4 << "/" << mel.data.size()
               << " values above 1e-4), where golden > -6: " << err_loud << ", exp(mel) relative to frame max: "
               << err_rel << "\n";
-    EXPECT_LE(err, 1e-3f);
-    EXPECT_LE(err_loud, 1e-5f);  // measured <= 3.4e-6
-    EXPECT_LE(err_rel, 1e-5f);
-    EXPECT_LE(over_1e4, mel.data.size() / 500);  // the near-floor outliers are rare
+    EXPECT_LE(err, 1e-4f);       // measured 0 (with glibc's cosf and logf: up to 3.4e-4)
+    EXPECT_LE(err_loud, 2e-6f);  // measured 0
+    EXPECT_LE(err_rel, 1e-6f);
+    EXPECT_EQ(over_1e4, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Clips, MelClip, ::testing::Values("en_3p5s", "en_odd_29999", "en_short_0p3s", "zh_2s"));
