@@ -14,6 +14,7 @@ void register_pull(CLI::App& app);
 void register_list(CLI::App& app);
 void register_speak(CLI::App& app);
 void register_voice(CLI::App& app);
+void register_tokenize(CLI::App& app);
 
 // True when stderr is a terminal (progress bars are drawn only then).
 bool stderr_is_tty();

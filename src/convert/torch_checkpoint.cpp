@@ -519,6 +519,12 @@ private:
                                 std::to_string(storage_numel));
             }
         }
+        // Non-overlapping elements never outnumber their storage; more means an expanded view
+        // (stride 0), which would have to be materialised.
+        if (!contiguous && numel > storage_numel) {
+            fail_at(at, "tensor of " + std::to_string(numel) + " elements views only " + std::to_string(storage_numel) +
+                            " stored elements (an expanded view); save it with .contiguous()");
+        }
         TensorRef t;
         t.dtype = s->dtype;
         t.shape = shape;

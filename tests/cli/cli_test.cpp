@@ -12,11 +12,11 @@ using talkbox::testing::TempDir;
 TEST(Cli, HelpListsEveryCommand) {
     const auto r = run_talkbox("--help");
     EXPECT_EQ(r.exit_code, 0);
-    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
+    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "tokenize"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list"}) {
+    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "tokenize"}) {
         const auto r = run_talkbox(std::string(cmd) + " --help");
         EXPECT_EQ(r.exit_code, 0) << cmd;
         EXPECT_NE(r.out.find("Usage: talkbox " + std::string(cmd)), std::string::npos) << r.out;
@@ -42,6 +42,53 @@ TEST(Cli, ConvertThenInfo) {
                              "languages:    auto, ", "english", "q8_0×"}) {
         EXPECT_NE(i.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << i.out;
     }
+}
+
+TEST(Cli, ChatterboxConvertInfoTokenize) {
+    TempDir tmp;
+    const std::string out = tmp.file("cb.gguf");
+    const auto c = run_talkbox("convert " + talkbox::testing::chatterbox_fixture("tiny-multilingual") + " -o " + out + " --type q8_0");
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    EXPECT_NE(c.err.find("Chatterbox 64-wide T3 multilingual, 1495 tensors"), std::string::npos) << c.err;
+    const auto i = run_talkbox("info " + out);
+    ASSERT_EQ(i.exit_code, 0) << i.err;
+    for (const char* want : {"family:       Chatterbox", "variant:      multilingual", "weight type:  q8_0", "T3   ", "S3Gen flow",
+                             "HiFT vocoder", "S3 tokenizer", "CAMPPlus", "voice encoder", "built-in voice",
+                             "T3:           2 layers, hidden 64, 4 heads of 16",
+                             "voice:        built-in (speaker embedding, 88 prompt speech tokens, 175 reference mel frames)",
+                             "languages:    ar, da, de, el, en, es, fi, fr, he, hi, it, ja, ko, ms, nl, no, pl, pt, ru, sv, sw, tr, zh"}) {
+        EXPECT_NE(i.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << i.out;
+    }
+    // The fr golden (goldens/t3/fr_e05_c05/case.json).
+    const auto t = run_talkbox("tokenize " + out + " 'Bonjour... ça va? C'\\''est très bien' --language fr");
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    EXPECT_NE(t.out.find("normalized:   Bonjour,  ça va? C'est très bien.\n"), std::string::npos) << t.out;
+    EXPECT_NE(t.out.find("ids:          255 711 11 22 21 18 68 25 6 2 2 12 34 10 2 29 10 9 2 12 5 67 27 2 27 25 14 32 26 2 72 8 0\n"),
+              std::string::npos) << t.out;
+    const auto zh = run_talkbox("tokenize " + out + " '你好世界。' -l zh");
+    ASSERT_EQ(zh.exit_code, 0) << zh.err;
+    EXPECT_NE(zh.err.find("note: zh: words are not segmented"), std::string::npos) << zh.err;
+    const auto ja = run_talkbox("tokenize " + out + " '日本' -l ja");
+    EXPECT_EQ(ja.exit_code, 1);
+    EXPECT_NE(ja.err.find("talkbox: error: ja: kanji '日' (U+65E5) needs pykakasi's dictionary"), std::string::npos) << ja.err;
+    const auto help = run_talkbox("tokenize --help");
+    for (const char* want : {"pykakasi", "pkuseg", "dicta_onnx", "russian_text_stresser"}) {
+        EXPECT_NE(help.out.find(want), std::string::npos) << want;
+    }
+    const auto en = run_talkbox("convert " + talkbox::testing::chatterbox_fixture("tiny-multilingual") + " -o " +
+                                tmp.file("en.gguf") + " --variant english");
+    ASSERT_EQ(en.exit_code, 0) << en.err;
+    const auto fr_en = run_talkbox("tokenize " + tmp.file("en.gguf") + " hello -l fr");
+    EXPECT_EQ(fr_en.exit_code, 1);
+    EXPECT_NE(fr_en.err.find("the English Chatterbox model speaks English only"), std::string::npos) << fr_en.err;
+    const auto qwen = run_talkbox("tokenize " + talkbox::testing::converted_fixture("tiny-0.6B-Base") + " hello");
+    EXPECT_EQ(qwen.exit_code, 1);
+    EXPECT_NE(qwen.err.find("tokenize shows the Chatterbox text front end; this is a 'qwen3tts' model"), std::string::npos) << qwen.err;
+    const auto bad_variant = run_talkbox("convert " + talkbox::testing::qwen_fixture("tiny-0.6B-Base") + " -o " +
+                                         tmp.file("q.gguf") + " --variant english");
+    EXPECT_EQ(bad_variant.exit_code, 1);
+    EXPECT_NE(bad_variant.err.find("is not a Chatterbox folder: a variant applies to Chatterbox only"), std::string::npos)
+        << bad_variant.err;
 }
 
 TEST(Cli, ConvertFailureExitsNonZeroWithTheReason) {
@@ -88,6 +135,7 @@ TEST(Cli, ReadmeCommandsRun) {
         replace("path/to/Qwen3-TTS-12Hz-0.6B-Base", talkbox::testing::qwen_fixture("tiny-0.6B-Base"));
         replace("path/to/Qwen3-TTS-12Hz-0.6B-CustomVoice", talkbox::testing::qwen_fixture("tiny-0.6B-CustomVoice"));
         replace("path/to/Qwen3-TTS-12Hz-1.7B-VoiceDesign", talkbox::testing::qwen_fixture("tiny-1.7B-VoiceDesign"));
+        replace("path/to/chatterbox", talkbox::testing::chatterbox_fixture("tiny-multilingual"));
         replace(" ref.wav", " " + talkbox::testing::fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
         const auto r = run_talkbox(args, tmp.path());
         EXPECT_EQ(r.exit_code, 0) << "README command failed: talkbox " << args << "\n" << r.err;
@@ -95,7 +143,7 @@ TEST(Cli, ReadmeCommandsRun) {
     }
     EXPECT_GE(ran, 15u);
     for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav", "decoded.flac", "fox.voice",
-                            "cloned.wav", "quick.wav", "ref-codes.json"}) {
+                            "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
     }
 }

@@ -260,6 +260,13 @@ TEST(ChatterboxConvert, BadFoldersFailCleanly) {
         EXPECT_EQ(error_of(options(dir)), "Chatterbox folder is missing the S3Gen weights: '" + dir + "/s3gen.pt' does not exist");
     }
     {
+        const std::string dir = fresh("truncated_pt");
+        const std::string bytes = talkbox::testing::read_text(dir + "/ve.pt");
+        talkbox::testing::write_text(dir + "/ve.pt", bytes.substr(0, bytes.size() / 2));
+        EXPECT_EQ(error_of(options(dir)),
+                  dir + "/ve.pt: not a valid PyTorch zip checkpoint: no end-of-central-directory record (truncated file?)");
+    }
+    {
         const std::string dir = fresh("no_cangjie");
         fs::remove(dir + "/Cangjie5_TC.json");
         EXPECT_EQ(error_of(options(dir)),
