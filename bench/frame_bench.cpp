@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "qwen3tts/code_predictor.h"
-#include "qwen3tts/kv_cache.h"
+#include "lm/kv_cache.h"
 #include "qwen3tts/model.h"
 #include "qwen3tts/sampler.h"
 #include "qwen3tts/talker.h"
@@ -27,12 +27,12 @@ int main(int argc, char** argv) {
     }
     int threads = 2, frames = 32;
     size_t prompt_len = 64;
-    KvType kv = KvType::F32;
+    talkbox::lm::KvType kv = talkbox::lm::KvType::F32;
     for (int i = 2; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         if (a == "-t") threads = std::atoi(argv[i + 1]);
         else if (a == "-n") frames = std::atoi(argv[i + 1]);
-        else if (a == "--kv") kv = parse_kv_type(argv[i + 1]);
+        else if (a == "--kv") kv = talkbox::lm::parse_kv_type(argv[i + 1]);
         else if (a == "--prompt") prompt_len = std::strtoul(argv[i + 1], nullptr, 10);
         else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
     }
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
         std::printf("model %s: %s %s, talker %u wide x %u layers, predictor %u wide x %u layers, weights %.1f MiB, "
                     "%s, KV %s\n", argv[1], h.size.c_str(), variant_name(h.variant), h.talker.hidden, h.talker.layers,
                     h.code_predictor.hidden, h.code_predictor.layers, model.weight_bytes() / 1048576.0,
-                    model.backend().description().c_str(), kv_type_name(kv));
+                    model.backend().description().c_str(), talkbox::lm::kv_type_name(kv));
         std::printf("load            %8.1f ms\n", ms_since(t0));
 
         Talker talker(model, kv);

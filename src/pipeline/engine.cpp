@@ -64,7 +64,7 @@ struct Engine::Impl {
           tokenizer(Tokenizer::from_gguf(model.file().meta())),
           decoder_backend(decoder_thread_count(o), o.gpu ? Device::Gpu : Device::Cpu),
           decoder(model.file(), model.hparams(), decoder_backend),
-          generator(model, qwen3tts::parse_kv_type(o.kv_cache)),
+          generator(model, lm::parse_kv_type(o.kv_cache)),
           size(model.hparams().size),
           variant(qwen3tts::variant_name(model.hparams().variant)) {}
 

@@ -1,6 +1,6 @@
 #include "qwen3tts/code_predictor.h"
 
-#include "qwen3tts/decoder.h"
+#include "lm/decoder.h"
 #include "talkbox/error.h"
 
 namespace talkbox::qwen3tts {
@@ -8,10 +8,10 @@ namespace talkbox::qwen3tts {
 CodePredictor::CodePredictor(const Model& model) : model_(model), logits_(model.hparams().code_predictor.vocab) {
     const auto& hp = model.hparams().code_predictor;
     // 16 positions: tiny, so F32 costs nothing and avoids conversions in the hot loop.
-    cache_ = std::make_unique<KvCache>(model.backend().get(), hp.layers, hp.kv_heads, hp.head_dim, hp.code_groups,
-                                       KvType::F32);
+    cache_ = std::make_unique<lm::KvCache>(model.backend().get(), hp.layers, hp.kv_heads, hp.head_dim, hp.code_groups,
+                                       lm::KvType::F32);
     for (size_t g = 0; g + 1 < hp.code_groups; ++g) steps_.push_back(build_step(g));
-    causal_mask(mask_, 2, 0, 2);
+    lm::causal_mask(mask_, 2, 0, 2);
 }
 
 CodePredictor::~CodePredictor() = default;
@@ -39,7 +39,7 @@ std::unique_ptr<CodePredictor::Step> CodePredictor::build_step(size_t group) {
         x = ggml_get_rows(ctx, w.codec_embd[group - 1], s->code);
     }
     if (w.in_proj_w) x = ggml_add(ctx, ggml_mul_mat(ctx, w.in_proj_w, x), w.in_proj_b);
-    ggml_tensor* out = build_decoder(ctx, hp, w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv}, *cache_);
+    ggml_tensor* out = lm::build_decoder(ctx, hp.shape(), w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv}, *cache_);
     if (n > 1) out = ggml_cont(ctx, ggml_view_2d(ctx, out, hp.hidden, 1, out->nb[1], (n - 1) * out->nb[1]));
     s->logits = ggml_mul_mat(ctx, w.lm_head[group], out);
     s->graph.output(s->logits);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/graph.h"
-#include "qwen3tts/kv_cache.h"
+#include "lm/kv_cache.h"
 #include "qwen3tts/model.h"
 
 namespace talkbox::qwen3tts {
@@ -36,7 +36,7 @@ private:
     std::unique_ptr<Step> build_step(size_t group);
 
     const Model& model_;
-    std::unique_ptr<KvCache> cache_;
+    std::unique_ptr<lm::KvCache> cache_;
     std::vector<std::unique_ptr<Step>> steps_;
     std::vector<float> logits_;
     std::vector<ggml_fp16_t> mask_;

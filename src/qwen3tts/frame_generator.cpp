@@ -47,7 +47,7 @@ GenerationOptions GenerationOptions::greedy(const Hparams& h) {
     return o;
 }
 
-FrameGenerator::FrameGenerator(const Model& model, KvType talker_kv)
+FrameGenerator::FrameGenerator(const Model& model, lm::KvType talker_kv)
     : model_(model), talker_(model, talker_kv), code_predictor_(model) {}
 
 GenerationResult FrameGenerator::generate(const Prompt& prompt, const GenerationOptions& options,

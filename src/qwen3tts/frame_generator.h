@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "qwen3tts/code_predictor.h"
-#include "qwen3tts/kv_cache.h"
+#include "lm/kv_cache.h"
 #include "qwen3tts/model.h"
 #include "qwen3tts/prompt.h"
 #include "qwen3tts/sampler.h"
@@ -57,7 +57,7 @@ public:
     using FrameCallback = std::function<void(const std::vector<int32_t>& codes)>;
 
     // Generators sharing a Model must not run at the same time: they compute on its one backend.
-    FrameGenerator(const Model& model, KvType talker_kv = KvType::F32);
+    FrameGenerator(const Model& model, lm::KvType talker_kv = lm::KvType::F32);
 
     // Runs one prompt to the end. `cancel` (optional) is checked before every frame. Options are
     // validated before any computation; throws Error.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/gguf_file.h"
+#include "lm/decoder.h"
 
 namespace talkbox::qwen3tts {
 
@@ -18,6 +19,8 @@ struct DecoderHparams {  // a Qwen3 decoder stack (talker or code predictor)
     uint32_t hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
     uint32_t vocab = 0, code_groups = 0, max_positions = 0;
     float rms_eps = 0, rope_theta = 0;
+
+    lm::StackShape shape() const { return {heads, kv_heads, head_dim, rms_eps, rope_theta, nullptr}; }
 };
 
 struct SpeakerEncoderHparams {

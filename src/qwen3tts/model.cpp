@@ -7,7 +7,7 @@ namespace talkbox::qwen3tts {
 
 namespace {
 
-LayerWeights layer(const WeightStore& w, const std::string& p) {
+lm::LayerWeights layer(const WeightStore& w, const std::string& p) {
     return {w.get(p + "attn_norm.weight"), w.get(p + "attn_q.weight"),      w.get(p + "attn_k.weight"),
             w.get(p + "attn_v.weight"),    w.get(p + "attn_output.weight"), w.get(p + "attn_q_norm.weight"),
             w.get(p + "attn_k_norm.weight"), w.get(p + "ffn_norm.weight"),  w.get(p + "ffn_gate.weight"),

@@ -9,23 +9,19 @@
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "core/weights.h"
+#include "lm/decoder.h"
 #include "qwen3tts/hparams.h"
 
 namespace talkbox::qwen3tts {
 
-struct LayerWeights {  // one Qwen3 decoder layer
-    ggml_tensor *attn_norm, *q, *k, *v, *o, *q_norm, *k_norm;
-    ggml_tensor *ffn_norm, *gate, *up, *down;
-};
-
 struct TalkerWeights {
     ggml_tensor *codec_embd, *text_embd, *text_fc1_w, *text_fc1_b, *text_fc2_w, *text_fc2_b;
     ggml_tensor *output_norm, *codec_head;
-    std::vector<LayerWeights> layers;
+    std::vector<lm::LayerWeights> layers;
 };
 
 struct CodePredictorWeights {
-    std::vector<LayerWeights> layers;
+    std::vector<lm::LayerWeights> layers;
     ggml_tensor* output_norm;
     std::vector<ggml_tensor*> codec_embd;  // [groups-1] tables of talker width
     std::vector<ggml_tensor*> lm_head;     // [groups-1]

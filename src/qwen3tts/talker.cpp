@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "core/graph.h"
-#include "qwen3tts/decoder.h"
+#include "lm/decoder.h"
 #include "talkbox/error.h"
 
 namespace talkbox::qwen3tts {
@@ -26,11 +26,11 @@ struct Talker::StepGraph {
     ggml_tensor *logits = nullptr, *hidden = nullptr;
 };
 
-Talker::Talker(const Model& model, KvType kv_type)
+Talker::Talker(const Model& model, lm::KvType kv_type)
     : model_(model), kv_type_(kv_type), logits_(model.hparams().talker.vocab), hidden_(model.hparams().talker.hidden) {
     const auto& hp = model.hparams().talker;
     // Fails early (before any graph) when the cache type cannot hold this head size.
-    cache_ = std::make_unique<KvCache>(model.backend().get(), hp.layers, hp.kv_heads, hp.head_dim, kWindow, kv_type);
+    cache_ = std::make_unique<lm::KvCache>(model.backend().get(), hp.layers, hp.kv_heads, hp.head_dim, kWindow, kv_type);
 }
 
 Talker::~Talker() = default;
@@ -44,7 +44,7 @@ void Talker::ensure_capacity(size_t positions) {
     }
     if (positions <= cache_->capacity()) return;
     const size_t capacity = round_up(std::max(positions, size_t(cache_->capacity()) * 2), kWindow);
-    auto grown = std::make_unique<KvCache>(model_.backend().get(), hp.layers, hp.kv_heads, hp.head_dim,
+    auto grown = std::make_unique<lm::KvCache>(model_.backend().get(), hp.layers, hp.kv_heads, hp.head_dim,
                                            static_cast<uint32_t>(capacity), kv_type_);
     grown->copy_prefix_from(*cache_, static_cast<uint32_t>(length_));
     cache_ = std::move(grown);
@@ -70,7 +70,7 @@ void Talker::prefill(const float* embeds, size_t n_tokens) {
     ggml_tensor* pos = g.input(GGML_TYPE_I32, {n}, "positions");
     ggml_tensor* rows = g.input(GGML_TYPE_I64, {n}, "rows");
     ggml_tensor* mask = g.input(GGML_TYPE_F16, {n_kv, n}, "mask");
-    ggml_tensor* out = build_decoder(g.ctx(), hp, w.layers, w.output_norm, x, {pos, rows, mask, n_kv}, *cache_);
+    ggml_tensor* out = lm::build_decoder(g.ctx(), hp.shape(), w.layers, w.output_norm, x, {pos, rows, mask, n_kv}, *cache_);
     ggml_tensor* hidden = ggml_cont(g.ctx(), ggml_view_2d(g.ctx(), out, hp.hidden, 1, out->nb[1], (n - 1) * out->nb[1]));
     ggml_tensor* logits = ggml_mul_mat(g.ctx(), w.codec_head, hidden);
     g.output(hidden);
@@ -83,7 +83,7 @@ void Talker::prefill(const float* embeds, size_t n_tokens) {
     ggml_backend_tensor_set(pos, p.data(), 0, ggml_nbytes(pos));
     std::vector<int64_t> r(p.begin(), p.end());
     ggml_backend_tensor_set(rows, r.data(), 0, ggml_nbytes(rows));
-    causal_mask(mask_, n_kv, 0, n);
+    lm::causal_mask(mask_, n_kv, 0, n);
     ggml_backend_tensor_set(mask, mask_.data(), 0, ggml_nbytes(mask));
     g.compute(model_.backend());
     read_outputs(logits, hidden);
@@ -120,7 +120,7 @@ void Talker::step(const int32_t* codes, const float* text) {
         ggml_tensor* x = ggml_get_rows(ctx, w.codec_embd, code(0));
         for (uint32_t i = 1; i < groups; ++i) x = ggml_add(ctx, x, ggml_get_rows(ctx, cw.codec_embd[i - 1], code(i)));
         x = ggml_add(ctx, x, s->text);
-        s->hidden = build_decoder(ctx, hp, w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv}, *cache_);
+        s->hidden = lm::build_decoder(ctx, hp.shape(), w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv}, *cache_);
         s->logits = ggml_mul_mat(ctx, w.codec_head, s->hidden);
         s->graph.output(s->hidden);
         s->graph.output(s->logits);
@@ -129,7 +129,7 @@ void Talker::step(const int32_t* codes, const float* text) {
     }
     const int32_t pos = static_cast<int32_t>(length_);
     const int64_t row = static_cast<int64_t>(length_);
-    causal_mask(mask_, n_kv, pos, 1);
+    lm::causal_mask(mask_, n_kv, pos, 1);
     ggml_backend_tensor_set(step_->codes, codes, 0, groups * sizeof(int32_t));
     ggml_backend_tensor_set(step_->text, text, 0, ggml_nbytes(step_->text));
     ggml_backend_tensor_set(step_->pos, &pos, 0, sizeof(pos));

@@ -8,14 +8,14 @@
 #include <memory>
 #include <vector>
 
-#include "qwen3tts/kv_cache.h"
+#include "lm/kv_cache.h"
 #include "qwen3tts/model.h"
 
 namespace talkbox::qwen3tts {
 
 class Talker {
 public:
-    Talker(const Model& model, KvType kv_type);
+    Talker(const Model& model, lm::KvType kv_type);
     ~Talker();
 
     // Starts a new sequence: embeds [n_tokens][hidden] at positions 0..n_tokens-1.
@@ -34,8 +34,8 @@ private:
     void read_outputs(ggml_tensor* logits, ggml_tensor* hidden);
 
     const Model& model_;
-    KvType kv_type_;
-    std::unique_ptr<KvCache> cache_;
+    lm::KvType kv_type_;
+    std::unique_ptr<lm::KvCache> cache_;
     std::unique_ptr<StepGraph> step_;  // rebuilt when its attention window or the cache changes
     size_t length_ = 0;
     std::vector<float> logits_, hidden_;

@@ -83,6 +83,25 @@ TEST(Sampler, TopKKeepsTiesWithTheKthScore) {
     EXPECT_EQ(seen, (std::set<int32_t>{1, 2, 4}));
 }
 
+TEST(Sampler, MinPDropsIdsBelowAFractionOfTheTopProbability) {
+    Sampler sampler(8);
+    // Probabilities 0.5, 0.3, 0.03, 0.17: with min_p 0.1 the threshold is 0.05, so only id 2 goes.
+    const std::vector<float> probs = {0.5f, 0.3f, 0.03f, 0.17f};
+    std::vector<float> s;
+    for (float p : probs) s.push_back(std::log(p));
+    SamplingParams p = sample();
+    p.min_p = 0.1f;
+    sampler.warp(s, p);
+    EXPECT_EQ(s[2], -kInf);
+    for (int i : {0, 1, 3}) EXPECT_FLOAT_EQ(s[i], std::log(probs[i]));
+    p.min_p = 1.0f;  // only the top id survives
+    sampler.warp(s, p);
+    EXPECT_EQ(argmax(s), 0);
+    EXPECT_EQ(s[1], -kInf);
+    p.min_p = 1.5f;
+    EXPECT_THROW(p.validate("test"), Error);
+}
+
 TEST(Sampler, TopPKeepsTheSmallestHeadAboveP) {
     Sampler sampler(4);
     const std::vector<float> probs = {0.05f, 0.5f, 0.15f, 0.3f};

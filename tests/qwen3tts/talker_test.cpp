@@ -36,7 +36,7 @@ TEST_P(TalkerGolden, TeacherForcedLogitsMatch) {
     ASSERT_EQ(static_cast<size_t>(talker_golden.shape[1]), vocab);
     ASSERT_EQ(cp_golden.shape, (std::vector<int64_t>{2, int64_t(groups - 1), int64_t(cp_vocab)}));
 
-    Talker talker(model, KvType::F32);
+    Talker talker(model, lm::KvType::F32);
     CodePredictor predictor(model);
     std::vector<float> talker_logits, cp_logits;
     talker.prefill(prompt.embeds.data(), prompt.length());
@@ -75,7 +75,7 @@ TEST(Talker, KvCacheTypes) {
     const Prompt prompt = build_prompt(model, c.request());
     const auto frames = c.frames();
     const auto golden = testing::load_npy(c.file("talker_logits.npy"));
-    Talker talker(model, KvType::F16);
+    Talker talker(model, lm::KvType::F16);
     talker.prefill(prompt.embeds.data(), prompt.length());
     std::vector<float> logits = talker.logits();
     for (size_t k = 0; k + 1 < static_cast<size_t>(golden.shape[0]); ++k) {
@@ -87,14 +87,14 @@ TEST(Talker, KvCacheTypes) {
     EXPECT_TRUE(f16.ok()) << f16.error << " > " << f16.tolerance;
 
     try {
-        Talker q8(model, KvType::Q8_0);
+        Talker q8(model, lm::KvType::Q8_0);
         FAIL() << "no error";
     } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
         EXPECT_NE(std::string(e.what()).find("multiple of 32"), std::string::npos) << e.what();
     }
-    EXPECT_THROW(parse_kv_type("q4"), Error);
-    EXPECT_EQ(parse_kv_type("q8_0"), KvType::Q8_0);
+    EXPECT_THROW(lm::parse_kv_type("q4"), Error);
+    EXPECT_EQ(lm::parse_kv_type("q8_0"), lm::KvType::Q8_0);
 }
 
 // Decoding step by step across the 256-position attention window and a cache growth must equal
@@ -112,7 +112,7 @@ TEST(Talker, LongSequenceMatchesPrefill) {
         const auto& f = golden_frames[k % golden_frames.size()];
         codes.insert(codes.end(), f.begin(), f.end());
     }
-    Talker talker(model, KvType::F32);
+    Talker talker(model, lm::KvType::F32);
     talker.prefill(prompt.embeds.data(), prompt.length());
     for (size_t k = 0; k < steps; ++k) talker.step(codes.data() + k * groups, step_text(prompt, k));
     EXPECT_EQ(talker.length(), 600u);
@@ -122,7 +122,7 @@ TEST(Talker, LongSequenceMatchesPrefill) {
     for (size_t k = 0; k < steps; ++k) {
         for (size_t i = 0; i < H; ++i) embeds.push_back(frames[k * H + i] + step_text(prompt, k)[i]);
     }
-    Talker whole(model, KvType::F32);
+    Talker whole(model, lm::KvType::F32);
     whole.prefill(embeds.data(), embeds.size() / H);
     const float err = testing::max_abs_diff(talker.logits(), whole.logits());
     std::printf("[ measure  ] 600 positions, stepwise vs prefill: logits %.3g, hidden %.3g\n", err,
@@ -132,7 +132,7 @@ TEST(Talker, LongSequenceMatchesPrefill) {
 
 TEST(Talker, RejectsBadInput) {
     const Model& model = testing::tiny_model("tiny-0.6B-Base");
-    Talker talker(model, KvType::F32);
+    Talker talker(model, lm::KvType::F32);
     std::vector<int32_t> frame(16, 0);
     std::vector<float> text(model.hparams().talker.hidden, 0.0f);
     EXPECT_THROW(talker.step(frame.data(), text.data()), Error);  // before prefill

@@ -1,6 +1,8 @@
 // Per-layer key/value caches of a decoder stack in one backend buffer. Each layer's K and V is a
-// 2-D tensor [head_dim·kv_heads, capacity]: one row per position, written with ggml_set_rows and
-// read as [head_dim, n_kv, kv_heads] views by flash attention.
+// 3-D tensor [head_dim·kv_heads, capacity, streams]: one row per position and one plane per
+// independent sequence (stream) decoded in the same batch (e.g. the two rows of classifier-free
+// guidance), written with ggml_set_rows and read as [head_dim, n_kv, kv_heads, streams] views by
+// flash attention.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +12,7 @@
 #include "ggml-backend.h"
 #include "ggml.h"
 
-namespace talkbox::qwen3tts {
+namespace talkbox::lm {
 
 enum class KvType { F32, F16, Q8_0 };
 const char* kv_type_name(KvType t);                // "f32", "f16", "q8_0"
@@ -21,7 +23,7 @@ class KvCache {
 public:
     // Throws Error when the type cannot hold rows of head_dim values (Q8_0 needs a multiple of 32).
     KvCache(ggml_backend_t backend, uint32_t layers, uint32_t kv_heads, uint32_t head_dim, uint32_t capacity,
-            KvType type);
+            KvType type, uint32_t streams = 1);
     ~KvCache();
     KvCache(const KvCache&) = delete;
     KvCache& operator=(const KvCache&) = delete;
@@ -31,18 +33,19 @@ public:
     uint32_t capacity() const { return capacity_; }
     uint32_t head_dim() const { return head_dim_; }
     uint32_t kv_heads() const { return kv_heads_; }
+    uint32_t streams() const { return streams_; }
     KvType type() const { return type_; }
     size_t bytes() const;
 
-    // Copies positions [0, n) of every layer from a cache of the same geometry (used to grow).
+    // Copies positions [0, n) of every layer and stream from a cache of the same geometry (used to grow).
     void copy_prefix_from(const KvCache& other, uint32_t n);
 
 private:
     ggml_context* ctx_ = nullptr;
     ggml_backend_buffer_t buffer_ = nullptr;
     std::vector<ggml_tensor*> k_, v_;
-    uint32_t capacity_, head_dim_, kv_heads_;
+    uint32_t capacity_, head_dim_, kv_heads_, streams_;
     KvType type_;
 };
 
-}  // namespace talkbox::qwen3tts
+}  // namespace talkbox::lm

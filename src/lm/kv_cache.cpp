@@ -1,8 +1,8 @@
-#include "qwen3tts/kv_cache.h"
+#include "lm/kv_cache.h"
 
 #include "talkbox/error.h"
 
-namespace talkbox::qwen3tts {
+namespace talkbox::lm {
 
 const char* kv_type_name(KvType t) {
     switch (t) {
@@ -30,8 +30,9 @@ ggml_type kv_ggml_type(KvType t) {
 }
 
 KvCache::KvCache(ggml_backend_t backend, uint32_t layers, uint32_t kv_heads, uint32_t head_dim, uint32_t capacity,
-                 KvType type)
-    : capacity_(capacity), head_dim_(head_dim), kv_heads_(kv_heads), type_(type) {
+                 KvType type, uint32_t streams)
+    : capacity_(capacity), head_dim_(head_dim), kv_heads_(kv_heads), streams_(streams), type_(type) {
+    if (streams == 0) throw Error(ErrorKind::InvalidArgument, "a KV cache needs at least one stream");
     const ggml_type gt = kv_ggml_type(type);
     if (head_dim % ggml_blck_size(gt) != 0) {
         throw Error(ErrorKind::Unsupported, std::string("KV cache type ") + kv_type_name(type) + " needs head_dim to be a multiple of " +
@@ -41,8 +42,8 @@ KvCache::KvCache(ggml_backend_t backend, uint32_t layers, uint32_t kv_heads, uin
     ctx_ = ggml_init({ggml_tensor_overhead() * 2 * layers, nullptr, /*no_alloc=*/true});
     if (!ctx_) throw Error(ErrorKind::Internal, "cannot create a ggml context for a KV cache");
     for (uint32_t l = 0; l < layers; ++l) {
-        k_.push_back(ggml_new_tensor_2d(ctx_, gt, int64_t(head_dim) * kv_heads, capacity));
-        v_.push_back(ggml_new_tensor_2d(ctx_, gt, int64_t(head_dim) * kv_heads, capacity));
+        k_.push_back(ggml_new_tensor_3d(ctx_, gt, int64_t(head_dim) * kv_heads, capacity, streams));
+        v_.push_back(ggml_new_tensor_3d(ctx_, gt, int64_t(head_dim) * kv_heads, capacity, streams));
     }
     buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend);
     if (!buffer_) {
@@ -67,10 +68,12 @@ void KvCache::copy_prefix_from(const KvCache& other, uint32_t n) {
         for (auto [dst, src] : {std::pair{k_[l], other.k_[l]}, std::pair{v_[l], other.v_[l]}}) {
             const size_t bytes = src->nb[1] * n;
             tmp.resize(bytes);
-            ggml_backend_tensor_get(src, tmp.data(), 0, bytes);
-            ggml_backend_tensor_set(dst, tmp.data(), 0, bytes);
+            for (uint32_t s = 0; s < streams_; ++s) {
+                ggml_backend_tensor_get(src, tmp.data(), s * src->nb[2], bytes);
+                ggml_backend_tensor_set(dst, tmp.data(), s * dst->nb[2], bytes);
+            }
         }
     }
 }
 
-}  // namespace talkbox::qwen3tts
+}  // namespace talkbox::lm

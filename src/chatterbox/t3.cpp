@@ -1,0 +1,569 @@
+#include "chatterbox/t3.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "convert/chatterbox_names.h"
+#include "core/graph.h"
+#include "lm/kv_cache.h"
+#include "lm/sampler.h"
+#include "talkbox/error.h"
+
+namespace talkbox::chatterbox {
+
+namespace {
+
+// Attention windows (and cache capacities) come in multiples of this many positions, so the
+// per-step graph is rebuilt only when the sequence crosses a boundary.
+constexpr int64_t kWindow = 256;
+
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+std::string gguf_name(const std::string& official_key) {
+    std::string name = chatterbox_gguf_name(ChatterboxFile::T3, official_key);
+    if (name.empty()) throw Error(ErrorKind::Internal, "no GGUF name for the T3 key '" + official_key + "'");
+    return name;
+}
+
+ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* b) {
+    ggml_tensor* y = ggml_mul_mat(ctx, w, x);
+    return b ? ggml_add(ctx, y, b) : y;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Hyper-parameters
+
+T3Hparams T3Hparams::from_gguf(const GgufFile& file) {
+    const GgufMeta& m = file.meta();
+    const std::string p = "chatterbox.t3.";
+    T3Hparams h;
+    h.hidden = m.get_u32(p + "embedding_length");
+    h.intermediate = m.get_u32(p + "feed_forward_length");
+    h.layers = m.get_u32(p + "block_count");
+    h.heads = m.get_u32(p + "head_count");
+    h.kv_heads = m.get_u32(p + "head_count_kv");
+    h.head_dim = m.get_u32(p + "head_dim");
+    h.rms_eps = m.get_f32(p + "rms_norm_eps");
+    h.rope_theta = m.get_f32(p + "rope.freq_base");
+    if (m.get_string(p + "rope.scaling.type") != "llama3") {
+        throw Error(ErrorKind::Unsupported, "'" + file.path() + "': T3 RoPE scaling '" + m.get_string(p + "rope.scaling.type") +
+                                                "' is not supported (only llama3)");
+    }
+    h.rope_scaling.factor = m.get_f32(p + "rope.scaling.factor");
+    h.rope_scaling.low_freq_factor = m.get_f32(p + "rope.scaling.low_freq_factor");
+    h.rope_scaling.high_freq_factor = m.get_f32(p + "rope.scaling.high_freq_factor");
+    h.rope_scaling.original_max_positions = static_cast<float>(m.get_u32(p + "rope.scaling.original_context_length"));
+    h.start_text = static_cast<int32_t>(m.get_u32(p + "start_text_token"));
+    h.stop_text = static_cast<int32_t>(m.get_u32(p + "stop_text_token"));
+    h.start_speech = static_cast<int32_t>(m.get_u32(p + "start_speech_token"));
+    h.stop_speech = static_cast<int32_t>(m.get_u32(p + "stop_speech_token"));
+    if (!m.get_bool(p + "perceiver") || !m.get_bool(p + "emotion_adv")) {
+        throw Error(ErrorKind::Unsupported, "'" + file.path() + "': this T3 has no perceiver or no emotion input "
+                                            "(Turbo/Nano T3 is not supported)");
+    }
+    h.perceiver_queries = m.get_u32(p + "perceiver.query_count");
+    h.perceiver_heads = m.get_u32(p + "perceiver.head_count");
+    h.speaker_dim = m.get_u32(p + "speaker_embed_size");
+    h.english = m.get_string("chatterbox.variant") == "english";
+
+    const auto bad = [&](const std::string& what) {
+        throw Error(ErrorKind::Format, "'" + file.path() + "': inconsistent T3 hyper-parameters: " + what);
+    };
+    if (h.hidden == 0 || h.layers == 0 || h.heads == 0 || h.kv_heads == 0 || h.head_dim == 0 || h.intermediate == 0) {
+        bad("zero width, depth or head count");
+    }
+    if (h.heads * h.head_dim != h.hidden) bad("heads × head_dim != hidden");
+    if (h.heads % h.kv_heads != 0) bad("heads is not a multiple of kv heads");
+    if (h.head_dim % 2 != 0) bad("odd head_dim");
+    if (h.perceiver_heads == 0 || h.hidden % h.perceiver_heads != 0) bad("perceiver heads do not divide hidden");
+    if (!(h.rms_eps > 0) || !(h.rope_theta > 0) || !(h.rope_scaling.factor > 0) ||
+        !(h.rope_scaling.high_freq_factor > h.rope_scaling.low_freq_factor)) {
+        bad("eps, RoPE theta or RoPE scaling out of range");
+    }
+    // Vocabulary and table sizes come from the tables themselves.
+    const auto rows = [&](const std::string& key) -> uint32_t {
+        const auto& t = file.tensor(gguf_name(key));
+        if (t.shape.size() != 2 || t.shape[0] != h.hidden) {
+            bad("'" + t.name + "' has shape " + shape_to_string(t.shape) + ", expected [" + std::to_string(h.hidden) + ", n]");
+        }
+        return static_cast<uint32_t>(t.shape[1]);
+    };
+    h.text_vocab = rows("text_emb.weight");
+    h.speech_vocab = rows("speech_emb.weight");
+    h.text_positions = rows("text_pos_emb.emb.weight");
+    h.speech_positions = rows("speech_pos_emb.emb.weight");
+    for (int32_t id : {h.start_text, h.stop_text}) {
+        if (id < 0 || static_cast<uint32_t>(id) >= h.text_vocab) bad("text start/stop id outside the text vocabulary");
+    }
+    for (int32_t id : {h.start_speech, h.stop_speech}) {
+        if (id < 0 || static_cast<uint32_t>(id) >= h.speech_vocab) bad("speech start/stop id outside the speech vocabulary");
+    }
+    if (h.speech_positions < 2) bad("fewer than 2 speech positions");
+    return h;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Weights
+
+struct T3::Weights {
+    std::vector<lm::LayerWeights> layers;
+    ggml_tensor *output_norm, *text_emb, *speech_emb, *text_pos, *speech_pos, *speech_head;
+    ggml_tensor *spkr_w, *spkr_b, *emotion_w;
+    ggml_tensor *perc_query, *perc_norm_w, *perc_norm_b;
+    ggml_tensor *perc_q_w, *perc_q_b, *perc_k_w, *perc_k_b, *perc_v_w, *perc_v_b, *perc_o_w, *perc_o_b;
+    ggml_tensor* rope_factors = nullptr;  // lives in rope_ctx / rope_buf
+    ggml_context* rope_ctx = nullptr;
+    ggml_backend_buffer_t rope_buf = nullptr;
+
+    ~Weights() {
+        if (rope_buf) ggml_backend_buffer_free(rope_buf);
+        if (rope_ctx) ggml_free(rope_ctx);
+    }
+};
+
+T3::T3(const GgufFile& file, const Backend& backend)
+    : file_(file), backend_(backend), hp_(T3Hparams::from_gguf(file)), w_(std::make_unique<Weights>()) {
+    const T3Hparams& h = hp_;
+    const int64_t D = h.hidden, I = h.intermediate, Q = h.perceiver_queries;
+    // Every tensor the graphs read, by official key, with its ggml shape. Vectors, the position
+    // tables and the perceiver queries are added element-wise, so they must be F32; matrices and
+    // the token tables (read with get_rows) may be any type ggml converts.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> specs = {
+        {"tfmr.norm.weight", {D}},
+        {"text_emb.weight", {D, h.text_vocab}},
+        {"speech_emb.weight", {D, h.speech_vocab}},
+        {"text_pos_emb.emb.weight", {D, h.text_positions}},
+        {"speech_pos_emb.emb.weight", {D, h.speech_positions}},
+        {"speech_head.weight", {D, h.speech_vocab}},
+        {"cond_enc.spkr_enc.weight", {h.speaker_dim, D}},
+        {"cond_enc.spkr_enc.bias", {D}},
+        {"cond_enc.emotion_adv_fc.weight", {1, D}},
+        {"cond_enc.perceiver.pre_attention_query", {D, Q, 1}},
+        {"cond_enc.perceiver.attn.norm.weight", {D}},
+        {"cond_enc.perceiver.attn.norm.bias", {D}},
+    };
+    for (const char* n : {"to_q", "to_k", "to_v", "proj_out"}) {
+        specs.push_back({std::string("cond_enc.perceiver.attn.") + n + ".weight", {D, D}});
+        specs.push_back({std::string("cond_enc.perceiver.attn.") + n + ".bias", {D}});
+    }
+    const int64_t qkv = int64_t(h.heads) * h.head_dim, kv = int64_t(h.kv_heads) * h.head_dim;
+    for (uint32_t l = 0; l < h.layers; ++l) {
+        const std::string p = "tfmr.layers." + std::to_string(l) + ".";
+        specs.push_back({p + "input_layernorm.weight", {D}});
+        specs.push_back({p + "post_attention_layernorm.weight", {D}});
+        specs.push_back({p + "self_attn.q_proj.weight", {D, qkv}});
+        specs.push_back({p + "self_attn.k_proj.weight", {D, kv}});
+        specs.push_back({p + "self_attn.v_proj.weight", {D, kv}});
+        specs.push_back({p + "self_attn.o_proj.weight", {qkv, D}});
+        specs.push_back({p + "mlp.gate_proj.weight", {D, I}});
+        specs.push_back({p + "mlp.up_proj.weight", {D, I}});
+        specs.push_back({p + "mlp.down_proj.weight", {I, D}});
+    }
+    for (const auto& [key, shape] : specs) {
+        const auto& t = file.tensor(gguf_name(key), shape);
+        const bool vector = shape.size() == 1 || key.find("pos_emb") != std::string::npos ||
+                            key.find("pre_attention_query") != std::string::npos;
+        if (vector && t.type != GGML_TYPE_F32) {
+            throw Error(ErrorKind::Format, "'" + file.path() + "': tensor '" + t.name + "' is " + ggml_type_name(t.type) +
+                                               ", expected f32");
+        }
+        if (!vector && t.type != GGML_TYPE_F32 && !ggml_get_type_traits(t.type)->to_float) {
+            throw Error(ErrorKind::Unsupported, "'" + file.path() + "': tensor '" + t.name + "' has type " +
+                                                    ggml_type_name(t.type) + ", which cannot be computed with");
+        }
+    }
+    weights_ = std::make_unique<WeightStore>(file, backend.get(), std::vector<std::string>{"t3."});
+    const auto get = [&](const std::string& key) { return weights_->get(gguf_name(key)); };
+    Weights& w = *w_;
+    w.output_norm = get("tfmr.norm.weight");
+    w.text_emb = get("text_emb.weight");
+    w.speech_emb = get("speech_emb.weight");
+    w.text_pos = get("text_pos_emb.emb.weight");
+    w.speech_pos = get("speech_pos_emb.emb.weight");
+    w.speech_head = get("speech_head.weight");
+    w.spkr_w = get("cond_enc.spkr_enc.weight");
+    w.spkr_b = get("cond_enc.spkr_enc.bias");
+    w.emotion_w = get("cond_enc.emotion_adv_fc.weight");
+    w.perc_query = get("cond_enc.perceiver.pre_attention_query");
+    w.perc_norm_w = get("cond_enc.perceiver.attn.norm.weight");
+    w.perc_norm_b = get("cond_enc.perceiver.attn.norm.bias");
+    w.perc_q_w = get("cond_enc.perceiver.attn.to_q.weight");
+    w.perc_q_b = get("cond_enc.perceiver.attn.to_q.bias");
+    w.perc_k_w = get("cond_enc.perceiver.attn.to_k.weight");
+    w.perc_k_b = get("cond_enc.perceiver.attn.to_k.bias");
+    w.perc_v_w = get("cond_enc.perceiver.attn.to_v.weight");
+    w.perc_v_b = get("cond_enc.perceiver.attn.to_v.bias");
+    w.perc_o_w = get("cond_enc.perceiver.attn.proj_out.weight");
+    w.perc_o_b = get("cond_enc.perceiver.attn.proj_out.bias");
+    for (uint32_t l = 0; l < h.layers; ++l) {
+        const std::string p = "tfmr.layers." + std::to_string(l) + ".";
+        lm::LayerWeights lw;
+        lw.attn_norm = get(p + "input_layernorm.weight");
+        lw.q = get(p + "self_attn.q_proj.weight");
+        lw.k = get(p + "self_attn.k_proj.weight");
+        lw.v = get(p + "self_attn.v_proj.weight");
+        lw.o = get(p + "self_attn.o_proj.weight");
+        lw.ffn_norm = get(p + "post_attention_layernorm.weight");
+        lw.gate = get(p + "mlp.gate_proj.weight");
+        lw.up = get(p + "mlp.up_proj.weight");
+        lw.down = get(p + "mlp.down_proj.weight");
+        w.layers.push_back(lw);
+    }
+
+    // llama3 RoPE: per-frequency divisors, computed once and kept on the backend.
+    const std::vector<float> factors = lm::llama3_rope_freq_factors(h.head_dim, h.rope_theta, h.rope_scaling);
+    w.rope_ctx = ggml_init({ggml_tensor_overhead(), nullptr, /*no_alloc=*/true});
+    if (!w.rope_ctx) throw Error(ErrorKind::Internal, "cannot create a ggml context for the RoPE factors");
+    w.rope_factors = ggml_new_tensor_1d(w.rope_ctx, GGML_TYPE_F32, static_cast<int64_t>(factors.size()));
+    w.rope_buf = ggml_backend_alloc_ctx_tensors(w.rope_ctx, backend.get());
+    if (!w.rope_buf) throw Error(ErrorKind::Io, "cannot allocate the RoPE factors");
+    ggml_backend_tensor_set(w.rope_factors, factors.data(), 0, factors.size() * sizeof(float));
+}
+
+T3::~T3() = default;
+
+// ---------------------------------------------------------------------------------------------
+// Conditioning encoder
+
+namespace {
+
+// Perceiver AttentionBlock2: x1 + proj_out(MHA(LN(x1) → q, LN(x2) → k, v)), no mask.
+struct PerceiverBlock {
+    ggml_tensor *norm_w, *norm_b, *q_w, *q_b, *k_w, *k_b, *v_w, *v_b, *o_w, *o_b;
+    int64_t heads;
+
+    ggml_tensor* operator()(ggml_context* ctx, ggml_tensor* x1, ggml_tensor* x2) const {
+        const auto norm = [&](ggml_tensor* x) { return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, 1e-5f), norm_w), norm_b); };
+        const int64_t D = x1->ne[0], hd = D / heads;
+        ggml_tensor* a = norm(x1);
+        ggml_tensor* b = x1 == x2 ? a : norm(x2);
+        const auto split = [&](ggml_tensor* t) {  // [D, n] → [hd, n, heads]
+            return ggml_permute(ctx, ggml_reshape_3d(ctx, t, hd, heads, t->ne[1]), 0, 2, 1, 3);
+        };
+        ggml_tensor* q = split(linear(ctx, a, q_w, q_b));
+        ggml_tensor* k = split(linear(ctx, b, k_w, k_b));
+        ggml_tensor* v = split(linear(ctx, b, v_w, v_b));
+        ggml_tensor* h = ggml_flash_attn_ext(ctx, q, k, v, nullptr, 1.0f / std::sqrt(static_cast<float>(hd)), 0.0f, 0.0f);
+        ggml_flash_attn_ext_set_prec(h, GGML_PREC_F32);
+        h = ggml_reshape_2d(ctx, h, D, x1->ne[1]);
+        return ggml_add(ctx, x1, linear(ctx, h, o_w, o_b));
+    }
+};
+
+}  // namespace
+
+std::vector<float> T3::conditioning(const T3Conditioning& cond) const {
+    const T3Hparams& h = hp_;
+    if (cond.speaker_emb.size() != h.speaker_dim) {
+        throw Error(ErrorKind::InvalidArgument, "the T3 speaker embedding has " + std::to_string(cond.speaker_emb.size()) +
+                                                    " values, expected " + std::to_string(h.speaker_dim));
+    }
+    const size_t P = cond.prompt_speech_tokens.size();
+    if (P == 0 || P > h.speech_positions) {
+        throw Error(ErrorKind::InvalidArgument, "the T3 prompt has " + std::to_string(P) +
+                                                    " speech tokens, expected 1.." + std::to_string(h.speech_positions));
+    }
+    for (int32_t t : cond.prompt_speech_tokens) {
+        if (t < 0 || static_cast<uint32_t>(t) >= h.speech_vocab) {
+            throw Error(ErrorKind::InvalidArgument, "prompt speech token " + std::to_string(t) + " is outside 0.." +
+                                                        std::to_string(h.speech_vocab - 1));
+        }
+    }
+    if (!std::isfinite(cond.exaggeration)) throw Error(ErrorKind::InvalidArgument, "exaggeration must be finite");
+    for (float v : cond.speaker_emb) {
+        if (!std::isfinite(v)) throw Error(ErrorKind::InvalidArgument, "the T3 speaker embedding holds a non-finite value");
+    }
+
+    const Weights& w = *w_;
+    const int64_t D = h.hidden;
+    Graph g;
+    ggml_context* ctx = g.ctx();
+    ggml_tensor* spk_in = g.input(GGML_TYPE_F32, {h.speaker_dim, 1}, "speaker_emb");
+    ggml_tensor* toks = g.input(GGML_TYPE_I32, {static_cast<int64_t>(P)}, "prompt_tokens");
+    ggml_tensor* emo_in = g.input(GGML_TYPE_F32, {1, 1}, "exaggeration");
+
+    ggml_tensor* spk = linear(ctx, spk_in, w.spkr_w, w.spkr_b);  // [D, 1]
+    ggml_tensor* prompt = ggml_add(ctx, ggml_get_rows(ctx, w.speech_emb, toks),
+                                   ggml_view_2d(ctx, w.speech_pos, D, static_cast<int64_t>(P), w.speech_pos->nb[1], 0));
+    const PerceiverBlock blk{w.perc_norm_w, w.perc_norm_b, w.perc_q_w, w.perc_q_b, w.perc_k_w, w.perc_k_b,
+                             w.perc_v_w,    w.perc_v_b,    w.perc_o_w, w.perc_o_b, h.perceiver_heads};
+    ggml_tensor* query = ggml_reshape_2d(ctx, w.perc_query, D, h.perceiver_queries);
+    ggml_tensor* pre = blk(ctx, query, prompt);
+    ggml_tensor* perc = blk(ctx, pre, pre);
+    ggml_tensor* emo = ggml_mul_mat(ctx, w.emotion_w, emo_in);  // [D, 1] = e · W[:, 0]
+    ggml_tensor* out = ggml_concat(ctx, ggml_concat(ctx, spk, perc, 1), emo, 1);
+    g.output(out);
+    g.allocate(backend_);
+    ggml_backend_tensor_set(spk_in, cond.speaker_emb.data(), 0, ggml_nbytes(spk_in));
+    ggml_backend_tensor_set(toks, cond.prompt_speech_tokens.data(), 0, ggml_nbytes(toks));
+    ggml_backend_tensor_set(emo_in, &cond.exaggeration, 0, sizeof(float));
+    g.compute(backend_);
+    std::vector<float> result(static_cast<size_t>(ggml_nelements(out)));
+    ggml_backend_tensor_get(out, result.data(), 0, ggml_nbytes(out));
+    return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backbone: prefill + decode steps over a KV cache with one stream per CFG row
+
+struct T3::Decoder {
+    const T3& t3;
+    int64_t streams;
+    lm::StackShape shape;
+    std::unique_ptr<lm::KvCache> cache;
+    int64_t length = 0;
+    std::vector<ggml_fp16_t> mask;
+    std::vector<float> logits;  // [streams][speech_vocab]
+
+    struct Step {
+        Graph graph;
+        int64_t n_kv = 0;
+        ggml_tensor *token = nullptr, *speech_pos = nullptr, *pos = nullptr, *rows = nullptr, *mask = nullptr;
+        ggml_tensor* logits = nullptr;
+    };
+    std::unique_ptr<Step> step_graph;
+
+    Decoder(const T3& t, int64_t n_streams, int64_t capacity) : t3(t), streams(n_streams) {
+        const T3Hparams& h = t3.hp_;
+        shape = {h.heads, h.kv_heads, h.head_dim, h.rms_eps, h.rope_theta, t3.w_->rope_factors};
+        cache = std::make_unique<lm::KvCache>(t3.backend_.get(), h.layers, h.kv_heads, h.head_dim,
+                                              static_cast<uint32_t>(round_up(capacity, kWindow)), lm::KvType::F32,
+                                              static_cast<uint32_t>(streams));
+        logits.resize(static_cast<size_t>(streams) * h.speech_vocab);
+    }
+
+    // Last position of every stream → speech_head → [speech_vocab, streams].
+    ggml_tensor* head(ggml_context* ctx, ggml_tensor* out, int64_t n_tokens) const {
+        const int64_t D = t3.hp_.hidden;
+        ggml_tensor* last = ggml_view_2d(ctx, out, D, streams, out->nb[1] * n_tokens, out->nb[1] * (n_tokens - 1));
+        return ggml_mul_mat(ctx, t3.w_->speech_head, ggml_cont(ctx, last));
+    }
+
+    void read_logits(ggml_tensor* t) { ggml_backend_tensor_get(t, logits.data(), 0, logits.size() * sizeof(float)); }
+
+    // Prefill: [cond ; text (+pos) ; BOS ; BOS] per stream; stream 1 (uncond) drops the text
+    // token embeddings but keeps their positions.
+    void prefill(const std::vector<float>& cond_emb, const std::vector<int32_t>& text, std::vector<float>* embeds_out) {
+        const T3Hparams& h = t3.hp_;
+        const Weights& w = *t3.w_;
+        const int64_t D = h.hidden, C = h.cond_len(), T = static_cast<int64_t>(text.size());
+        const int64_t n = C + T + 2;
+        Graph g;
+        ggml_context* ctx = g.ctx();
+        ggml_tensor* cond = g.input(GGML_TYPE_F32, {D, C}, "cond_emb");
+        ggml_tensor* ids = g.input(GGML_TYPE_I32, {T}, "text_tokens");
+        ggml_tensor* bos_id = g.input(GGML_TYPE_I32, {1}, "bos");
+        ggml_tensor* pos = g.input(GGML_TYPE_I32, {n}, "positions");
+        ggml_tensor* rows = g.input(GGML_TYPE_I64, {n}, "rows");
+        const int64_t n_kv = std::min<int64_t>(round_up(n, kWindow), cache->capacity());
+        ggml_tensor* mask_t = g.input(GGML_TYPE_F16, {n_kv, n}, "mask");
+
+        ggml_tensor* text_pos = ggml_view_2d(ctx, w.text_pos, D, T, w.text_pos->nb[1], 0);
+        ggml_tensor* bos = ggml_add(ctx, ggml_get_rows(ctx, w.speech_emb, bos_id),
+                                    ggml_view_2d(ctx, w.speech_pos, D, 1, w.speech_pos->nb[1], 0));
+        const auto row = [&](ggml_tensor* te) {
+            return ggml_concat(ctx, ggml_concat(ctx, ggml_concat(ctx, cond, te, 1), bos, 1), bos, 1);
+        };
+        ggml_tensor* x = row(ggml_add(ctx, ggml_get_rows(ctx, w.text_emb, ids), text_pos));
+        if (streams == 2) x = ggml_concat(ctx, x, row(ggml_cont(ctx, text_pos)), 1);  // [D, 2n], stream-major
+        if (embeds_out) g.output(x);
+        ggml_tensor* out = lm::build_decoder(ctx, shape, w.layers, w.output_norm, x, {pos, rows, mask_t, n_kv}, *cache);
+        ggml_tensor* lg = head(ctx, out, n);
+        g.output(lg);
+        g.allocate(t3.backend_);
+
+        ggml_backend_tensor_set(cond, cond_emb.data(), 0, ggml_nbytes(cond));
+        ggml_backend_tensor_set(ids, text.data(), 0, ggml_nbytes(ids));
+        ggml_backend_tensor_set(bos_id, &h.start_speech, 0, sizeof(int32_t));
+        std::vector<int32_t> p(static_cast<size_t>(n));
+        std::iota(p.begin(), p.end(), 0);
+        ggml_backend_tensor_set(pos, p.data(), 0, ggml_nbytes(pos));
+        std::vector<int64_t> r(p.begin(), p.end());
+        ggml_backend_tensor_set(rows, r.data(), 0, ggml_nbytes(rows));
+        lm::causal_mask(mask, n_kv, 0, n);
+        ggml_backend_tensor_set(mask_t, mask.data(), 0, ggml_nbytes(mask_t));
+        g.compute(t3.backend_);
+        if (embeds_out) {
+            embeds_out->resize(static_cast<size_t>(ggml_nelements(x)));
+            ggml_backend_tensor_get(x, embeds_out->data(), 0, ggml_nbytes(x));
+        }
+        read_logits(lg);
+        length = n;
+    }
+
+    // One position: speech_emb[token] + speech_pos_emb[speech_index], the same for every stream.
+    void step(int32_t token, int32_t speech_index) {
+        const T3Hparams& h = t3.hp_;
+        const Weights& w = *t3.w_;
+        if (length + 1 > cache->capacity()) {
+            auto grown = std::make_unique<lm::KvCache>(t3.backend_.get(), h.layers, h.kv_heads, h.head_dim,
+                                                       static_cast<uint32_t>(round_up(2 * cache->capacity(), kWindow)),
+                                                       lm::KvType::F32, static_cast<uint32_t>(streams));
+            grown->copy_prefix_from(*cache, static_cast<uint32_t>(length));
+            cache = std::move(grown);
+            step_graph.reset();  // its graph points at the old cache
+        }
+        const int64_t n_kv = std::min<int64_t>(round_up(length + 1, kWindow), cache->capacity());
+        if (!step_graph || step_graph->n_kv != n_kv) {
+            step_graph.reset();
+            auto s = std::make_unique<Step>();
+            ggml_context* ctx = s->graph.ctx();
+            s->n_kv = n_kv;
+            s->token = s->graph.input(GGML_TYPE_I32, {1}, "token");
+            s->speech_pos = s->graph.input(GGML_TYPE_I32, {1}, "speech_position");
+            s->pos = s->graph.input(GGML_TYPE_I32, {1}, "position");
+            s->rows = s->graph.input(GGML_TYPE_I64, {1}, "row");
+            s->mask = s->graph.input(GGML_TYPE_F16, {n_kv, 1}, "mask");
+            ggml_tensor* x = ggml_add(ctx, ggml_get_rows(ctx, w.speech_emb, s->token), ggml_get_rows(ctx, w.speech_pos, s->speech_pos));
+            if (streams == 2) x = ggml_concat(ctx, x, x, 1);
+            ggml_tensor* out = lm::build_decoder(ctx, shape, w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv}, *cache);
+            s->logits = head(ctx, out, 1);
+            s->graph.output(s->logits);
+            s->graph.allocate(t3.backend_);
+            step_graph = std::move(s);
+        }
+        Step& s = *step_graph;
+        const int32_t pos = static_cast<int32_t>(length);
+        const int64_t row = length;
+        lm::causal_mask(mask, n_kv, length, 1);
+        ggml_backend_tensor_set(s.token, &token, 0, sizeof(token));
+        ggml_backend_tensor_set(s.speech_pos, &speech_index, 0, sizeof(speech_index));
+        ggml_backend_tensor_set(s.pos, &pos, 0, sizeof(pos));
+        ggml_backend_tensor_set(s.rows, &row, 0, sizeof(row));
+        ggml_backend_tensor_set(s.mask, mask.data(), 0, ggml_nbytes(s.mask));
+        s.graph.compute(t3.backend_);
+        read_logits(s.logits);
+        ++length;
+    }
+};
+
+// ---------------------------------------------------------------------------------------------
+// The inference loop
+
+void T3::check_inputs(const std::vector<int32_t>& text, const T3Conditioning&, const T3Options& o) const {
+    const T3Hparams& h = hp_;
+    if (text.size() < 2 || text.size() > h.text_positions) {
+        throw Error(ErrorKind::InvalidArgument, "T3 text has " + std::to_string(text.size()) +
+                                                    " tokens (with start/stop), expected 2.." + std::to_string(h.text_positions));
+    }
+    for (int32_t t : text) {
+        if (t < 0 || static_cast<uint32_t>(t) >= h.text_vocab) {
+            throw Error(ErrorKind::InvalidArgument, "text token " + std::to_string(t) + " is outside 0.." +
+                                                        std::to_string(h.text_vocab - 1));
+        }
+    }
+    if (!(o.cfg_weight >= 0.0f) || !std::isfinite(o.cfg_weight)) {
+        throw Error(ErrorKind::InvalidArgument, "cfg_weight must be a finite value >= 0, got " + std::to_string(o.cfg_weight));
+    }
+    if (!(o.temperature > 0.0f) || !std::isfinite(o.temperature)) {
+        throw Error(ErrorKind::InvalidArgument, "temperature must be a finite value > 0, got " + std::to_string(o.temperature));
+    }
+    if (!(o.repetition_penalty > 0.0f) || !std::isfinite(o.repetition_penalty)) {
+        throw Error(ErrorKind::InvalidArgument, "repetition_penalty must be a finite value > 0, got " +
+                                                    std::to_string(o.repetition_penalty));
+    }
+    lm::SamplingParams{true, o.temperature, 0, o.top_p, o.min_p}.validate("T3");
+    // Decode step i uses speech position i + 1.
+    if (o.max_new_tokens == 0 || o.max_new_tokens > h.speech_positions) {
+        throw Error(ErrorKind::InvalidArgument, "max_new_tokens must be in 1.." + std::to_string(h.speech_positions) +
+                                                    ", got " + std::to_string(o.max_new_tokens));
+    }
+}
+
+std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
+                                  T3Trace* trace) const {
+    check_inputs(text, cond, o);
+    const T3Hparams& h = hp_;
+    const std::vector<float> cond_emb = conditioning(cond);
+    const int64_t streams = o.cfg_weight > 0.0f ? 2 : 1;
+    const int64_t prefill_len = h.cond_len() + static_cast<int64_t>(text.size()) + 2;
+    // The cache starts with room for the prefill and grows in kWindow steps as tokens come.
+    Decoder dec(*this, streams, prefill_len + 1);
+    if (trace) {
+        trace->cond_emb = cond_emb;
+        trace->logits_cond.clear();
+        trace->logits_uncond.clear();
+        trace->logits_processed.clear();
+    }
+    dec.prefill(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
+
+    const size_t V = h.speech_vocab;
+    lm::Sampler sampler(o.seed);
+    const lm::SamplingParams warp{true, o.temperature, 0, o.top_p, o.min_p};
+    std::vector<int32_t> history{h.start_speech}, predicted;
+    std::vector<float> scores(V);
+    for (uint32_t i = 0; i < o.max_new_tokens; ++i) {
+        const float* c = dec.logits.data();
+        const float* u = streams == 2 ? c + V : c;
+        for (size_t j = 0; j < V; ++j) scores[j] = c[j] + o.cfg_weight * (c[j] - u[j]);
+        lm::apply_repetition_penalty(scores, history, o.repetition_penalty);
+        // The official loop always runs the warpers (select() leaves their output in `scores`);
+        // greedy takes the argmax of that distribution instead of a draw.
+        int32_t next;
+        if (o.greedy) {
+            sampler.warp(scores, warp);
+            next = lm::argmax(scores);
+        } else {
+            next = sampler.select(scores, warp);
+        }
+        if (trace && i < trace->steps) {
+            trace->logits_cond.emplace_back(c, c + V);
+            trace->logits_uncond.emplace_back(u, u + V);
+            trace->logits_processed.push_back(scores);
+        }
+        predicted.push_back(next);
+        history.push_back(next);
+        if (next == h.stop_speech) break;
+        if (i + 1 < o.max_new_tokens) dec.step(next, static_cast<int32_t>(i + 1));
+    }
+    return predicted;
+}
+
+T3Conditioning builtin_conditioning(const GgufFile& file) {
+    const auto tensor = [&](const std::string& key, ggml_type type) -> const GgufTensorInfo& {
+        const std::string name = chatterbox_gguf_name(ChatterboxFile::Conds, key);
+        if (name.empty() || !file.has_tensor(name)) {
+            throw Error(ErrorKind::NotFound, "'" + file.path() + "' has no built-in voice (tensor for conds.pt '" + key + "')");
+        }
+        const GgufTensorInfo& t = file.tensor(name);
+        if (t.type != type) {
+            throw Error(ErrorKind::Format, "'" + file.path() + "': tensor '" + name + "' is " + ggml_type_name(t.type) +
+                                               ", expected " + ggml_type_name(type));
+        }
+        return t;
+    };
+    const auto& spk = tensor("t3.speaker_emb", GGML_TYPE_F32);
+    const auto& toks = tensor("t3.cond_prompt_speech_tokens", GGML_TYPE_I32);
+    const auto& emo = tensor("t3.emotion_adv", GGML_TYPE_F32);
+    if (emo.nbytes != sizeof(float)) {
+        throw Error(ErrorKind::Format, "'" + file.path() + "': tensor '" + emo.name + "' has shape " + shape_to_string(emo.shape) +
+                                           ", expected one value");
+    }
+    T3Conditioning c;
+    const auto* f = reinterpret_cast<const float*>(spk.data);
+    c.speaker_emb.assign(f, f + spk.nbytes / sizeof(float));
+    const auto* t = reinterpret_cast<const int32_t*>(toks.data);
+    c.prompt_speech_tokens.assign(t, t + toks.nbytes / sizeof(int32_t));
+    c.exaggeration = *reinterpret_cast<const float*>(emo.data);
+    return c;
+}
+
+std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t>& tokens, int32_t start, int32_t stop) {
+    auto first = std::find(tokens.begin(), tokens.end(), start);
+    auto begin = first == tokens.end() ? tokens.begin() : first + 1;
+    auto end = std::find(tokens.begin(), tokens.end(), stop);
+    if (end < begin) return {};
+    return std::vector<int32_t>(begin, end);
+}
+
+std::vector<int32_t> T3::postprocess(const std::vector<int32_t>& predicted) const {
+    std::vector<int32_t> out = drop_invalid_tokens(predicted, hp_.start_speech, hp_.stop_speech);
+    if (hp_.english) out.erase(std::remove_if(out.begin(), out.end(), [&](int32_t t) { return t >= hp_.start_speech; }), out.end());
+    return out;
+}
+
+}  // namespace talkbox::chatterbox

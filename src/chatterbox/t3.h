@@ -1,0 +1,108 @@
+// Chatterbox T3: text tokens → S3 speech tokens (docs: shared chatterbox-spec §1). A Llama
+// backbone (llama3-scaled RoPE) over [conditioning ; text ; BOS BOS], conditioned on a speaker
+// embedding, a perceiver over the prompt speech tokens and the emotion ("exaggeration") value;
+// classifier-free guidance runs both rows as one batch-of-two graph over a two-stream KV cache;
+// the official processors (repetition penalty, temperature, min_p, top_p) pick each token.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/gguf_file.h"
+#include "core/weights.h"
+#include "lm/decoder.h"
+
+namespace talkbox::chatterbox {
+
+struct T3Hparams {
+    uint32_t hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+    float rms_eps = 0, rope_theta = 0;
+    lm::Llama3RopeScaling rope_scaling;
+    uint32_t text_vocab = 0, speech_vocab = 0;
+    uint32_t text_positions = 0, speech_positions = 0;  // rows of the learned position tables
+    int32_t start_text = 255, stop_text = 0, start_speech = 6561, stop_speech = 6562;
+    uint32_t speaker_dim = 256, perceiver_queries = 32, perceiver_heads = 4;
+    bool english = false;  // English T3 (t3_cfg): post-processing also keeps only ids < start_speech
+
+    uint32_t cond_len() const { return 1 + perceiver_queries + 1; }  // speaker, perceiver, emotion
+    // Reads `chatterbox.t3.*` and checks it against the tensor shapes of `file`; throws Error.
+    static T3Hparams from_gguf(const GgufFile& file);
+};
+
+// The voice T3 is conditioned on (T3Cond): the voice-encoder embedding, the S3 tokens of the
+// reference prompt and the exaggeration (emotion_adv).
+struct T3Conditioning {
+    std::vector<float> speaker_emb;               // [speaker_dim]
+    std::vector<int32_t> prompt_speech_tokens;    // S3 tokens, 1 .. speech_positions
+    float exaggeration = 0.5f;
+};
+
+// The T3 part of the built-in voice (conds.pt → `voice.t3.*`) of a converted GGUF; exaggeration =
+// its emotion_adv (the caller overrides it, as generate(exaggeration=...) does). Throws Error when
+// the file has no built-in voice or its tensors are malformed.
+T3Conditioning builtin_conditioning(const GgufFile& file);
+
+// mtl_tts.generate / tts.generate defaults.
+struct T3Options {
+    float cfg_weight = 0.5f;          // 0: one row only (cond + 0·(cond − uncond) = cond)
+    float temperature = 0.8f;         // > 0
+    float repetition_penalty = 1.2f;  // > 0; 1: off
+    float min_p = 0.05f;              // [0, 1]
+    float top_p = 1.0f;               // (0, 1]
+    uint32_t max_new_tokens = 1000;
+    bool greedy = false;  // argmax of the processed distribution instead of a draw (tests)
+    uint64_t seed = 0;
+};
+
+// Intermediates for parity checks (filled when passed to generate()).
+struct T3Trace {
+    size_t steps = 3;                            // how many steps of logits to keep
+    std::vector<float> cond_emb;                 // [cond_len][hidden]
+    std::vector<float> prefill_embeds;           // [streams][prefill_len][hidden]
+    std::vector<std::vector<float>> logits_cond, logits_uncond, logits_processed;  // per step [speech_vocab]
+};
+
+class T3 {
+public:
+    // Loads every `t3.` tensor of a Chatterbox GGUF onto `backend` (both must outlive the T3),
+    // checking names (through the converter's official-key mapping) and shapes. Throws Error.
+    T3(const GgufFile& file, const Backend& backend);
+    ~T3();
+    T3(const T3&) = delete;
+    T3& operator=(const T3&) = delete;
+
+    const T3Hparams& hparams() const { return hp_; }
+
+    // cond_emb [cond_len][hidden] = [spkr_enc(speaker) ; perceiver(prompt) ; emotion_adv_fc(e)].
+    std::vector<float> conditioning(const T3Conditioning& cond) const;
+
+    // The official inference loop: `text_tokens` is one row including [START]..[STOP]. Returns the
+    // raw predicted ids (including the stop token when it was produced). Throws Error on bad input.
+    std::vector<int32_t> generate(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond,
+                                  const T3Options& options, T3Trace* trace = nullptr) const;
+
+    // The ids S3Gen receives: drop_invalid_tokens (after the first start token, before the first
+    // stop token); the English model additionally keeps only ids < start_speech.
+    std::vector<int32_t> postprocess(const std::vector<int32_t>& predicted) const;
+
+    size_t weight_bytes() const { return weights_->bytes(); }
+
+private:
+    struct Weights;
+    struct Decoder;
+    void check_inputs(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond, const T3Options& o) const;
+
+    const GgufFile& file_;
+    const Backend& backend_;
+    T3Hparams hp_;
+    std::unique_ptr<WeightStore> weights_;
+    std::unique_ptr<Weights> w_;
+};
+
+// s3tokenizer.drop_invalid_tokens on one row (mtl_tts at HEAD applies nothing else).
+std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t>& tokens, int32_t start, int32_t stop);
+
+}  // namespace talkbox::chatterbox

@@ -1,0 +1,92 @@
+#include "lm/decoder.h"
+
+#include <cmath>
+
+namespace talkbox::lm {
+
+namespace {
+
+ggml_tensor* rms_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, float eps) {
+    return ggml_mul(ctx, ggml_rms_norm(ctx, x, eps), w);
+}
+
+ggml_tensor* rope(ggml_context* ctx, ggml_tensor* x, ggml_tensor* pos, const StackShape& s) {
+    return ggml_rope_ext(ctx, x, pos, s.rope_freq_factors, static_cast<int>(s.head_dim), GGML_ROPE_TYPE_NEOX, 0,
+                         s.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+}
+
+// Stores rows [hd·kv, n_tokens, streams] into the cache and returns the [hd, n_kv, kv, streams] view
+// attention reads; the view is taken of set_rows' result so the graph orders the write before the read.
+ggml_tensor* store_and_view(ggml_context* ctx, ggml_tensor* cache, ggml_tensor* cur, ggml_tensor* rows,
+                            const StackShape& s, int64_t n_kv) {
+    ggml_tensor* all = ggml_set_rows(ctx, cache, cur, rows);
+    return ggml_view_4d(ctx, all, s.head_dim, n_kv, s.kv_heads, all->ne[2], all->nb[1],
+                        ggml_row_size(all->type, s.head_dim), all->nb[2], 0);
+}
+
+}  // namespace
+
+ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::vector<LayerWeights>& layers,
+                           ggml_tensor* output_norm, ggml_tensor* x, const AttentionInputs& in, const KvCache& cache) {
+    const int64_t streams = cache.streams(), n_tokens = x->ne[1] / streams, hd = s.head_dim;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    for (size_t l = 0; l < layers.size(); ++l) {
+        const LayerWeights& w = layers[l];
+        ggml_tensor* h = rms_norm(ctx, x, w.attn_norm, s.rms_eps);
+
+        ggml_tensor* q = ggml_reshape_4d(ctx, ggml_mul_mat(ctx, w.q, h), hd, s.heads, n_tokens, streams);
+        ggml_tensor* k = ggml_reshape_4d(ctx, ggml_mul_mat(ctx, w.k, h), hd, s.kv_heads, n_tokens, streams);
+        ggml_tensor* v = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, w.v, h), hd * s.kv_heads, n_tokens, streams);
+        if (w.q_norm) q = rms_norm(ctx, q, w.q_norm, s.rms_eps);
+        if (w.k_norm) k = rms_norm(ctx, k, w.k_norm, s.rms_eps);
+        q = rope(ctx, q, in.positions, s);
+        k = rope(ctx, k, in.positions, s);
+
+        ggml_tensor* kv_k = store_and_view(ctx, cache.k(l), ggml_reshape_3d(ctx, k, hd * s.kv_heads, n_tokens, streams),
+                                           in.rows, s, in.n_kv);
+        ggml_tensor* kv_v = store_and_view(ctx, cache.v(l), v, in.rows, s, in.n_kv);
+
+        // q [hd, n_tokens, heads, streams]; kv head j serves q heads j·g … j·g+g−1 (ggml's broadcast order).
+        ggml_tensor* attn = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), kv_k, kv_v, in.mask, scale, 0.0f, 0.0f);
+        ggml_flash_attn_ext_set_prec(attn, GGML_PREC_F32);
+        attn = ggml_reshape_2d(ctx, attn, hd * s.heads, n_tokens * streams);
+        x = ggml_add(ctx, x, ggml_mul_mat(ctx, w.o, attn));
+
+        h = rms_norm(ctx, x, w.ffn_norm, s.rms_eps);
+        h = ggml_swiglu_split(ctx, ggml_mul_mat(ctx, w.gate, h), ggml_mul_mat(ctx, w.up, h));
+        x = ggml_add(ctx, x, ggml_mul_mat(ctx, w.down, h));
+    }
+    return rms_norm(ctx, x, output_norm, s.rms_eps);
+}
+
+void causal_mask(std::vector<ggml_fp16_t>& m, int64_t n_kv, int64_t n_past, int64_t n_tokens) {
+    const ggml_fp16_t zero = ggml_fp32_to_fp16(0.0f), neg_inf = ggml_fp32_to_fp16(-INFINITY);
+    m.assign(static_cast<size_t>(n_kv * n_tokens), neg_inf);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t j = 0; j <= n_past + t && j < n_kv; ++j) m[static_cast<size_t>(t * n_kv + j)] = zero;
+    }
+}
+
+std::vector<float> llama3_rope_freq_factors(uint32_t head_dim, float theta, const Llama3RopeScaling& sc) {
+    // transformers' _compute_llama3_parameters, in float like the reference: wavelengths above
+    // original/low are divided by factor, below original/high kept, in between interpolated.
+    const float low_wavelen = sc.original_max_positions / sc.low_freq_factor;
+    const float high_wavelen = sc.original_max_positions / sc.high_freq_factor;
+    std::vector<float> factors(head_dim / 2);
+    for (uint32_t i = 0; i < head_dim / 2; ++i) {
+        const float inv = 1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
+        const float wavelen = 2.0f * static_cast<float>(M_PI) / inv;
+        float scaled = inv;
+        if (wavelen > low_wavelen) {
+            scaled = inv / sc.factor;
+        } else if (wavelen >= high_wavelen) {
+            const float smooth = (sc.original_max_positions / wavelen - sc.low_freq_factor) /
+                                 (sc.high_freq_factor - sc.low_freq_factor);
+            scaled = (1.0f - smooth) * inv / sc.factor + smooth * inv;
+        }
+        factors[i] = inv / scaled;
+    }
+    return factors;
+}
+
+}  // namespace talkbox::lm

@@ -1,0 +1,52 @@
+// Graph builder for a pre-norm decoder-only transformer stack (Llama / Qwen3 family): RMSNorm,
+// optional per-head q/k RMSNorm (Qwen3), NeoX-style RoPE with optional per-frequency factors
+// (llama3 scaling), grouped-query flash attention over a KV cache, SwiGLU MLP, final RMSNorm.
+// Several independent sequences ("streams", e.g. the two rows of classifier-free guidance) run
+// through one graph: their columns are concatenated, so each weight matrix is read once per step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ggml.h"
+#include "lm/kv_cache.h"
+
+namespace talkbox::lm {
+
+struct LayerWeights {  // one decoder layer
+    ggml_tensor *attn_norm = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
+    ggml_tensor *q_norm = nullptr, *k_norm = nullptr;  // per-head RMSNorm; nullptr when the family has none
+    ggml_tensor *ffn_norm = nullptr, *gate = nullptr, *up = nullptr, *down = nullptr;
+};
+
+struct StackShape {
+    uint32_t heads = 0, kv_heads = 0, head_dim = 0;
+    float rms_eps = 0, rope_theta = 0;
+    ggml_tensor* rope_freq_factors = nullptr;  // F32 [head_dim/2]: frequency i is divided by factor i; nullptr: none
+};
+
+struct AttentionInputs {
+    ggml_tensor* positions;  // I32 [n_tokens]: RoPE positions (the same for every stream)
+    ggml_tensor* rows;       // I64 [n_tokens]: cache rows the new keys/values go to (in every stream)
+    ggml_tensor* mask;       // F16 [n_kv, n_tokens], 0 or -inf; nullptr when every row is visible
+    int64_t n_kv;            // attention reads cache rows [0, n_kv)
+};
+
+// x: [hidden, n_tokens · streams] (stream-major: stream s holds columns s·n_tokens …), streams =
+// cache.streams() → final-norm output of the same shape.
+ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& shape, const std::vector<LayerWeights>& layers,
+                           ggml_tensor* output_norm, ggml_tensor* x, const AttentionInputs& in, const KvCache& cache);
+
+// The additive causal mask for n_tokens queries at positions [n_past, n_past + n_tokens) over n_kv
+// cache rows (rows past the last query are masked too), as F16 values for flash attention.
+void causal_mask(std::vector<ggml_fp16_t>& mask, int64_t n_kv, int64_t n_past, int64_t n_tokens);
+
+// Per-frequency divisors for ggml_rope_ext that turn the plain RoPE frequencies theta^(-2i/d) into
+// Llama 3's scaled ones (rope_scaling rope_type "llama3"): [head_dim/2] values.
+struct Llama3RopeScaling {
+    float factor = 8.0f, low_freq_factor = 1.0f, high_freq_factor = 4.0f;
+    float original_max_positions = 8192.0f;
+};
+std::vector<float> llama3_rope_freq_factors(uint32_t head_dim, float theta, const Llama3RopeScaling& scaling);
+
+}  // namespace talkbox::lm

@@ -1,0 +1,126 @@
+#include "lm/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "talkbox/error.h"
+
+namespace talkbox::lm {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// softmax(scores) in double; returns the sum before normalisation (0 when nothing is finite).
+double softmax(const std::vector<float>& scores, std::vector<double>& probs) {
+    float max = kNegInf;
+    for (float s : scores) max = std::max(max, s);
+    probs.assign(scores.size(), 0.0);
+    if (!std::isfinite(max)) return 0.0;
+    double sum = 0.0;
+    for (size_t i = 0; i < scores.size(); ++i) {
+        probs[i] = std::exp(static_cast<double>(scores[i]) - max);
+        sum += probs[i];
+    }
+    for (double& p : probs) p /= sum;
+    return sum;
+}
+
+}  // namespace
+
+void SamplingParams::validate(const char* what) const {
+    const std::string w = what;
+    if (!(temperature >= 0.0f) || !std::isfinite(temperature)) {
+        throw Error(ErrorKind::InvalidArgument, w + " temperature must be a finite value >= 0, got " + std::to_string(temperature));
+    }
+    if (!(top_p > 0.0f && top_p <= 1.0f)) {
+        throw Error(ErrorKind::InvalidArgument, w + " top_p must be in (0, 1], got " + std::to_string(top_p));
+    }
+    if (!(min_p >= 0.0f && min_p <= 1.0f)) {
+        throw Error(ErrorKind::InvalidArgument, w + " min_p must be in [0, 1], got " + std::to_string(min_p));
+    }
+}
+
+void apply_repetition_penalty(std::vector<float>& scores, const std::vector<int32_t>& history, float penalty) {
+    if (penalty == 1.0f) return;
+    // Applying twice to a repeated id would compound the penalty; gather-then-scatter does not.
+    std::vector<int32_t> seen(history);
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    for (int32_t id : seen) {
+        if (id < 0 || static_cast<size_t>(id) >= scores.size()) continue;
+        float& s = scores[id];
+        s = s < 0 ? s * penalty : s / penalty;
+    }
+}
+
+int32_t argmax(const std::vector<float>& scores) {
+    int32_t best = -1;
+    for (size_t i = 0; i < scores.size(); ++i) {
+        if (std::isnan(scores[i])) continue;
+        if (best < 0 || scores[i] > scores[best]) best = static_cast<int32_t>(i);
+    }
+    if (best < 0 || scores[best] == kNegInf) throw Error(ErrorKind::Internal, "no finite score to choose a token from");
+    return best;
+}
+
+void Sampler::warp(std::vector<float>& scores, const SamplingParams& p) {
+    const size_t n = scores.size();
+    if (p.temperature != 1.0f && p.temperature != 0.0f) {
+        for (float& s : scores) s /= p.temperature;
+    }
+    if (p.top_k != 0 && p.top_k < n) {
+        scratch_.assign(scores.begin(), scores.end());
+        std::nth_element(scratch_.begin(), scratch_.begin() + (p.top_k - 1), scratch_.end(), std::greater<float>());
+        const float kth = scratch_[p.top_k - 1];
+        for (float& s : scores) {
+            if (s < kth) s = kNegInf;
+        }
+    }
+    if (p.min_p > 0.0f) {
+        // MinPLogitsWarper: p_i < min_p · p_max  ⇔  exp(s_i - s_max) < min_p; the top id always stays.
+        const int32_t top = argmax(scores);
+        const double max = scores[top];
+        for (size_t i = 0; i < n; ++i) {
+            if (static_cast<int32_t>(i) != top && std::exp(static_cast<double>(scores[i]) - max) < p.min_p) scores[i] = kNegInf;
+        }
+    }
+    if (p.top_p < 1.0f) {
+        // Ascending order; drop the low tail whose cumulative probability stays <= 1 - top_p,
+        // always keeping the most likely token.
+        softmax(scores, probs_);
+        order_.resize(n);
+        std::iota(order_.begin(), order_.end(), 0);
+        std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) { return scores[a] < scores[b]; });
+        double cum = 0.0;
+        for (size_t i = 0; i + 1 < n; ++i) {
+            cum += probs_[order_[i]];
+            if (cum > 1.0 - p.top_p) break;
+            scores[order_[i]] = kNegInf;
+        }
+    }
+}
+
+int32_t Sampler::select(std::vector<float>& scores, const SamplingParams& p) {
+    if (p.greedy()) return argmax(scores);
+    warp(scores, p);
+    const size_t n = scores.size();
+    const double total = softmax(scores, probs_);
+    if (!(total > 0.0 && std::isfinite(total))) throw Error(ErrorKind::Internal, "no finite score to sample a token from");
+    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+    double cum = 0.0;
+    int32_t last = -1;
+    for (size_t i = 0; i < n; ++i) {
+        if (probs_[i] <= 0.0) continue;
+        last = static_cast<int32_t>(i);
+        cum += probs_[i];
+        if (u < cum) return last;
+    }
+    return last;  // u landed in the rounding gap above the last cumulative sum
+}
+
+}  // namespace talkbox::lm
