@@ -12,7 +12,8 @@
 namespace talkbox {
 
 // Reads the reference clip (any libsndfile format; mixed to mono, resampled to 24 kHz as the
-// official code does), computes its speaker embedding and, for in-context cloning, its codec
+// official code does). Chatterbox model: computes prepare_conditionals (ref_text must be nullopt).
+// Qwen3-TTS Base model: computes its speaker embedding and, for in-context cloning, its codec
 // frames. ref_text: the clip's exact transcript (in-context cloning); nullopt: x-vector only.
 // threads <= 0: one per core. Non-fatal remarks on the clip (very short, samples beyond [-1, 1])
 // are appended to `warnings` when given. model_path is a file (resolve_model() maps hub names).
@@ -22,6 +23,11 @@ namespace talkbox {
 Voice create_voice(const std::string& model_path, const std::string& ref_audio_path,
                    const std::optional<std::string>& ref_text, int threads = 0,
                    std::vector<std::string>* warnings = nullptr);
+
+// Whether the GGUF at model_path is a Chatterbox model (general.architecture "chatterbox"): its
+// voices come from the clip alone (no transcript, no mode) and hold Chatterbox's conditionals
+// (Voice::chatterbox). create_voice dispatches on it. Throws like GgufFile for an unreadable file.
+bool is_chatterbox_model(const std::string& model_path);
 
 // Writes the voice atomically. Throws Error (InvalidArgument) for an inconsistent voice, (Io) when
 // the file cannot be written.

@@ -4,17 +4,85 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <string>
 
 #include "talkbox/error.h"
 
 namespace talkbox::audio {
 
-std::vector<float> resample(const std::vector<float>& samples, int from_rate, int to_rate) {
+namespace {
+
+void check_rates(int from_rate, int to_rate) {
     if (from_rate <= 0 || to_rate <= 0) {
         throw Error(ErrorKind::InvalidArgument, "cannot resample from " + std::to_string(from_rate) + " Hz to " +
                                                     std::to_string(to_rate) + " Hz");
     }
+}
+
+constexpr int kLowpassWidth = 6;   // torchaudio defaults
+constexpr double kRolloff = 0.99;
+
+}  // namespace
+
+std::vector<float> sinc_resample_kernel(int from_rate, int to_rate, int* phases, int* taps) {
+    check_rates(from_rate, to_rate);
+    const int g = std::gcd(from_rate, to_rate);
+    const int o = from_rate / g, n = to_rate / g;
+    const double base = std::min(o, n) * kRolloff;
+    const int width = static_cast<int>(std::ceil(kLowpassWidth * o / base));
+    const int k_count = 2 * width + o;
+    const double pi = 3.141592653589793;
+    std::vector<float> kernel(size_t(n) * k_count);
+    for (int j = 0; j < n; ++j) {
+        // torch.arange(0, -n, -1)[:, None, None] / n is float32; idx is float64.
+        const double phase = static_cast<double>(static_cast<float>(-j) / static_cast<float>(n));
+        for (int k = 0; k < k_count; ++k) {
+            double t = (phase + double(k - width) / o) * base;
+            t = std::clamp(t, double(-kLowpassWidth), double(kLowpassWidth));
+            const double c = std::cos(t * pi / kLowpassWidth / 2);
+            const double window = c * c;
+            t *= pi;
+            const double s = t == 0 ? 1.0 : std::sin(t) / t;
+            kernel[size_t(j) * k_count + k] = static_cast<float>(s * (window * (base / o)));
+        }
+    }
+    if (phases) *phases = n;
+    if (taps) *taps = k_count;
+    return kernel;
+}
+
+std::vector<float> resample_sinc(const std::vector<float>& samples, int from_rate, int to_rate) {
+    check_rates(from_rate, to_rate);
+    if (from_rate == to_rate) return samples;
+    int n = 0, k_count = 0;
+    const std::vector<float> kernel = sinc_resample_kernel(from_rate, to_rate, &n, &k_count);
+    const int g = std::gcd(from_rate, to_rate);
+    const int o = from_rate / g;
+    const int width = (k_count - o) / 2;
+    const int64_t len = static_cast<int64_t>(samples.size());
+    // F.pad(x, (width, width + o)) then conv1d(stride o): steps m = 0 .. (len + 2·width + o − k_count) / o.
+    const int64_t steps = (len + 2 * width + o - k_count) / o + 1;
+    const auto target = static_cast<int64_t>(std::ceil(double(n) * double(len) / double(o)));
+    std::vector<float> out(static_cast<size_t>(std::max<int64_t>(0, std::min(steps * n, target))));
+    for (int64_t m = 0; m < steps; ++m) {
+        for (int j = 0; j < n; ++j) {
+            const int64_t idx = m * n + j;
+            if (idx >= int64_t(out.size())) break;
+            const float* kj = kernel.data() + size_t(j) * k_count;
+            double acc = 0;
+            for (int k = 0; k < k_count; ++k) {
+                const int64_t src = o * m + k - width;
+                if (src >= 0 && src < len) acc += double(kj[k]) * samples[size_t(src)];
+            }
+            out[size_t(idx)] = static_cast<float>(acc);
+        }
+    }
+    return out;
+}
+
+std::vector<float> resample(const std::vector<float>& samples, int from_rate, int to_rate) {
+    check_rates(from_rate, to_rate);
     if (from_rate == to_rate) return samples;
 
     const double in_rate = from_rate, out_rate = to_rate;

@@ -11,4 +11,15 @@ namespace talkbox::audio {
 // non-positive rates, (Internal) if libsoxr fails.
 std::vector<float> resample(const std::vector<float>& samples, int from_rate, int to_rate);
 
+// torchaudio.transforms.Resample(from_rate, to_rate) with its defaults (sinc_interp_hann,
+// lowpass_filter_width 6, rolloff 0.99): the polyphase kernel computed in float64 and stored as
+// float32, the signal zero-padded by width / width + from/g, one output per phase and input step,
+// truncated to ceil(n · to / from). A different filter than resample(): Chatterbox's S3Gen
+// reference path (x-vector and prompt tokens) uses this one. Returns `samples` unchanged when the
+// rates are equal; throws Error (InvalidArgument) for non-positive rates.
+std::vector<float> resample_sinc(const std::vector<float>& samples, int from_rate, int to_rate);
+
+// The kernel of resample_sinc, float32 [to/g][2·width + from/g] (g = gcd), for tests.
+std::vector<float> sinc_resample_kernel(int from_rate, int to_rate, int* phases, int* taps);
+
 }  // namespace talkbox::audio

@@ -44,16 +44,26 @@ void register_voice_create(CLI::App& voice) {
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but warnings and errors");
     cmd->footer("The voice fits every model of the same size as the one that made it (talkbox speak --voice FILE).");
     cmd->callback([args, text] {
-        if (text->count() == 0 && !args->x_vector_only) {
+        const std::string model = resolve_model(args->model);
+        const bool chatterbox = is_chatterbox_model(model);
+        if (chatterbox && args->x_vector_only) {
+            throw Error(ErrorKind::InvalidArgument, "--x-vector-only is for Qwen3-TTS Base models; Chatterbox needs no mode");
+        }
+        if (!chatterbox && text->count() == 0 && !args->x_vector_only) {
             throw Error(ErrorKind::InvalidArgument,
                         "give --ref-text with the clip's exact transcript (in-context cloning) or --x-vector-only");
         }
         std::vector<std::string> warnings;
-        const std::optional<std::string> ref_text = args->x_vector_only ? std::nullopt : std::optional(args->text);
-        const Voice v = create_voice(resolve_model(args->model), args->audio, ref_text, args->threads, &warnings);
+        const std::optional<std::string> ref_text =
+            args->x_vector_only || text->count() == 0 ? std::nullopt : std::optional(args->text);
+        const Voice v = create_voice(model, args->audio, ref_text, args->threads, &warnings);
         for (const auto& w : warnings) std::fprintf(stderr, "talkbox: warning: %s\n", w.c_str());
         save_voice(v, args->output);
-        if (!args->quiet) {
+        if (!args->quiet && chatterbox) {
+            std::fprintf(stderr, "wrote %s: Chatterbox voice (%s), %zu T3 prompt tokens, %zu S3Gen prompt tokens, %lld mel frames\n",
+                         args->output.c_str(), v.model_size.c_str(), v.chatterbox.cond_prompt_speech_tokens.size(),
+                         v.chatterbox.prompt_token.size(), static_cast<long long>(v.chatterbox.prompt_feat_frames));
+        } else if (!args->quiet) {
             std::fprintf(stderr, "wrote %s: %s voice for %s models, embedding of %u values", args->output.c_str(),
                          v.x_vector_only ? "x-vector-only" : "in-context", v.model_size.c_str(), v.embedding_dim);
             if (!v.x_vector_only) {
@@ -71,6 +81,17 @@ void register_voice_info(CLI::App& voice) {
     cmd->callback([path] {
         const Voice v = load_voice(*path);
         std::printf("voice:        %s\n", path->c_str());
+        if (v.family == "chatterbox") {
+            const ChatterboxConditionals& c = v.chatterbox;
+            std::printf("family:       chatterbox (model %s)\n", v.model_size.c_str());
+            std::printf("T3:           speaker embedding of %zu values, %zu prompt speech tokens, exaggeration %.2f\n",
+                        c.speaker_emb.size(), c.cond_prompt_speech_tokens.size(), c.emotion_adv);
+            std::printf("S3Gen:        x-vector of %zu values, %zu prompt tokens, %lld mel frames (%.2f s)\n",
+                        c.embedding.size(), c.prompt_token.size(), static_cast<long long>(c.prompt_feat_frames),
+                        c.prompt_feat_frames * 0.02);
+            if (!v.source_audio.empty()) std::printf("source:       %s (%.2f s)\n", v.source_audio.c_str(), v.source_seconds);
+            return;
+        }
         std::printf("mode:         %s\n", mode_description(v));
         std::printf("model size:   %s (Base models)\n", v.model_size.c_str());
         std::printf("embedding:    %u values\n", v.embedding_dim);

@@ -57,7 +57,7 @@ std::vector<float> hann_window(int n) {
 
 MelFrontEnd::MelFrontEnd(const MelConfig& config) : config_(config) {
     const auto& c = config_;
-    if (!is_power_of_two(c.n_fft) || c.n_fft < 4 || c.hop <= 0 || c.hop > c.n_fft || c.n_mels <= 0 ||
+    if (c.n_fft % 2 != 0 || c.n_fft < 4 || c.hop <= 0 || c.hop > c.n_fft || c.n_mels <= 0 ||
         c.sample_rate <= 0 || !(c.fmin >= 0 && c.fmin < c.fmax && c.fmax <= c.sample_rate / 2.0)) {
         throw Error(ErrorKind::InvalidArgument, "invalid mel configuration (n_fft " + std::to_string(c.n_fft) + ", hop " +
                                                     std::to_string(c.hop) + ", " + std::to_string(c.n_mels) + " mels)");
@@ -78,6 +78,16 @@ MelFrontEnd::MelFrontEnd(const MelConfig& config) : config_(config) {
     }
 
     const int half = c.n_fft / 2;
+    if (!is_power_of_two(c.n_fft)) {  // a direct DFT over the bins the filterbank uses
+        dft_bins_ = *std::max_element(band_end_.begin(), band_end_.end());
+        twiddle_re_.resize(c.n_fft);
+        twiddle_im_.resize(c.n_fft);
+        for (int k = 0; k < c.n_fft; ++k) {
+            twiddle_re_[k] = std::cos(2.0 * M_PI * k / c.n_fft);
+            twiddle_im_[k] = -std::sin(2.0 * M_PI * k / c.n_fft);
+        }
+        return;
+    }
     twiddle_re_.resize(half + 1);
     twiddle_im_.resize(half + 1);
     for (int k = 0; k <= half; ++k) {
@@ -149,6 +159,38 @@ MelSpectrogram MelFrontEnd::compute(const std::vector<float>& samples) const {
             if (i >= length) i = 2 * (length - 1) - i;
             frame[n] = double(samples[i]) * window_[n];
         }
+        if (dft_bins_ > 0) {
+            dft(frame, mag);
+        } else {
+            fft_magnitudes(frame, re, im, mag);
+        }
+        for (int m = 0; m < c.n_mels; ++m) {
+            const float* row = &filterbank_[static_cast<size_t>(m) * bins];
+            double sum = 0;
+            for (int k = band_begin_[m]; k < band_end_[m]; ++k) sum += row[k] * mag[k];
+            out.data[static_cast<size_t>(m * frames + t)] = static_cast<float>(std::log(std::max(sum, double(1e-5f))));
+        }
+    }
+    return out;
+}
+
+void MelFrontEnd::dft(const std::vector<double>& frame, std::vector<double>& mag) const {
+    const int n_fft = config_.n_fft;
+    for (int k = 0; k < dft_bins_; ++k) {
+        double xr = 0, xi = 0;
+        for (int n = 0, idx = 0; n < n_fft; ++n, idx += k) {
+            if (idx >= n_fft) idx -= n_fft;
+            xr += frame[n] * twiddle_re_[idx];
+            xi += frame[n] * twiddle_im_[idx];
+        }
+        mag[k] = std::sqrt(xr * xr + xi * xi + 1e-9);
+    }
+}
+
+void MelFrontEnd::fft_magnitudes(const std::vector<double>& frame, std::vector<double>& re, std::vector<double>& im,
+                                 std::vector<double>& mag) const {
+    const int half = config_.n_fft / 2;
+    {
         // Real FFT of n_fft points through a complex FFT of n_fft / 2 (even/odd samples packed).
         for (int n = 0; n < half; ++n) {
             re[n] = frame[2 * n];
@@ -163,14 +205,7 @@ MelSpectrogram MelFrontEnd::compute(const std::vector<float>& samples) const {
             const double xi = ei + twiddle_re_[k] * oi + twiddle_im_[k] * orr;
             mag[k] = std::sqrt(xr * xr + xi * xi + 1e-9);
         }
-        for (int m = 0; m < c.n_mels; ++m) {
-            const float* row = &filterbank_[static_cast<size_t>(m) * bins];
-            double sum = 0;
-            for (int k = band_begin_[m]; k < band_end_[m]; ++k) sum += row[k] * mag[k];
-            out.data[static_cast<size_t>(m * frames + t)] = static_cast<float>(std::log(std::max(sum, double(1e-5f))));
-        }
     }
-    return out;
 }
 
 }  // namespace talkbox::voice

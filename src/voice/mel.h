@@ -13,7 +13,7 @@ namespace talkbox::voice {
 
 struct MelConfig {  // the official call-site constants
     int sample_rate = 24000;
-    int n_fft = 1024;  // = window length; a power of two
+    int n_fft = 1024;  // = window length; even (a power of two takes the FFT, others a direct DFT)
     int hop = 256;
     int n_mels = 128;
     double fmin = 0, fmax = 12000;
@@ -43,12 +43,16 @@ public:
 
 private:
     void fft(std::vector<double>& re, std::vector<double>& im) const;  // in place, size n_fft / 2
+    void fft_magnitudes(const std::vector<double>& frame, std::vector<double>& re, std::vector<double>& im,
+                        std::vector<double>& mag) const;
+    void dft(const std::vector<double>& frame, std::vector<double>& mag) const;  // bins < dft_bins_ only
 
     MelConfig config_;
     std::vector<float> filterbank_, window_;
     std::vector<int> band_begin_, band_end_;  // non-zero bins of each filter
     std::vector<double> twiddle_re_, twiddle_im_;  // e^{-2πik/n_fft}, k <= n_fft / 2
     std::vector<int> bit_reverse_;
+    int dft_bins_ = 0;  // > 0: n_fft is not a power of two; bins past the last filter are not computed
 };
 
 }  // namespace talkbox::voice

@@ -14,6 +14,15 @@ namespace talkbox {
 namespace {
 
 constexpr const char* kFamily = "qwen3tts";
+constexpr const char* kChatterbox = "chatterbox";
+// Chatterbox voices use the tensor names of a Chatterbox model's built-in voice (docs/gguf-format.md).
+constexpr const char* kSpeakerEmb = "voice.t3.speaker_emb";
+constexpr const char* kCondTokens = "voice.t3.cond_prompt_speech_tokens";
+constexpr const char* kEmotionAdv = "voice.t3.emotion_adv";
+constexpr const char* kPromptToken = "voice.gen.prompt_token";
+constexpr const char* kPromptFeat = "voice.gen.prompt_feat";
+constexpr const char* kXVector = "voice.gen.embedding";
+constexpr int64_t kPromptMelBins = 80;
 constexpr const char* kModeXVector = "x_vector_only";
 constexpr const char* kModeIcl = "icl";
 constexpr const char* kEmbeddingTensor = "voice.embedding";
@@ -23,8 +32,36 @@ std::string key(const char* name) { return std::string(voice::kVoiceArchitecture
 
 // The rules every voice obeys, whether made by create_voice, assembled by a caller or read from a
 // file; `kind` is InvalidArgument for a caller's voice and Format for a file's.
+void validate_chatterbox(const Voice& v, ErrorKind kind, const std::string& where) {
+    const auto fail = [&](const std::string& what) { throw Error(kind, where + ": " + what); };
+    const ChatterboxConditionals& c = v.chatterbox;
+    if (v.model_size.empty()) fail("no model identity");
+    const auto finite = [&](const std::vector<float>& x, const char* name) {
+        if (x.empty()) fail(std::string(name) + " is empty");
+        for (size_t i = 0; i < x.size(); ++i) {
+            if (!std::isfinite(x[i])) fail(std::string(name) + " value " + std::to_string(i) + " is not finite");
+        }
+    };
+    finite(c.speaker_emb, "the speaker embedding");
+    finite(c.embedding, "the x-vector");
+    finite(c.prompt_feat, "the prompt mel");
+    if (c.prompt_feat_frames <= 0 || c.prompt_feat.size() != size_t(c.prompt_feat_frames * kPromptMelBins)) {
+        fail("the prompt mel has " + std::to_string(c.prompt_feat.size()) + " values, not " +
+             std::to_string(c.prompt_feat_frames) + " frames of 80");
+    }
+    if (!std::isfinite(c.emotion_adv)) fail("the exaggeration is not finite");
+    for (const auto* tokens : {&c.cond_prompt_speech_tokens, &c.prompt_token}) {
+        if (tokens->empty()) fail("no prompt speech tokens");
+        for (int32_t t : *tokens) {
+            if (t < 0 || t >= 6561) fail("prompt speech token " + std::to_string(t) + " is outside the S3 codebook [0, 6561)");
+        }
+    }
+}
+
 void validate(const Voice& v, ErrorKind kind, const std::string& where) {
     const auto fail = [&](const std::string& what) { throw Error(kind, where + ": " + what); };
+    if (v.family == kChatterbox) return validate_chatterbox(v, kind, where);
+    if (v.family != kFamily) fail("unknown model family '" + v.family + "'");
     if (v.model_size.empty()) fail("no model size");
     if (v.embedding_dim == 0) fail("the embedding has no values");
     if (v.embedding.size() != v.embedding_dim) {
@@ -104,8 +141,22 @@ void check_transcript(const std::string& text) {
     }
 }
 
+void check_chatterbox_voice_fits(const Voice& voice, const std::string& model_identity, const std::string& label) {
+    validate(voice, ErrorKind::InvalidArgument, label);
+    if (voice.family != kChatterbox) {
+        throw Error(ErrorKind::InvalidArgument, label + " is a " + voice.family + " voice; this model is Chatterbox");
+    }
+    if (voice.model_size != model_identity) {
+        throw Error(ErrorKind::InvalidArgument, label + " was made with another Chatterbox model (" + voice.model_size +
+                                                    "), this model is " + model_identity);
+    }
+}
+
 void check_voice_fits(const Voice& voice, const qwen3tts::Hparams& model, const std::string& label) {
     validate(voice, ErrorKind::InvalidArgument, label);
+    if (voice.family != kFamily) {
+        throw Error(ErrorKind::InvalidArgument, label + " is a " + voice.family + " voice; this model is Qwen3-TTS");
+    }
     if (model.variant != qwen3tts::Variant::Base) {
         throw Error(ErrorKind::InvalidArgument, label + " needs a Base model (only Base models clone voices); this model is " +
                                                     qwen3tts::variant_display_name(model.variant));
@@ -141,27 +192,40 @@ void save_voice(const Voice& voice, const std::string& path) {
     std::unique_ptr<gguf_context, GgufDeleter> gguf(gguf_init_empty());
     gguf_set_val_str(gguf.get(), "general.architecture", voice::kVoiceArchitecture);
     gguf_set_val_u32(gguf.get(), key("version").c_str(), voice::kVoiceFormatVersion);
-    gguf_set_val_str(gguf.get(), key("family").c_str(), kFamily);
+    gguf_set_val_str(gguf.get(), key("family").c_str(), voice.family.c_str());
     gguf_set_val_str(gguf.get(), key("model_size").c_str(), voice.model_size.c_str());
-    gguf_set_val_str(gguf.get(), key("mode").c_str(), voice.x_vector_only ? kModeXVector : kModeIcl);
-    if (!voice.x_vector_only) gguf_set_val_str(gguf.get(), key("ref_text").c_str(), voice.ref_text.c_str());
+    if (voice.family == kFamily) {
+        gguf_set_val_str(gguf.get(), key("mode").c_str(), voice.x_vector_only ? kModeXVector : kModeIcl);
+        if (!voice.x_vector_only) gguf_set_val_str(gguf.get(), key("ref_text").c_str(), voice.ref_text.c_str());
+    }
     gguf_set_val_str(gguf.get(), key("source.audio").c_str(), voice.source_audio.c_str());
     gguf_set_val_f64(gguf.get(), key("source.seconds").c_str(), voice.source_seconds);
 
     // Tensor descriptions only (no data): the bytes are written below, in the order added.
-    std::unique_ptr<ggml_context, GgmlDeleter> ctx(ggml_init({2 * ggml_tensor_overhead(), nullptr, /*no_alloc=*/true}));
-    std::vector<int32_t> codes;
-    ggml_tensor* emb = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, voice.embedding_dim);
-    ggml_set_name(emb, kEmbeddingTensor);
-    gguf_add_tensor(gguf.get(), emb);
-    std::vector<std::pair<const void*, size_t>> data = {{voice.embedding.data(), ggml_nbytes(emb)}};
-    if (!voice.x_vector_only) {
-        for (const auto& frame : voice.ref_codes) codes.insert(codes.end(), frame.begin(), frame.end());
-        ggml_tensor* t = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_I32, static_cast<int64_t>(voice.ref_codes[0].size()),
-                                            static_cast<int64_t>(voice.ref_codes.size()));
-        ggml_set_name(t, kRefCodesTensor);
+    std::unique_ptr<ggml_context, GgmlDeleter> ctx(ggml_init({8 * ggml_tensor_overhead(), nullptr, /*no_alloc=*/true}));
+    std::vector<std::pair<const void*, size_t>> data;
+    const auto add = [&](const char* name, ggml_type type, int64_t ne0, int64_t ne1, const void* bytes) {
+        ggml_tensor* t = ne1 > 0 ? ggml_new_tensor_2d(ctx.get(), type, ne0, ne1) : ggml_new_tensor_1d(ctx.get(), type, ne0);
+        ggml_set_name(t, name);
         gguf_add_tensor(gguf.get(), t);
-        data.emplace_back(codes.data(), ggml_nbytes(t));
+        data.emplace_back(bytes, ggml_nbytes(t));
+    };
+    std::vector<int32_t> codes;
+    if (voice.family == kChatterbox) {
+        const ChatterboxConditionals& c = voice.chatterbox;
+        add(kSpeakerEmb, GGML_TYPE_F32, int64_t(c.speaker_emb.size()), 0, c.speaker_emb.data());
+        add(kCondTokens, GGML_TYPE_I32, int64_t(c.cond_prompt_speech_tokens.size()), 0, c.cond_prompt_speech_tokens.data());
+        add(kEmotionAdv, GGML_TYPE_F32, 1, 0, &c.emotion_adv);
+        add(kPromptToken, GGML_TYPE_I32, int64_t(c.prompt_token.size()), 0, c.prompt_token.data());
+        add(kPromptFeat, GGML_TYPE_F32, kPromptMelBins, c.prompt_feat_frames, c.prompt_feat.data());
+        add(kXVector, GGML_TYPE_F32, int64_t(c.embedding.size()), 0, c.embedding.data());
+    } else {
+        add(kEmbeddingTensor, GGML_TYPE_F32, voice.embedding_dim, 0, voice.embedding.data());
+        if (!voice.x_vector_only) {
+            for (const auto& frame : voice.ref_codes) codes.insert(codes.end(), frame.begin(), frame.end());
+            add(kRefCodesTensor, GGML_TYPE_I32, static_cast<int64_t>(voice.ref_codes[0].size()),
+                static_cast<int64_t>(voice.ref_codes.size()), codes.data());
+        }
     }
 
     AtomicFileWriter out(path);
@@ -184,7 +248,7 @@ Voice load_voice(const std::string& path) {
     if (arch != voice::kVoiceArchitecture) {
         throw Error(ErrorKind::Format, where + " is not a talkbox voice file (general.architecture is " +
                                            (arch.empty() ? std::string("missing") : "'" + arch + "'") +
-                                           (arch == kFamily ? "; it is a model, pass it with -m" : "") + ")");
+                                           (arch == kFamily || arch == kChatterbox ? "; it is a model, pass it with -m" : "") + ")");
     }
     const uint32_t version = m.get_u32(key("version"));
     if (version == 0) throw Error(ErrorKind::Format, where + ": voice format version 0 does not exist");
@@ -193,18 +257,39 @@ Voice load_voice(const std::string& path) {
                                                 "; this build reads up to " + std::to_string(voice::kVoiceFormatVersion) + ")");
     }
     const std::string family = m.get_string(key("family"));
-    if (family != kFamily) {
+    if (family != kFamily && family != kChatterbox) {
         throw Error(ErrorKind::Unsupported, where + " is a voice for '" + family + "' models; this build makes and uses " +
-                                                kFamily + " voices");
+                                                kFamily + " and " + kChatterbox + " voices");
     }
     Voice v;
+    v.family = family;
     v.model_size = m.get_string(key("model_size"));
+    if (m.has_key(key("source.audio"))) v.source_audio = m.get_string(key("source.audio"));
+    if (m.has_key(key("source.seconds"))) v.source_seconds = m.get_f64(key("source.seconds"));
+    std::vector<int64_t> shape;
+    if (family == kChatterbox) {
+        ChatterboxConditionals& c = v.chatterbox;
+        c.speaker_emb = read_tensor<float>(file, kSpeakerEmb, GGML_TYPE_F32, 1, shape);
+        c.cond_prompt_speech_tokens = read_tensor<int32_t>(file, kCondTokens, GGML_TYPE_I32, 1, shape);
+        const std::vector<float> adv = read_tensor<float>(file, kEmotionAdv, GGML_TYPE_F32, 1, shape);
+        if (adv.size() != 1) throw Error(ErrorKind::Format, where + ": tensor '" + kEmotionAdv + "' must hold one value");
+        c.emotion_adv = adv[0];
+        c.prompt_token = read_tensor<int32_t>(file, kPromptToken, GGML_TYPE_I32, 1, shape);
+        c.prompt_feat = read_tensor<float>(file, kPromptFeat, GGML_TYPE_F32, 2, shape);
+        if (shape[0] != kPromptMelBins) {
+            throw Error(ErrorKind::Format, where + ": tensor '" + kPromptFeat + "' is " + shape_to_string(shape) +
+                                               ", expected [80, frames]");
+        }
+        c.prompt_feat_frames = shape.size() > 1 ? shape[1] : 1;
+        c.embedding = read_tensor<float>(file, kXVector, GGML_TYPE_F32, 1, shape);
+        validate(v, ErrorKind::Format, where);
+        return v;
+    }
     const std::string mode = m.get_string(key("mode"));
     if (mode != kModeXVector && mode != kModeIcl) {
         throw Error(ErrorKind::Format, where + ": unknown mode '" + mode + "' (expected " + kModeXVector + " or " + kModeIcl + ")");
     }
     v.x_vector_only = mode == kModeXVector;
-    std::vector<int64_t> shape;
     v.embedding = read_tensor<float>(file, kEmbeddingTensor, GGML_TYPE_F32, 1, shape);
     v.embedding_dim = static_cast<uint32_t>(v.embedding.size());
     if (!v.x_vector_only) {
@@ -213,10 +298,7 @@ Voice load_voice(const std::string& path) {
         const size_t width = static_cast<size_t>(shape[0]);
         for (size_t at = 0; at < codes.size(); at += width) v.ref_codes.emplace_back(codes.begin() + at, codes.begin() + at + width);
     }
-    // Provenance is informational: older or hand-made files may lack it.
-    if (m.has_key(key("source.audio"))) v.source_audio = m.get_string(key("source.audio"));
-    if (m.has_key(key("source.seconds"))) v.source_seconds = m.get_f64(key("source.seconds"));
-    validate(v, ErrorKind::Format, where);
+    validate(v, ErrorKind::Format, where);  // provenance (read above) is informational, may be absent
     return v;
 }
 

@@ -22,4 +22,8 @@ void check_transcript(const std::string& text);
 // outside the codebooks. `label` names the voice in messages (e.g. "voice 'anna.voice'").
 void check_voice_fits(const Voice& voice, const qwen3tts::Hparams& model, const std::string& label = "the voice");
 
+// The same for a Chatterbox model: a Chatterbox voice made with the model of this identity
+// (chatterbox::model_identity, a fingerprint of its voice encoder).
+void check_chatterbox_voice_fits(const Voice& voice, const std::string& model_identity, const std::string& label = "the voice");
+
 }  // namespace talkbox::voice

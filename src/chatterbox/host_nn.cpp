@@ -1,0 +1,31 @@
+#include "chatterbox/host_nn.h"
+
+#include <algorithm>
+
+namespace talkbox::chatterbox {
+
+// Conv1d on [Cin][T] → [Cout][T'] (padding `pad`, dilation `d`), bias when the conv has one.
+std::vector<float> conv1d(const std::vector<float>& x, int64_t T, const HostConv& c, int stride, int64_t pad, int64_t d,
+                          int64_t* T_out) {
+    const int64_t K = c.kh;
+    const int64_t To = (T + 2 * pad - d * (K - 1) - 1) / stride + 1;
+    std::vector<float> y(size_t(c.out * To), 0.0f);
+    for (int64_t o = 0; o < c.out; ++o) {
+        float* yo = y.data() + o * To;
+        if (!c.b.empty()) std::fill(yo, yo + To, c.b[size_t(o)]);
+        for (int64_t i = 0; i < c.in; ++i) {
+            const float* xi = x.data() + i * T;
+            for (int64_t k = 0; k < K; ++k) {
+                const float w = c.w[size_t((o * c.in + i) * K + k)];
+                for (int64_t t = 0; t < To; ++t) {
+                    const int64_t s = t * stride + k * d - pad;
+                    if (s >= 0 && s < T) yo[t] += w * xi[s];
+                }
+            }
+        }
+    }
+    if (T_out) *T_out = To;
+    return y;
+}
+
+}  // namespace talkbox::chatterbox

@@ -1,0 +1,54 @@
+// Chatterbox conditioning from a reference clip (`prepare_conditionals`, spec chatterbox-spec.md §3):
+// the pieces computed from the 24 kHz clip for S3Gen.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/gguf_file.h"
+#include "talkbox/voice.h"
+
+namespace talkbox::chatterbox {
+
+constexpr int64_t kDecCondSamples = 10 * 24000;  // DEC_COND_LEN: S3Gen sees the first 10 s
+constexpr int64_t kEncCondSamples = 6 * 16000;   // ENC_COND_LEN: T3's prompt tokens see the first 6 s
+
+// S3Gen's prompt_feat (`s3gen/utils/mel.py`): 80-bin ln mel of the 24 kHz clip (n_fft 1920, hop 480,
+// reflect pad 720, magnitude, Slaney basis to 8 kHz), [T24][80] with T24 = len / 480 (frames major,
+// like the official [1, T24, 80]). Throws Error (InvalidArgument) for clips of 720 samples or fewer.
+std::vector<float> prompt_mel(const std::vector<float>& wav24, int64_t* frames);
+
+class VoiceEncoder;
+class S3Tokenizer;
+class CampPlus;
+
+constexpr int64_t kPromptTokenLimit = 150;  // T3Config.speech_cond_prompt_len
+
+// The three reference networks of a converted Chatterbox GGUF (voice encoder, S3 tokenizer,
+// CAMPPlus) and prepare_conditionals on top of them. The file must outlive the object.
+class ReferenceEncoder {
+public:
+    explicit ReferenceEncoder(const GgufFile& file);  // throws Error (Format) for a non-Chatterbox file
+    ~ReferenceEncoder();
+
+    // prepare_conditionals(wav, exaggeration) from a mono 24 kHz clip (librosa.load(sr=24000)).
+    // Throws Error (InvalidArgument) for a clip too short for one of the networks.
+    ChatterboxConditionals prepare(const std::vector<float>& wav24, float exaggeration = 0.5f) const;
+
+    // The model identity stored in voices: "chatterbox-" + 16 hex digits of a hash of the voice
+    // encoder's tensors (always F32, so independent of the weight type of the rest).
+    const std::string& identity() const { return identity_; }
+
+private:
+    std::unique_ptr<VoiceEncoder> ve_;
+    std::unique_ptr<S3Tokenizer> tokenizer_;
+    std::unique_ptr<CampPlus> campplus_;
+    std::string identity_;
+};
+
+// The identity of a Chatterbox GGUF (as ReferenceEncoder::identity) without loading the networks.
+std::string model_identity(const GgufFile& file);
+
+}  // namespace talkbox::chatterbox
