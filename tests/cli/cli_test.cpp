@@ -143,7 +143,8 @@ TEST(Cli, ReadmeCommandsRun) {
     }
     EXPECT_GE(ran, 15u);
     for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav", "decoded.flac", "fox.voice",
-                            "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf"}) {
+                            "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf",
+                            "bonjour.wav", "chatterbox-clone.wav"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
     }
 }
