@@ -350,8 +350,8 @@ TEST_F(VoiceFileTest, CorruptVoiceFilesGivePreciseErrors) {
               where + ": unknown mode 'zero_shot' (expected x_vector_only or icl)");
     EXPECT_EQ(edited([](GgufEdit& e) { gguf_set_val_u32(e.meta, "talkbox-voice.version", 2); }, ErrorKind::Unsupported),
               where + " was written by a newer talkbox (voice format 2; this build reads up to 1)");
-    EXPECT_EQ(edited([](GgufEdit& e) { gguf_set_val_str(e.meta, "talkbox-voice.family", "chatterbox"); }, ErrorKind::Unsupported),
-              where + " is a voice for 'chatterbox' models; this build makes and uses qwen3tts voices");
+    EXPECT_EQ(edited([](GgufEdit& e) { gguf_set_val_str(e.meta, "talkbox-voice.family", "kokoro"); }, ErrorKind::Unsupported),
+              where + " is a voice for 'kokoro' models; this build makes and uses qwen3tts and chatterbox voices");
     EXPECT_EQ(edited([](GgufEdit& e) { gguf_set_val_u32(e.meta, "talkbox-voice.model_size", 6); }, ErrorKind::Format),
               where + ": metadata key 'talkbox-voice.model_size' has type u32, expected str");
     EXPECT_EQ(edited([](GgufEdit& e) { gguf_set_val_str(e.meta, "talkbox-voice.ref_text", " "); }, ErrorKind::Format),
