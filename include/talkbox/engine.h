@@ -1,5 +1,6 @@
 // The talkbox engine: one loaded model, text in, codec frames or 24 kHz audio out. The CLI and the
-// server are thin front ends over this API.
+// server are thin front ends over this API. It loads Qwen3-TTS and Chatterbox GGUFs (dispatching on
+// general.architecture); family() tells which. Request fields of the other family are refused.
 //
 //   talkbox::Engine engine("model.gguf");
 //   talkbox::SpeechRequest req;
@@ -57,16 +58,22 @@ struct SpeechRequest {
     std::shared_ptr<const Voice> voice;  // Base: the cloned voice
     TextMode text_mode = TextMode::Default;
     SamplingOptions sampling;
-    uint32_t max_frames = 0;            // 0: the model's limit
+    uint32_t max_frames = 0;            // 0: the model's limit (Chatterbox: speech tokens per sentence, 1000)
     // Stop when codebook 0 loops: a pattern repeated 3+ times spanning this many frames (~2 s);
     // 0: off (the official behaviour).
     uint32_t stall_frames = 24;
     // Fixed-length runs (benchmarks): EOS and the stall guard are ignored until this many frames
     // exist; min_frames = max_frames gives exactly that many frames. 0: off.
     uint32_t min_frames = 0;
+    // Chatterbox only (unset: the official generate() defaults 0.5 / 0.5 / 0.05); Qwen3-TTS refuses
+    // them. Chatterbox also takes sampling.greedy/seed/temperature (0.8)/top_p (1.0)/
+    // repetition_penalty (1.2), and `language` "auto" (no language tag) or one of languages().
+    std::optional<float> exaggeration;  // emotion intensity, >= 0
+    std::optional<float> cfg_weight;    // classifier-free guidance weight, >= 0 (0: off)
+    std::optional<float> min_p;         // [0, 1]
 };
 
-using Frame = std::vector<int32_t>;  // one code per codebook, codebook 0 first
+using Frame = std::vector<int32_t>;  // one code per codebook, codebook 0 first (Chatterbox: one speech token)
 
 struct SpeechTimings {
     double prefill_ms = 0, talker_ms = 0, code_predictor_ms = 0, decoder_ms = 0;
@@ -102,8 +109,10 @@ public:
     Engine& operator=(const Engine&) = delete;
 
     int sample_rate() const;
-    const std::string& model_size() const;   // "0.6b" / "1.7b"
-    const std::string& variant() const;      // "base" / "custom_voice" / "voice_design"
+    const std::string& family() const;       // "qwen3tts" / "chatterbox"
+    double frames_per_second() const;        // 12.5 (Qwen3-TTS codec frames) / 25 (Chatterbox speech tokens)
+    const std::string& model_size() const;   // "0.6b" / "1.7b" (Chatterbox: "chatterbox")
+    const std::string& variant() const;      // "base" / "custom_voice" / "voice_design" (Chatterbox: "multilingual" / "english")
     std::vector<std::string> speakers() const;
     std::vector<std::string> languages() const;  // without "auto"
     uint32_t talker_hidden() const;
@@ -118,16 +127,21 @@ public:
     // Text → audio: the generator runs on its own thread and hands frames through a bounded
     // queue to the streaming decoder, whose PCM (clamped to [-1, 1]) reaches `on_audio` in order
     // while generation continues. The audio equals one causal decoder pass over all frames
-    // (for up to 300 frames this is also the official decode).
+    // (for up to 300 frames this is also the official decode). Chatterbox: the text is split into
+    // sentences, each one an official generate() call whose audio reaches `on_audio` when it is
+    // done (stream.* do not apply); no Perth watermark is added.
     SpeechResult speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions& stream = {},
                        const std::atomic<bool>* cancel = nullptr);
 
     // Frames → audio with the official decode path (300-frame chunks, 25 frames of context).
+    // Chatterbox: speech tokens → S3Gen with the built-in voice.
     std::vector<float> decode(const std::vector<Frame>& frames);
 
 private:
-    struct Impl;
+    struct Impl;             // Qwen3-TTS
+    struct ChatterboxImpl;   // Chatterbox
     std::unique_ptr<Impl> impl_;
+    std::unique_ptr<ChatterboxImpl> cb_;
 };
 
 }  // namespace talkbox

@@ -1,5 +1,10 @@
 #include "chatterbox/s3gen.h"
 
+#include <string>
+
+#include "chatterbox/t3.h"
+#include "talkbox/error.h"
+
 namespace talkbox::chatterbox {
 
 S3Gen::S3Gen(const TensorSource& src, const Backend& backend, const FlowConfig& config)
@@ -20,5 +25,25 @@ S3GenOutput S3Gen::synthesize(const std::vector<int32_t>& tokens, const FlowProm
     apply_trim_fade(out.wav);
     return out;
 }
+
+FlowPrompt builtin_flow_prompt(const GgufFile& file) {
+    const GgufTensorInfo& tok = builtin_voice_tensor(file, "gen.prompt_token", GGML_TYPE_I32);
+    const GgufTensorInfo& feat = builtin_voice_tensor(file, "gen.prompt_feat", GGML_TYPE_F32);
+    const GgufTensorInfo& emb = builtin_voice_tensor(file, "gen.embedding", GGML_TYPE_F32);
+    if (feat.shape.empty() || feat.shape[0] != Flow::kMels) {
+        throw Error(ErrorKind::Format, "'" + file.path() + "': tensor '" + feat.name + "' is " + shape_to_string(feat.shape) +
+                                           ", expected [80, frames]");
+    }
+    FlowPrompt p;
+    const auto* t = reinterpret_cast<const int32_t*>(tok.data);
+    p.tokens.assign(t, t + tok.nbytes / sizeof(int32_t));
+    const auto* f = reinterpret_cast<const float*>(feat.data);
+    p.feat.assign(f, f + feat.nbytes / sizeof(float));
+    const auto* e = reinterpret_cast<const float*>(emb.data);
+    p.embedding.assign(e, e + emb.nbytes / sizeof(float));
+    return p;
+}
+
+FlowPrompt flow_prompt(const ChatterboxConditionals& c) { return FlowPrompt{c.prompt_token, c.prompt_feat, c.embedding}; }
 
 }  // namespace talkbox::chatterbox

@@ -9,6 +9,7 @@
 
 #include "chatterbox/flow.h"
 #include "chatterbox/hift.h"
+#include "talkbox/voice.h"
 
 namespace talkbox::chatterbox {
 
@@ -44,5 +45,11 @@ private:
     Flow flow_;
     Hift hift_;
 };
+
+// The S3Gen part of a converted GGUF's built-in voice (conds.pt gen.*). Throws Error (NotFound
+// without a built-in voice, Format for malformed tensors).
+FlowPrompt builtin_flow_prompt(const GgufFile& file);
+// The S3Gen part of a cloned voice (prepare_conditionals).
+FlowPrompt flow_prompt(const ChatterboxConditionals& c);
 
 }  // namespace talkbox::chatterbox

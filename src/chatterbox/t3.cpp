@@ -523,18 +523,22 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     return predicted;
 }
 
+const GgufTensorInfo& builtin_voice_tensor(const GgufFile& file, const std::string& key, ggml_type type) {
+    const std::string name = chatterbox_gguf_name(ChatterboxFile::Conds, key);
+    if (name.empty() || !file.has_tensor(name)) {
+        throw Error(ErrorKind::NotFound, "'" + file.path() + "' has no built-in voice (tensor for conds.pt '" + key + "')");
+    }
+    const GgufTensorInfo& t = file.tensor(name);
+    if (t.type != type) {
+        throw Error(ErrorKind::Format, "'" + file.path() + "': tensor '" + name + "' is " + ggml_type_name(t.type) +
+                                           ", expected " + ggml_type_name(type));
+    }
+    return t;
+}
+
 T3Conditioning builtin_conditioning(const GgufFile& file) {
     const auto tensor = [&](const std::string& key, ggml_type type) -> const GgufTensorInfo& {
-        const std::string name = chatterbox_gguf_name(ChatterboxFile::Conds, key);
-        if (name.empty() || !file.has_tensor(name)) {
-            throw Error(ErrorKind::NotFound, "'" + file.path() + "' has no built-in voice (tensor for conds.pt '" + key + "')");
-        }
-        const GgufTensorInfo& t = file.tensor(name);
-        if (t.type != type) {
-            throw Error(ErrorKind::Format, "'" + file.path() + "': tensor '" + name + "' is " + ggml_type_name(t.type) +
-                                               ", expected " + ggml_type_name(type));
-        }
-        return t;
+        return builtin_voice_tensor(file, key, type);
     };
     const auto& spk = tensor("t3.speaker_emb", GGML_TYPE_F32);
     const auto& toks = tensor("t3.cond_prompt_speech_tokens", GGML_TYPE_I32);

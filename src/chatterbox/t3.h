@@ -45,6 +45,10 @@ struct T3Conditioning {
 // the file has no built-in voice or its tensors are malformed.
 T3Conditioning builtin_conditioning(const GgufFile& file);
 
+// The tensor of the built-in voice stored for conds.pt key `key` (e.g. "gen.prompt_feat"), checked
+// to be of `type`. Throws Error (NotFound without a built-in voice, Format for another type).
+const GgufTensorInfo& builtin_voice_tensor(const GgufFile& file, const std::string& key, ggml_type type);
+
 // mtl_tts.generate / tts.generate defaults.
 struct T3Options {
     float cfg_weight = 0.5f;          // 0: one row only (cond + 0·(cond − uncond) = cond)

@@ -35,6 +35,7 @@ struct SpeakArgs {
     bool no_split = false;
     std::optional<uint64_t> seed;
     std::optional<float> temperature, top_p, repetition_penalty, subtalker_temperature, subtalker_top_p;
+    std::optional<float> exaggeration, cfg_weight, min_p;
     std::optional<uint32_t> top_k, subtalker_top_k;
     uint32_t max_frames = 0, stall_frames = 24;
     int threads = 0, decoder_threads = 0;
@@ -141,6 +142,9 @@ void run_speak(const SpeakArgs& a) {
     request.text_mode = a.streaming_text ? TextMode::Streaming : a.non_streaming_text ? TextMode::NonStreaming : TextMode::Default;
     request.max_frames = a.max_frames;
     request.stall_frames = a.stall_frames;
+    request.exaggeration = a.exaggeration;
+    request.cfg_weight = a.cfg_weight;
+    request.min_p = a.min_p;
     request.sampling = {a.greedy,           a.seed,  a.temperature,           a.top_p,           a.repetition_penalty,
                         a.top_k,            a.subtalker_temperature, a.subtalker_top_p, a.subtalker_top_k};
 
@@ -159,15 +163,23 @@ void run_speak(const SpeakArgs& a) {
     eo.kv_cache = a.kv_cache;
     const std::string model_path = resolve_model(a.model);
     Engine engine(model_path, eo);
+    const bool chatterbox = engine.family() == "chatterbox";
+    if (chatterbox && !a.codes_out.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "--codes-out writes Qwen3-TTS codec frames; this model is Chatterbox");
+    }
+    if (chatterbox && a.x_vector_only) {
+        throw Error(ErrorKind::InvalidArgument, "--x-vector-only is a Qwen3-TTS setting; Chatterbox clones from the audio alone");
+    }
     if (!a.voice.empty()) {
         request.voice = std::make_shared<Voice>(load_voice(a.voice));
     } else if (!a.ref_audio.empty()) {
-        if (a.ref_text.empty() && !a.x_vector_only) {
+        if (!chatterbox && a.ref_text.empty() && !a.x_vector_only) {
             throw Error(ErrorKind::InvalidArgument, "--ref-audio needs --ref-text (its transcript) or --x-vector-only");
         }
         std::vector<std::string> warnings;
         request.voice = std::make_shared<Voice>(create_voice(
-            model_path, a.ref_audio, a.x_vector_only ? std::nullopt : std::optional<std::string>(a.ref_text), a.threads,
+            model_path, a.ref_audio,
+            a.x_vector_only || (chatterbox && a.ref_text.empty()) ? std::nullopt : std::optional<std::string>(a.ref_text), a.threads,
             &warnings));
         if (!a.quiet) for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     }
@@ -184,7 +196,7 @@ void run_speak(const SpeakArgs& a) {
             std::fprintf(stderr, "warning: segment %zu stopped: codebook 0 repeated a pattern for %u+ frames\n", i + 1,
                          a.stall_frames);
         }
-        if (r.stop_reason == "max_frames" && a.max_frames == 0 && !a.quiet) {
+        if (r.stop_reason == "max_frames" && a.max_frames == 0 && !chatterbox && !a.quiet) {
             std::fprintf(stderr, "warning: segment %zu reached its limit of %u frames before the model ended it\n", i + 1,
                          max_frames);
         }
@@ -215,7 +227,7 @@ void run_speak(const SpeakArgs& a) {
     } else {
         for (size_t i = 0; i < segments.size(); ++i) {
             request.text = segments[i];
-            request.max_frames = a.max_frames ? a.max_frames : default_max_frames(segments[i]);
+            request.max_frames = a.max_frames ? a.max_frames : chatterbox ? 0 : default_max_frames(segments[i]);
             const SpeechResult r = engine.generate(request);
             all_frames.insert(all_frames.end(), r.frames.begin(), r.frames.end());
             total.prefill_ms += r.timings.prefill_ms;
@@ -227,7 +239,7 @@ void run_speak(const SpeakArgs& a) {
     if (sink) sink->finish(a.normalize, normalize_db);
     if (!a.codes_out.empty()) codec::write_codes_json(a.codes_out, all_frames);
     const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    const double seconds = static_cast<double>(all_frames.size()) * 0.08;
+    const double seconds = static_cast<double>(all_frames.size()) / engine.frames_per_second();
     if (a.timings) {
         print_timings(total, all_frames.size(), seconds, wall_ms);
         std::fprintf(stderr, "         seed %llu\n", static_cast<unsigned long long>(*request.sampling.seed));
@@ -244,7 +256,7 @@ void run_speak(const SpeakArgs& a) {
 void register_speak(CLI::App& app) {
     auto a = std::make_shared<SpeakArgs>();
     auto* cmd = app.add_subcommand("speak", "Synthesise speech from text (to a file, to stdout while generating, or as codes)");
-    cmd->add_option("-m,--model", a->model, "Model GGUF file or a pulled hub name (Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice)")
+    cmd->add_option("-m,--model", a->model, "Model GGUF file (Qwen3-TTS or Chatterbox) or a pulled hub name (Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice)")
         ->required();
     cmd->add_option("-t,--text", a->text, "Text to speak");
     cmd->add_option("-f,--file", a->text_file, "Read the text from a file ('-': stdin; stdin is also read when piped)");
@@ -253,11 +265,12 @@ void register_speak(CLI::App& app) {
     cmd->add_option("--codes-out", a->codes_out, "Also write the generated codec frames as JSON");
     cmd->add_option("--speaker", a->speaker, "CustomVoice: preset speaker (see talkbox info)");
     cmd->add_option("--instruct", a->instruct, "Style instruction (CustomVoice 1.7B) or voice description (VoiceDesign)");
-    cmd->add_option("--language", a->language, "Language name or 'auto'")->capture_default_str();
-    auto* voice = cmd->add_option("--voice", a->voice, "Base: a voice file made by 'talkbox voice create'");
-    auto* ref = cmd->add_option("--ref-audio", a->ref_audio, "Base: clone the voice of this clip (as voice create)")
+    cmd->add_option("--language", a->language, "Language name or 'auto' (Chatterbox: a code such as en, fr, zh; 'auto': no language tag)")
+        ->capture_default_str();
+    auto* voice = cmd->add_option("--voice", a->voice, "Base / Chatterbox: a voice file made by 'talkbox voice create'");
+    auto* ref = cmd->add_option("--ref-audio", a->ref_audio, "Base / Chatterbox: clone the voice of this clip (as voice create)")
                     ->excludes(voice);
-    auto* ref_text = cmd->add_option("--ref-text", a->ref_text, "Transcript of --ref-audio (in-context cloning)")->needs(ref);
+    auto* ref_text = cmd->add_option("--ref-text", a->ref_text, "Qwen3-TTS Base: transcript of --ref-audio (in-context cloning)")->needs(ref);
     cmd->add_flag("--x-vector-only", a->x_vector_only, "Clone from the speaker embedding only (no transcript)")
         ->needs(ref)
         ->excludes(ref_text);
@@ -272,6 +285,9 @@ void register_speak(CLI::App& app) {
     cmd->add_option("--subtalker-temperature", a->subtalker_temperature, "Code predictor temperature (0: greedy)");
     cmd->add_option("--subtalker-top-k", a->subtalker_top_k, "Code predictor top-k");
     cmd->add_option("--subtalker-top-p", a->subtalker_top_p, "Code predictor top-p");
+    cmd->add_option("--exaggeration", a->exaggeration, "Chatterbox: emotion intensity (official default 0.5)");
+    cmd->add_option("--cfg-weight", a->cfg_weight, "Chatterbox: classifier-free guidance weight (official default 0.5; 0: off)");
+    cmd->add_option("--min-p", a->min_p, "Chatterbox: min-p sampling (official default 0.05)");
     cmd->add_option("--max-frames", a->max_frames, "Stop each segment after this many frames (12.5 per second; default 50 + 4 per character)");
     cmd->add_option("--stall-frames", a->stall_frames,
                     "Stop a segment whose codebook-0 tokens loop (a pattern repeated 3+ times over this many frames; 0: off)")

@@ -10,11 +10,15 @@
 #include <thread>
 
 #include "codec/decoder.h"
+#include "chatterbox/languages.h"
+#include "chatterbox/reference.h"
 #include "pipeline/bounded_queue.h"
+#include "pipeline/chatterbox_pipeline.h"
 #include "qwen3tts/frame_generator.h"
 #include "qwen3tts/model.h"
 #include "qwen3tts/prompt.h"
 #include "talkbox/error.h"
+#include "talkbox/segmenter.h"
 #include "text/tokenizer.h"
 #include "voice/voice_file.h"
 
@@ -47,6 +51,8 @@ int decoder_thread_count(const EngineOptions& o) {
     return std::max(1, threads / 2);
 }
 
+uint64_t random_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
+
 }  // namespace
 
 struct Engine::Impl {
@@ -73,6 +79,10 @@ struct Engine::Impl {
     qwen3tts::PromptRequest prompt_request(const SpeechRequest& r) const {
         const auto& h = model.hparams();
         if (r.text.empty()) throw Error(ErrorKind::InvalidArgument, "the text to speak is empty");
+        for (const auto& [set, name] : {std::pair{r.exaggeration.has_value(), "exaggeration"},
+                                        std::pair{r.cfg_weight.has_value(), "cfg_weight"}, std::pair{r.min_p.has_value(), "min_p"}}) {
+            if (set) throw Error(ErrorKind::InvalidArgument, std::string(name) + " is a Chatterbox setting; this model is Qwen3-TTS");
+        }
         qwen3tts::PromptRequest p;
         switch (h.variant) {
             case qwen3tts::Variant::CustomVoice: p.mode = qwen3tts::Mode::CustomVoice; break;
@@ -117,25 +127,153 @@ struct Engine::Impl {
         if (r.max_frames) o.max_frames = r.max_frames;
         o.stall_frames = r.stall_frames;
         o.min_frames = r.min_frames;
-        seed_used = s.seed ? *s.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+        seed_used = s.seed ? *s.seed : random_seed();
         o.seed = seed_used;
         return o;
     }
 };
 
-Engine::Engine(const std::string& model_path, const EngineOptions& options)
-    : impl_(std::make_unique<Impl>(model_path, options)) {}
+// Chatterbox: sentences → chatterbox::Pipeline (T3 → S3Gen) one after another.
+struct Engine::ChatterboxImpl {
+    std::mutex busy;
+    chatterbox::Pipeline pipeline;
+    std::string identity, size = "chatterbox", variant;
+
+    ChatterboxImpl(const std::string& path, const EngineOptions& o)
+        : pipeline(path, o.threads, o.gpu ? Device::Gpu : Device::Cpu),
+          identity(chatterbox::model_identity(pipeline.file())),
+          variant(pipeline.multilingual() ? "multilingual" : "english") {
+        if (o.kv_cache != "f32") {
+            throw Error(ErrorKind::InvalidArgument, "the KV cache type is a Qwen3-TTS setting; Chatterbox keeps its cache in f32");
+        }
+    }
+
+    std::string language(const SpeechRequest& r) const {
+        if (r.language.empty() || r.language == "auto") return "";  // official language_id=None: no tag
+        return r.language;
+    }
+
+    // Checks the request and fills the T3 options; throws Error before any computation.
+    chatterbox::T3Options options(const SpeechRequest& r, uint64_t& seed_used) const {
+        const auto refuse = [](bool set, const char* what) {
+            if (set) throw Error(ErrorKind::InvalidArgument, std::string(what) + " is a Qwen3-TTS setting; this model is Chatterbox");
+        };
+        refuse(!r.speaker.empty(), "a preset speaker");
+        refuse(!r.instruct.empty(), "an instruction");
+        refuse(r.text_mode != TextMode::Default, "the text mode");
+        const SamplingOptions& s = r.sampling;
+        refuse(s.top_k.has_value(), "top-k");
+        refuse(s.subtalker_temperature || s.subtalker_top_p || s.subtalker_top_k, "the sub-talker sampling");
+        if (r.text.find_first_not_of(" \t\r\n") == std::string::npos) {
+            throw Error(ErrorKind::InvalidArgument, "the text to speak is empty");
+        }
+        const std::string lang = language(r);
+        if (!lang.empty() && !pipeline.multilingual() && lang != "en") {
+            throw Error(ErrorKind::InvalidArgument, "this English Chatterbox model speaks only 'en', not '" + lang + "'");
+        }
+        chatterbox::T3Options o;
+        if (r.exaggeration && !(*r.exaggeration >= 0)) throw Error(ErrorKind::InvalidArgument, "exaggeration must be >= 0");
+        if (r.cfg_weight) {
+            if (!(*r.cfg_weight >= 0)) throw Error(ErrorKind::InvalidArgument, "cfg_weight must be >= 0");
+            o.cfg_weight = *r.cfg_weight;
+        }
+        if (r.min_p) o.min_p = *r.min_p;
+        if (s.temperature) o.temperature = *s.temperature;
+        if (s.top_p) o.top_p = *s.top_p;
+        if (s.repetition_penalty) o.repetition_penalty = *s.repetition_penalty;
+        if (r.max_frames) o.max_new_tokens = r.max_frames;
+        o.greedy = s.greedy;
+        seed_used = s.seed ? *s.seed : random_seed();
+        o.seed = seed_used;
+        return o;
+    }
+
+    chatterbox::PipelineVoice voice(const SpeechRequest& r) const {
+        chatterbox::PipelineVoice v;
+        if (r.voice) {
+            voice::check_chatterbox_voice_fits(*r.voice, identity, "the voice");
+            v = chatterbox::pipeline_voice(r.voice->chatterbox);
+        } else {
+            v = pipeline.builtin_voice();
+        }
+        if (r.exaggeration) v.t3.exaggeration = *r.exaggeration;
+        else v.t3.exaggeration = 0.5f;  // generate(exaggeration=0.5) replaces the voice's emotion_adv
+        return v;
+    }
+
+    SpeechResult run(const SpeechRequest& r, const AudioCallback* on_audio, const std::atomic<bool>* cancel) {
+        std::lock_guard<std::mutex> lock(busy);
+        const auto start = Clock::now();
+        SpeechResult result;
+        const chatterbox::T3Options o = options(r, result.seed);
+        const chatterbox::PipelineVoice v = voice(r);
+        const std::string lang = language(r);
+        SegmenterOptions seg;
+        seg.join_up_to = 0;  // one sentence per official call: the official code hallucinates on long inputs
+        const std::vector<std::string> sentences = split_into_segments(r.text, seg);
+        for (const auto& s : sentences) pipeline.text().encode(s, lang);  // front-end errors before any computation
+        result.stop_reason = "eos";
+        for (const auto& sentence : sentences) {
+            if (cancel && cancel->load()) {
+                result.stop_reason = "cancelled";
+                break;
+            }
+            const chatterbox::PipelineResult p = pipeline.synthesize(sentence, lang, v, o, {}, on_audio != nullptr);
+            if (!p.stopped) result.stop_reason = "max_frames";
+            for (int32_t id : p.s3gen_tokens) result.frames.push_back(Frame{id});
+            result.timings.talker_ms += p.t3_ms;
+            result.timings.decoder_ms += p.s3gen_ms;
+            if (on_audio && !p.wav.empty()) {
+                if (result.samples == 0) result.timings.first_audio_ms = ms_between(start, Clock::now());
+                (*on_audio)(p.wav.data(), p.wav.size());  // S3Gen clamps to ±0.99
+                result.samples += p.wav.size();
+            }
+        }
+        result.timings.total_ms = ms_between(start, Clock::now());
+        return result;
+    }
+};
+
+namespace {
+
+std::string architecture(const std::string& path) {
+    const GgufFile file(path);
+    const GgufMeta& m = file.meta();
+    const std::string arch = m.has_key("general.architecture") ? m.get_string("general.architecture") : "";
+    if (arch != "qwen3tts" && arch != "chatterbox") {
+        throw Error(ErrorKind::Unsupported, path + ": general.architecture is " + (arch.empty() ? "missing" : "'" + arch + "'") +
+                                                ", expected 'qwen3tts' or 'chatterbox'" +
+                                                (arch == "talkbox-voice" ? " (this is a voice file; pass it with --voice)" : ""));
+    }
+    return arch;
+}
+
+const std::string kQwenFamily = "qwen3tts", kChatterboxFamily = "chatterbox";
+
+}  // namespace
+
+Engine::Engine(const std::string& model_path, const EngineOptions& options) {
+    if (architecture(model_path) == kChatterboxFamily) {
+        cb_ = std::make_unique<ChatterboxImpl>(model_path, options);
+    } else {
+        impl_ = std::make_unique<Impl>(model_path, options);
+    }
+}
 Engine::~Engine() = default;
 
-int Engine::sample_rate() const { return impl_->decoder.sample_rate(); }
-const std::string& Engine::model_size() const { return impl_->size; }
-const std::string& Engine::variant() const { return impl_->variant; }
-std::vector<std::string> Engine::speakers() const { return impl_->model.hparams().speaker_names; }
-uint32_t Engine::talker_hidden() const { return impl_->model.hparams().talker.hidden; }
-int Engine::threads() const { return impl_->model.backend().threads(); }
-int Engine::decoder_threads() const { return impl_->decoder_backend.threads(); }
+const std::string& Engine::family() const { return cb_ ? kChatterboxFamily : kQwenFamily; }
+double Engine::frames_per_second() const { return cb_ ? 25.0 : 12.5; }
+int Engine::sample_rate() const { return cb_ ? cb_->pipeline.sample_rate() : impl_->decoder.sample_rate(); }
+const std::string& Engine::model_size() const { return cb_ ? cb_->size : impl_->size; }
+const std::string& Engine::variant() const { return cb_ ? cb_->variant : impl_->variant; }
+std::vector<std::string> Engine::speakers() const { return cb_ ? std::vector<std::string>{} : impl_->model.hparams().speaker_names; }
+uint32_t Engine::talker_hidden() const { return cb_ ? cb_->pipeline.t3().hparams().hidden : impl_->model.hparams().talker.hidden; }
+// Chatterbox runs T3 and S3Gen one after the other on one backend.
+int Engine::threads() const { return cb_ ? cb_->pipeline.threads() : impl_->model.backend().threads(); }
+int Engine::decoder_threads() const { return cb_ ? cb_->pipeline.threads() : impl_->decoder_backend.threads(); }
 
 std::vector<std::string> Engine::languages() const {
+    if (cb_) return cb_->pipeline.multilingual() ? chatterbox::supported_languages() : std::vector<std::string>{"en"};
     const auto& h = impl_->model.hparams();
     std::vector<std::string> out;
     for (const auto& l : h.language_names) {
@@ -148,6 +286,7 @@ std::vector<std::string> Engine::languages() const {
 
 SpeechResult Engine::generate(const SpeechRequest& request, const FrameCallback& on_frame,
                               const std::atomic<bool>* cancel) {
+    if (cb_) return cb_->run(request, nullptr, cancel);
     std::lock_guard<std::mutex> lock(impl_->busy);
     const auto start = Clock::now();
     SpeechResult result;
@@ -168,6 +307,7 @@ SpeechResult Engine::generate(const SpeechRequest& request, const FrameCallback&
 
 SpeechResult Engine::speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions& stream,
                            const std::atomic<bool>* cancel) {
+    if (cb_) return cb_->run(request, &on_audio, cancel);
     std::lock_guard<std::mutex> lock(impl_->busy);
     if (stream.frames_per_chunk == 0) throw Error(ErrorKind::InvalidArgument, "frames per chunk must be at least 1");
     const auto start = Clock::now();
@@ -250,6 +390,17 @@ SpeechResult Engine::speak(const SpeechRequest& request, const AudioCallback& on
 }
 
 std::vector<float> Engine::decode(const std::vector<Frame>& frames) {
+    if (cb_) {
+        std::lock_guard<std::mutex> lock(cb_->busy);
+        std::vector<int32_t> tokens;
+        for (const auto& f : frames) {
+            if (f.size() != 1 || f[0] < 0 || f[0] >= chatterbox::Flow::kVocab) {
+                throw Error(ErrorKind::InvalidArgument, "Chatterbox decodes frames of one speech token below 6561");
+            }
+            tokens.push_back(f[0]);
+        }
+        return cb_->pipeline.vocode(tokens, cb_->pipeline.builtin_voice(), {}, 0);
+    }
     std::lock_guard<std::mutex> lock(impl_->busy);
     return impl_->decoder.decode(frames);
 }

@@ -25,6 +25,7 @@ LongFormResult speak_long_form(Engine& engine, SpeechRequest request, const std:
                                const std::atomic<bool>* cancel) {
     if (!request.sampling.seed) request.sampling.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
     const uint32_t max_frames = request.max_frames;
+    const bool official_limit = engine.family() == "chatterbox";
     LongFormResult out;
     out.seed = *request.sampling.seed;
     const size_t pause = options.pause_ms > 0 ? static_cast<size_t>(engine.sample_rate()) * static_cast<size_t>(options.pause_ms) / 1000 : 0;
@@ -39,7 +40,8 @@ LongFormResult speak_long_form(Engine& engine, SpeechRequest request, const std:
             out.samples += pause;
         }
         request.text = segments[i];
-        request.max_frames = max_frames ? max_frames : default_max_frames(segments[i]);
+        // Chatterbox keeps the official per-sentence limit (1000 speech tokens): 0 lets the engine apply it.
+        request.max_frames = max_frames ? max_frames : official_limit ? 0 : default_max_frames(segments[i]);
         const size_t first_sample = out.samples;
         const SpeechResult r = engine.speak(request, [&](const float* pcm, size_t n) { on_audio(pcm, n); }, stream, cancel);
         out.samples += r.samples;

@@ -10,6 +10,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "support/golden_json.h"
+
 #include "chatterbox/t3.h"
 #include "chatterbox/text.h"
 #include "core/backend.h"
@@ -25,6 +27,7 @@ using testing::fixtures_dir;
 using testing::load_npy;
 using testing::max_abs;
 using testing::max_abs_diff;
+using testing::read_json;
 
 constexpr float kRelTol = 1e-4f;  // of the golden tensor's max |value| (issue 9)
 
@@ -33,13 +36,6 @@ std::string t3_goldens() { return fixtures_dir() + "/chatterbox/goldens/t3"; }
 const std::vector<std::string>& multilingual_cases() {
     static const std::vector<std::string> names = {"en_e05_c05", "fr_e05_c05", "de_e10_c05", "ko_e05_c00", "ja_e10_c00"};
     return names;
-}
-
-// Python's json writes inf as the bare word Infinity (goldens/e2e "margins"), which JSON lacks.
-json read_json(const std::string& path) {
-    std::string text = testing::read_text(path);
-    for (size_t at = text.find("Infinity"); at != std::string::npos; at = text.find("Infinity", at)) text.replace(at, 8, "null");
-    return json::parse(text);
 }
 
 // The built-in voice the T3 goldens were made with (see tests/data/chatterbox_t3_conds.json).

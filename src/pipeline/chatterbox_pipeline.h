@@ -1,0 +1,69 @@
+// Chatterbox text → speech (mtl_tts.py / tts.py `generate`): text front end → T3 (speech tokens)
+// → drop_invalid_tokens → S3Gen (flow + HiFT) → the multilingual last-token cut. The Perth
+// watermark the official code applies last is omitted. Engine runs this per sentence.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chatterbox/s3gen.h"
+#include "chatterbox/t3.h"
+#include "chatterbox/text.h"
+#include "core/backend.h"
+#include "core/gguf_file.h"
+
+namespace talkbox::chatterbox {
+
+// A voice as both halves of the model see it (built-in conds.pt or prepare_conditionals).
+struct PipelineVoice {
+    T3Conditioning t3;
+    FlowPrompt flow;
+};
+// A cloned voice (Voice::chatterbox, prepare_conditionals).
+PipelineVoice pipeline_voice(const ChatterboxConditionals& c);
+
+struct PipelineResult {
+    std::vector<int32_t> text_tokens;    // [START] .. [STOP]
+    std::vector<int32_t> speech_tokens;  // raw T3 output (with the stop token when produced)
+    std::vector<int32_t> s3gen_tokens;   // after drop_invalid_tokens: what S3Gen receives
+    bool stopped = false;                // T3 produced its stop token
+    std::vector<float> wav;              // 24 kHz, before the (omitted) watermark
+    double t3_ms = 0, s3gen_ms = 0;
+};
+
+class Pipeline {
+public:
+    // Loads the converted GGUF at `path` (T3, S3Gen, text front end, built-in voice if any).
+    Pipeline(const std::string& path, int threads, Device device);
+
+    const GgufFile& file() const { return file_; }
+    const T3& t3() const { return t3_; }
+    const TextFrontEnd& text() const { return text_; }
+    bool multilingual() const { return text_.multilingual(); }
+    int sample_rate() const { return 24000; }
+    int threads() const { return backend_.threads(); }
+    // The built-in voice; throws Error (NotFound) when the file has none.
+    const PipelineVoice& builtin_voice() const;
+
+    // One call of the official generate(): `language` empty (no tag) or a supported code.
+    // `noise` holds injected S3Gen draws (tests); otherwise they come from `options.seed`.
+    // with_audio false: the speech tokens only.
+    PipelineResult synthesize(const std::string& text, const std::string& language, const PipelineVoice& voice,
+                              const T3Options& options, const S3GenNoise& noise = {}, bool with_audio = true);
+
+    // Speech tokens (< 6561) → waveform with the multilingual last-token cut.
+    std::vector<float> vocode(const std::vector<int32_t>& tokens, const PipelineVoice& voice, const S3GenNoise& noise,
+                              uint64_t seed);
+
+private:
+    GgufFile file_;
+    Backend backend_;
+    TextFrontEnd text_;
+    T3 t3_;
+    S3Gen s3gen_;
+    bool has_builtin_ = false;
+    PipelineVoice builtin_;
+};
+
+}  // namespace talkbox::chatterbox
