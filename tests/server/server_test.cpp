@@ -125,9 +125,9 @@ bool eventually(double limit_s, F pred) {
 // A text whose synthesis takes a while on the fixture models (with seed 11: 96 frames in 6
 // segments, ~1-2 s here; the random-weight models end each segment after a few frames, and other
 // seeds may end them sooner).
-std::string long_text() {
+std::string long_text(int sentences = 30) {
     std::string t;
-    for (int i = 1; i <= 30; ++i) t += "Sentence " + std::to_string(i) + " is here, short and plain. ";
+    for (int i = 1; i <= sentences; ++i) t += "Sentence " + std::to_string(i) + " is here, short and plain. ";
     return t;
 }
 
@@ -427,9 +427,13 @@ TEST_F(ServerTest, DisconnectCancelsAndFreesTheSlot) {
 // queued one that waits too long gets 503.
 TEST(ServerLimits, FullQueueAnswers429And503) {
     ServeProcess server({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--max-concurrent", "1", "--max-queue", "1",
-                         "--queue-timeout", "1", "--voices-dir", TempDir().path() + "-voices", "-T", "1"});
-    // Hold the slot: a streaming request whose client does not read (the server blocks on the socket).
-    const int holder = raw_request(server.port(), {{"input", long_text()}, {"voice", "ryan"}, {"response_format", "pcm"}, {"seed", 11}});
+                         "--queue-timeout", "1", "--max-text-chars", "20000", "--voices-dir", TempDir().path() + "-voices",
+                         "-T", "1"});
+    // Hold the slot with a synthesis that lasts well beyond the queue timeout even on an idle machine
+    // (the server buffers a slow client's audio, so only the synthesis time holds the slot); the
+    // test ends it by disconnecting.
+    const int holder =
+        raw_request(server.port(), {{"input", long_text(400)}, {"voice", "ryan"}, {"response_format", "pcm"}, {"seed", 11}});
     ASSERT_GE(holder, 0);
     httplib::Client c("127.0.0.1", server.port());
     ASSERT_TRUE(eventually(10, [&] {
