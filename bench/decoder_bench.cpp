@@ -18,33 +18,16 @@
 
 #include "codec/decoder.h"
 #include "core/backend.h"
+#include "timing.h"
 #include "core/gguf_file.h"
 #include "qwen3tts/hparams.h"
 #include "talkbox/error.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
-struct Stats {
-    double min_ms, median_ms, cpu_ms;  // wall clock; process CPU time of the fastest run
-};
-
-template <typename F>
-Stats time_runs(int repeats, F&& run) {
-    std::vector<double> ms;
-    double cpu_ms = 0;
-    for (int i = 0; i < repeats; ++i) {
-        const auto t0 = Clock::now();
-        const std::clock_t c0 = std::clock();
-        run();
-        const double cpu = 1000.0 * static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
-        ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-        if (ms.back() == *std::min_element(ms.begin(), ms.end())) cpu_ms = cpu;
-    }
-    std::sort(ms.begin(), ms.end());
-    return {ms.front(), ms[ms.size() / 2], cpu_ms};
-}
+using talkbox::bench::Stats;
+using talkbox::bench::time_runs;
 
 void report(const std::string& what, const Stats& s, size_t frames) {
     std::printf("%-20s min %7.2f ms/frame  median %7.2f ms/frame  (cpu %7.2f ms/frame)  RTF %.3f\n", what.c_str(),

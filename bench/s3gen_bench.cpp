@@ -20,13 +20,13 @@
 #include "chatterbox/s3gen.h"
 #include "convert/safetensors.h"
 #include "core/backend.h"
+#include "timing.h"
 #include "talkbox/error.h"
 
 namespace {
 
 using namespace talkbox;
 using namespace talkbox::chatterbox;
-using Clock = std::chrono::steady_clock;
 using Shapes = std::map<std::string, std::vector<int64_t>>;
 
 bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
@@ -97,25 +97,8 @@ std::map<std::string, HostTensor> random_weights(const Shapes& shapes, uint32_t 
     return out;
 }
 
-struct Stats {
-    double min_ms, median_ms, cpu_ms;
-};
-
-template <typename F>
-Stats time_runs(int repeats, F&& run) {
-    std::vector<double> ms;
-    double cpu_ms = 0;
-    for (int i = 0; i < repeats; ++i) {
-        const auto t0 = Clock::now();
-        const std::clock_t c0 = std::clock();
-        run();
-        const double cpu = 1000.0 * static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
-        ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-        if (ms.back() == *std::min_element(ms.begin(), ms.end())) cpu_ms = cpu;
-    }
-    std::sort(ms.begin(), ms.end());
-    return {ms.front(), ms[ms.size() / 2], cpu_ms};
-}
+using talkbox::bench::Stats;
+using talkbox::bench::time_runs;
 
 }  // namespace
 
