@@ -216,8 +216,9 @@ void run_bench(const BenchArgs& a) {
         std::snprintf(lo, sizeof(lo), f.format, min_of(f.values));
         std::printf("| %-24s | %10s | %10s |\n", f.label, med, lo);
     }
-    std::printf("\nper-frame stage figures are wall time in each stage divided by the frames; the decoder runs on its "
-                "own thread alongside the generator, so the stages overlap and need not add up to the total.\n"
+    std::printf("\nper-frame stage figures are wall time in each stage divided by the frames; the decoder runs "
+                "alongside the generator (their graphs take turns on the cores), so the stages overlap and need not add "
+                "up to the total.\n"
                 "first audio: request start to the first PCM handed out; peak RSS: the process's peak (getrusage), "
                 "including loading and the warm-up;\n"
                 "CPU ms/frame: the process's user + system time over the run per frame (every thread; steadier than "
@@ -233,7 +234,7 @@ void register_bench(CLI::App& app) {
                  "first-audio latency, peak RSS (median and min over the repeats)");
     cmd->add_option("-m,--model", a->model, "Model GGUF file or a pulled hub name")->required();
     cmd->add_option("-t,--threads", a->threads, "Generator CPU threads (0: one per core)")->capture_default_str();
-    cmd->add_option("--decoder-threads", a->decoder_threads, "Speech decoder threads (0: half of --threads)")
+    cmd->add_option("--decoder-threads", a->decoder_threads, "Speech decoder threads (0: as --threads; the decoder and the generator take turns on the cores)")
         ->capture_default_str();
     cmd->add_option("--frames", a->frames, "Frames per run (12.5 per second of audio); EOS is ignored")
         ->check(CLI::Range(1u, 30000u))

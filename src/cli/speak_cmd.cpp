@@ -298,8 +298,8 @@ void register_speak(CLI::App& app) {
         ->capture_default_str();
     cmd->add_flag("--no-split", a->no_split, "Synthesise the whole text as one segment");
     cmd->add_option("-T,--threads", a->threads, "CPU threads (0: one per core)")->capture_default_str();
-    cmd->add_option("--decoder-threads", a->decoder_threads, "Threads of the speech decoder, which runs alongside "
-                                                             "generation (0: half of --threads)")
+    cmd->add_option("--decoder-threads", a->decoder_threads, "Threads of the speech decoder, which takes turns on the "
+                                                             "cores with generation (0: as --threads)")
         ->capture_default_str();
     cmd->add_option("--kv-cache", a->kv_cache, "Talker KV cache type: f32, f16, q8_0")->capture_default_str();
     auto* norm = cmd->add_option("--normalize", a->normalize, "Level normalisation of file output: none, peak, loudness")

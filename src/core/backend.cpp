@@ -2,8 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
+#include <deque>
+#include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "core/ggml_log.h"
@@ -14,6 +19,64 @@
 #endif
 
 namespace talkbox {
+
+// One thread that runs the graphs of the backends sharing the cores, a `first` job before any
+// other waiting job. One thread, not a lock: ggml's CPU threads are a team per calling thread, and
+// an idle team spins for a while after its graph, stealing the cores from the other team.
+class CoreGate {
+public:
+    CoreGate() : worker_([this] { serve(); }) {}
+    ~CoreGate() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stopping_ = true;
+        }
+        queued_.notify_all();
+        worker_.join();
+    }
+
+    void run(const std::function<void()>& job, bool first) {
+        Job j{&job, false, nullptr};
+        std::unique_lock<std::mutex> lock(mutex_);
+        (first ? first_ : rest_).push_back(&j);
+        queued_.notify_all();
+        finished_.wait(lock, [&] { return j.done; });
+        if (j.error) std::rethrow_exception(j.error);
+    }
+
+private:
+    struct Job {
+        const std::function<void()>* fn;
+        bool done = false;
+        std::exception_ptr error;
+    };
+
+    void serve() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        for (;;) {
+            queued_.wait(lock, [&] { return stopping_ || !first_.empty() || !rest_.empty(); });
+            if (first_.empty() && rest_.empty()) return;
+            auto& queue = first_.empty() ? rest_ : first_;
+            Job* j = queue.front();
+            queue.pop_front();
+            lock.unlock();
+            try {
+                (*j->fn)();
+            } catch (...) {
+                j->error = std::current_exception();
+            }
+            lock.lock();
+            j->done = true;
+            finished_.notify_all();
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable queued_, finished_;
+    std::deque<Job*> first_, rest_;
+    bool stopping_ = false;
+    std::thread worker_;
+};
 
 int default_thread_count() {
     const unsigned n = std::thread::hardware_concurrency();
@@ -46,7 +109,20 @@ std::string Backend::description() const {
     return d;
 }
 
+void Backend::share_cores_with(const Backend& other) const {
+    if (!is_cpu_ || !other.is_cpu_ || &other == this) return;
+    gate_ = other.gate_ ? other.gate_ : std::make_shared<CoreGate>();
+    other.gate_ = gate_;
+    gate_first_ = true;
+    other.gate_first_ = false;
+}
+
 void Backend::compute(ggml_cgraph* graph) const {
+    if (!gate_) return run(graph);
+    gate_->run([&] { run(graph); }, gate_first_);
+}
+
+void Backend::run(ggml_cgraph* graph) const {
     if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS) {
         throw Error(ErrorKind::Internal, std::string("graph computation failed on ") + ggml_backend_name(backend_));
     }

@@ -2,6 +2,7 @@
 // with TALKBOX_CUDA and a device is present) CUDA. One Backend per loaded model.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,8 @@ private:
     std::vector<std::pair<std::string, int>> ends_;  // stage, first node after it
 };
 
+class CoreGate;
+
 class Backend {
 public:
     // threads <= 0 picks the number of physical cores. Device::Gpu throws Error (Unsupported)
@@ -57,8 +60,18 @@ public:
     // order, so the results are identical), adding each stage's wall time to `times`.
     void compute(ggml_cgraph* graph, const GraphStages& stages, StageTimes* times) const;
 
+    // From now on this CPU backend and `other` run one graph at a time, on one shared thread: two
+    // thread teams on the same cores spin at each other's barriers (a generator and its concurrent
+    // decoder ran 1.5x slower together than one after the other). When both wait, this one goes
+    // first. No-op unless both are CPU backends.
+    void share_cores_with(const Backend& other) const;
+
 private:
+    void run(ggml_cgraph* graph) const;
+
     ggml_backend_t backend_ = nullptr;
+    mutable std::shared_ptr<CoreGate> gate_;
+    mutable bool gate_first_ = false;
     bool is_cpu_ = true;
     int threads_ = 1;
 };

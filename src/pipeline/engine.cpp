@@ -45,10 +45,11 @@ void set_generation_timings(SpeechTimings& t, const qwen3tts::GenerationResult& 
     t.code_predictor_ms = g.code_predictor_ms;
 }
 
+// The decoder and the generator take turns on the cores (Backend::share_cores_with), so each
+// uses all of them by default.
 int decoder_thread_count(const EngineOptions& o) {
     if (o.decoder_threads > 0) return o.decoder_threads;
-    const int threads = o.threads > 0 ? o.threads : default_thread_count();
-    return std::max(1, threads / 2);
+    return o.threads > 0 ? o.threads : default_thread_count();
 }
 
 uint64_t random_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
@@ -72,7 +73,10 @@ struct Engine::Impl {
           decoder(model.file(), model.hparams(), decoder_backend),
           generator(model, lm::parse_kv_type(o.kv_cache)),
           size(model.hparams().size),
-          variant(qwen3tts::variant_name(model.hparams().variant)) {}
+          variant(qwen3tts::variant_name(model.hparams().variant)) {
+        // Decoded audio leaves as soon as possible: the decoder goes first when both wait.
+        decoder_backend.share_cores_with(model.backend());
+    }
 
     std::vector<int32_t> tokenize(const std::string& text) const { return tokenizer.encode(text); }
 
