@@ -213,6 +213,7 @@ T3::T3(const GgufFile& file, const Backend& backend)
         lw.down = get(p + "mlp.down_proj.weight");
         w.layers.push_back(lw);
     }
+    lm::pack_for_cpu(w.layers, backend.is_cpu());
 
     // llama3 RoPE: per-frequency divisors, computed once and kept on the backend.
     const std::vector<float> factors = lm::llama3_rope_freq_factors(h.head_dim, h.rope_theta, h.rope_scaling);

@@ -1,6 +1,10 @@
 #include "lm/decoder.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
+
+#include "core/packed_q8.h"
 
 namespace talkbox::lm {
 
@@ -24,7 +28,21 @@ ggml_tensor* store_and_view(ggml_context* ctx, ggml_tensor* cache, ggml_tensor* 
                         ggml_row_size(all->type, s.head_dim), all->nb[2], 0);
 }
 
+ggml_tensor* linear(ggml_context* ctx, const LayerWeights& w, ggml_tensor* m, ggml_tensor* x) {
+    return w.packed ? packed_q8::mul_mat(ctx, m, x) : ggml_mul_mat(ctx, m, x);
+}
+
 }  // namespace
+
+void pack_for_cpu(std::vector<LayerWeights>& layers, bool cpu_backend) {
+    if (!cpu_backend) return;
+    for (LayerWeights& w : layers) {
+        ggml_tensor* const matrices[] = {w.q, w.k, w.v, w.o, w.gate, w.up, w.down};
+        if (w.packed || !std::all_of(std::begin(matrices), std::end(matrices), packed_q8::can_pack)) continue;
+        for (ggml_tensor* m : matrices) packed_q8::pack(m);
+        w.packed = true;
+    }
+}
 
 ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::vector<LayerWeights>& layers,
                            ggml_tensor* output_norm, ggml_tensor* x, const AttentionInputs& in, const KvCache& cache) {
@@ -34,9 +52,9 @@ ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::ve
         const LayerWeights& w = layers[l];
         ggml_tensor* h = rms_norm(ctx, x, w.attn_norm, s.rms_eps);
 
-        ggml_tensor* q = ggml_reshape_4d(ctx, ggml_mul_mat(ctx, w.q, h), hd, s.heads, n_tokens, streams);
-        ggml_tensor* k = ggml_reshape_4d(ctx, ggml_mul_mat(ctx, w.k, h), hd, s.kv_heads, n_tokens, streams);
-        ggml_tensor* v = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, w.v, h), hd * s.kv_heads, n_tokens, streams);
+        ggml_tensor* q = ggml_reshape_4d(ctx, linear(ctx, w, w.q, h), hd, s.heads, n_tokens, streams);
+        ggml_tensor* k = ggml_reshape_4d(ctx, linear(ctx, w, w.k, h), hd, s.kv_heads, n_tokens, streams);
+        ggml_tensor* v = ggml_reshape_3d(ctx, linear(ctx, w, w.v, h), hd * s.kv_heads, n_tokens, streams);
         if (w.q_norm) q = rms_norm(ctx, q, w.q_norm, s.rms_eps);
         if (w.k_norm) k = rms_norm(ctx, k, w.k_norm, s.rms_eps);
         q = rope(ctx, q, in.positions, s);
@@ -50,11 +68,11 @@ ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::ve
         ggml_tensor* attn = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), kv_k, kv_v, in.mask, scale, 0.0f, 0.0f);
         ggml_flash_attn_ext_set_prec(attn, GGML_PREC_F32);
         attn = ggml_reshape_2d(ctx, attn, hd * s.heads, n_tokens * streams);
-        x = ggml_add(ctx, x, ggml_mul_mat(ctx, w.o, attn));
+        x = ggml_add(ctx, x, linear(ctx, w, w.o, attn));
 
         h = rms_norm(ctx, x, w.ffn_norm, s.rms_eps);
-        h = ggml_swiglu_split(ctx, ggml_mul_mat(ctx, w.gate, h), ggml_mul_mat(ctx, w.up, h));
-        x = ggml_add(ctx, x, ggml_mul_mat(ctx, w.down, h));
+        h = ggml_swiglu_split(ctx, linear(ctx, w, w.gate, h), linear(ctx, w, w.up, h));
+        x = ggml_add(ctx, x, linear(ctx, w, w.down, h));
     }
     return rms_norm(ctx, x, output_norm, s.rms_eps);
 }

@@ -68,6 +68,8 @@ Model::Model(const std::string& gguf_path, const ModelOptions& options)
         code_pred_.in_proj_w = w.get("code_pred.in_proj.weight");
         code_pred_.in_proj_b = w.get("code_pred.in_proj.bias");
     }
+    lm::pack_for_cpu(talker_.layers, backend_.is_cpu());
+    lm::pack_for_cpu(code_pred_.layers, backend_.is_cpu());
 }
 
 }  // namespace talkbox::qwen3tts
