@@ -94,8 +94,9 @@ struct SpeechResult {
 };
 
 struct StreamOptions {
-    size_t frames_per_chunk = 4;  // decoder step; the first audio leaves after this many frames
-    size_t queue_frames = 64;     // frames the generator may run ahead of the decoder
+    size_t frames_per_chunk = 4;    // decoder step once audio is flowing
+    size_t queue_frames = 64;       // frames the generator may run ahead of the decoder
+    size_t first_chunk_frames = 1;  // the first audio leaves after this many frames (0: after a whole chunk)
 };
 
 using FrameCallback = std::function<void(const Frame&)>;

@@ -33,7 +33,7 @@ struct BenchArgs {
     std::string speaker, instruct, voice, kv_cache = "f32";
     int threads = 0, decoder_threads = 0;
     uint32_t frames = 100, repeat = 3;
-    size_t chunk = 4;
+    size_t chunk = 4, first_chunk = 1;
     uint64_t seed = 42;
     bool json = false;
 };
@@ -151,7 +151,7 @@ void run_bench(const BenchArgs& a) {
         {"peak_rss_mb", "peak RSS MiB", "%.0f", {}},
         {"cpu_ms_per_frame", "CPU ms/frame", "%.2f", {}},
     };
-    const StreamOptions stream{a.chunk, 64};
+    const StreamOptions stream{a.chunk, 64, a.first_chunk};
     double audio_seconds = 0;
     for (uint32_t run = 0; run <= a.repeat; ++run) {  // run 0: warm-up, excluded
         size_t samples = 0;
@@ -203,9 +203,9 @@ void run_bench(const BenchArgs& a) {
                 a.kv_cache.c_str());
     std::printf("voice:   %s\n", voice.c_str());
     std::printf("text:    \"%s\" (language %s)\n", a.text.c_str(), a.language.c_str());
-    std::printf("run:     %u frames (%.2f s of audio) each, EOS and stall guard ignored, streamed in chunks of %zu; "
-                "%u timed repeats after 1 warm-up run (excluded); seed %llu\n\n",
-                a.frames, audio_seconds, a.chunk, a.repeat,
+    std::printf("run:     %u frames (%.2f s of audio) each, EOS and stall guard ignored, streamed in chunks of %zu "
+                "(the first of %zu); %u timed repeats after 1 warm-up run (excluded); seed %llu\n\n",
+                a.frames, audio_seconds, a.chunk, a.first_chunk ? std::min(a.first_chunk, a.chunk) : a.chunk, a.repeat,
                 static_cast<unsigned long long>(a.seed));
     std::printf("| %-24s | %10s | %10s |\n", "figure", "median", "min");
     std::printf("|%s|%s|%s|\n", std::string(26, '-').c_str(), std::string(11, '-').append(":").c_str(),
@@ -251,6 +251,9 @@ void register_bench(CLI::App& app) {
     cmd->add_option("--kv-cache", a->kv_cache, "Talker KV cache type: f32, f16, q8_0")->capture_default_str();
     cmd->add_option("--chunk", a->chunk, "Frames per decoder step (as speak --chunk)")
         ->check(CLI::Range(size_t{1}, size_t{1000}))
+        ->capture_default_str();
+    cmd->add_option("--first-chunk", a->first_chunk, "Frames decoded before the first audio (as speak --first-chunk)")
+        ->check(CLI::Range(size_t{0}, size_t{1000}))
         ->capture_default_str();
     cmd->add_option("--seed", a->seed, "Sampling seed (the model's released sampling settings)")->capture_default_str();
     cmd->callback([a] { run_bench(*a); });

@@ -40,7 +40,7 @@ struct SpeakArgs {
     uint32_t max_frames = 0, stall_frames = 24;
     int threads = 0, decoder_threads = 0;
     std::string kv_cache = "f32";
-    size_t chunk = 4;
+    size_t chunk = 4, first_chunk = 1;
     int pause_ms = 300;
     size_t segment_chars = 200;
     std::string normalize = "none";
@@ -221,7 +221,7 @@ void run_speak(const SpeakArgs& a) {
                 if (d.result->official_leading_sample) sink->insert_leading(d.first_sample + inserted++, *d.result->official_leading_sample);
                 segment_done(d.index, *d.result, d.max_frames);
             },
-            {a.chunk, 64});
+            {a.chunk, 64, a.first_chunk});
         all_frames = r.frames;
         total = r.timings;
     } else {
@@ -293,6 +293,8 @@ void register_speak(CLI::App& app) {
                     "Stop a segment whose codebook-0 tokens loop (a pattern repeated 3+ times over this many frames; 0: off)")
         ->capture_default_str();
     cmd->add_option("--chunk", a->chunk, "Frames per decoder step when streaming audio")->capture_default_str();
+    cmd->add_option("--first-chunk", a->first_chunk, "Frames decoded before the first audio leaves (0: a whole --chunk)")
+        ->capture_default_str();
     cmd->add_option("--pause-ms", a->pause_ms, "Silence between segments")->capture_default_str();
     cmd->add_option("--segment-chars", a->segment_chars, "Join sentences into segments of up to this many characters")
         ->capture_default_str();

@@ -367,6 +367,8 @@ SpeechResult Engine::speak(const SpeechRequest& request, const AudioCallback& on
         while (auto frame = queue.pop()) {
             result.frames.push_back(*frame);
             timed([&] { return decoder.push(codec::Frames{std::move(*frame)}); });
+            // A short first chunk starts playback early; the decoder is exact for any chunking.
+            if (result.frames.size() == stream.first_chunk_frames && result.samples == 0) timed([&] { return decoder.flush(); });
             if (cancel && cancel->load()) stop = true;
         }
         timed([&] { return decoder.flush(); });

@@ -63,10 +63,10 @@ TEST_F(EngineTest, BaseClonesMatchTheGoldenFramesAndAudio) {
     for (const auto& c : talker_golden_cases()) {
         if (c.variant.find("Base") == std::string::npos) continue;
         std::vector<float> audio;
-        size_t callbacks = 0;
+        size_t callbacks = 0, first = 0;
         const auto r = engine(c.variant).speak(request_for(c), [&](const float* pcm, size_t n) {
             audio.insert(audio.end(), pcm, pcm + n);
-            ++callbacks;
+            if (callbacks++ == 0) first = n;
         });
         EXPECT_EQ(r.frames, c.frames()) << c.name;
         EXPECT_EQ(r.stop_reason, c.json["stopped_by"] == "eos" ? "eos" : "max_frames") << c.name;
@@ -75,10 +75,33 @@ TEST_F(EngineTest, BaseClonesMatchTheGoldenFramesAndAudio) {
         ASSERT_EQ(audio.size(), want.data.size()) << c.name;
         EXPECT_LE(max_abs_diff(audio, want.data), 1e-4f) << c.name;
         EXPECT_GT(callbacks, 1u) << "audio arrives in pieces while generating";
+        EXPECT_EQ(first, 1920u) << c.name << ": the first audio leaves after one frame (StreamOptions::first_chunk_frames)";
         EXPECT_EQ(r.samples, 1920 * r.frames.size());
         ++checked;
     }
     EXPECT_EQ(checked, 5u);
+}
+
+TEST_F(EngineTest, FirstChunkSizeChangesOnlyWhenAudioLeaves) {
+    for (const auto& c : talker_golden_cases()) {
+        if (c.name != "base_xvec_english_stream") continue;  // no reference frames: chunks start at frame 0
+        std::vector<float> reference;
+        for (const auto& [stream, first_samples] : {std::pair{StreamOptions{4, 64, 1}, 1920u}, std::pair{StreamOptions{4, 64, 0}, 4 * 1920u},
+                                                    std::pair{StreamOptions{3, 64, 2}, 2 * 1920u}, std::pair{StreamOptions{2, 64, 5}, 2 * 1920u}}) {
+            std::vector<float> audio;
+            size_t first = 0;
+            engine(c.variant).speak(request_for(c), [&](const float* pcm, size_t n) {
+                if (audio.empty()) first = n;
+                audio.insert(audio.end(), pcm, pcm + n);
+            }, stream);
+            EXPECT_EQ(first, first_samples) << c.name << " chunk " << stream.frames_per_chunk << ", first " << stream.first_chunk_frames;
+            if (reference.empty()) reference = audio;
+            ASSERT_EQ(audio.size(), reference.size());
+            EXPECT_LE(max_abs_diff(audio, reference), 1e-4f) << c.name << ": the chunking must not change the audio";
+        }
+        return;
+    }
+    FAIL() << "golden case base_xvec_english_stream not found";
 }
 
 TEST_F(EngineTest, GenerateAloneGivesTheSameFrames) {
