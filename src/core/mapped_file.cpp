@@ -36,6 +36,16 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     ::close(fd);
 }
 
+void MappedFile::release(const void* p, size_t n) const {
+    constexpr uintptr_t page = 4096;
+    const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + n;
+    const auto base = reinterpret_cast<uintptr_t>(data_);
+    if (!data_ || begin < base || end > base + size_) return;
+    // Whole pages inside the range only: a neighbour's data may share the edge pages.
+    const uintptr_t first = (begin + page - 1) & ~(page - 1), last = end & ~(page - 1);
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);  // advisory
+}
+
 MappedFile::~MappedFile() {
     if (data_) munmap(const_cast<uint8_t*>(data_), size_);
 }

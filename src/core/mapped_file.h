@@ -18,6 +18,10 @@ public:
     size_t size() const { return size_; }
     const std::string& path() const { return path_; }
 
+    // Drops the resident pages of [p, p + n) (a range of this mapping) from the process: they count
+    // in its RSS while mapped, and come back from the file if read again. For data just copied out.
+    void release(const void* p, size_t n) const;
+
 private:
     std::string path_;
     const uint8_t* data_ = nullptr;
