@@ -176,7 +176,10 @@ T3::T3(const GgufFile& file, const Backend& backend)
                                                     ggml_type_name(t.type) + ", which cannot be computed with");
         }
     }
-    weights_ = std::make_unique<WeightStore>(file, backend.get(), std::vector<std::string>{"t3."});
+    weights_ = std::make_unique<WeightStore>(
+        file, backend.get(), std::vector<std::string>{"t3."},
+        WeightStore::names_matching("tfmr.layers.", {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight",
+                                                     "gate_proj.weight", "up_proj.weight", "down_proj.weight"}));
     const auto get = [&](const std::string& key) { return weights_->get(gguf_name(key)); };
     Weights& w = *w_;
     w.output_norm = get("tfmr.norm.weight");

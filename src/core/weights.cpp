@@ -8,11 +8,41 @@
 #endif
 
 #include "ggml-alloc.h"
+#include "ggml-cpu.h"
 #include "talkbox/error.h"
 
 namespace talkbox {
 
-WeightStore::WeightStore(const GgufFile& file, ggml_backend_t backend, const std::vector<std::string>& prefixes)
+namespace {
+
+// ggml's CPU_REPACK buffer type, or nullptr when the CPU backend offers none.
+ggml_backend_buffer_type_t cpu_repack_buffer_type() {
+    ggml_backend_reg_t reg = ggml_backend_cpu_reg();
+    auto extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
+        ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts"));
+    if (!extra) return nullptr;
+    for (ggml_backend_buffer_type_t* b = extra(ggml_backend_reg_dev_get(reg, 0)); b && *b; ++b) {
+        if (std::strcmp(ggml_backend_buft_name(*b), "CPU_REPACK") == 0) return *b;
+    }
+    return nullptr;
+}
+
+// ggml's own rule (ggml_repack_get_optimal_repack_type) for the x86 layouts; a tensor placed in
+// the repack buffer without a layout would abort the upload.
+bool ggml_repacks(const GgufTensorInfo& t) {
+#if defined(__x86_64__)
+    return ggml_cpu_has_avx2() && t.shape.size() == 2 && t.shape[1] % 8 == 0 &&
+           (t.type == GGML_TYPE_Q4_0 || t.type == GGML_TYPE_Q4_K || t.type == GGML_TYPE_IQ4_NL);
+#else
+    (void)t;
+    return false;
+#endif
+}
+
+}  // namespace
+
+WeightStore::WeightStore(const GgufFile& file, ggml_backend_t backend, const std::vector<std::string>& prefixes,
+                         const MatmulOnly& matmul_only)
     : path_(file.path()) {
     std::vector<const GgufTensorInfo*> selected;
     for (const auto& t : file.tensors()) {
@@ -23,21 +53,38 @@ WeightStore::WeightStore(const GgufFile& file, ggml_backend_t backend, const std
             }
         }
     }
+    const bool cpu = ggml_backend_is_cpu(backend);
+    ggml_backend_buffer_type_t repack = cpu && matmul_only ? cpu_repack_buffer_type() : nullptr;
+    const auto repacked = [&](const GgufTensorInfo& t) { return repack && ggml_repacks(t) && matmul_only(t.name); };
     ctx_ = ggml_init({ggml_tensor_overhead() * (selected.size() + 1), nullptr, /*no_alloc=*/true});
-    if (!ctx_) throw Error(ErrorKind::Internal, "cannot create a ggml context for weights");
+    repack_ctx_ = ggml_init({ggml_tensor_overhead() * (selected.size() + 1), nullptr, /*no_alloc=*/true});
+    if (!ctx_ || !repack_ctx_) {
+        release();
+        throw Error(ErrorKind::Internal, "cannot create a ggml context for weights");
+    }
+    size_t n_repacked = 0;
     for (const auto* info : selected) {
-        ggml_tensor* t = ggml_new_tensor(ctx_, info->type, static_cast<int>(info->shape.size()), info->shape.data());
+        const bool r = repacked(*info);
+        n_repacked += r;
+        ggml_tensor* t = ggml_new_tensor(r ? repack_ctx_ : ctx_, info->type, static_cast<int>(info->shape.size()), info->shape.data());
         ggml_set_name(t, info->name.c_str());
         tensors_[info->name] = t;
     }
-    if (selected.empty()) return;
-    buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend);
-    if (!buffer_) {
-        ggml_free(ctx_);
+    if (selected.size() > n_repacked) {
+        buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend);
+        if (buffer_) {
+            ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+            advise_huge_pages(buffer_);
+        }
+    }
+    if (n_repacked > 0) {
+        repack_buffer_ = ggml_backend_alloc_ctx_tensors_from_buft(repack_ctx_, repack);
+        if (repack_buffer_) ggml_backend_buffer_set_usage(repack_buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    }
+    if ((selected.size() > n_repacked && !buffer_) || (n_repacked > 0 && !repack_buffer_)) {
+        release();
         throw Error(ErrorKind::Io, "cannot allocate backend memory for the weights of '" + path_ + "'");
     }
-    ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-    advise_huge_pages(buffer_);
     // The mapped copy leaves the process as soon as it is copied: peak RSS stays near one copy of
     // the weights rather than two.
     for (const auto* info : selected) {
@@ -46,9 +93,25 @@ WeightStore::WeightStore(const GgufFile& file, ggml_backend_t backend, const std
     }
 }
 
-WeightStore::~WeightStore() {
+WeightStore::~WeightStore() { release(); }
+
+void WeightStore::release() {
     if (buffer_) ggml_backend_buffer_free(buffer_);
+    if (repack_buffer_) ggml_backend_buffer_free(repack_buffer_);
     if (ctx_) ggml_free(ctx_);
+    if (repack_ctx_) ggml_free(repack_ctx_);
+    buffer_ = repack_buffer_ = nullptr;
+    ctx_ = repack_ctx_ = nullptr;
+}
+
+WeightStore::MatmulOnly WeightStore::names_matching(std::string infix, std::vector<std::string> suffixes) {
+    return [infix = std::move(infix), suffixes = std::move(suffixes)](const std::string& name) {
+        if (name.find(infix) == std::string::npos) return false;
+        for (const auto& s : suffixes) {
+            if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) return true;
+        }
+        return false;
+    };
 }
 
 ggml_tensor* WeightStore::get(const std::string& name) const {
@@ -57,7 +120,9 @@ ggml_tensor* WeightStore::get(const std::string& name) const {
     return it->second;
 }
 
-size_t WeightStore::bytes() const { return buffer_ ? ggml_backend_buffer_get_size(buffer_) : 0; }
+size_t WeightStore::bytes() const {
+    return (buffer_ ? ggml_backend_buffer_get_size(buffer_) : 0) + (repack_buffer_ ? ggml_backend_buffer_get_size(repack_buffer_) : 0);
+}
 
 void advise_huge_pages(ggml_backend_buffer_t buffer) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)

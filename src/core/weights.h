@@ -2,6 +2,7 @@
 // given prefixes (e.g. "codec.dec."), copied once from the mapped file at load time.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,7 +14,14 @@ namespace talkbox {
 
 class WeightStore {
 public:
-    WeightStore(const GgufFile& file, ggml_backend_t backend, const std::vector<std::string>& prefixes);
+    // True for tensors that are only ever the weight matrix of a ggml_mul_mat.
+    using MatmulOnly = std::function<bool(const std::string& name)>;
+
+    // On the CPU, matmul-only tensors of the types ggml re-lays for its faster kernels (Q4_0, Q4_K,
+    // IQ4_NL with AVX2) go into ggml's CPU_REPACK buffer, which re-lays them at upload; nothing but
+    // a matrix product may read them afterwards.
+    WeightStore(const GgufFile& file, ggml_backend_t backend, const std::vector<std::string>& prefixes,
+                const MatmulOnly& matmul_only = {});
     ~WeightStore();
     WeightStore(const WeightStore&) = delete;
     WeightStore& operator=(const WeightStore&) = delete;
@@ -22,10 +30,17 @@ public:
     ggml_tensor* get(const std::string& name) const;  // throws Error (NotFound) naming the file
     size_t bytes() const;
 
+    // Names containing `infix` and ending with one of `suffixes` (a family's layer matrices).
+    static MatmulOnly names_matching(std::string infix, std::vector<std::string> suffixes);
+
 private:
+    void release();  // frees the buffers and contexts
+
     std::string path_;
     ggml_context* ctx_ = nullptr;
     ggml_backend_buffer_t buffer_ = nullptr;
+    ggml_context* repack_ctx_ = nullptr;
+    ggml_backend_buffer_t repack_buffer_ = nullptr;
     std::map<std::string, ggml_tensor*> tensors_;
 };
 

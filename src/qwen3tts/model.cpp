@@ -43,7 +43,10 @@ Model::Model(const std::string& gguf_path, const ModelOptions& options)
                                            "vocabulary " + std::to_string(h.code_predictor.vocab));
     }
     check_tensors(file_, h);
-    weights_ = std::make_unique<WeightStore>(file_, backend_.get(), std::vector<std::string>{"talker.", "code_pred."});
+    weights_ = std::make_unique<WeightStore>(
+        file_, backend_.get(), std::vector<std::string>{"talker.", "code_pred."},
+        WeightStore::names_matching(".blk.", {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+                                              "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"}));
     const WeightStore& w = *weights_;
 
     talker_.codec_embd = w.get("talker.codec_embd.weight");
