@@ -5,23 +5,18 @@
 #include <cmath>
 #include <random>
 
+#include "chatterbox/flow.h"
 #include "core/backend.h"
 #include "core/packed_q8.h"
-#include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "lm/decoder.h"
+#include "support/graph_run.h"
 
 namespace talkbox {
 namespace {
 
-std::vector<float> random_values(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = d(rng);
-    return v;
-}
+std::vector<float> random_values(size_t n, uint32_t seed) { return chatterbox::seeded_normal(seed, n); }
 
 // Q8_0 quantisation of one row of k values (ggml's reference rule), returned dequantised as
 // int8 values and per-block scales.
@@ -56,25 +51,12 @@ Product multiply(const std::vector<float>& w, const std::vector<float>& x, int64
     EXPECT_TRUE(packed_q8::can_pack(packed));
     packed_q8::pack(packed);
 
-    ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 16 + ggml_graph_overhead(), nullptr, true});
+    ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 4, nullptr, true});
     ggml_tensor* in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, columns);
-    ggml_set_input(in);
-    ggml_tensor* a = packed_q8::mul_mat(ctx, packed, in);
-    ggml_tensor* b = ggml_mul_mat(ctx, plain, in);
-    ggml_set_output(a);
-    ggml_set_output(b);
-    ggml_cgraph* gf = ggml_new_graph(ctx);
-    ggml_build_forward_expand(gf, a);
-    ggml_build_forward_expand(gf, b);
-    ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend.get()));
-    EXPECT_TRUE(ggml_gallocr_alloc_graph(alloc, gf));
-    ggml_backend_tensor_set(in, x.data(), 0, x.size() * sizeof(float));
-    backend.compute(gf);
-    Product p{std::vector<float>(static_cast<size_t>(rows * columns)), std::vector<float>(static_cast<size_t>(rows * columns))};
-    ggml_backend_tensor_get(a, p.packed.data(), 0, p.packed.size() * sizeof(float));
-    ggml_backend_tensor_get(b, p.ggml.data(), 0, p.ggml.size() * sizeof(float));
-    ggml_gallocr_free(alloc);
+    auto out = testing::compute_outputs(backend, {{in, x}}, {packed_q8::mul_mat(ctx, packed, in), ggml_mul_mat(ctx, plain, in)});
     ggml_free(ctx);
+    Product p;
+    if (out.size() == 2) p = {std::move(out[0]), std::move(out[1])};
     ggml_backend_buffer_free(wbuf);
     ggml_free(wctx);
     return p;
@@ -92,6 +74,8 @@ TEST(PackedQ8, MatchesAPlainProductAndGgml) {
         for (int64_t columns : {1, 2, 5, 40}) {  // decode steps split rows; 40 columns split columns
             const auto x = random_values(static_cast<size_t>(k * columns), 2 + static_cast<uint32_t>(columns));
             const Product p = multiply(w, x, k, rows, columns, threads);
+            ASSERT_EQ(p.packed.size(), static_cast<size_t>(rows * columns));
+            ASSERT_EQ(p.ggml.size(), p.packed.size());
             double worst_plain = 0, worst_ggml = 0, scale = 0;
             std::vector<int8_t> qw, qx;
             std::vector<float> dw, dx;

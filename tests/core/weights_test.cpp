@@ -7,8 +7,8 @@
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "core/weights.h"
-#include "ggml-alloc.h"
 #include "ggml-cpu.h"
+#include "support/graph_run.h"
 #include "support/test_support.h"
 
 using namespace talkbox;
@@ -60,29 +60,15 @@ TEST(WeightStore, RepackedQ4KMatricesMultiplyLikeThePlainCopy) {
     EXPECT_GE(w.bytes(), 2 * ggml_nbytes(plain) + 16);  // both buffers counted
 
     for (int64_t columns : {1, 7}) {
-        ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true});
+        ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 4, nullptr, true});
         ggml_tensor* x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 256, columns);
-        ggml_set_input(x);
-        ggml_tensor* a = ggml_mul_mat(ctx, repacked, x);
-        ggml_tensor* b = ggml_mul_mat(ctx, plain, x);
-        ggml_set_output(a);
-        ggml_set_output(b);
-        ggml_cgraph* gf = ggml_new_graph(ctx);
-        ggml_build_forward_expand(gf, a);
-        ggml_build_forward_expand(gf, b);
-        ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend.get()));
-        ASSERT_TRUE(ggml_gallocr_alloc_graph(alloc, gf));
         std::vector<float> xv(static_cast<size_t>(256 * columns));
         for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(0.1f * static_cast<float>(i));
-        ggml_backend_tensor_set(x, xv.data(), 0, xv.size() * sizeof(float));
-        backend.compute(gf);
-        std::vector<float> ra(static_cast<size_t>(32 * columns)), rb(ra.size());
-        ggml_backend_tensor_get(a, ra.data(), 0, ra.size() * sizeof(float));
-        ggml_backend_tensor_get(b, rb.data(), 0, rb.size() * sizeof(float));
-        float scale = 0;
-        for (float v : rb) scale = std::max(scale, std::fabs(v));
-        EXPECT_LE(talkbox::testing::max_abs_diff(ra, rb), 1e-5f * scale) << columns << " columns";
-        ggml_gallocr_free(alloc);
+        const auto out = talkbox::testing::compute_outputs(backend, {{x, xv}}, {ggml_mul_mat(ctx, repacked, x), ggml_mul_mat(ctx, plain, x)});
         ggml_free(ctx);
+        ASSERT_EQ(out.size(), 2u);
+        float scale = 0;
+        for (float v : out[1]) scale = std::max(scale, std::fabs(v));
+        EXPECT_LE(talkbox::testing::max_abs_diff(out[0], out[1]), 1e-5f * scale) << columns << " columns";
     }
 }
