@@ -8,6 +8,7 @@
 #endif
 
 #include "ggml-alloc.h"
+#include "core/packed_matmul.h"
 #include "ggml-cpu.h"
 #include "talkbox/error.h"
 
@@ -55,7 +56,10 @@ WeightStore::WeightStore(const GgufFile& file, ggml_backend_t backend, const std
     }
     const bool cpu = ggml_backend_is_cpu(backend);
     ggml_backend_buffer_type_t repack = cpu && matmul_only ? cpu_repack_buffer_type() : nullptr;
-    const auto repacked = [&](const GgufTensorInfo& t) { return repack && ggml_repacks(t) && matmul_only(t.name); };
+    // Types our own panel kernels take (core/packed_matmul, packed after loading) stay in host memory.
+    const auto repacked = [&](const GgufTensorInfo& t) {
+        return repack && ggml_repacks(t) && !packed::packs(t.type) && matmul_only(t.name);
+    };
     ctx_ = ggml_init({ggml_tensor_overhead() * (selected.size() + 1), nullptr, /*no_alloc=*/true});
     repack_ctx_ = ggml_init({ggml_tensor_overhead() * (selected.size() + 1), nullptr, /*no_alloc=*/true});
     if (!ctx_ || !repack_ctx_) {

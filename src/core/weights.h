@@ -19,7 +19,8 @@ public:
 
     // On the CPU, matmul-only tensors of the types ggml re-lays for its faster kernels (Q4_0, Q4_K,
     // IQ4_NL with AVX2) go into ggml's CPU_REPACK buffer, which re-lays them at upload; nothing but
-    // a matrix product may read them afterwards.
+    // a matrix product may read them afterwards. Types our own panel kernels take
+    // (core/packed_matmul: Q8_0, Q4_K with AVX512-VNNI) stay in host memory for lm::pack_for_cpu.
     WeightStore(const GgufFile& file, ggml_backend_t backend, const std::vector<std::string>& prefixes,
                 const MatmulOnly& matmul_only = {});
     ~WeightStore();

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <iterator>
 
-#include "core/packed_q8.h"
+#include "core/packed_matmul.h"
 
 namespace talkbox::lm {
 
@@ -29,7 +29,7 @@ ggml_tensor* store_and_view(ggml_context* ctx, ggml_tensor* cache, ggml_tensor* 
 }
 
 ggml_tensor* linear(ggml_context* ctx, const LayerWeights& w, ggml_tensor* m, ggml_tensor* x) {
-    return w.packed ? packed_q8::mul_mat(ctx, m, x) : ggml_mul_mat(ctx, m, x);
+    return w.packed ? packed::mul_mat(ctx, m, x) : ggml_mul_mat(ctx, m, x);
 }
 
 }  // namespace
@@ -38,8 +38,8 @@ void pack_for_cpu(std::vector<LayerWeights>& layers, bool cpu_backend) {
     if (!cpu_backend) return;
     for (LayerWeights& w : layers) {
         ggml_tensor* const matrices[] = {w.q, w.k, w.v, w.o, w.gate, w.up, w.down};
-        if (w.packed || !std::all_of(std::begin(matrices), std::end(matrices), packed_q8::can_pack)) continue;
-        for (ggml_tensor* m : matrices) packed_q8::pack(m);
+        if (w.packed || !std::all_of(std::begin(matrices), std::end(matrices), packed::can_pack)) continue;
+        for (ggml_tensor* m : matrices) packed::pack(m);
         w.packed = true;
     }
 }

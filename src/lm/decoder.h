@@ -17,12 +17,12 @@ struct LayerWeights {  // one decoder layer
     ggml_tensor *attn_norm = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
     ggml_tensor *q_norm = nullptr, *k_norm = nullptr;  // per-head RMSNorm; nullptr when the family has none
     ggml_tensor *ffn_norm = nullptr, *gate = nullptr, *up = nullptr, *down = nullptr;
-    bool packed = false;  // q, k, v, o, gate, up, down re-laid for core/packed_q8 (see pack_for_cpu)
+    bool packed = false;  // q, k, v, o, gate, up, down re-laid for core/packed_matmul (see pack_for_cpu)
 };
 
-// Re-lays every layer's Q8_0 matrices for the CPU panel kernel (core/packed_q8) when the backend is
+// Re-lays every layer's Q8_0 / Q4_K matrices for the CPU panel kernels (core/packed_matmul) when the backend is
 // the CPU, this build has the kernel and all seven matrices of the layer can be packed. Call once,
-// after loading; build_decoder then multiplies packed layers with the panel kernel.
+// after loading; build_decoder then multiplies packed layers with the panel kernels.
 void pack_for_cpu(std::vector<LayerWeights>& layers, bool cpu_backend);
 
 struct StackShape {

@@ -1,4 +1,4 @@
-// WeightStore: matmul-only Q4_K weights go to ggml's CPU_REPACK buffer (re-laid at upload) and
+// WeightStore: matmul-only Q4_0 weights go to ggml's CPU_REPACK buffer (re-laid at upload) and
 // still multiply exactly like the plain copy; other tensors stay readable.
 #include <gtest/gtest.h>
 
@@ -16,26 +16,26 @@ using talkbox::testing::TempDir;
 
 namespace {
 
-// A GGUF with the same random Q4_K matrix [256, 32] under two names, and an F32 vector.
-std::string write_q4k(const TempDir& dir, std::vector<float>& values) {
+// A GGUF with the same random Q4_0 matrix [256, 32] under two names, and an F32 vector.
+std::string write_q4_0(const TempDir& dir, std::vector<float>& values) {
     const int64_t k = 256, rows = 32;
     std::mt19937 rng(3);
     std::normal_distribution<float> d;
     values.resize(static_cast<size_t>(k * rows));
     for (float& v : values) v = d(rng);
     gguf_context* g = gguf_init_empty();
-    ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 4 + 2 * ggml_row_size(GGML_TYPE_Q4_K, k) * rows + 1024, nullptr, false});
+    ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 4 + 2 * ggml_row_size(GGML_TYPE_Q4_0, k) * rows + 1024, nullptr, false});
     for (const char* name : {"blk.0.ffn_up.weight", "blk.0.ffn_up.copy"}) {
-        ggml_tensor* t = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_K, k, rows);
+        ggml_tensor* t = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, k, rows);
         ggml_set_name(t, name);
-        ggml_quantize_chunk(GGML_TYPE_Q4_K, values.data(), t->data, 0, rows, k, nullptr);
+        ggml_quantize_chunk(GGML_TYPE_Q4_0, values.data(), t->data, 0, rows, k, nullptr);
         gguf_add_tensor(g, t);
     }
     ggml_tensor* v = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4);
     ggml_set_name(v, "blk.0.norm");
     for (int i = 0; i < 4; ++i) static_cast<float*>(v->data)[i] = static_cast<float>(i);
     gguf_add_tensor(g, v);
-    const std::string path = dir.file("q4k.gguf");
+    const std::string path = dir.file("q4_0.gguf");
     EXPECT_TRUE(gguf_write_to_file(g, path.c_str(), false));
     gguf_free(g);
     ggml_free(ctx);
@@ -44,15 +44,15 @@ std::string write_q4k(const TempDir& dir, std::vector<float>& values) {
 
 }  // namespace
 
-TEST(WeightStore, RepackedQ4KMatricesMultiplyLikeThePlainCopy) {
+TEST(WeightStore, RepackedQ4_0MatricesMultiplyLikeThePlainCopy) {
     TempDir dir;
     std::vector<float> values;
-    const GgufFile file(write_q4k(dir, values));
+    const GgufFile file(write_q4_0(dir, values));
     Backend backend(2);
     const WeightStore w(file, backend.get(), {"blk."}, WeightStore::names_matching(".0.", {"ffn_up.weight"}));
     ggml_tensor* repacked = w.get("blk.0.ffn_up.weight");
     ggml_tensor* plain = w.get("blk.0.ffn_up.copy");
-    const bool expect_repack = ggml_cpu_has_avx2();  // ggml's x86 rule for Q4_K
+    const bool expect_repack = ggml_cpu_has_avx2();  // ggml's x86 rule for Q4_0 (our panel kernels take no Q4_0)
     EXPECT_EQ(std::string(ggml_backend_buffer_name(repacked->buffer)) == "CPU_REPACK", expect_repack)
         << ggml_backend_buffer_name(repacked->buffer);
     EXPECT_STRNE(ggml_backend_buffer_name(plain->buffer), "CPU_REPACK");

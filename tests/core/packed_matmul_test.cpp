@@ -1,0 +1,134 @@
+// The panel kernels alone (Q8_0, Q4_K): against a plain C++ product of the dequantised weights and
+// the quantised input, and against ggml's own product on the unpacked weights.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "chatterbox/flow.h"
+#include "core/backend.h"
+#include "core/packed_matmul.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "lm/decoder.h"
+#include "support/graph_run.h"
+
+namespace talkbox {
+namespace {
+
+std::vector<float> random_values(size_t n, uint32_t seed) { return chatterbox::seeded_normal(seed, n); }
+
+// An input column as the kernels quantise it (ggml's Q8_0 rule per 32 values), dequantised.
+std::vector<double> quantised_input(const float* x, int64_t k) {
+    std::vector<double> out(static_cast<size_t>(k));
+    for (int64_t b = 0; b < k / 32; ++b) {
+        float amax = 0;
+        for (int64_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b * 32 + i]));
+        const float id = amax != 0 ? 127.0f / amax : 0.0f;
+        const double d = ggml_fp16_to_fp32(ggml_fp32_to_fp16(amax / 127.0f));
+        for (int64_t i = 0; i < 32; ++i) out[static_cast<size_t>(b * 32 + i)] = d * std::nearbyint(x[b * 32 + i] * id);
+    }
+    return out;
+}
+
+struct Product {
+    std::vector<float> packed, ggml, weights;  // weights: the stored matrix, dequantised
+};
+
+// w [k, rows] (F32 values, stored as `type`) times x [k, columns], once with the panel kernel and
+// once with ggml_mul_mat on an unpacked copy.
+Product multiply(ggml_type type, const std::vector<float>& w, const std::vector<float>& x, int64_t k, int64_t rows,
+                 int64_t columns, int threads) {
+    Backend backend(threads);
+    ggml_context* wctx = ggml_init({ggml_tensor_overhead() * 4, nullptr, true});
+    ggml_tensor* plain = ggml_new_tensor_2d(wctx, type, k, rows);
+    ggml_tensor* packed = ggml_new_tensor_2d(wctx, type, k, rows);
+    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors(wctx, backend.get());
+    std::vector<uint8_t> stored(ggml_nbytes(plain));
+    ggml_quantize_chunk(type, w.data(), stored.data(), 0, rows, k, nullptr);
+    ggml_backend_tensor_set(plain, stored.data(), 0, stored.size());
+    ggml_backend_tensor_set(packed, stored.data(), 0, stored.size());
+    EXPECT_TRUE(packed::can_pack(packed));
+    packed::pack(packed);
+
+    ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 4, nullptr, true});
+    ggml_tensor* in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, columns);
+    auto out = testing::compute_outputs(backend, {{in, x}}, {packed::mul_mat(ctx, packed, in), ggml_mul_mat(ctx, plain, in)});
+    ggml_free(ctx);
+    Product p;
+    if (out.size() == 2) p = {std::move(out[0]), std::move(out[1]), std::vector<float>(w.size())};
+    ggml_get_type_traits(type)->to_float(stored.data(), p.weights.data(), static_cast<int64_t>(w.size()));
+    ggml_backend_buffer_free(wbuf);
+    ggml_free(wctx);
+    return p;
+}
+
+TEST(PackedMatmul, MatchesAPlainProductAndGgml) {
+    // The default build is -march=native; a CPU without AVX512-VNNI keeps ggml's products
+    // (PacksOnlyWholeLayers checks that nothing is packed then).
+    const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+    ASSERT_EQ(packed::available(), vnni);
+    if (!vnni) return;
+    // ggml quantises the input of a Q4_K product per 256 values (Q8_K), the kernel per 32, so there
+    // the two differ by that rounding and the kernel must be no further from the exact product;
+    // Q8_0 inputs are quantised alike, so there they agree to float rounding.
+    for (const ggml_type type : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_K}) {
+        const int64_t k = 512, rows = 48;
+        const auto w = random_values(static_cast<size_t>(k * rows), 1);
+        for (int threads : {1, 2, 3}) {
+            for (int64_t columns : {1, 2, 5, 40}) {  // decode steps split rows; 40 columns split columns
+                const auto x = random_values(static_cast<size_t>(k * columns), 2 + static_cast<uint32_t>(columns));
+                const Product p = multiply(type, w, x, k, rows, columns, threads);
+                ASSERT_EQ(p.packed.size(), static_cast<size_t>(rows * columns));
+                ASSERT_EQ(p.ggml.size(), p.packed.size());
+                double worst_plain = 0, worst_ggml = 0, scale = 0, exact_packed = 0, exact_ggml = 0;
+                for (int64_t c = 0; c < columns; ++c) {
+                    const auto xq = quantised_input(x.data() + c * k, k);
+                    for (int64_t r = 0; r < rows; ++r) {
+                        double ref = 0, exact = 0;
+                        for (int64_t i = 0; i < k; ++i) {
+                            ref += p.weights[static_cast<size_t>(r * k + i)] * xq[static_cast<size_t>(i)];
+                            exact += static_cast<double>(p.weights[static_cast<size_t>(r * k + i)]) * x[static_cast<size_t>(c * k + i)];
+                        }
+                        const size_t at = static_cast<size_t>(c * rows + r);
+                        scale = std::max(scale, std::fabs(ref));
+                        worst_plain = std::max(worst_plain, std::fabs(p.packed[at] - ref));
+                        worst_ggml = std::max(worst_ggml, std::fabs(static_cast<double>(p.packed[at]) - p.ggml[at]));
+                        exact_packed = std::max(exact_packed, std::fabs(p.packed[at] - exact));
+                        exact_ggml = std::max(exact_ggml, std::fabs(p.ggml[at] - exact));
+                    }
+                }
+                const std::string where = std::string(ggml_type_name(type)) + ", " + std::to_string(threads) + " threads, " +
+                                          std::to_string(columns) + " columns";
+                EXPECT_LE(worst_plain, 1e-5 * scale) << where;
+                if (type == GGML_TYPE_Q8_0) EXPECT_LE(worst_ggml, 1e-5 * scale) << where;
+                EXPECT_LE(exact_packed, 1.1 * exact_ggml) << where << ": further from the exact product than ggml";
+            }
+        }
+    }
+}
+
+TEST(PackedMatmul, PacksOnlyWholeLayers) {
+    Backend backend(1);
+    ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 16, nullptr, true});
+    const auto matrix = [&](ggml_type type, int64_t rows) { return ggml_new_tensor_2d(ctx, type, 64, rows); };
+    lm::LayerWeights q8{nullptr, matrix(GGML_TYPE_Q8_0, 32), matrix(GGML_TYPE_Q8_0, 16), matrix(GGML_TYPE_Q8_0, 16),
+                        matrix(GGML_TYPE_Q8_0, 64), nullptr, nullptr, nullptr, matrix(GGML_TYPE_Q8_0, 96),
+                        matrix(GGML_TYPE_Q8_0, 96), matrix(GGML_TYPE_Q8_0, 64)};
+    lm::LayerWeights odd = q8, f16 = q8;
+    odd.q = matrix(GGML_TYPE_Q8_0, 24);  // rows not a multiple of 16
+    f16.down = matrix(GGML_TYPE_F16, 64);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, backend.get());
+    std::vector<lm::LayerWeights> layers{q8, odd, f16};
+    lm::pack_for_cpu(layers, /*cpu_backend=*/false);
+    for (const auto& l : layers) EXPECT_FALSE(l.packed);
+    lm::pack_for_cpu(layers, /*cpu_backend=*/true);
+    EXPECT_EQ(layers[0].packed, packed::available());
+    EXPECT_FALSE(layers[1].packed);
+    EXPECT_FALSE(layers[2].packed);
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+}
+
+}  // namespace
+}  // namespace talkbox
