@@ -63,7 +63,8 @@ ModelInfo read_model_info(const GgufFile& file) {
     }
 
     auto& hp = info.hyperparameters;
-    hp["T3"] = u32(m, "chatterbox.t3.block_count") + " layers, hidden " + u32(m, "chatterbox.t3.embedding_length") + ", " +
+    const bool gpt2 = m.has_key("chatterbox.t3.backbone") && m.get_string("chatterbox.t3.backbone") == "gpt2";
+    hp["T3"] = std::string(gpt2 ? "GPT-2, " : "") + u32(m, "chatterbox.t3.block_count") + " layers, hidden " + u32(m, "chatterbox.t3.embedding_length") + ", " +
                u32(m, "chatterbox.t3.head_count") + " heads of " + u32(m, "chatterbox.t3.head_dim") + ", text vocab " +
                u32(m, "chatterbox.t3.text_vocab_size") + ", speech vocab " + u32(m, "chatterbox.t3.speech_vocab_size");
     hp["S3Gen"] = "encoder " + u32(m, "chatterbox.s3gen.encoder.block_count") + "+" +
@@ -71,7 +72,8 @@ ModelInfo read_model_info(const GgufFile& file) {
                   u32(m, "chatterbox.s3gen.embedding_length") + ", estimator " +
                   u32(m, "chatterbox.s3gen.estimator.mid_block_count") + " mid blocks, " +
                   u32(m, "chatterbox.s3gen.cfm.steps") + " flow steps, " + u32(m, "chatterbox.s3gen.sample_rate") + " Hz";
-    hp["tokenizer"] = m.get_string("chatterbox.tokenizer.kind") + " graphemes";
+    hp["tokenizer"] = gpt2 ? "GPT-2 byte-level BPE, " + std::to_string(m.get_string_array("tokenizer.ggml.tokens").size()) + " tokens"
+                           : m.get_string("chatterbox.tokenizer.kind") + " graphemes";
     if (m.get_bool("chatterbox.builtin_voice")) {
         const auto& tokens = file.tensor("voice.t3.cond_prompt_speech_tokens");
         const auto& feat = file.tensor("voice.gen.prompt_feat");

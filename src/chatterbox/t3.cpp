@@ -32,6 +32,70 @@ ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tens
     return b ? ggml_add(ctx, y, b) : y;
 }
 
+using TensorSpecs = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+
+// Every tensor the graphs read, by official key, with its ggml shape. Vectors, position tables and
+// the perceiver queries are added element-wise, so they must be F32; matrices and the token tables
+// (read with get_rows) may be any type ggml converts.
+void check_tensor_specs(const GgufFile& file, const TensorSpecs& specs) {
+    for (const auto& [key, shape] : specs) {
+        const auto& t = file.tensor(gguf_name(key), shape);
+        const bool vector = shape.size() == 1 || key.find("pos_emb") != std::string::npos ||
+                            key.find("pre_attention_query") != std::string::npos || key == "tfmr.wpe.weight";
+        if (vector && t.type != GGML_TYPE_F32) {
+            throw Error(ErrorKind::Format, "'" + file.path() + "': tensor '" + t.name + "' is " + ggml_type_name(t.type) +
+                                               ", expected f32");
+        }
+        if (!vector && t.type != GGML_TYPE_F32 && !ggml_get_type_traits(t.type)->to_float) {
+            throw Error(ErrorKind::Unsupported, "'" + file.path() + "': tensor '" + t.name + "' has type " +
+                                                    ggml_type_name(t.type) + ", which cannot be computed with");
+        }
+    }
+}
+
+// Turbo / Nano (chatterbox.t3.backbone = gpt2): GPT2Model hyper-parameters.
+T3Hparams gpt2_hparams(const GgufFile& file) {
+    const GgufMeta& m = file.meta();
+    const std::string p = "chatterbox.t3.";
+    T3Hparams h;
+    h.gpt2 = true;
+    h.hidden = m.get_u32(p + "embedding_length");
+    h.intermediate = m.get_u32(p + "feed_forward_length");
+    h.layers = m.get_u32(p + "block_count");
+    h.heads = m.get_u32(p + "head_count");
+    h.kv_heads = h.heads;
+    h.head_dim = m.get_u32(p + "head_dim");
+    h.rms_eps = m.get_f32(p + "layer_norm_eps");
+    h.start_speech = static_cast<int32_t>(m.get_u32(p + "start_speech_token"));
+    h.stop_speech = static_cast<int32_t>(m.get_u32(p + "stop_speech_token"));
+    h.start_text = h.stop_text = -1;  // none
+    h.speaker_dim = m.get_u32(p + "speaker_embed_size");
+    h.perceiver_queries = 0;
+    const auto bad = [&](const std::string& what) {
+        throw Error(ErrorKind::Format, "'" + file.path() + "': inconsistent T3 hyper-parameters: " + what);
+    };
+    if (h.hidden == 0 || h.layers == 0 || h.heads == 0 || h.head_dim == 0 || h.intermediate == 0) {
+        bad("zero width, depth or head count");
+    }
+    if (h.heads * h.head_dim != h.hidden) bad("heads × head_dim != hidden");
+    if (!(h.rms_eps > 0)) bad("LayerNorm eps out of range");
+    const auto rows = [&](const std::string& key) -> uint32_t {
+        const auto& t = file.tensor(gguf_name(key));
+        if (t.shape.size() != 2 || t.shape[0] != h.hidden) {
+            bad("'" + t.name + "' has shape " + shape_to_string(t.shape) + ", expected [" + std::to_string(h.hidden) + ", n]");
+        }
+        return static_cast<uint32_t>(t.shape[1]);
+    };
+    h.text_vocab = rows("text_emb.weight");
+    h.speech_vocab = rows("speech_emb.weight");
+    h.speech_positions = rows("tfmr.wpe.weight");
+    for (int32_t id : {h.start_speech, h.stop_speech, h.silence_token}) {
+        if (id < 0 || static_cast<uint32_t>(id) >= h.speech_vocab) bad("speech start/stop/silence id outside the speech vocabulary");
+    }
+    if (h.speech_positions < 4) bad("fewer than 4 GPT-2 positions");
+    return h;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -40,6 +104,13 @@ ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tens
 T3Hparams T3Hparams::from_gguf(const GgufFile& file) {
     const GgufMeta& m = file.meta();
     const std::string p = "chatterbox.t3.";
+    if (m.has_key(p + "backbone")) {
+        const std::string backbone = m.get_string(p + "backbone");
+        if (backbone == "gpt2") return gpt2_hparams(file);
+        if (backbone != "llama") {
+            throw Error(ErrorKind::Unsupported, "'" + file.path() + "': T3 backbone '" + backbone + "' is not supported (llama or gpt2)");
+        }
+    }
     T3Hparams h;
     h.hidden = m.get_u32(p + "embedding_length");
     h.intermediate = m.get_u32(p + "feed_forward_length");
@@ -111,10 +182,12 @@ T3Hparams T3Hparams::from_gguf(const GgufFile& file) {
 
 struct T3::Weights {
     std::vector<lm::LayerWeights> layers;
-    ggml_tensor *output_norm, *text_emb, *speech_emb, *text_pos, *speech_pos, *speech_head;
-    ggml_tensor *spkr_w, *spkr_b, *emotion_w;
-    ggml_tensor *perc_query, *perc_norm_w, *perc_norm_b;
-    ggml_tensor *perc_q_w, *perc_q_b, *perc_k_w, *perc_k_b, *perc_v_w, *perc_v_b, *perc_o_w, *perc_o_b;
+    ggml_tensor *output_norm, *text_emb, *speech_emb, *text_pos = nullptr, *speech_pos = nullptr, *speech_head;
+    ggml_tensor *wpe = nullptr, *output_norm_b = nullptr, *speech_head_b = nullptr;  // GPT-2 (Turbo)
+    ggml_tensor *spkr_w, *spkr_b, *emotion_w = nullptr;
+    ggml_tensor *perc_query = nullptr, *perc_norm_w = nullptr, *perc_norm_b = nullptr;
+    ggml_tensor *perc_q_w = nullptr, *perc_q_b = nullptr, *perc_k_w = nullptr, *perc_k_b = nullptr, *perc_v_w = nullptr,
+                *perc_v_b = nullptr, *perc_o_w = nullptr, *perc_o_b = nullptr;
     ggml_tensor* rope_factors = nullptr;  // lives in rope_ctx / rope_buf
     ggml_context* rope_ctx = nullptr;
     ggml_backend_buffer_t rope_buf = nullptr;
@@ -127,12 +200,13 @@ struct T3::Weights {
 
 T3::T3(const GgufFile& file, const Backend& backend)
     : file_(file), backend_(backend), hp_(T3Hparams::from_gguf(file)), w_(std::make_unique<Weights>()) {
+    if (hp_.gpt2) {
+        load_gpt2();
+        return;
+    }
     const T3Hparams& h = hp_;
     const int64_t D = h.hidden, I = h.intermediate, Q = h.perceiver_queries;
-    // Every tensor the graphs read, by official key, with its ggml shape. Vectors, the position
-    // tables and the perceiver queries are added element-wise, so they must be F32; matrices and
-    // the token tables (read with get_rows) may be any type ggml converts.
-    std::vector<std::pair<std::string, std::vector<int64_t>>> specs = {
+    TensorSpecs specs = {
         {"tfmr.norm.weight", {D}},
         {"text_emb.weight", {D, h.text_vocab}},
         {"speech_emb.weight", {D, h.speech_vocab}},
@@ -163,19 +237,7 @@ T3::T3(const GgufFile& file, const Backend& backend)
         specs.push_back({p + "mlp.up_proj.weight", {D, I}});
         specs.push_back({p + "mlp.down_proj.weight", {I, D}});
     }
-    for (const auto& [key, shape] : specs) {
-        const auto& t = file.tensor(gguf_name(key), shape);
-        const bool vector = shape.size() == 1 || key.find("pos_emb") != std::string::npos ||
-                            key.find("pre_attention_query") != std::string::npos;
-        if (vector && t.type != GGML_TYPE_F32) {
-            throw Error(ErrorKind::Format, "'" + file.path() + "': tensor '" + t.name + "' is " + ggml_type_name(t.type) +
-                                               ", expected f32");
-        }
-        if (!vector && t.type != GGML_TYPE_F32 && !ggml_get_type_traits(t.type)->to_float) {
-            throw Error(ErrorKind::Unsupported, "'" + file.path() + "': tensor '" + t.name + "' has type " +
-                                                    ggml_type_name(t.type) + ", which cannot be computed with");
-        }
-    }
+    check_tensor_specs(file, specs);
     weights_ = std::make_unique<WeightStore>(
         file, backend.get(), std::vector<std::string>{"t3."},
         WeightStore::names_matching("tfmr.layers.", {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight",
@@ -228,7 +290,81 @@ T3::T3(const GgufFile& file, const Backend& backend)
     ggml_backend_tensor_set(w.rope_factors, factors.data(), 0, factors.size() * sizeof(float));
 }
 
+void T3::load_gpt2() {
+    const T3Hparams& h = hp_;
+    const int64_t D = h.hidden, I = h.intermediate;
+    TensorSpecs specs = {
+        {"tfmr.ln_f.weight", {D}},
+        {"tfmr.ln_f.bias", {D}},
+        {"tfmr.wpe.weight", {D, h.speech_positions}},
+        {"text_emb.weight", {D, h.text_vocab}},
+        {"speech_emb.weight", {D, h.speech_vocab}},
+        {"speech_head.weight", {D, h.speech_vocab}},
+        {"speech_head.bias", {h.speech_vocab}},
+        {"cond_enc.spkr_enc.weight", {h.speaker_dim, D}},
+        {"cond_enc.spkr_enc.bias", {D}},
+    };
+    // The Conv1D weights are stored transposed by the converter: ggml [in, out] like nn.Linear.
+    for (uint32_t l = 0; l < h.layers; ++l) {
+        const std::string p = "tfmr.h." + std::to_string(l) + ".";
+        for (const char* n : {"ln_1", "ln_2"}) {
+            specs.push_back({p + n + ".weight", {D}});
+            specs.push_back({p + n + ".bias", {D}});
+        }
+        specs.push_back({p + "attn.c_attn.weight", {D, 3 * D}});
+        specs.push_back({p + "attn.c_attn.bias", {3 * D}});
+        specs.push_back({p + "attn.c_proj.weight", {D, D}});
+        specs.push_back({p + "attn.c_proj.bias", {D}});
+        specs.push_back({p + "mlp.c_fc.weight", {D, I}});
+        specs.push_back({p + "mlp.c_fc.bias", {I}});
+        specs.push_back({p + "mlp.c_proj.weight", {I, D}});
+        specs.push_back({p + "mlp.c_proj.bias", {D}});
+    }
+    check_tensor_specs(file_, specs);
+    weights_ = std::make_unique<WeightStore>(
+        file_, backend_.get(), std::vector<std::string>{"t3."},
+        WeightStore::names_matching("tfmr.h.", {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"}));
+    const auto get = [&](const std::string& key) { return weights_->get(gguf_name(key)); };
+    Weights& w = *w_;
+    w.output_norm = get("tfmr.ln_f.weight");
+    w.output_norm_b = get("tfmr.ln_f.bias");
+    w.wpe = get("tfmr.wpe.weight");
+    w.text_emb = get("text_emb.weight");
+    w.speech_emb = get("speech_emb.weight");
+    w.speech_head = get("speech_head.weight");
+    w.speech_head_b = get("speech_head.bias");
+    w.spkr_w = get("cond_enc.spkr_enc.weight");
+    w.spkr_b = get("cond_enc.spkr_enc.bias");
+    for (uint32_t l = 0; l < h.layers; ++l) {
+        const std::string p = "tfmr.h." + std::to_string(l) + ".";
+        lm::LayerWeights lw;
+        lw.attn_norm = get(p + "ln_1.weight");
+        lw.attn_norm_b = get(p + "ln_1.bias");
+        lw.qkv = get(p + "attn.c_attn.weight");
+        lw.qkv_b = get(p + "attn.c_attn.bias");
+        lw.o = get(p + "attn.c_proj.weight");
+        lw.o_b = get(p + "attn.c_proj.bias");
+        lw.ffn_norm = get(p + "ln_2.weight");
+        lw.ffn_norm_b = get(p + "ln_2.bias");
+        lw.up = get(p + "mlp.c_fc.weight");
+        lw.up_b = get(p + "mlp.c_fc.bias");
+        lw.down = get(p + "mlp.c_proj.weight");
+        lw.down_b = get(p + "mlp.c_proj.bias");
+        w.layers.push_back(lw);
+    }
+    lm::pack_for_cpu(w.layers, backend_.is_cpu());
+}
+
 T3::~T3() = default;
+
+T3Options T3::default_options() const {
+    T3Options o;
+    if (hp_.gpt2) {
+        o.top_k = 1000;
+        o.top_p = 0.95f;
+    }
+    return o;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Conditioning encoder
@@ -288,9 +424,20 @@ std::vector<float> T3::conditioning(const T3Conditioning& cond) const {
     ggml_context* ctx = g.ctx();
     ggml_tensor* spk_in = g.input(GGML_TYPE_F32, {h.speaker_dim, 1}, "speaker_emb");
     ggml_tensor* toks = g.input(GGML_TYPE_I32, {static_cast<int64_t>(P)}, "prompt_tokens");
-    ggml_tensor* emo_in = g.input(GGML_TYPE_F32, {1, 1}, "exaggeration");
 
     ggml_tensor* spk = linear(ctx, spk_in, w.spkr_w, w.spkr_b);  // [D, 1]
+    if (h.gpt2) {  // Turbo: the prompt tokens' speech embeddings, no position, no perceiver, no emotion
+        ggml_tensor* out = ggml_concat(ctx, spk, ggml_get_rows(ctx, w.speech_emb, toks), 1);
+        g.output(out);
+        g.allocate(backend_);
+        ggml_backend_tensor_set(spk_in, cond.speaker_emb.data(), 0, ggml_nbytes(spk_in));
+        ggml_backend_tensor_set(toks, cond.prompt_speech_tokens.data(), 0, ggml_nbytes(toks));
+        g.compute(backend_);
+        std::vector<float> result(static_cast<size_t>(ggml_nelements(out)));
+        ggml_backend_tensor_get(out, result.data(), 0, ggml_nbytes(out));
+        return result;
+    }
+    ggml_tensor* emo_in = g.input(GGML_TYPE_F32, {1, 1}, "exaggeration");
     ggml_tensor* prompt = ggml_add(ctx, ggml_get_rows(ctx, w.speech_emb, toks),
                                    ggml_view_2d(ctx, w.speech_pos, D, static_cast<int64_t>(P), w.speech_pos->nb[1], 0));
     const PerceiverBlock blk{w.perc_norm_w, w.perc_norm_b, w.perc_q_w, w.perc_q_b, w.perc_k_w, w.perc_k_b,
@@ -333,7 +480,8 @@ struct T3::Decoder {
 
     Decoder(const T3& t, int64_t n_streams, int64_t capacity) : t3(t), streams(n_streams) {
         const T3Hparams& h = t3.hp_;
-        shape = {h.heads, h.kv_heads, h.head_dim, h.rms_eps, h.rope_theta, t3.w_->rope_factors};
+        shape = {h.heads, h.kv_heads, h.head_dim, h.rms_eps, h.rope_theta, t3.w_->rope_factors,
+                 h.gpt2 ? lm::StackFlavour::Gpt2 : lm::StackFlavour::Llama};
         cache = std::make_unique<lm::KvCache>(t3.backend_.get(), h.layers, h.kv_heads, h.head_dim,
                                               static_cast<uint32_t>(round_up(capacity, kWindow)), lm::KvType::F32,
                                               static_cast<uint32_t>(streams));
@@ -344,7 +492,53 @@ struct T3::Decoder {
     ggml_tensor* head(ggml_context* ctx, ggml_tensor* out, int64_t n_tokens) const {
         const int64_t D = t3.hp_.hidden;
         ggml_tensor* last = ggml_view_2d(ctx, out, D, streams, out->nb[1] * n_tokens, out->nb[1] * (n_tokens - 1));
-        return ggml_mul_mat(ctx, t3.w_->speech_head, ggml_cont(ctx, last));
+        return linear(ctx, ggml_cont(ctx, last), t3.w_->speech_head, t3.w_->speech_head_b);
+    }
+
+    ggml_tensor* backbone(ggml_context* ctx, ggml_tensor* x, const lm::AttentionInputs& in) const {
+        return lm::build_decoder(ctx, shape, t3.w_->layers, t3.w_->output_norm, x, in, *cache, t3.w_->output_norm_b);
+    }
+
+    // Turbo prefill (one stream): [cond_emb ; text_emb(text) ; speech_emb(BOS)] + wpe[0 .. n-1].
+    void prefill_turbo(const std::vector<float>& cond_emb, const std::vector<int32_t>& text, std::vector<float>* embeds_out) {
+        const T3Hparams& h = t3.hp_;
+        const Weights& w = *t3.w_;
+        const int64_t D = h.hidden, C = static_cast<int64_t>(cond_emb.size()) / D, T = static_cast<int64_t>(text.size());
+        const int64_t n = C + T + 1;
+        Graph g;
+        ggml_context* ctx = g.ctx();
+        ggml_tensor* cond = g.input(GGML_TYPE_F32, {D, C}, "cond_emb");
+        ggml_tensor* ids = g.input(GGML_TYPE_I32, {T}, "text_tokens");
+        ggml_tensor* bos_id = g.input(GGML_TYPE_I32, {1}, "bos");
+        ggml_tensor* pos = g.input(GGML_TYPE_I32, {n}, "positions");
+        ggml_tensor* rows = g.input(GGML_TYPE_I64, {n}, "rows");
+        const int64_t n_kv = std::min<int64_t>(round_up(n, kWindow), cache->capacity());
+        ggml_tensor* mask_t = g.input(GGML_TYPE_F16, {n_kv, n}, "mask");
+        ggml_tensor* embeds = ggml_concat(ctx, ggml_concat(ctx, cond, ggml_get_rows(ctx, w.text_emb, ids), 1),
+                                          ggml_get_rows(ctx, w.speech_emb, bos_id), 1);
+        if (embeds_out) g.output(embeds);
+        ggml_tensor* x = ggml_add(ctx, embeds, ggml_get_rows(ctx, w.wpe, pos));
+        ggml_tensor* lg = head(ctx, backbone(ctx, x, {pos, rows, mask_t, n_kv}), n);
+        g.output(lg);
+        g.allocate(t3.backend_);
+
+        ggml_backend_tensor_set(cond, cond_emb.data(), 0, ggml_nbytes(cond));
+        ggml_backend_tensor_set(ids, text.data(), 0, ggml_nbytes(ids));
+        ggml_backend_tensor_set(bos_id, &h.start_speech, 0, sizeof(int32_t));
+        std::vector<int32_t> p(static_cast<size_t>(n));
+        std::iota(p.begin(), p.end(), 0);
+        ggml_backend_tensor_set(pos, p.data(), 0, ggml_nbytes(pos));
+        std::vector<int64_t> r(p.begin(), p.end());
+        ggml_backend_tensor_set(rows, r.data(), 0, ggml_nbytes(rows));
+        lm::causal_mask(mask, n_kv, 0, n);
+        ggml_backend_tensor_set(mask_t, mask.data(), 0, ggml_nbytes(mask_t));
+        g.compute(t3.backend_);
+        if (embeds_out) {
+            embeds_out->resize(static_cast<size_t>(ggml_nelements(embeds)));
+            ggml_backend_tensor_get(embeds, embeds_out->data(), 0, ggml_nbytes(embeds));
+        }
+        read_logits(lg);
+        length = n;
     }
 
     void read_logits(ggml_tensor* t) { ggml_backend_tensor_get(t, logits.data(), 0, logits.size() * sizeof(float)); }
@@ -375,8 +569,7 @@ struct T3::Decoder {
         ggml_tensor* x = row(ggml_add(ctx, ggml_get_rows(ctx, w.text_emb, ids), text_pos));
         if (streams == 2) x = ggml_concat(ctx, x, row(ggml_cont(ctx, text_pos)), 1);  // [D, 2n], stream-major
         if (embeds_out) g.output(x);
-        ggml_tensor* out = lm::build_decoder(ctx, shape, w.layers, w.output_norm, x, {pos, rows, mask_t, n_kv}, *cache);
-        ggml_tensor* lg = head(ctx, out, n);
+        ggml_tensor* lg = head(ctx, backbone(ctx, x, {pos, rows, mask_t, n_kv}), n);
         g.output(lg);
         g.allocate(t3.backend_);
 
@@ -399,7 +592,8 @@ struct T3::Decoder {
         length = n;
     }
 
-    // One position: speech_emb[token] + speech_pos_emb[speech_index], the same for every stream.
+    // One position: speech_emb[token] + speech_pos_emb[speech_index], the same for every stream
+    // (Turbo: + wpe[position], speech_index unused).
     void step(int32_t token, int32_t speech_index) {
         const T3Hparams& h = t3.hp_;
         const Weights& w = *t3.w_;
@@ -422,10 +616,10 @@ struct T3::Decoder {
             s->pos = s->graph.input(GGML_TYPE_I32, {1}, "position");
             s->rows = s->graph.input(GGML_TYPE_I64, {1}, "row");
             s->mask = s->graph.input(GGML_TYPE_F16, {n_kv, 1}, "mask");
-            ggml_tensor* x = ggml_add(ctx, ggml_get_rows(ctx, w.speech_emb, s->token), ggml_get_rows(ctx, w.speech_pos, s->speech_pos));
+            ggml_tensor* added = h.gpt2 ? ggml_get_rows(ctx, w.wpe, s->pos) : ggml_get_rows(ctx, w.speech_pos, s->speech_pos);
+            ggml_tensor* x = ggml_add(ctx, ggml_get_rows(ctx, w.speech_emb, s->token), added);
             if (streams == 2) x = ggml_concat(ctx, x, x, 1);
-            ggml_tensor* out = lm::build_decoder(ctx, shape, w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv}, *cache);
-            s->logits = head(ctx, out, 1);
+            s->logits = head(ctx, backbone(ctx, x, {s->pos, s->rows, s->mask, n_kv}), 1);
             s->graph.output(s->logits);
             s->graph.allocate(t3.backend_);
             step_graph = std::move(s);
@@ -435,7 +629,7 @@ struct T3::Decoder {
         const int64_t row = length;
         lm::causal_mask(mask, n_kv, length, 1);
         ggml_backend_tensor_set(s.token, &token, 0, sizeof(token));
-        ggml_backend_tensor_set(s.speech_pos, &speech_index, 0, sizeof(speech_index));
+        if (!h.gpt2) ggml_backend_tensor_set(s.speech_pos, &speech_index, 0, sizeof(speech_index));
         ggml_backend_tensor_set(s.pos, &pos, 0, sizeof(pos));
         ggml_backend_tensor_set(s.rows, &row, 0, sizeof(row));
         ggml_backend_tensor_set(s.mask, mask.data(), 0, ggml_nbytes(s.mask));
@@ -480,6 +674,7 @@ void T3::check_inputs(const std::vector<int32_t>& text, const T3Conditioning&, c
 
 std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
                                   T3Trace* trace) const {
+    if (hp_.gpt2) return generate_turbo(text, cond, o, trace);
     check_inputs(text, cond, o);
     const T3Hparams& h = hp_;
     const std::vector<float> cond_emb = conditioning(cond);
@@ -568,7 +763,77 @@ std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t>& tokens, int
     return std::vector<int32_t>(begin, end);
 }
 
+std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
+                                        T3Trace* trace) const {
+    const T3Hparams& h = hp_;
+    if (text.empty()) throw Error(ErrorKind::InvalidArgument, "T3 text has no tokens");
+    for (int32_t t : text) {
+        if (t < 0 || static_cast<uint32_t>(t) >= h.text_vocab) {
+            throw Error(ErrorKind::InvalidArgument, "text token " + std::to_string(t) + " is outside 0.." +
+                                                        std::to_string(h.text_vocab - 1));
+        }
+    }
+    if (!(o.temperature > 0.0f) || !std::isfinite(o.temperature)) {
+        throw Error(ErrorKind::InvalidArgument, "temperature must be a finite value > 0, got " + std::to_string(o.temperature));
+    }
+    if (!(o.repetition_penalty > 0.0f) || !std::isfinite(o.repetition_penalty)) {
+        throw Error(ErrorKind::InvalidArgument, "repetition_penalty must be a finite value > 0, got " +
+                                                    std::to_string(o.repetition_penalty));
+    }
+    const lm::SamplingParams warp{true, o.temperature, o.top_k, o.top_p, 0.0f};
+    warp.validate("T3");
+    // The whole stream (prefill, first token, max_new_tokens steps) takes wpe positions.
+    const int64_t prefill_len = 1 + static_cast<int64_t>(cond.prompt_speech_tokens.size()) + static_cast<int64_t>(text.size()) + 1;
+    if (o.max_new_tokens == 0 || prefill_len + o.max_new_tokens > h.speech_positions) {
+        throw Error(ErrorKind::InvalidArgument, "max_new_tokens must be in 1.." +
+                                                    std::to_string(std::max<int64_t>(0, h.speech_positions - prefill_len)) +
+                                                    " (the GPT-2 positions left after a prefill of " +
+                                                    std::to_string(prefill_len) + "), got " + std::to_string(o.max_new_tokens));
+    }
+    const std::vector<float> cond_emb = conditioning(cond);
+    Decoder dec(*this, 1, prefill_len + 1);
+    if (trace) {
+        trace->cond_emb = cond_emb;
+        trace->logits_cond.clear();
+        trace->logits_uncond.clear();
+        trace->logits_processed.clear();
+    }
+    dec.prefill_turbo(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
+
+    // inference_turbo: processors temperature → top-k → top-p → repetition penalty (history: [BOS]
+    // for the first token, then the generated tokens only); the first token is sampled from the
+    // prefill and never checked for the stop token; each of up to max_gen_len steps stops when every
+    // processed score is -inf or after sampling the stop token.
+    const size_t V = h.speech_vocab;
+    lm::Sampler sampler(o.seed);
+    const lm::SamplingParams draw{true, 1.0f, 0, 1.0f, 0.0f};  // the processed scores as they are
+    std::vector<int32_t> predicted;
+    std::vector<float> scores(V);
+    for (uint32_t i = 0; i <= o.max_new_tokens; ++i) {
+        if (i > 0) dec.step(predicted.back(), 0);
+        scores.assign(dec.logits.begin(), dec.logits.begin() + static_cast<std::ptrdiff_t>(V));
+        if (trace && i < trace->steps) trace->logits_cond.push_back(scores);
+        sampler.warp(scores, warp);
+        lm::apply_repetition_penalty(scores, i == 0 ? std::vector<int32_t>{h.start_speech} : predicted, o.repetition_penalty);
+        if (trace && i < trace->steps) trace->logits_processed.push_back(scores);
+        if (i > 0 && std::all_of(scores.begin(), scores.end(), [](float v) { return v == -INFINITY; })) break;
+        const int32_t next = o.greedy ? lm::argmax(scores) : sampler.select(scores, draw);
+        predicted.push_back(next);
+        if (i > 0 && next == h.stop_speech) break;
+    }
+    return predicted;
+}
+
 std::vector<int32_t> T3::postprocess(const std::vector<int32_t>& predicted) const {
+    if (hp_.gpt2) {
+        // inference_turbo drops a trailing stop token; tts_turbo keeps ids < 6561 and appends 3 × S3GEN_SIL.
+        std::vector<int32_t> out;
+        for (int32_t t : predicted) {
+            if (t >= 0 && t < hp_.start_speech) out.push_back(t);
+        }
+        out.insert(out.end(), 3, hp_.silence_token);
+        return out;
+    }
     std::vector<int32_t> out = drop_invalid_tokens(predicted, hp_.start_speech, hp_.stop_speech);
     if (hp_.english) out.erase(std::remove_if(out.begin(), out.end(), [&](int32_t t) { return t >= hp_.start_speech; }), out.end());
     return out;

@@ -3,6 +3,9 @@
 // embedding, a perceiver over the prompt speech tokens and the emotion ("exaggeration") value;
 // classifier-free guidance runs both rows as one batch-of-two graph over a two-stream KV cache;
 // the official processors (repetition penalty, temperature, min_p, top_p) pick each token.
+// Turbo / Nano (tts_turbo.py, T3.inference_turbo): a GPT-2 backbone (the GPT-2 flavour of the
+// lm/ decoder builder, learned wpe positions) over [speaker ; prompt speech tokens ; text ; BOS],
+// one row (no CFG), processors temperature → top-k → top-p → repetition penalty.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +29,10 @@ struct T3Hparams {
     int32_t start_text = 255, stop_text = 0, start_speech = 6561, stop_speech = 6562;
     uint32_t speaker_dim = 256, perceiver_queries = 32, perceiver_heads = 4;
     bool english = false;  // English T3 (t3_cfg): post-processing also keeps only ids < start_speech
+    // Turbo / Nano: GPT-2 backbone (rms_eps holds the LayerNorm eps; speech_positions = the wpe rows,
+    // which cover the whole prefill + decode stream; no text positions, perceiver or emotion).
+    bool gpt2 = false;
+    int32_t silence_token = 4299;  // S3GEN_SIL: Turbo appends 3 to what S3Gen receives
 
     uint32_t cond_len() const { return 1 + perceiver_queries + 1; }  // speaker, perceiver, emotion
     // Reads `chatterbox.t3.*` and checks it against the tensor shapes of `file`; throws Error.
@@ -56,7 +63,8 @@ struct T3Options {
     float repetition_penalty = 1.2f;  // > 0; 1: off
     float min_p = 0.05f;              // [0, 1]
     float top_p = 1.0f;               // (0, 1]
-    uint32_t max_new_tokens = 1000;
+    uint32_t top_k = 0;               // 0: off (Turbo: 1000)
+    uint32_t max_new_tokens = 1000;   // Turbo: max_gen_len, decode steps after the first token
     bool greedy = false;  // argmax of the processed distribution instead of a draw (tests)
     uint64_t seed = 0;
 };
@@ -79,17 +87,24 @@ public:
     T3& operator=(const T3&) = delete;
 
     const T3Hparams& hparams() const { return hp_; }
+    bool turbo() const { return hp_.gpt2; }
+    // The official generate() defaults of this model (Turbo: top_k 1000, top_p 0.95; cfg_weight and
+    // min_p are ignored there, as tts_turbo.py ignores them).
+    T3Options default_options() const;
 
-    // cond_emb [cond_len][hidden] = [spkr_enc(speaker) ; perceiver(prompt) ; emotion_adv_fc(e)].
+    // cond_emb [cond_len][hidden] = [spkr_enc(speaker) ; perceiver(prompt) ; emotion_adv_fc(e)];
+    // Turbo: [spkr_enc(speaker) ; speech_emb(prompt)] ([1 + prompt length][hidden]).
     std::vector<float> conditioning(const T3Conditioning& cond) const;
 
-    // The official inference loop: `text_tokens` is one row including [START]..[STOP]. Returns the
-    // raw predicted ids (including the stop token when it was produced). Throws Error on bad input.
+    // The official inference loop: `text_tokens` is one row including [START]..[STOP] (Turbo: the
+    // BPE ids only). Returns the raw predicted ids (including the stop token when it was produced).
+    // Throws Error on bad input.
     std::vector<int32_t> generate(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond,
                                   const T3Options& options, T3Trace* trace = nullptr) const;
 
     // The ids S3Gen receives: drop_invalid_tokens (after the first start token, before the first
-    // stop token); the English model additionally keeps only ids < start_speech.
+    // stop token); the English model additionally keeps only ids < start_speech. Turbo: ids
+    // < start_speech followed by 3 × silence_token (tts_turbo.generate).
     std::vector<int32_t> postprocess(const std::vector<int32_t>& predicted) const;
 
     size_t weight_bytes() const { return weights_->bytes(); }
@@ -98,6 +113,9 @@ private:
     struct Weights;
     struct Decoder;
     void check_inputs(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond, const T3Options& o) const;
+    void load_gpt2();
+    std::vector<int32_t> generate_turbo(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond,
+                                        const T3Options& options, T3Trace* trace) const;
 
     const GgufFile& file_;
     const Backend& backend_;

@@ -8,6 +8,7 @@
 #include "chatterbox/languages.h"
 #include "core/gguf_file.h"
 #include "talkbox/error.h"
+#include "text/tokenizer.h"
 #include "text/unicode.h"
 
 namespace talkbox::chatterbox {
@@ -179,7 +180,13 @@ std::string hex(char32_t c) {
 
 }  // namespace
 
-std::string punc_norm(const std::string& text, bool multilingual) {
+namespace {
+
+using Replacements = std::vector<std::pair<std::u32string, std::u32string>>;
+
+// The punc_norm shared by mtl_tts.py, tts.py and tts_turbo.py; they differ in the replacements
+// and the sentence enders.
+std::string punc_norm_with(const std::string& text, const Replacements& replacements, const std::vector<std::u32string>& enders) {
     check_utf8(text);
     if (text.empty()) return "You need to add some text for me to talk.";
     std::u32string t = to_u32(text);
@@ -196,17 +203,31 @@ std::string punc_norm(const std::string& text, bool multilingual) {
         }
     }
     t = std::move(joined);
-    static const std::vector<std::pair<std::u32string, std::u32string>> replacements = {
+    for (const auto& [from, to] : replacements) replace_all(t, from, to);
+    while (!t.empty() && t.back() == U' ') t.pop_back();
+    if (std::none_of(enders.begin(), enders.end(), [&](const std::u32string& e) { return ends_with(t, e); })) t += U'.';
+    return to_utf8(t);
+}
+
+const std::vector<std::u32string> kEndersEn = {U".", U"!", U"?", U"-", U","};
+
+}  // namespace
+
+std::string punc_norm(const std::string& text, bool multilingual) {
+    static const Replacements replacements = {
         {U"...", U", "}, {U"\u2026", U", "}, {U":", U","},     {U" - ", U", "}, {U";", U", "},  {U"\u2014", U"-"},
         {U"\u2013", U"-"}, {U" ,", U","},     {U"\u201C", U"\""}, {U"\u201D", U"\""}, {U"\u2018", U"'"}, {U"\u2019", U"'"},
     };
-    for (const auto& [from, to] : replacements) replace_all(t, from, to);
-    while (!t.empty() && t.back() == U' ') t.pop_back();
     static const std::vector<std::u32string> enders_mtl = {U".", U"!", U"?", U"-", U",", U"\u3001", U"\uFF0C", U"\u3002", U"\uFF1F", U"\uFF01"};
-    static const std::vector<std::u32string> enders_en = {U".", U"!", U"?", U"-", U","};
-    const auto& enders = multilingual ? enders_mtl : enders_en;
-    if (std::none_of(enders.begin(), enders.end(), [&](const std::u32string& e) { return ends_with(t, e); })) t += U'.';
-    return to_utf8(t);
+    return punc_norm_with(text, replacements, multilingual ? enders_mtl : kEndersEn);
+}
+
+std::string punc_norm_turbo(const std::string& text) {
+    static const Replacements replacements = {
+        {U"\u2026", U", "}, {U":", U","},     {U"\u2014", U"-"},  {U"\u2013", U"-"},  {U" ,", U","},
+        {U"\u201C", U"\""}, {U"\u201D", U"\""}, {U"\u2018", U"'"}, {U"\u2019", U"'"},
+    };
+    return punc_norm_with(text, replacements, kEndersEn);
 }
 
 // ---------------------------------------------------------------- GraphemeTokenizer
@@ -407,6 +428,8 @@ std::string CangjieTable::convert(const std::string& text) const {
 
 // ---------------------------------------------------------------- TextFrontEnd
 
+TextFrontEnd::TextFrontEnd(std::shared_ptr<const Tokenizer> bpe) : multilingual_(false), bpe_(std::move(bpe)) {}
+
 TextFrontEnd::TextFrontEnd(const std::string& kind, const std::string& tokenizer_json, const std::string& cangjie_json,
                            const std::string& label) {
     if (kind != "multilingual" && kind != "english") {
@@ -422,6 +445,7 @@ TextFrontEnd::TextFrontEnd(const std::string& kind, const std::string& tokenizer
 
 TextFrontEnd TextFrontEnd::from_gguf(const GgufMeta& meta) {
     const std::string kind = meta.get_string("chatterbox.tokenizer.kind");
+    if (kind == "turbo") return TextFrontEnd(std::make_shared<const Tokenizer>(Tokenizer::from_gguf(meta)));
     const std::string cangjie = kind == "multilingual" ? meta.get_string("chatterbox.tokenizer.cangjie_json") : "";
     return TextFrontEnd(kind, meta.get_string("chatterbox.tokenizer.json"), cangjie, meta.label());
 }
@@ -492,6 +516,16 @@ std::string TextFrontEnd::preprocess(const std::string& text, const std::string&
 
 TextTokens TextFrontEnd::encode(const std::string& text, const std::string& language) const {
     TextTokens out;
+    if (bpe_) {  // Turbo: tts_turbo.punc_norm, then the GPT-2 BPE of the text as it is
+        std::string lang = language;
+        std::transform(lang.begin(), lang.end(), lang.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (!lang.empty() && lang != "en") {
+            throw Error(ErrorKind::InvalidArgument, "Chatterbox Turbo speaks English only (language '" + language + "')");
+        }
+        out.normalized = out.preprocessed = punc_norm_turbo(text);
+        out.ids = bpe_->encode(out.normalized);
+        return out;
+    }
     out.normalized = punc_norm(text, multilingual_);
     out.preprocessed = preprocess(out.normalized, language, &out.notes);
     out.ids = tokenizer_->encode(out.preprocessed);
@@ -499,6 +533,7 @@ TextTokens TextFrontEnd::encode(const std::string& text, const std::string& lang
 }
 
 std::vector<int32_t> TextFrontEnd::text_tokens(const TextTokens& t, int32_t start_token, int32_t stop_token) const {
+    if (bpe_) return t.ids;  // Turbo adds no start/stop text tokens
     std::vector<int32_t> ids;
     ids.reserve(t.ids.size() + 2);
     ids.push_back(start_token);

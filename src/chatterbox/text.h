@@ -22,12 +22,15 @@
 
 namespace talkbox {
 class GgufMeta;
+class Tokenizer;
 }
 
 namespace talkbox::chatterbox {
 
 // mtl_tts.py punc_norm (multilingual = true) or tts.py punc_norm (sentence enders . ! ? - , only).
 std::string punc_norm(const std::string& text, bool multilingual);
+// tts_turbo.py punc_norm: no "...", " - " or ";" rules; sentence enders . ! ? - ,
+std::string punc_norm_turbo(const std::string& text);
 
 // The subset of a Hugging Face `tokenizers` JSON that Chatterbox uses: null normalizer, Whitespace
 // pre-tokenizer, BPE model with merges and an unk token, added tokens. Anything else → Error.
@@ -72,8 +75,11 @@ public:
     // kind "multilingual" (cangjie_json required) or "english".
     TextFrontEnd(const std::string& kind, const std::string& tokenizer_json, const std::string& cangjie_json,
                  const std::string& label);
-    // From a converted GGUF (chatterbox.tokenizer.*).
+    // Turbo: punc_norm_turbo + this GPT-2 byte-level BPE, no start/stop tokens.
+    explicit TextFrontEnd(std::shared_ptr<const Tokenizer> gpt2_bpe);
+    // From a converted GGUF (chatterbox.tokenizer.*; Turbo: tokenizer.ggml.*).
     static TextFrontEnd from_gguf(const GgufMeta& meta);
+    bool turbo() const { return bpe_ != nullptr; }
 
     bool multilingual() const { return multilingual_; }
     // Steps 2..5 (after punc_norm): lowercase, NFKD, language step, tag, [SPACE]. `language` is
@@ -81,13 +87,14 @@ public:
     std::string preprocess(const std::string& text, const std::string& language, std::vector<std::string>* notes) const;
     // punc_norm + preprocess + tokenizer. English models take no language (or "en").
     TextTokens encode(const std::string& text, const std::string& language) const;
-    // [START] + ids + [STOP] (255 / 0 in the released models).
+    // [START] + ids + [STOP] (255 / 0 in the released models); Turbo: the ids alone.
     std::vector<int32_t> text_tokens(const TextTokens& t, int32_t start_token, int32_t stop_token) const;
 
 private:
     bool multilingual_;
     std::shared_ptr<const GraphemeTokenizer> tokenizer_;
     std::shared_ptr<const CangjieTable> cangjie_;
+    std::shared_ptr<const Tokenizer> bpe_;  // Turbo
 };
 
 }  // namespace talkbox::chatterbox

@@ -18,8 +18,12 @@ Tokenization tokenize_text(const std::string& model_path, const std::string& tex
     Tokenization out;
     out.normalized = t.normalized;
     out.preprocessed = t.preprocessed;
-    out.ids = front_end.text_tokens(t, static_cast<int32_t>(file.meta().get_u32("chatterbox.t3.start_text_token")),
-                                    static_cast<int32_t>(file.meta().get_u32("chatterbox.t3.stop_text_token")));
+    if (front_end.turbo()) {
+        out.ids = front_end.text_tokens(t, -1, -1);  // Turbo: no start/stop text tokens
+    } else {
+        out.ids = front_end.text_tokens(t, static_cast<int32_t>(file.meta().get_u32("chatterbox.t3.start_text_token")),
+                                        static_cast<int32_t>(file.meta().get_u32("chatterbox.t3.stop_text_token")));
+    }
     out.notes = t.notes;
     return out;
 }

@@ -28,7 +28,9 @@ void register_convert(CLI::App& app) {
                     "Chatterbox only: multilingual (the files ChatterboxMultilingualTTS reads: t3_mtl23ls_v2.safetensors, "
                     "s3gen.pt, ve.pt, grapheme_mtl_merged_expanded_v1.json, Cangjie5_TC.json, conds.pt) or english (the "
                     "files ChatterboxTTS reads: t3_cfg.safetensors, s3gen.safetensors, ve.safetensors, tokenizer.json, "
-                    "conds.pt); default: multilingual when the folder has t3_mtl23ls_v2.safetensors");
+                    "conds.pt) or turbo (the files ChatterboxTurboTTS reads: t3_turbo_v1.safetensors, s3gen_meanflow.safetensors, "
+                    "ve.safetensors, vocab.json, merges.txt, added_tokens.json, conds.pt); default: multilingual when the "
+                    "folder has t3_mtl23ls_v2.safetensors, else turbo when it has t3_turbo_v1.safetensors, else english");
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but errors");
     cmd->callback([args] {
         ConvertOptions opt;

@@ -19,6 +19,7 @@
 #include "convert/chatterbox_names.h"
 #include "convert/gguf_writer.h"
 #include "convert/safetensors.h"
+#include "convert/tokenizer_meta.h"
 #include "convert/torch_checkpoint.h"
 #include "convert/weight_type.h"
 #include "core/gguf_file.h"
@@ -175,8 +176,44 @@ void require_dim(bool ok, const std::string& what) {
     if (!ok) throw Error(ErrorKind::Format, "inconsistent Chatterbox checkpoint: " + what);
 }
 
+// Turbo / Nano (tts_turbo.py): GPT-2 backbone, learned wpe positions, no perceiver or emotion.
+// GPT2_medium / GPT2_small have heads of 64 (16 × 64, 12 × 64).
+void write_t3_gpt2_hparams(gguf_context* g, const Sources& s, const HeadCounts& heads) {
+    const std::string p = "chatterbox.t3.";
+    const int64_t d = s.dim("t3.text_embd.weight", 1, "the T3 text embedding");
+    const uint32_t layers = s.count("t3.blk.{i}.attn_qkv.weight");
+    require_dim(layers > 0, "T3 has no GPT-2 blocks (tfmr.h.0.*)");
+    require_dim(d % 64 == 0 || heads.from_file(), "T3 width " + std::to_string(d) + " is not a multiple of the head size 64");
+    const uint32_t n_head = heads.get({"$t3", "gpt2", "n_head"}, static_cast<uint32_t>(std::max<int64_t>(1, d / 64)));
+    require_dim(d % n_head == 0, "T3 width " + std::to_string(d) + " is not a multiple of " + std::to_string(n_head) + " heads");
+    // Conv1D shapes are [in, out].
+    require_dim(s.dim("t3.blk.0.attn_qkv.weight", 0, "the T3 attention") == d &&
+                    s.dim("t3.blk.0.attn_qkv.weight", 1, "the T3 attention") == 3 * d,
+                "tfmr.h.0.attn.c_attn.weight is not [hidden, 3·hidden]");
+    require_dim(s.dim("t3.tfmr_pos_embd.weight", 1, "the GPT-2 positions") == d, "tfmr.wpe width differs from the T3 width");
+    gguf_set_val_str(g, (p + "backbone").c_str(), "gpt2");
+    set_u32(g, p + "embedding_length", d);
+    set_u32(g, p + "block_count", layers);
+    set_u32(g, p + "head_count", n_head);
+    set_u32(g, p + "head_count_kv", n_head);
+    set_u32(g, p + "head_dim", d / n_head);
+    set_u32(g, p + "feed_forward_length", s.dim("t3.blk.0.ffn_up.weight", 1, "the T3 MLP"));
+    gguf_set_val_f32(g, (p + "layer_norm_eps").c_str(), 1e-5f);
+    set_u32(g, p + "context_length", s.dim("t3.tfmr_pos_embd.weight", 0, "the GPT-2 positions"));
+    set_u32(g, p + "text_vocab_size", s.dim("t3.text_embd.weight", 0, "the T3 text embedding"));
+    set_u32(g, p + "speech_vocab_size", s.dim("t3.speech_embd.weight", 0, "the T3 speech embedding"));
+    set_u32(g, p + "start_speech_token", 6561);
+    set_u32(g, p + "stop_speech_token", 6562);
+    set_u32(g, p + "speech_cond_prompt_length", 375);
+    set_u32(g, p + "speaker_embed_size", s.dim("t3.cond.spkr_enc.weight", 1, "the T3 speaker projection"));
+    require_dim(s.find("t3.speech_head.bias") != nullptr, "the Turbo T3 has no speech_head.bias");
+    gguf_set_val_bool(g, (p + "perceiver").c_str(), false);
+    gguf_set_val_bool(g, (p + "emotion_adv").c_str(), false);
+}
+
 void write_t3_hparams(gguf_context* g, const Sources& s, const HeadCounts& heads) {
     const std::string p = "chatterbox.t3.";
+    gguf_set_val_str(g, (p + "backbone").c_str(), "llama");
     const int64_t d = s.dim("t3.text_embd.weight", 1, "the T3 text embedding");
     const uint32_t layers = s.count("t3.blk.{i}.attn_q.weight");
     require_dim(layers > 0, "T3 has no transformer layers (tfmr.layers.0.*)");
@@ -356,6 +393,28 @@ PlannedTensor plan_tensor(const std::string& name, const Source& src, WeightType
         case SafetensorsDtype::F32:
         case SafetensorsDtype::F16:
         case SafetensorsDtype::BF16: {
+            if (chatterbox_key_transposed(src.file, t->name)) {
+                // GPT-2 Conv1D [in, out] → the [out, in] of a linear layer (ggml ne [in, out]).
+                if (shape.size() != 2) {
+                    throw Error(ErrorKind::Format, src.path + ": tensor '" + t->name + "' has shape " + shape_to_string(t->shape) +
+                                                       ", expected a 2-D Conv1D weight");
+                }
+                std::swap(shape[0], shape[1]);
+                const ggml_type type = storage_type(name, shape, requested);
+                const int64_t in = shape[0], out_dim = shape[1];
+                return {name, type, shape, [t, type, in, out_dim](std::vector<uint8_t>& out) {
+                            std::vector<float> src_f(static_cast<size_t>(in * out_dim)), dst(src_f.size());
+                            safetensors_to_f32(*t, src_f.data());
+                            for (int64_t i = 0; i < in; ++i)
+                                for (int64_t o = 0; o < out_dim; ++o) dst[size_t(o * in + i)] = src_f[size_t(i * out_dim + o)];
+                            out.resize(ggml_row_size(type, in) * static_cast<size_t>(out_dim));
+                            if (type == GGML_TYPE_F32) {
+                                std::memcpy(out.data(), dst.data(), dst.size() * sizeof(float));
+                            } else {
+                                ggml_quantize_chunk(type, dst.data(), out.data(), 0, out_dim, in, nullptr);
+                            }
+                        }};
+            }
             const ggml_type type = storage_type(name, shape, requested);
             const int64_t row = shape[0];
             return {name, type, shape,
@@ -374,8 +433,10 @@ struct GgufContextDeleter {
 }  // namespace
 
 bool is_chatterbox_folder(const std::string& dir) {
-    const bool t3 = fs::exists(dir + "/t3_mtl23ls_v2.safetensors") || fs::exists(dir + "/t3_cfg.safetensors");
-    const bool s3 = fs::exists(dir + "/s3gen.pt") || fs::exists(dir + "/s3gen.safetensors");
+    const bool t3 = fs::exists(dir + "/t3_mtl23ls_v2.safetensors") || fs::exists(dir + "/t3_cfg.safetensors") ||
+                    fs::exists(dir + "/t3_turbo_v1.safetensors");
+    const bool s3 = fs::exists(dir + "/s3gen.pt") || fs::exists(dir + "/s3gen.safetensors") ||
+                    fs::exists(dir + "/s3gen_meanflow.safetensors");
     return t3 || s3;
 }
 
@@ -383,28 +444,46 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     const std::string dir = opt.snapshot_dir;
     if (!fs::is_directory(dir)) throw Error(ErrorKind::NotFound, "Chatterbox folder '" + dir + "' does not exist");
     std::string variant = opt.chatterbox_variant;
-    if (variant.empty()) variant = fs::exists(dir + "/t3_mtl23ls_v2.safetensors") ? "multilingual" : "english";
-    if (variant != "multilingual" && variant != "english") {
-        throw Error(ErrorKind::InvalidArgument, "unknown Chatterbox variant '" + variant + "' (choose multilingual or english)");
+    if (variant.empty()) {
+        variant = fs::exists(dir + "/t3_mtl23ls_v2.safetensors") ? "multilingual"
+                  : fs::exists(dir + "/t3_turbo_v1.safetensors")  ? "turbo"
+                                                                   : "english";
     }
-    const bool mtl = variant == "multilingual";
-    const std::string t3_stem = mtl ? "t3_mtl23ls_v2" : "t3_cfg";
+    if (variant != "multilingual" && variant != "english" && variant != "turbo") {
+        throw Error(ErrorKind::InvalidArgument, "unknown Chatterbox variant '" + variant + "' (choose multilingual, english or turbo)");
+    }
+    const bool mtl = variant == "multilingual", turbo = variant == "turbo";
+    const std::string t3_stem = mtl ? "t3_mtl23ls_v2" : turbo ? "t3_turbo_v1" : "t3_cfg";
+    const std::string s3gen_file = mtl ? "/s3gen.pt" : turbo ? "/s3gen_meanflow.safetensors" : "/s3gen.safetensors";
 
-    // Exactly the files each official loader reads (mtl_tts.py / tts.py from_local).
+    // Exactly the files each official loader reads (mtl_tts.py / tts.py / tts_turbo.py from_local).
     Sources sources;
     sources.add(ChatterboxFile::T3, require(dir + "/" + t3_stem + ".safetensors", "the " + variant + " T3 weights"));
-    sources.add(ChatterboxFile::S3Gen, require(dir + (mtl ? "/s3gen.pt" : "/s3gen.safetensors"), "the S3Gen weights"));
+    sources.add(ChatterboxFile::S3Gen, require(dir + s3gen_file, "the S3Gen weights"));
     sources.add(ChatterboxFile::VoiceEncoder, require(dir + (mtl ? "/ve.pt" : "/ve.safetensors"), "the voice encoder weights"));
     const bool has_voice = fs::exists(dir + "/conds.pt");
     if (has_voice) sources.add(ChatterboxFile::Conds, dir + "/conds.pt");
+    const bool gpt2 = sources.find("t3.blk.0.attn_qkv.weight") != nullptr;
+    if (gpt2 != turbo) {
+        throw Error(ErrorKind::Format, dir + "/" + t3_stem + ".safetensors: " +
+                                           (turbo ? "the turbo T3 has no GPT-2 blocks (tfmr.h.0.attn.c_attn.weight)"
+                                                  : "holds a GPT-2 (Turbo) T3; convert it as variant turbo"));
+    }
+    if (turbo && sources.find("flow.est.time_embed_mixer.weight") == nullptr) {
+        throw Error(ErrorKind::Format, dir + s3gen_file + ": not a meanflow S3Gen (no flow.decoder.estimator.time_embed_mixer.weight)");
+    }
 
-    const std::string tokenizer_file = mtl ? "grapheme_mtl_merged_expanded_v1.json" : "tokenizer.json";
-    const std::string tokenizer_json = read_text_file(dir + "/" + tokenizer_file, "the tokenizer");
-    std::string cangjie_json;
-    if (mtl) cangjie_json = read_text_file(dir + "/Cangjie5_TC.json", "the Chinese Cangjie table");
-
-    // Check the stored text data with the engine's own parser.
-    (void)chatterbox::TextFrontEnd(mtl ? "multilingual" : "english", tokenizer_json, cangjie_json, dir);
+    std::string tokenizer_json, cangjie_json;
+    if (!turbo) {
+        const std::string tokenizer_file = mtl ? "grapheme_mtl_merged_expanded_v1.json" : "tokenizer.json";
+        tokenizer_json = read_text_file(dir + "/" + tokenizer_file, "the tokenizer");
+        if (mtl) cangjie_json = read_text_file(dir + "/Cangjie5_TC.json", "the Chinese Cangjie table");
+        // Check the stored text data with the engine's own parser.
+        (void)chatterbox::TextFrontEnd(mtl ? "multilingual" : "english", tokenizer_json, cangjie_json, dir);
+    } else {
+        for (const char* f : {"vocab.json", "merges.txt"}) require(dir + "/" + f, "the GPT-2 tokenizer");
+        if (!fs::exists(dir + "/tokenizer_config.json")) require(dir + "/added_tokens.json", "the GPT-2 tokenizer");
+    }
 
     std::unique_ptr<gguf_context, GgufContextDeleter> gguf(gguf_init_empty());
     gguf_context* g = gguf.get();
@@ -420,12 +499,18 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     set_str_array(g, "chatterbox.languages", mtl ? chatterbox::supported_languages() : std::vector<std::string>{"en"});
     gguf_set_val_bool(g, "chatterbox.builtin_voice", has_voice);
 
-    write_t3_hparams(g, sources, heads);
+    if (turbo) write_t3_gpt2_hparams(g, sources, heads);
+    else write_t3_hparams(g, sources, heads);
     write_s3gen_hparams(g, sources, heads);
     write_ve_hparams(g, sources);
 
-    gguf_set_val_str(g, "chatterbox.tokenizer.kind", mtl ? "multilingual" : "english");
-    gguf_set_val_str(g, "chatterbox.tokenizer.json", tokenizer_json.c_str());
+    gguf_set_val_str(g, "chatterbox.tokenizer.kind", variant.c_str());
+    if (turbo) {
+        // GPT-2 byte-level BPE (AutoTokenizer of the folder) as tokenizer.ggml.*.
+        write_tokenizer_metadata(g, dir, "gpt2");
+    } else {
+        gguf_set_val_str(g, "chatterbox.tokenizer.json", tokenizer_json.c_str());
+    }
     if (mtl) gguf_set_val_str(g, "chatterbox.tokenizer.cangjie_json", cangjie_json.c_str());
 
     std::vector<PlannedTensor> plan;

@@ -21,7 +21,7 @@ std::vector<Rule> compile(const std::vector<std::pair<std::string, std::string>>
     return rules;
 }
 
-std::string apply(const std::vector<Rule>& rules, const std::string& key) {
+std::string apply_rules(const std::vector<Rule>& rules, const std::string& key) {
     for (const auto& rule : rules) {
         if (std::regex_match(key, rule.pattern)) return std::regex_replace(key, rule.pattern, rule.replacement);
     }
@@ -47,6 +47,21 @@ const std::vector<std::pair<std::string, std::string>> kT3 = {
     {R"(cond_enc\.perceiver\.attn\.to_k\.(weight|bias))", "t3.cond.perc.attn_k.$1"},
     {R"(cond_enc\.perceiver\.attn\.to_v\.(weight|bias))", "t3.cond.perc.attn_v.$1"},
     {R"(cond_enc\.perceiver\.attn\.proj_out\.(weight|bias))", "t3.cond.perc.attn_output.$1"},
+    // Turbo / Nano: the GPT2Model backbone (wte is stored but unused, like embed_tokens).
+    {R"(tfmr\.wte\.weight)", "t3.tfmr_embd.weight"},
+    {R"(tfmr\.wpe\.weight)", "t3.tfmr_pos_embd.weight"},
+    {R"(tfmr\.ln_f\.(weight|bias))", "t3.output_norm.$1"},
+};
+
+// GPT-2 block members (tfmr.h.<i>.<member>) → llama.cpp suffixes; the Conv1D weights are stored
+// [in, out] and transposed by the converter (chatterbox_key_transposed).
+const std::vector<std::pair<std::string, std::string>> kGpt2Block = {
+    {R"(ln_1\.(weight|bias))", "attn_norm.$1"},
+    {R"(attn\.c_attn\.(weight|bias))", "attn_qkv.$1"},
+    {R"(attn\.c_proj\.(weight|bias))", "attn_output.$1"},
+    {R"(ln_2\.(weight|bias))", "ffn_norm.$1"},
+    {R"(mlp\.c_fc\.(weight|bias))", "ffn_up.$1"},
+    {R"(mlp\.c_proj\.(weight|bias))", "ffn_down.$1"},
 };
 
 // S3Gen: the official module path with a short component prefix and a few long words
@@ -151,31 +166,41 @@ bool chatterbox_key_dropped(ChatterboxFile file, const std::string& key) {
            key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+bool chatterbox_key_transposed(ChatterboxFile file, const std::string& key) {
+    static const std::regex conv1d(R"(^tfmr\.h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight$)");
+    return file == ChatterboxFile::T3 && std::regex_match(key, conv1d);
+}
+
 std::string chatterbox_gguf_name(ChatterboxFile file, const std::string& key) {
     if (chatterbox_key_dropped(file, key)) return {};
     std::string name;
     switch (file) {
         case ChatterboxFile::T3: {
             static const std::regex layer(R"(^tfmr\.layers\.(\d+)\.(.+)$)");
+            static const std::regex gpt2_layer(R"(^tfmr\.h\.(\d+)\.(.+)$)");
             static const std::vector<Rule> rules = compile(kT3);
+            static const std::vector<Rule> gpt2_rules = compile(kGpt2Block);
             std::smatch m;
             if (std::regex_match(key, m, layer)) {
                 const std::string suffix = gguf_layer_suffix(m[2].str());
                 if (!suffix.empty()) name = "t3.blk." + m[1].str() + "." + suffix;
+            } else if (std::regex_match(key, m, gpt2_layer)) {
+                const std::string suffix = apply_rules(gpt2_rules, m[2].str());
+                if (!suffix.empty()) name = "t3.blk." + m[1].str() + "." + suffix;
             } else {
-                name = apply(rules, key);
+                name = apply_rules(rules, key);
             }
             break;
         }
         case ChatterboxFile::S3Gen: name = s3gen_name(key); break;
         case ChatterboxFile::VoiceEncoder: {
             static const std::vector<Rule> rules = compile(kVoiceEncoder);
-            name = apply(rules, key);
+            name = apply_rules(rules, key);
             break;
         }
         case ChatterboxFile::Conds: {
             static const std::vector<Rule> rules = compile(kConds);
-            name = apply(rules, key);
+            name = apply_rules(rules, key);
             break;
         }
     }

@@ -103,7 +103,8 @@ void check_tokenizer_json(const std::string& path, const Vocabulary& vocab, size
 
 }  // namespace
 
-void write_tokenizer_metadata(gguf_context* ctx, const std::string& dir) {
+void write_tokenizer_metadata(gguf_context* ctx, const std::string& dir, const std::string& pre) {
+    if (pre != "qwen2" && pre != "gpt2") throw Error(ErrorKind::Internal, "unknown pre-tokenizer '" + pre + "'");
     Vocabulary vocab;
     const std::string vocab_path = dir + "/vocab.json";
     const auto vj = read_json_file(vocab_path);
@@ -112,22 +113,36 @@ void write_tokenizer_metadata(gguf_context* ctx, const std::string& dir) {
         vocab.set(checked_id(it.value(), vocab_path + ": '" + it.key() + "'"), it.key(), kTokenNormal, vocab_path);
     }
 
+    // Added tokens: tokenizer_config.json's added_tokens_decoder (Qwen2: required), or, for a GPT-2
+    // folder without it, added_tokens.json ({content: id}, user-defined tokens).
     const std::string cfg_path = dir + "/tokenizer_config.json";
-    const auto cfg = read_json_file(cfg_path);
-    const auto& added = json_member(cfg, "added_tokens_decoder", cfg_path);
-    if (!added.is_object()) throw Error(ErrorKind::Format, cfg_path + ": added_tokens_decoder must be an object");
-    for (auto it = added.begin(); it != added.end(); ++it) {
-        const std::string where = cfg_path + ": added_tokens_decoder['" + it.key() + "']";
-        size_t id = 0;
-        try {
-            size_t used = 0;
-            id = std::stoul(it.key(), &used);
-            if (used != it.key().size() || id >= kMaxVocab) throw std::invalid_argument("id");
-        } catch (const std::exception&) {
-            throw Error(ErrorKind::Format, where + ": key is not a token id");
+    const bool have_cfg = pre != "gpt2" || std::filesystem::exists(cfg_path);
+    nlohmann::json cfg;
+    if (have_cfg) {
+        cfg = read_json_file(cfg_path);
+        const auto& added = json_member(cfg, "added_tokens_decoder", cfg_path);
+        if (!added.is_object()) throw Error(ErrorKind::Format, cfg_path + ": added_tokens_decoder must be an object");
+        for (auto it = added.begin(); it != added.end(); ++it) {
+            const std::string where = cfg_path + ": added_tokens_decoder['" + it.key() + "']";
+            size_t id = 0;
+            try {
+                size_t used = 0;
+                id = std::stoul(it.key(), &used);
+                if (used != it.key().size() || id >= kMaxVocab) throw std::invalid_argument("id");
+            } catch (const std::exception&) {
+                throw Error(ErrorKind::Format, where + ": key is not a token id");
+            }
+            const bool special = it.value().value("special", false);
+            vocab.set(id, json_string(it.value(), "content", where), special ? kTokenControl : kTokenUserDefined, where);
         }
-        const bool special = it.value().value("special", false);
-        vocab.set(id, json_string(it.value(), "content", where), special ? kTokenControl : kTokenUserDefined, where);
+    } else {
+        const std::string added_path = dir + "/added_tokens.json";
+        const auto aj = read_json_file(added_path);
+        if (!aj.is_object()) throw Error(ErrorKind::Format, added_path + ": expected an object of token → id");
+        for (auto it = aj.begin(); it != aj.end(); ++it) {
+            if (it.key().empty()) throw Error(ErrorKind::Format, added_path + ": an added token is empty");
+            vocab.set(checked_id(it.value(), added_path + ": '" + it.key() + "'"), it.key(), kTokenUserDefined, added_path);
+        }
     }
     for (size_t id = 0; id < vocab.tokens.size(); ++id) {
         if (vocab.types[id] == kTokenUnused) vocab.tokens[id] = "[PAD" + std::to_string(id) + "]";
@@ -139,7 +154,7 @@ void write_tokenizer_metadata(gguf_context* ctx, const std::string& dir) {
     std::vector<const char*> ptrs;
     for (const auto& t : vocab.tokens) ptrs.push_back(t.c_str());
     gguf_set_val_str(ctx, "tokenizer.ggml.model", "gpt2");
-    gguf_set_val_str(ctx, "tokenizer.ggml.pre", "qwen2");
+    gguf_set_val_str(ctx, "tokenizer.ggml.pre", pre.c_str());
     gguf_set_arr_str(ctx, "tokenizer.ggml.tokens", ptrs.data(), ptrs.size());
     gguf_set_arr_data(ctx, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, vocab.types.data(), vocab.types.size());
     ptrs.clear();
@@ -148,6 +163,7 @@ void write_tokenizer_metadata(gguf_context* ctx, const std::string& dir) {
 
     // eos/pad by content, as tokenizer_config.json names them.
     const auto set_special = [&](const char* cfg_key, const char* gguf_key) {
+        if (!have_cfg) return;
         const auto v = cfg.find(cfg_key);
         if (v == cfg.end() || !v->is_string()) return;
         for (size_t id = 0; id < vocab.tokens.size(); ++id) {

@@ -14,6 +14,22 @@ ggml_tensor* rms_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, float e
     return ggml_mul(ctx, ggml_rms_norm(ctx, x, eps), w);
 }
 
+ggml_tensor* add_bias(ggml_context* ctx, ggml_tensor* x, ggml_tensor* b) { return b ? ggml_add(ctx, x, b) : x; }
+
+// The flavour's block norm: RMSNorm, or LayerNorm with weight and bias.
+ggml_tensor* block_norm(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* b, const StackShape& s) {
+    if (s.flavour == StackFlavour::Llama) return rms_norm(ctx, x, w, s.rms_eps);
+    return add_bias(ctx, ggml_mul(ctx, ggml_norm(ctx, x, s.rms_eps), w), b);
+}
+
+// Rows [index·n, (index+1)·n) of a [in, 3n] projection (a view: quantised rows stay whole).
+ggml_tensor* row_block(ggml_context* ctx, ggml_tensor* w, int64_t n, int64_t index) {
+    return ggml_view_2d(ctx, w, w->ne[0], n, w->nb[1], static_cast<size_t>(index * n) * w->nb[1]);
+}
+ggml_tensor* bias_block(ggml_context* ctx, ggml_tensor* b, int64_t n, int64_t index) {
+    return b ? ggml_view_1d(ctx, b, n, static_cast<size_t>(index * n) * b->nb[0]) : nullptr;
+}
+
 ggml_tensor* rope(ggml_context* ctx, ggml_tensor* x, ggml_tensor* pos, const StackShape& s) {
     return ggml_rope_ext(ctx, x, pos, s.rope_freq_factors, static_cast<int>(s.head_dim), GGML_ROPE_TYPE_NEOX, 0,
                          s.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
@@ -37,28 +53,49 @@ ggml_tensor* linear(ggml_context* ctx, const LayerWeights& w, ggml_tensor* m, gg
 void pack_for_cpu(std::vector<LayerWeights>& layers, bool cpu_backend) {
     if (!cpu_backend) return;
     for (LayerWeights& w : layers) {
-        ggml_tensor* const matrices[] = {w.q, w.k, w.v, w.o, w.gate, w.up, w.down};
-        if (w.packed || !std::all_of(std::begin(matrices), std::end(matrices), packed::can_pack)) continue;
+        std::vector<ggml_tensor*> matrices;
+        for (ggml_tensor* m : {w.q, w.k, w.v, w.qkv, w.o, w.gate, w.up, w.down}) {
+            if (m) matrices.push_back(m);
+        }
+        if (w.packed || !std::all_of(matrices.begin(), matrices.end(), packed::can_pack)) continue;
         for (ggml_tensor* m : matrices) packed::pack(m);
         w.packed = true;
     }
 }
 
+ggml_tensor* gelu_new(ggml_context* ctx, ggml_tensor* x) {
+    const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
+    ggml_tensor* inner = ggml_add(ctx, x, ggml_scale(ctx, ggml_mul(ctx, ggml_sqr(ctx, x), x), 0.044715f));
+    ggml_tensor* t = ggml_tanh(ctx, ggml_scale(ctx, inner, c));
+    return ggml_mul(ctx, ggml_scale(ctx, x, 0.5f), ggml_scale_bias(ctx, t, 1.0f, 1.0f));
+}
+
 ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::vector<LayerWeights>& layers,
-                           ggml_tensor* output_norm, ggml_tensor* x, const AttentionInputs& in, const KvCache& cache) {
+                           ggml_tensor* output_norm, ggml_tensor* x, const AttentionInputs& in, const KvCache& cache,
+                           ggml_tensor* output_norm_b) {
+    const bool gpt2 = s.flavour == StackFlavour::Gpt2;
     const int64_t streams = cache.streams(), n_tokens = x->ne[1] / streams, hd = s.head_dim;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (size_t l = 0; l < layers.size(); ++l) {
         const LayerWeights& w = layers[l];
-        ggml_tensor* h = rms_norm(ctx, x, w.attn_norm, s.rms_eps);
+        ggml_tensor* h = block_norm(ctx, x, w.attn_norm, w.attn_norm_b, s);
 
-        ggml_tensor* q = ggml_reshape_4d(ctx, linear(ctx, w, w.q, h), hd, s.heads, n_tokens, streams);
-        ggml_tensor* k = ggml_reshape_4d(ctx, linear(ctx, w, w.k, h), hd, s.kv_heads, n_tokens, streams);
-        ggml_tensor* v = ggml_reshape_3d(ctx, linear(ctx, w, w.v, h), hd * s.kv_heads, n_tokens, streams);
+        // GPT-2's c_attn is one [hidden, 3·hidden] matrix: its q, k and v row blocks as three projections
+        // (whole 16-row panels when packed, so a row block of a packed matrix is a packed matrix).
+        const int64_t nq = hd * s.heads, nkv = hd * s.kv_heads;
+        const auto proj = [&](ggml_tensor* sep, int64_t n, int64_t index) {
+            if (!w.qkv) return linear(ctx, w, sep, h);
+            return add_bias(ctx, linear(ctx, w, row_block(ctx, w.qkv, n, index), h), bias_block(ctx, w.qkv_b, n, index));
+        };
+        ggml_tensor* q = ggml_reshape_4d(ctx, proj(w.q, nq, 0), hd, s.heads, n_tokens, streams);
+        ggml_tensor* k = ggml_reshape_4d(ctx, proj(w.k, nkv, 1), hd, s.kv_heads, n_tokens, streams);
+        ggml_tensor* v = ggml_reshape_3d(ctx, proj(w.v, nkv, 2), hd * s.kv_heads, n_tokens, streams);
         if (w.q_norm) q = rms_norm(ctx, q, w.q_norm, s.rms_eps);
         if (w.k_norm) k = rms_norm(ctx, k, w.k_norm, s.rms_eps);
-        q = rope(ctx, q, in.positions, s);
-        k = rope(ctx, k, in.positions, s);
+        if (!gpt2) {
+            q = rope(ctx, q, in.positions, s);
+            k = rope(ctx, k, in.positions, s);
+        }
 
         ggml_tensor* kv_k = store_and_view(ctx, cache.k(l), ggml_reshape_3d(ctx, k, hd * s.kv_heads, n_tokens, streams),
                                            in.rows, s, in.n_kv);
@@ -68,13 +105,17 @@ ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::ve
         ggml_tensor* attn = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), kv_k, kv_v, in.mask, scale, 0.0f, 0.0f);
         ggml_flash_attn_ext_set_prec(attn, GGML_PREC_F32);
         attn = ggml_reshape_2d(ctx, attn, hd * s.heads, n_tokens * streams);
-        x = ggml_add(ctx, x, linear(ctx, w, w.o, attn));
+        x = ggml_add(ctx, x, add_bias(ctx, linear(ctx, w, w.o, attn), w.o_b));
 
-        h = rms_norm(ctx, x, w.ffn_norm, s.rms_eps);
-        h = ggml_swiglu_split(ctx, linear(ctx, w, w.gate, h), linear(ctx, w, w.up, h));
-        x = ggml_add(ctx, x, linear(ctx, w, w.down, h));
+        h = block_norm(ctx, x, w.ffn_norm, w.ffn_norm_b, s);
+        if (gpt2) {
+            h = gelu_new(ctx, add_bias(ctx, linear(ctx, w, w.up, h), w.up_b));
+        } else {
+            h = ggml_swiglu_split(ctx, linear(ctx, w, w.gate, h), linear(ctx, w, w.up, h));
+        }
+        x = ggml_add(ctx, x, add_bias(ctx, linear(ctx, w, w.down, h), w.down_b));
     }
-    return rms_norm(ctx, x, output_norm, s.rms_eps);
+    return block_norm(ctx, x, output_norm, output_norm_b, s);
 }
 
 void causal_mask(std::vector<ggml_fp16_t>& m, int64_t n_kv, int64_t n_past, int64_t n_tokens) {

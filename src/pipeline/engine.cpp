@@ -146,7 +146,7 @@ struct Engine::ChatterboxImpl {
     ChatterboxImpl(const std::string& path, const EngineOptions& o)
         : pipeline(path, o.threads, o.gpu ? Device::Gpu : Device::Cpu),
           identity(chatterbox::model_identity(pipeline.file())),
-          variant(pipeline.multilingual() ? "multilingual" : "english") {
+          variant(pipeline.t3().turbo() ? "turbo" : pipeline.multilingual() ? "multilingual" : "english") {
         if (o.kv_cache != "f32") {
             throw Error(ErrorKind::InvalidArgument, "the KV cache type is a Qwen3-TTS setting; Chatterbox keeps its cache in f32");
         }
@@ -166,7 +166,7 @@ struct Engine::ChatterboxImpl {
         refuse(!r.instruct.empty(), "an instruction");
         refuse(r.text_mode != TextMode::Default, "the text mode");
         const SamplingOptions& s = r.sampling;
-        refuse(s.top_k.has_value(), "top-k");
+        if (!pipeline.t3().turbo()) refuse(s.top_k.has_value(), "top-k");
         refuse(s.subtalker_temperature || s.subtalker_top_p || s.subtalker_top_k, "the sub-talker sampling");
         if (r.text.find_first_not_of(" \t\r\n") == std::string::npos) {
             throw Error(ErrorKind::InvalidArgument, "the text to speak is empty");
@@ -175,7 +175,10 @@ struct Engine::ChatterboxImpl {
         if (!lang.empty() && !pipeline.multilingual() && lang != "en") {
             throw Error(ErrorKind::InvalidArgument, "this English Chatterbox model speaks only 'en', not '" + lang + "'");
         }
-        chatterbox::T3Options o;
+        // Turbo: top_k 1000 / top_p 0.95 by default; like tts_turbo.generate it ignores exaggeration,
+        // cfg_weight and min_p.
+        chatterbox::T3Options o = pipeline.t3().default_options();
+        if (s.top_k) o.top_k = *s.top_k;
         if (r.exaggeration && !(*r.exaggeration >= 0)) throw Error(ErrorKind::InvalidArgument, "exaggeration must be >= 0");
         if (r.cfg_weight) {
             if (!(*r.cfg_weight >= 0)) throw Error(ErrorKind::InvalidArgument, "cfg_weight must be >= 0");

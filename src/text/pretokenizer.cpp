@@ -39,6 +39,16 @@ std::string qwen2_pattern() {
            "]+[\\r\\n]*|[" + s + "]*[\\r\\n]+|[" + s + "]+(?![^" + s + "])|[" + s + "]+";
 }
 
+// GPT-2 (tokenizers' ByteLevel pre-tokenizer with use_regex, the pattern of OpenAI's encoder.py):
+//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// Contractions are case-sensitive; letters and digits keep one leading space; the classes are
+// spelled out as for Qwen2.
+std::string gpt2_pattern() {
+    const std::string s = kSpace, l = std::string(R"(\p{L})") + kNewLetters, n = std::string(R"(\p{N})") + kNewDigits;
+    return "'s|'t|'re|'ve|'m|'ll|'d| ?[" + l + "]+| ?[" + n + "]+| ?[^" + s + l + n + "]+|[" + s + "]+(?![^" + s +
+           "])|[" + s + "]+";
+}
+
 std::string pcre2_message(int code) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(code, buf, sizeof(buf));
@@ -56,10 +66,10 @@ struct Pretokenizer::Regex {
     ~Regex() { pcre2_code_free(code); }
 };
 
-Pretokenizer::Pretokenizer() {
+Pretokenizer::Pretokenizer(PretokenizerKind kind) {
     int error = 0;
     PCRE2_SIZE error_offset = 0;
-    const std::string pattern = qwen2_pattern();
+    const std::string pattern = kind == PretokenizerKind::Gpt2 ? gpt2_pattern() : qwen2_pattern();
     pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), pattern.size(),
                                      PCRE2_UTF | PCRE2_UCP, &error, &error_offset, nullptr);
     if (!code) {

@@ -1,5 +1,6 @@
-// The Qwen2 pre-tokenizer: splits normalised text into the pieces BPE runs on, with the regex of
-// the Qwen2/Qwen3 tokenizer.json ("Split", behaviour "isolated"), evaluated by PCRE2 (UTF + UCP).
+// The byte-level BPE pre-tokenizers: split normalised text into the pieces BPE runs on, with the
+// regex of the Qwen2/Qwen3 tokenizer.json ("Split", behaviour "isolated") or GPT-2's (ByteLevel
+// use_regex), evaluated by PCRE2 (UTF + UCP).
 #pragma once
 
 #include <memory>
@@ -8,9 +9,11 @@
 
 namespace talkbox {
 
+enum class PretokenizerKind { Qwen2, Gpt2 };
+
 class Pretokenizer {
 public:
-    Pretokenizer();  // compiles (and JIT-compiles) the pattern once
+    explicit Pretokenizer(PretokenizerKind kind = PretokenizerKind::Qwen2);  // compiles (and JIT-compiles) the pattern once
     ~Pretokenizer();
     Pretokenizer(Pretokenizer&&) noexcept;
     Pretokenizer& operator=(Pretokenizer&&) noexcept;

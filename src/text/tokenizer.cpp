@@ -109,6 +109,15 @@ Tokenizer Tokenizer::from_gguf(const GgufMeta& meta) {
 
     const ByteAlphabet& alphabet = byte_alphabet();
     Tokenizer t;
+    // tokenizer.ggml.pre: "qwen2" (NFC + the Qwen2 split; files without the key are Qwen3-TTS) or
+    // "gpt2" (no normaliser, GPT-2's split: Chatterbox Turbo).
+    const std::string pre = meta.has_key("tokenizer.ggml.pre") ? meta.get_string("tokenizer.ggml.pre") : "qwen2";
+    if (pre == "gpt2") {
+        t.pretokenizer_ = Pretokenizer(PretokenizerKind::Gpt2);
+        t.nfc_ = false;
+    } else if (pre != "qwen2") {
+        throw Error(ErrorKind::Unsupported, where + ": tokenizer.ggml.pre '" + pre + "' is not supported (qwen2 or gpt2)");
+    }
     t.token_bytes_.resize(tokens.size());
     t.ids_by_text_.reserve(tokens.size());
     std::vector<bool> normal(tokens.size(), false);
@@ -222,7 +231,7 @@ void Tokenizer::encode_segment(std::string_view segment, Scratch& scratch, std::
     if (segment.empty()) return;
     // ASCII is already in NFC; most text skips the normaliser.
     std::string_view text = segment;
-    if (!is_ascii(segment)) {
+    if (nfc_ && !is_ascii(segment)) {
         scratch.normalized = nfc(segment);
         text = scratch.normalized;
     }

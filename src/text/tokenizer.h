@@ -1,5 +1,5 @@
-// The Qwen2 byte-level BPE text tokenizer (what Qwen2TokenizerFast does for Qwen3-TTS), built from
-// the tokenizer a talkbox GGUF stores under tokenizer.ggml.*.
+// The byte-level BPE text tokenizer: Qwen2TokenizerFast (Qwen3-TTS) or GPT2TokenizerFast (Chatterbox
+// Turbo, tokenizer.ggml.pre = "gpt2"), built from the tokenizer a talkbox GGUF stores under tokenizer.ggml.*.
 #pragma once
 
 #include <array>
@@ -23,7 +23,7 @@ public:
     static Tokenizer from_gguf(const GgufMeta& meta);
 
     // Same ids as the Hugging Face tokenizer: added tokens (<|im_start|>, <tts_pad>, ...) are matched
-    // verbatim first; the text between them is NFC-normalised, split by the Qwen2 pre-tokenizer,
+    // verbatim first; the text between them is NFC-normalised (Qwen2 only), split by the pre-tokenizer,
     // mapped to bytes and merged by BPE rank. No BOS/EOS is added. Throws Error (InvalidArgument)
     // naming the byte offset when `utf8` is not well-formed UTF-8. Thread-safe.
     std::vector<int32_t> encode(std::string_view utf8) const;
@@ -58,6 +58,7 @@ private:
     std::vector<AddedToken> added_;             // longest first
     std::array<bool, 256> starts_added_{};      // first bytes of added tokens: skips most positions
     Pretokenizer pretokenizer_;
+    bool nfc_ = true;  // Qwen2 normalises to NFC; GPT-2 has no normaliser
 };
 
 }  // namespace talkbox

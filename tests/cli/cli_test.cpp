@@ -7,6 +7,7 @@
 
 #include "server/serve_process.h"
 #include "support/test_support.h"
+#include "support/tiny_turbo.h"
 
 namespace fs = std::filesystem;
 using talkbox::testing::run_talkbox;
@@ -142,11 +143,13 @@ TEST(Cli, ReadmeCommandsRun) {
         replace("path/to/Qwen3-TTS-12Hz-0.6B-Base", talkbox::testing::qwen_fixture("tiny-0.6B-Base"));
         replace("path/to/Qwen3-TTS-12Hz-0.6B-CustomVoice", talkbox::testing::qwen_fixture("tiny-0.6B-CustomVoice"));
         replace("path/to/Qwen3-TTS-12Hz-1.7B-VoiceDesign", talkbox::testing::qwen_fixture("tiny-1.7B-VoiceDesign"));
+        replace("path/to/chatterbox-turbo", talkbox::testing::tiny_turbo_folder());
         replace("path/to/chatterbox", talkbox::testing::chatterbox_fixture("tiny-multilingual"));
         replace(" ref.wav", " " + talkbox::testing::fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
         // The tiny Chatterbox's random weights never emit the stop token: cap the official 1000
         // speech tokens per sentence so that the README's speak commands stay fast here.
         replace("speak -m chatterbox.gguf ", "speak -m chatterbox.gguf --max-frames 8 ");
+        replace("speak -m turbo.gguf ", "speak -m turbo.gguf --max-frames 8 ");
         replace("@ref.wav", "@" + talkbox::testing::fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
         ++ran;
         if (talkbox && args.rfind("serve ", 0) == 0) {
@@ -174,7 +177,7 @@ TEST(Cli, ReadmeCommandsRun) {
     EXPECT_GE(curls, 4u);
     for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav", "decoded.flac", "fox.voice",
                             "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf", "server.mp3",
-                            "fox.wav", "voices/fox.voice", "bonjour.wav", "chatterbox-clone.wav"}) {
+                            "fox.wav", "voices/fox.voice", "bonjour.wav", "chatterbox-clone.wav", "turbo.gguf", "turbo.wav"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
     }
     if (server) EXPECT_EQ(server->stop(), 0) << server->log();

@@ -288,8 +288,8 @@ TEST(ChatterboxConvert, BadFoldersFailCleanly) {
     }
     {
         auto opt = options(folder());
-        opt.chatterbox_variant = "turbo";
-        EXPECT_EQ(error_of(opt), "unknown Chatterbox variant 'turbo' (choose multilingual or english)");
+        opt.chatterbox_variant = "nano";
+        EXPECT_EQ(error_of(opt), "unknown Chatterbox variant 'nano' (choose multilingual, english or turbo)");
     }
     EXPECT_FALSE(fs::exists(tmp.file("out.gguf")));
     for (const auto& e : fs::directory_iterator(tmp.path())) EXPECT_TRUE(e.is_directory()) << e.path();  // no temp files
