@@ -33,6 +33,7 @@ std::vector<double> quantised_input(const float* x, int64_t k) {
 
 struct Product {
     std::vector<float> packed, ggml, weights;  // weights: the stored matrix, dequantised
+    std::vector<float> middle_panel;           // the packed product of a view of rows 16..31 alone
 };
 
 // w [k, rows] (F32 values, stored as `type`) times x [k, columns], once with the panel kernel and
@@ -51,12 +52,15 @@ Product multiply(ggml_type type, const std::vector<float>& w, const std::vector<
     EXPECT_TRUE(packed::can_pack(packed));
     packed::pack(packed);
 
-    ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 4, nullptr, true});
+    ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 8, nullptr, true});
     ggml_tensor* in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, columns);
-    auto out = testing::compute_outputs(backend, {{in, x}}, {packed::mul_mat(ctx, packed, in), ggml_mul_mat(ctx, plain, in)});
+    // A whole-panel row block of a packed matrix is a packed matrix (GPT-2's fused q|k|v).
+    ggml_tensor* middle = ggml_view_2d(ctx, packed, k, packed::kPanelRows, packed->nb[1], packed::kPanelRows * packed->nb[1]);
+    auto out = testing::compute_outputs(backend, {{in, x}}, {packed::mul_mat(ctx, packed, in), ggml_mul_mat(ctx, plain, in),
+                                                             packed::mul_mat(ctx, middle, in)});
     ggml_free(ctx);
     Product p;
-    if (out.size() == 2) p = {std::move(out[0]), std::move(out[1]), std::vector<float>(w.size())};
+    if (out.size() == 3) p = {std::move(out[0]), std::move(out[1]), std::vector<float>(w.size()), std::move(out[2])};
     ggml_get_type_traits(type)->to_float(stored.data(), p.weights.data(), static_cast<int64_t>(w.size()));
     ggml_backend_buffer_free(wbuf);
     ggml_free(wctx);
@@ -81,6 +85,12 @@ TEST(PackedMatmul, MatchesAPlainProductAndGgml) {
                 const Product p = multiply(type, w, x, k, rows, columns, threads);
                 ASSERT_EQ(p.packed.size(), static_cast<size_t>(rows * columns));
                 ASSERT_EQ(p.ggml.size(), p.packed.size());
+                for (int64_t c = 0; c < columns; ++c) {
+                    for (int64_t r = 0; r < packed::kPanelRows; ++r) {
+                        ASSERT_EQ(p.middle_panel[static_cast<size_t>(c * packed::kPanelRows + r)],
+                                  p.packed[static_cast<size_t>(c * rows + packed::kPanelRows + r)]);
+                    }
+                }
                 double worst_plain = 0, worst_ggml = 0, scale = 0, exact_packed = 0, exact_ggml = 0;
                 for (int64_t c = 0; c < columns; ++c) {
                     const auto xq = quantised_input(x.data() + c * k, k);
