@@ -254,7 +254,9 @@ public:
     void reset();
     // Decodes `count` frames starting at frames[begin] as the continuation of the stream; appends
     // the clamped PCM to `out` and, when `taps` is given, every intermediate of this step.
-    void step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, std::vector<Tap>* taps);
+    // `times` (benchmarks): each stage's time, the step run stage by stage (same results).
+    void step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, std::vector<Tap>* taps,
+              StageTimes* times = nullptr);
 
 private:
     struct Graph {
@@ -263,6 +265,7 @@ private:
         ggml_gallocr_t alloc = nullptr;
         ggml_tensor *codes_first, *codes_rest, *rope_cos, *rope_sin, *mask, *out;
         std::vector<std::pair<std::string, ggml_tensor*>> taps;
+        GraphStages stages{"snake+wav_out conv"};
         ~Graph() {
             if (alloc) ggml_gallocr_free(alloc);
             if (ctx) ggml_free(ctx);
@@ -341,6 +344,12 @@ struct StreamRunner::Builder {
     ggml_cgraph* gf;
     Graph& g;
     bool with_taps;
+
+    // Ends a named stage (for staged timing) at x.
+    void stage(const std::string& name, ggml_tensor* x) {
+        ggml_build_forward_expand(gf, x);
+        g.stages.mark(gf, name);
+    }
 
     void tap(const char* name, ggml_tensor* t) {
         if (!with_taps) return;
@@ -452,11 +461,14 @@ struct StreamRunner::Builder {
         ggml_tensor* cur = ggml_view_2d(ctx, p, half, t, p->nb[1], p->nb[1]);
         ggml_tensor* prev = ggml_view_2d(ctx, p, half, t, p->nb[1], half * p->nb[0]);
         x = ggml_add(ctx, ggml_reshape_2d(ctx, ggml_add(ctx, cur, prev), b.cout, b.rate * t), b.tconv_b);
+        const std::string name = "block" + std::to_string(i + 1);
+        stage(name + " tconv", x);
         for (size_t u = 0; u < b.units.size(); ++u) {
             const UnitW& w = b.units[u];
             ggml_tensor* y = conv(snake(x, w.act1), w.conv1, w.dilation, r.unit_hist_[i][u]);
             y = conv(snake(y, w.act2), w.conv2, 1, nullptr);
             x = ggml_add(ctx, y, x);
+            stage(name + " unit" + std::to_string(u + 1) + " d" + std::to_string(w.dilation), x);
         }
         return x;
     }
@@ -479,11 +491,17 @@ struct StreamRunner::Builder {
         tap("quantizer", x);
         x = conv(x, m.pre_conv, 1, r.pre_conv_hist_);
         tap("pre_conv", x);
+        stage("quantizer+pre_conv", x);
         x = transformer(x);
         tap("pre_transformer", x);
-        for (size_t s = 0; s < m.ups.size(); ++s) x = upsample(x, m.ups[s], s);
+        stage("transformer", x);
+        for (size_t s = 0; s < m.ups.size(); ++s) {
+            x = upsample(x, m.ups[s], s);
+            stage("upsample" + std::to_string(s), x);
+        }
         x = conv(x, m.wav_in, 1, r.wav_in_hist_);
         tap("decoder0", x);
+        stage("wav_in conv", x);
         for (size_t i = 0; i < m.blocks.size(); ++i) {
             x = block(x, m.blocks[i], i);
             tap(("decoder" + std::to_string(i + 1)).c_str(), x);
@@ -575,11 +593,12 @@ void StreamRunner::set_inputs(Graph& g, const Frames& frames, size_t begin, size
     ggml_backend_tensor_set(g.mask, host_mask_.data(), 0, host_mask_.size() * sizeof(float));
 }
 
-void StreamRunner::step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, std::vector<Tap>* taps) {
+void StreamRunner::step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, std::vector<Tap>* taps,
+                        StageTimes* times) {
     if (count == 0) return;
     Graph& g = graph(static_cast<int64_t>(count), taps != nullptr);
     set_inputs(g, frames, begin, count);
-    m_.backend->compute(g.gf);
+    m_.backend->compute(g.gf, g.stages, times);
     position_ += static_cast<int64_t>(count);
 
     const size_t old = out.size(), n = static_cast<size_t>(ggml_nelements(g.out));
@@ -735,7 +754,7 @@ void CodecDecoder::validate(const Frames& frames, size_t first_index) const {
     }
 }
 
-std::vector<float> CodecDecoder::decode(const Frames& frames) {
+std::vector<float> CodecDecoder::decode(const Frames& frames, StageTimes* times) {
     if (frames.empty()) throw Error(ErrorKind::InvalidArgument, "no codec frames to decode");
     validate(frames);
     std::vector<float> out;
@@ -748,7 +767,7 @@ std::vector<float> CodecDecoder::decode(const Frames& frames) {
         runner_->reset();
         chunk.clear();
         for (size_t b = start - context; b < end; b += kBlockFrames) {
-            runner_->step(frames, b, std::min(kBlockFrames, end - b), chunk, nullptr);
+            runner_->step(frames, b, std::min(kBlockFrames, end - b), chunk, nullptr, times);
         }
         out.insert(out.end(), chunk.begin() + static_cast<std::ptrdiff_t>(context * samples_per_frame()), chunk.end());
         start = end;
@@ -785,7 +804,7 @@ std::vector<float> StreamingDecoder::push(const Frames& frames) {
     std::vector<float> out;
     size_t done = 0;
     while (pending_.size() - done >= chunk_) {
-        runner_->step(pending_, done, chunk_, out, nullptr);
+        runner_->step(pending_, done, chunk_, out, nullptr, times_);
         done += chunk_;
     }
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(done));
@@ -794,7 +813,7 @@ std::vector<float> StreamingDecoder::push(const Frames& frames) {
 
 std::vector<float> StreamingDecoder::flush() {
     std::vector<float> out;
-    runner_->step(pending_, 0, pending_.size(), out, nullptr);
+    runner_->step(pending_, 0, pending_.size(), out, nullptr, times_);
     pending_.clear();
     return out;
 }
