@@ -32,6 +32,7 @@ struct ConvW {
     ggml_tensor* w = nullptr;
     ggml_tensor* b = nullptr;
     int64_t k = 0, cin = 0, cout = 0;
+    bool direct = false;  // w packed for conv_direct (CPU) instead of the column product
 };
 
 // SnakeBeta with its per-channel factors precomputed as the official code does: exp(alpha) and
@@ -130,8 +131,9 @@ public:
         return t;
     }
 
-    // Causal Conv1d: GGUF [k, Cin, Cout] → [Cin * k, Cout] (tap-major within each output row).
-    ConvW conv(const std::string& prefix) {
+    // Causal Conv1d: GGUF [k, Cin, Cout] → [Cin * k, Cout] (tap-major within each output row), or
+    // packed for conv_direct when `direct` is allowed and the shape suits it.
+    ConvW conv(const std::string& prefix, bool direct) {
         const std::string wname = prefix + ".weight";
         const Shape& s = shape(wname);
         info(wname);
@@ -139,8 +141,10 @@ public:
         c.k = s[0];
         c.cin = s[1];
         c.cout = s[2];
-        c.w = derived(wname, {c.cin * c.k, c.cout}, [this, wname, k = c.k, cin = c.cin, cout = c.cout] {
-            return conv_weight_rows(floats(wname), k, cin, cout);
+        c.direct = direct && conv_direct_supported(c.cin, c.cout, c.k, 1);
+        c.w = derived(wname, {c.cin * c.k, c.direct ? conv_panel_rows(c.cout) : c.cout},
+                      [this, wname, k = c.k, cin = c.cin, cout = c.cout, d = c.direct] {
+            return d ? conv_weight_panels(floats(wname), k, cin, cout) : conv_weight_rows(floats(wname), k, cin, cout);
         });
         c.b = raw(prefix + ".bias");
         return c;
@@ -357,6 +361,8 @@ struct StreamRunner::Builder {
         g.taps.emplace_back(name, t);
     }
 
+    bool fused() const { return m.backend->is_cpu(); }
+
     // [hist | x] along time; the last hist-width samples become the new history.
     ggml_tensor* with_history(ggml_tensor* x, ggml_tensor* hist) {
         ggml_tensor* xp = ggml_concat(ctx, hist, x, 1);
@@ -365,16 +371,46 @@ struct StreamRunner::Builder {
         return xp;
     }
 
-    // Causal conv as one matrix product: the k dilated taps of [history | input] are gathered into
-    // the columns of a [Cin * k, T] matrix (im2col), which keeps the product's depth at Cin * k.
-    ggml_tensor* conv(ggml_tensor* x, const ConvW& c, int dilation, ggml_tensor* hist) {
-        ggml_tensor* cols = x;
-        if (c.k > 1) cols = conv_columns(ctx, with_history(x, hist), c.k, dilation, m.backend->is_cpu());
-        return ggml_add(ctx, ggml_mul_mat(ctx, c.w, cols), c.b);
+    // Writes the last hist-width samples of [hist | x] into hist. Expand it after every reader of
+    // the old history: nodes run in the order they were expanded.
+    void roll_history(ggml_tensor* x, ggml_tensor* hist) {
+        const int64_t h = hist->ne[1], t = x->ne[1];
+        if (t < h) {
+            with_history(x, hist);
+            return;
+        }
+        ggml_tensor* tail = ggml_view_2d(ctx, x, x->ne[0], h, x->nb[1], (t - h) * x->nb[1]);
+        ggml_build_forward_expand(gf, ggml_cpy(ctx, tail, hist));
     }
 
-    ggml_tensor* snake(ggml_tensor* x, const SnakeW& s) {
-        return snake_beta(ctx, x, s.scale, s.inv_beta, m.backend->is_cpu());
+    // A causal conv's product without its bias: the k dilated taps of [history | input] are
+    // gathered into the columns of a [Cin * k, T] matrix (im2col, read from the history and the
+    // input in place), which keeps the product's depth at Cin * k.
+    ggml_tensor* conv_product(ggml_tensor* x, const ConvW& c, int dilation, ggml_tensor* hist) {
+        if (c.k == 1) return ggml_mul_mat(ctx, c.w, x);
+        ggml_tensor* cols = conv_columns_history(ctx, hist, x, c.k, dilation, fused());
+        ggml_build_forward_expand(gf, cols);
+        roll_history(x, hist);
+        return ggml_mul_mat(ctx, c.w, cols);
+    }
+
+    // The conv with its bias, plus `residual` when given.
+    ggml_tensor* conv(ggml_tensor* x, const ConvW& c, int dilation, ggml_tensor* hist, ggml_tensor* residual = nullptr) {
+        if (c.direct) {
+            ggml_tensor* y = conv_direct(ctx, x, c.w, c.b, c.k > 1 ? hist : nullptr, residual, c.k, dilation);
+            if (c.k > 1) {
+                ggml_build_forward_expand(gf, y);
+                roll_history(x, hist);
+            }
+            return y;
+        }
+        if (residual) return add_bias_residual(ctx, conv_product(x, c, dilation, hist), c.b, residual, fused());
+        return ggml_add(ctx, conv_product(x, c, dilation, hist), c.b);
+    }
+
+    // SnakeBeta, of x + bias when a preceding conv's bias is folded in.
+    ggml_tensor* snake(ggml_tensor* x, const SnakeW& s, ggml_tensor* bias = nullptr) {
+        return snake_beta(ctx, x, s.scale, s.inv_beta, fused(), bias);
     }
 
     ggml_tensor* rms_norm(ggml_tensor* x, ggml_tensor* w) {
@@ -453,21 +489,22 @@ struct StreamRunner::Builder {
     }
 
     ggml_tensor* block(ggml_tensor* x, const BlockW& b, size_t i) {
-        const int64_t t = x->ne[1], half = b.rate * b.cout;
         // Causal transposed conv (k = 2r, s = r, last r samples dropped): output sample r*i + m is
         // tap m of input i plus tap m + r of input i - 1, taken from [previous sample | input].
         ggml_tensor* xp = with_history(snake(x, b.act), r.block_prev_[i]);
         ggml_tensor* p = ggml_mul_mat(ctx, b.tconv_w, xp);  // [2r * Cout, T + 1]
-        ggml_tensor* cur = ggml_view_2d(ctx, p, half, t, p->nb[1], p->nb[1]);
-        ggml_tensor* prev = ggml_view_2d(ctx, p, half, t, p->nb[1], half * p->nb[0]);
-        x = ggml_add(ctx, ggml_reshape_2d(ctx, ggml_add(ctx, cur, prev), b.cout, b.rate * t), b.tconv_b);
+        x = overlap_add(ctx, p, b.tconv_b, b.cout, b.rate, fused());
         const std::string name = "block" + std::to_string(i + 1);
         stage(name + " tconv", x);
+        // Residual units: x + conv2(snake(conv1(snake(x)))); a column product's bias is folded into
+        // the next pass, a direct conv adds it (and the residual) itself.
         for (size_t u = 0; u < b.units.size(); ++u) {
             const UnitW& w = b.units[u];
-            ggml_tensor* y = conv(snake(x, w.act1), w.conv1, w.dilation, r.unit_hist_[i][u]);
-            y = conv(snake(y, w.act2), w.conv2, 1, nullptr);
-            x = ggml_add(ctx, y, x);
+            ggml_tensor* y = snake(x, w.act1);
+            ggml_tensor* hist = r.unit_hist_[i][u];
+            y = w.conv1.direct ? snake(conv(y, w.conv1, w.dilation, hist), w.act2)
+                               : snake(conv_product(y, w.conv1, w.dilation, hist), w.act2, w.conv1.b);
+            x = conv(y, w.conv2, 1, nullptr, x);
             stage(name + " unit" + std::to_string(u + 1) + " d" + std::to_string(w.dilation), x);
         }
         return x;
@@ -641,6 +678,7 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     }
 
     Loader ld(file, hparams);
+    const bool cpu = backend.is_cpu();  // direct convs (custom CPU op) where the shapes allow
     const std::string p = "codec.dec.";
     for (const std::string q : {"rvq_first", "rvq_rest"}) {
         const uint32_t books = q == "rvq_first" ? 1 : hp.num_quantizers - 1;
@@ -657,7 +695,7 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     }
     m.rvq_first_out = ld.raw(p + "rvq_first.output_proj.weight");
     m.rvq_rest_out = ld.raw(p + "rvq_rest.output_proj.weight");
-    m.pre_conv = ld.conv(p + "pre_conv");
+    m.pre_conv = ld.conv(p + "pre_conv", cpu);
     m.in_proj_w = ld.raw(p + "xfmr.input_proj.weight");
     m.in_proj_b = ld.raw(p + "xfmr.input_proj.bias");
     m.out_proj_w = ld.raw(p + "xfmr.output_proj.weight");
@@ -695,7 +733,7 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
         w.gamma = ld.raw(u + "gamma");
         m.ups.push_back(w);
     }
-    m.wav_in = ld.conv(p + "wav.0.conv");
+    m.wav_in = ld.conv(p + "wav.0.conv", cpu);
     int64_t c_in = hp.decoder_dim;
     for (size_t i = 0; i < hp.upsample_rates.size(); ++i) {
         const std::string b = p + "wav." + std::to_string(i + 1) + ".";
@@ -712,8 +750,8 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
             unit.dilation = kUnitDilations[u];
             unit.act1 = ld.snake(un + "act1");
             unit.act2 = ld.snake(un + "act2");
-            unit.conv1 = ld.conv(un + "conv1");
-            unit.conv2 = ld.conv(un + "conv2");
+            unit.conv1 = ld.conv(un + "conv1", cpu);
+            unit.conv2 = ld.conv(un + "conv2", cpu);
             w.units.push_back(unit);
         }
         m.blocks.push_back(std::move(w));
@@ -721,7 +759,7 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     }
     const std::string last = std::to_string(hp.upsample_rates.size() + 1);
     m.final_act = ld.snake(p + "wav." + last);
-    m.wav_out = ld.conv(p + "wav." + std::to_string(hp.upsample_rates.size() + 2) + ".conv");
+    m.wav_out = ld.conv(p + "wav." + std::to_string(hp.upsample_rates.size() + 2) + ".conv", cpu);
     ld.upload(backend.get(), &m.ctx, &m.buffer);
 
     runner_ = std::make_unique<StreamRunner>(m);
