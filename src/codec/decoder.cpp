@@ -62,7 +62,8 @@ struct UnitW {
 struct BlockW {
     int64_t rate = 0, cin = 0, cout = 0;
     SnakeW act;
-    ggml_tensor *tconv_w, *tconv_b;  // [Cin, Cout * 2r] (row co + Cout * m), [Cout]
+    ggml_tensor *tconv_w = nullptr, *tconv_b = nullptr;  // [Cin, Cout * 2r] (row co + Cout * m), [Cout]
+    ConvW tconv;                                         // or, when tconv.direct, as a 2-tap conv
     std::vector<UnitW> units;
 };
 
@@ -168,6 +169,42 @@ public:
                             dst[ci + cin * (co + cout * m)] = src[m + k * (co + cout * ci)];
             return dst;
         });
+    }
+
+    // The same transposed conv (kernel 2r, stride r) as a causal 2-tap conv for conv_direct with
+    // r * Cout outputs, row co + Cout * m = output sample m of each input step: tap 0 (the previous
+    // input sample) holds transposed tap m + r, tap 1 (this sample) tap m; the bias repeats r times.
+    ConvW transposed_as_conv(const std::string& prefix, int64_t rate) {
+        const std::string wname = prefix + ".weight", bname = prefix + ".bias";
+        const Shape& s = shape(wname);
+        info(wname);
+        info(bname);
+        const int64_t k = s[0], cout = s[1], cin = s[2];
+        if (k != 2 * rate) throw Error(ErrorKind::Format, "codec decoder: '" + wname + "' kernel is not twice the rate");
+        ConvW c;
+        c.k = 2;
+        c.cin = cin;
+        c.cout = cout * rate;
+        c.direct = true;
+        c.w = derived(wname, {cin * 2, conv_panel_rows(c.cout)}, [this, wname, k, cout, cin, rate] {
+            const std::vector<float> src = floats(wname);
+            std::vector<float> w2(static_cast<size_t>(2 * cin * cout * rate));  // GGUF conv order [2, Cin, r * Cout]
+            for (int64_t ci = 0; ci < cin; ++ci)
+                for (int64_t m = 0; m < rate; ++m)
+                    for (int64_t co = 0; co < cout; ++co) {
+                        const int64_t row = co + cout * m;
+                        w2[0 + 2 * (ci + cin * row)] = src[(m + rate) + k * (co + cout * ci)];
+                        w2[1 + 2 * (ci + cin * row)] = src[m + k * (co + cout * ci)];
+                    }
+            return conv_weight_panels(w2, 2, cin, cout * rate);
+        });
+        c.b = derived(bname, {c.cout}, [this, bname, rate] {
+            const std::vector<float> b = floats(bname);
+            std::vector<float> out;
+            for (int64_t m = 0; m < rate; ++m) out.insert(out.end(), b.begin(), b.end());
+            return out;
+        });
+        return c;
     }
 
     SnakeW snake(const std::string& prefix) {
@@ -491,9 +528,13 @@ struct StreamRunner::Builder {
     ggml_tensor* block(ggml_tensor* x, const BlockW& b, size_t i) {
         // Causal transposed conv (k = 2r, s = r, last r samples dropped): output sample r*i + m is
         // tap m of input i plus tap m + r of input i - 1, taken from [previous sample | input].
-        ggml_tensor* xp = with_history(snake(x, b.act), r.block_prev_[i]);
-        ggml_tensor* p = ggml_mul_mat(ctx, b.tconv_w, xp);  // [2r * Cout, T + 1]
-        x = overlap_add(ctx, p, b.tconv_b, b.cout, b.rate, fused());
+        if (b.tconv.direct) {  // the same as a 2-tap conv over [previous sample | input]: [r * Cout, T]
+            x = ggml_reshape_2d(ctx, conv(snake(x, b.act), b.tconv, 1, r.block_prev_[i]), b.cout, b.rate * x->ne[1]);
+        } else {
+            ggml_tensor* xp = with_history(snake(x, b.act), r.block_prev_[i]);
+            ggml_tensor* p = ggml_mul_mat(ctx, b.tconv_w, xp);  // [2r * Cout, T + 1]
+            x = overlap_add(ctx, p, b.tconv_b, b.cout, b.rate, fused());
+        }
         const std::string name = "block" + std::to_string(i + 1);
         stage(name + " tconv", x);
         // Residual units: x + conv2(snake(conv1(snake(x)))); a column product's bias is folded into
@@ -742,8 +783,12 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
         w.cin = c_in;
         w.cout = c_in / 2;
         w.act = ld.snake(b + "0");
-        w.tconv_w = ld.transposed_conv(b + "1.conv.weight");
-        w.tconv_b = ld.raw(b + "1.conv.bias");
+        if (cpu && conv_direct_supported(w.cin, w.cout * w.rate, 2, 1)) {
+            w.tconv = ld.transposed_as_conv(b + "1.conv", w.rate);
+        } else {
+            w.tconv_w = ld.transposed_conv(b + "1.conv.weight");
+            w.tconv_b = ld.raw(b + "1.conv.bias");
+        }
         for (int u = 0; u < 3; ++u) {
             const std::string un = b + std::to_string(u + 2) + ".";
             UnitW unit;
