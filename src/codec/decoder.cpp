@@ -32,6 +32,7 @@ struct ConvW {
     ggml_tensor* w = nullptr;
     ggml_tensor* b = nullptr;
     int64_t k = 0, cin = 0, cout = 0;
+    bool direct = false;  // w packed for conv_direct (CPU) instead of the column product
 };
 
 // SnakeBeta with its per-channel factors precomputed as the official code does: exp(alpha) and
@@ -61,7 +62,8 @@ struct UnitW {
 struct BlockW {
     int64_t rate = 0, cin = 0, cout = 0;
     SnakeW act;
-    ggml_tensor *tconv_w, *tconv_b;  // [Cin, Cout * 2r] (row co + Cout * m), [Cout]
+    ggml_tensor *tconv_w = nullptr, *tconv_b = nullptr;  // [Cin, Cout * 2r] (row co + Cout * m), [Cout]
+    ConvW tconv;                                         // or, when tconv.direct, as a 2-tap conv
     std::vector<UnitW> units;
 };
 
@@ -130,8 +132,9 @@ public:
         return t;
     }
 
-    // Causal Conv1d: GGUF [k, Cin, Cout] → [Cin * k, Cout] (tap-major within each output row).
-    ConvW conv(const std::string& prefix) {
+    // Causal Conv1d: GGUF [k, Cin, Cout] → [Cin * k, Cout] (tap-major within each output row), or
+    // packed for conv_direct when `direct` is allowed and the shape suits it.
+    ConvW conv(const std::string& prefix, bool direct) {
         const std::string wname = prefix + ".weight";
         const Shape& s = shape(wname);
         info(wname);
@@ -139,8 +142,10 @@ public:
         c.k = s[0];
         c.cin = s[1];
         c.cout = s[2];
-        c.w = derived(wname, {c.cin * c.k, c.cout}, [this, wname, k = c.k, cin = c.cin, cout = c.cout] {
-            return conv_weight_rows(floats(wname), k, cin, cout);
+        c.direct = direct && conv_direct_supported(c.cin, c.cout, c.k, 1);
+        c.w = derived(wname, {c.cin * c.k, c.direct ? conv_panel_rows(c.cout) : c.cout},
+                      [this, wname, k = c.k, cin = c.cin, cout = c.cout, d = c.direct] {
+            return d ? conv_weight_panels(floats(wname), k, cin, cout) : conv_weight_rows(floats(wname), k, cin, cout);
         });
         c.b = raw(prefix + ".bias");
         return c;
@@ -164,6 +169,42 @@ public:
                             dst[ci + cin * (co + cout * m)] = src[m + k * (co + cout * ci)];
             return dst;
         });
+    }
+
+    // The same transposed conv (kernel 2r, stride r) as a causal 2-tap conv for conv_direct with
+    // r * Cout outputs, row co + Cout * m = output sample m of each input step: tap 0 (the previous
+    // input sample) holds transposed tap m + r, tap 1 (this sample) tap m; the bias repeats r times.
+    ConvW transposed_as_conv(const std::string& prefix, int64_t rate) {
+        const std::string wname = prefix + ".weight", bname = prefix + ".bias";
+        const Shape& s = shape(wname);
+        info(wname);
+        info(bname);
+        const int64_t k = s[0], cout = s[1], cin = s[2];
+        if (k != 2 * rate) throw Error(ErrorKind::Format, "codec decoder: '" + wname + "' kernel is not twice the rate");
+        ConvW c;
+        c.k = 2;
+        c.cin = cin;
+        c.cout = cout * rate;
+        c.direct = true;
+        c.w = derived(wname, {cin * 2, conv_panel_rows(c.cout)}, [this, wname, k, cout, cin, rate] {
+            const std::vector<float> src = floats(wname);
+            std::vector<float> w2(static_cast<size_t>(2 * cin * cout * rate));  // GGUF conv order [2, Cin, r * Cout]
+            for (int64_t ci = 0; ci < cin; ++ci)
+                for (int64_t m = 0; m < rate; ++m)
+                    for (int64_t co = 0; co < cout; ++co) {
+                        const int64_t row = co + cout * m;
+                        w2[0 + 2 * (ci + cin * row)] = src[(m + rate) + k * (co + cout * ci)];
+                        w2[1 + 2 * (ci + cin * row)] = src[m + k * (co + cout * ci)];
+                    }
+            return conv_weight_panels(w2, 2, cin, cout * rate);
+        });
+        c.b = derived(bname, {c.cout}, [this, bname, rate] {
+            const std::vector<float> b = floats(bname);
+            std::vector<float> out;
+            for (int64_t m = 0; m < rate; ++m) out.insert(out.end(), b.begin(), b.end());
+            return out;
+        });
+        return c;
     }
 
     SnakeW snake(const std::string& prefix) {
@@ -254,7 +295,9 @@ public:
     void reset();
     // Decodes `count` frames starting at frames[begin] as the continuation of the stream; appends
     // the clamped PCM to `out` and, when `taps` is given, every intermediate of this step.
-    void step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, std::vector<Tap>* taps);
+    // `times` (benchmarks): each stage's time, the step run stage by stage (same results).
+    void step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, std::vector<Tap>* taps,
+              StageTimes* times = nullptr);
 
 private:
     struct Graph {
@@ -263,6 +306,7 @@ private:
         ggml_gallocr_t alloc = nullptr;
         ggml_tensor *codes_first, *codes_rest, *rope_cos, *rope_sin, *mask, *out;
         std::vector<std::pair<std::string, ggml_tensor*>> taps;
+        GraphStages stages{"snake+wav_out conv"};
         ~Graph() {
             if (alloc) ggml_gallocr_free(alloc);
             if (ctx) ggml_free(ctx);
@@ -342,11 +386,19 @@ struct StreamRunner::Builder {
     Graph& g;
     bool with_taps;
 
+    // Ends a named stage (for staged timing) at x.
+    void stage(const std::string& name, ggml_tensor* x) {
+        ggml_build_forward_expand(gf, x);
+        g.stages.mark(gf, name);
+    }
+
     void tap(const char* name, ggml_tensor* t) {
         if (!with_taps) return;
         ggml_set_output(t);
         g.taps.emplace_back(name, t);
     }
+
+    bool fused() const { return m.backend->is_cpu(); }
 
     // [hist | x] along time; the last hist-width samples become the new history.
     ggml_tensor* with_history(ggml_tensor* x, ggml_tensor* hist) {
@@ -356,16 +408,46 @@ struct StreamRunner::Builder {
         return xp;
     }
 
-    // Causal conv as one matrix product: the k dilated taps of [history | input] are gathered into
-    // the columns of a [Cin * k, T] matrix (im2col), which keeps the product's depth at Cin * k.
-    ggml_tensor* conv(ggml_tensor* x, const ConvW& c, int dilation, ggml_tensor* hist) {
-        ggml_tensor* cols = x;
-        if (c.k > 1) cols = conv_columns(ctx, with_history(x, hist), c.k, dilation, m.backend->is_cpu());
-        return ggml_add(ctx, ggml_mul_mat(ctx, c.w, cols), c.b);
+    // Writes the last hist-width samples of [hist | x] into hist. Expand it after every reader of
+    // the old history: nodes run in the order they were expanded.
+    void roll_history(ggml_tensor* x, ggml_tensor* hist) {
+        const int64_t h = hist->ne[1], t = x->ne[1];
+        if (t < h) {
+            with_history(x, hist);
+            return;
+        }
+        ggml_tensor* tail = ggml_view_2d(ctx, x, x->ne[0], h, x->nb[1], (t - h) * x->nb[1]);
+        ggml_build_forward_expand(gf, ggml_cpy(ctx, tail, hist));
     }
 
-    ggml_tensor* snake(ggml_tensor* x, const SnakeW& s) {
-        return snake_beta(ctx, x, s.scale, s.inv_beta, m.backend->is_cpu());
+    // A causal conv's product without its bias: the k dilated taps of [history | input] are
+    // gathered into the columns of a [Cin * k, T] matrix (im2col, read from the history and the
+    // input in place), which keeps the product's depth at Cin * k.
+    ggml_tensor* conv_product(ggml_tensor* x, const ConvW& c, int dilation, ggml_tensor* hist) {
+        if (c.k == 1) return ggml_mul_mat(ctx, c.w, x);
+        ggml_tensor* cols = conv_columns_history(ctx, hist, x, c.k, dilation, fused());
+        ggml_build_forward_expand(gf, cols);
+        roll_history(x, hist);
+        return ggml_mul_mat(ctx, c.w, cols);
+    }
+
+    // The conv with its bias, plus `residual` when given.
+    ggml_tensor* conv(ggml_tensor* x, const ConvW& c, int dilation, ggml_tensor* hist, ggml_tensor* residual = nullptr) {
+        if (c.direct) {
+            ggml_tensor* y = conv_direct(ctx, x, c.w, c.b, c.k > 1 ? hist : nullptr, residual, c.k, dilation);
+            if (c.k > 1) {
+                ggml_build_forward_expand(gf, y);
+                roll_history(x, hist);
+            }
+            return y;
+        }
+        if (residual) return add_bias_residual(ctx, conv_product(x, c, dilation, hist), c.b, residual, fused());
+        return ggml_add(ctx, conv_product(x, c, dilation, hist), c.b);
+    }
+
+    // SnakeBeta, of x + bias when a preceding conv's bias is folded in.
+    ggml_tensor* snake(ggml_tensor* x, const SnakeW& s, ggml_tensor* bias = nullptr) {
+        return snake_beta(ctx, x, s.scale, s.inv_beta, fused(), bias);
     }
 
     ggml_tensor* rms_norm(ggml_tensor* x, ggml_tensor* w) {
@@ -444,19 +526,27 @@ struct StreamRunner::Builder {
     }
 
     ggml_tensor* block(ggml_tensor* x, const BlockW& b, size_t i) {
-        const int64_t t = x->ne[1], half = b.rate * b.cout;
         // Causal transposed conv (k = 2r, s = r, last r samples dropped): output sample r*i + m is
         // tap m of input i plus tap m + r of input i - 1, taken from [previous sample | input].
-        ggml_tensor* xp = with_history(snake(x, b.act), r.block_prev_[i]);
-        ggml_tensor* p = ggml_mul_mat(ctx, b.tconv_w, xp);  // [2r * Cout, T + 1]
-        ggml_tensor* cur = ggml_view_2d(ctx, p, half, t, p->nb[1], p->nb[1]);
-        ggml_tensor* prev = ggml_view_2d(ctx, p, half, t, p->nb[1], half * p->nb[0]);
-        x = ggml_add(ctx, ggml_reshape_2d(ctx, ggml_add(ctx, cur, prev), b.cout, b.rate * t), b.tconv_b);
+        if (b.tconv.direct) {  // the same as a 2-tap conv over [previous sample | input]: [r * Cout, T]
+            x = ggml_reshape_2d(ctx, conv(snake(x, b.act), b.tconv, 1, r.block_prev_[i]), b.cout, b.rate * x->ne[1]);
+        } else {
+            ggml_tensor* xp = with_history(snake(x, b.act), r.block_prev_[i]);
+            ggml_tensor* p = ggml_mul_mat(ctx, b.tconv_w, xp);  // [2r * Cout, T + 1]
+            x = overlap_add(ctx, p, b.tconv_b, b.cout, b.rate, fused());
+        }
+        const std::string name = "block" + std::to_string(i + 1);
+        stage(name + " tconv", x);
+        // Residual units: x + conv2(snake(conv1(snake(x)))); a column product's bias is folded into
+        // the next pass, a direct conv adds it (and the residual) itself.
         for (size_t u = 0; u < b.units.size(); ++u) {
             const UnitW& w = b.units[u];
-            ggml_tensor* y = conv(snake(x, w.act1), w.conv1, w.dilation, r.unit_hist_[i][u]);
-            y = conv(snake(y, w.act2), w.conv2, 1, nullptr);
-            x = ggml_add(ctx, y, x);
+            ggml_tensor* y = snake(x, w.act1);
+            ggml_tensor* hist = r.unit_hist_[i][u];
+            y = w.conv1.direct ? snake(conv(y, w.conv1, w.dilation, hist), w.act2)
+                               : snake(conv_product(y, w.conv1, w.dilation, hist), w.act2, w.conv1.b);
+            x = conv(y, w.conv2, 1, nullptr, x);
+            stage(name + " unit" + std::to_string(u + 1) + " d" + std::to_string(w.dilation), x);
         }
         return x;
     }
@@ -479,11 +569,17 @@ struct StreamRunner::Builder {
         tap("quantizer", x);
         x = conv(x, m.pre_conv, 1, r.pre_conv_hist_);
         tap("pre_conv", x);
+        stage("quantizer+pre_conv", x);
         x = transformer(x);
         tap("pre_transformer", x);
-        for (size_t s = 0; s < m.ups.size(); ++s) x = upsample(x, m.ups[s], s);
+        stage("transformer", x);
+        for (size_t s = 0; s < m.ups.size(); ++s) {
+            x = upsample(x, m.ups[s], s);
+            stage("upsample" + std::to_string(s), x);
+        }
         x = conv(x, m.wav_in, 1, r.wav_in_hist_);
         tap("decoder0", x);
+        stage("wav_in conv", x);
         for (size_t i = 0; i < m.blocks.size(); ++i) {
             x = block(x, m.blocks[i], i);
             tap(("decoder" + std::to_string(i + 1)).c_str(), x);
@@ -575,11 +671,12 @@ void StreamRunner::set_inputs(Graph& g, const Frames& frames, size_t begin, size
     ggml_backend_tensor_set(g.mask, host_mask_.data(), 0, host_mask_.size() * sizeof(float));
 }
 
-void StreamRunner::step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, std::vector<Tap>* taps) {
+void StreamRunner::step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, std::vector<Tap>* taps,
+                        StageTimes* times) {
     if (count == 0) return;
     Graph& g = graph(static_cast<int64_t>(count), taps != nullptr);
     set_inputs(g, frames, begin, count);
-    m_.backend->compute(g.gf);
+    m_.backend->compute(g.gf, g.stages, times);
     position_ += static_cast<int64_t>(count);
 
     const size_t old = out.size(), n = static_cast<size_t>(ggml_nelements(g.out));
@@ -622,6 +719,7 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     }
 
     Loader ld(file, hparams);
+    const bool cpu = backend.is_cpu();  // direct convs (custom CPU op) where the shapes allow
     const std::string p = "codec.dec.";
     for (const std::string q : {"rvq_first", "rvq_rest"}) {
         const uint32_t books = q == "rvq_first" ? 1 : hp.num_quantizers - 1;
@@ -638,7 +736,7 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     }
     m.rvq_first_out = ld.raw(p + "rvq_first.output_proj.weight");
     m.rvq_rest_out = ld.raw(p + "rvq_rest.output_proj.weight");
-    m.pre_conv = ld.conv(p + "pre_conv");
+    m.pre_conv = ld.conv(p + "pre_conv", cpu);
     m.in_proj_w = ld.raw(p + "xfmr.input_proj.weight");
     m.in_proj_b = ld.raw(p + "xfmr.input_proj.bias");
     m.out_proj_w = ld.raw(p + "xfmr.output_proj.weight");
@@ -676,7 +774,7 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
         w.gamma = ld.raw(u + "gamma");
         m.ups.push_back(w);
     }
-    m.wav_in = ld.conv(p + "wav.0.conv");
+    m.wav_in = ld.conv(p + "wav.0.conv", cpu);
     int64_t c_in = hp.decoder_dim;
     for (size_t i = 0; i < hp.upsample_rates.size(); ++i) {
         const std::string b = p + "wav." + std::to_string(i + 1) + ".";
@@ -685,16 +783,20 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
         w.cin = c_in;
         w.cout = c_in / 2;
         w.act = ld.snake(b + "0");
-        w.tconv_w = ld.transposed_conv(b + "1.conv.weight");
-        w.tconv_b = ld.raw(b + "1.conv.bias");
+        if (cpu && conv_direct_supported(w.cin, w.cout * w.rate, 2, 1)) {
+            w.tconv = ld.transposed_as_conv(b + "1.conv", w.rate);
+        } else {
+            w.tconv_w = ld.transposed_conv(b + "1.conv.weight");
+            w.tconv_b = ld.raw(b + "1.conv.bias");
+        }
         for (int u = 0; u < 3; ++u) {
             const std::string un = b + std::to_string(u + 2) + ".";
             UnitW unit;
             unit.dilation = kUnitDilations[u];
             unit.act1 = ld.snake(un + "act1");
             unit.act2 = ld.snake(un + "act2");
-            unit.conv1 = ld.conv(un + "conv1");
-            unit.conv2 = ld.conv(un + "conv2");
+            unit.conv1 = ld.conv(un + "conv1", cpu);
+            unit.conv2 = ld.conv(un + "conv2", cpu);
             w.units.push_back(unit);
         }
         m.blocks.push_back(std::move(w));
@@ -702,7 +804,7 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     }
     const std::string last = std::to_string(hp.upsample_rates.size() + 1);
     m.final_act = ld.snake(p + "wav." + last);
-    m.wav_out = ld.conv(p + "wav." + std::to_string(hp.upsample_rates.size() + 2) + ".conv");
+    m.wav_out = ld.conv(p + "wav." + std::to_string(hp.upsample_rates.size() + 2) + ".conv", cpu);
     ld.upload(backend.get(), &m.ctx, &m.buffer);
 
     runner_ = std::make_unique<StreamRunner>(m);
@@ -735,7 +837,7 @@ void CodecDecoder::validate(const Frames& frames, size_t first_index) const {
     }
 }
 
-std::vector<float> CodecDecoder::decode(const Frames& frames) {
+std::vector<float> CodecDecoder::decode(const Frames& frames, StageTimes* times) {
     if (frames.empty()) throw Error(ErrorKind::InvalidArgument, "no codec frames to decode");
     validate(frames);
     std::vector<float> out;
@@ -748,7 +850,7 @@ std::vector<float> CodecDecoder::decode(const Frames& frames) {
         runner_->reset();
         chunk.clear();
         for (size_t b = start - context; b < end; b += kBlockFrames) {
-            runner_->step(frames, b, std::min(kBlockFrames, end - b), chunk, nullptr);
+            runner_->step(frames, b, std::min(kBlockFrames, end - b), chunk, nullptr, times);
         }
         out.insert(out.end(), chunk.begin() + static_cast<std::ptrdiff_t>(context * samples_per_frame()), chunk.end());
         start = end;
@@ -785,7 +887,7 @@ std::vector<float> StreamingDecoder::push(const Frames& frames) {
     std::vector<float> out;
     size_t done = 0;
     while (pending_.size() - done >= chunk_) {
-        runner_->step(pending_, done, chunk_, out, nullptr);
+        runner_->step(pending_, done, chunk_, out, nullptr, times_);
         done += chunk_;
     }
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(done));
@@ -794,7 +896,7 @@ std::vector<float> StreamingDecoder::push(const Frames& frames) {
 
 std::vector<float> StreamingDecoder::flush() {
     std::vector<float> out;
-    runner_->step(pending_, 0, pending_.size(), out, nullptr);
+    runner_->step(pending_, 0, pending_.size(), out, nullptr, times_);
     pending_.clear();
     return out;
 }

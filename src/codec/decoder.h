@@ -51,7 +51,9 @@ public:
     // The official decode (Qwen3TTSTokenizer.decode of one item): up to 300 frames in one causal
     // pass; longer input in 300-frame chunks, each decoded afresh with 25 frames of left context
     // whose samples are dropped. Clamped to [-1, 1], samples_per_frame() samples per frame.
-    std::vector<float> decode(const Frames& frames);
+    // `times` (benchmarks): time per stage (transformer, upsamplers, each block's transposed conv
+    // and residual units), each step then run stage by stage.
+    std::vector<float> decode(const Frames& frames, StageTimes* times = nullptr);
 
     // One causal pass over all frames as a single graph, optionally returning every intermediate
     // (the goldens' taps, in forward order; `decoder6` is before the clamp). For tests and
@@ -85,6 +87,8 @@ public:
     std::vector<float> flush();
     // Starts a new stream: zero history, positions from 0, queue emptied.
     void reset();
+    // Benchmarks: add the time per stage of every later step to `times` (nullptr: stop).
+    void time_stages(StageTimes* times) { times_ = times; }
 
     size_t frames_per_chunk() const { return chunk_; }
     size_t frames_received() const { return received_; }
@@ -96,6 +100,7 @@ private:
     size_t received_ = 0;
     Frames pending_;
     std::unique_ptr<StreamRunner> runner_;
+    StageTimes* times_ = nullptr;
 };
 
 }  // namespace talkbox::codec

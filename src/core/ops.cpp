@@ -5,6 +5,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "talkbox/error.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace talkbox {
 
 namespace {
@@ -68,23 +74,76 @@ void elu_op(ggml_tensor* dst, const ggml_tensor* a, int ith, int nth, void*) {
     for (int64_t i = i0; i < i1; ++i) y[i] = elu_fast(x[i]);
 }
 
-void snake_op(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor* c, int ith, int nth,
-              void*) {
+// SnakeBeta over the columns [t0, t1) of a (plus bias[c] first when given): one pass.
+void snake_columns(ggml_tensor* dst, const ggml_tensor* a, const float* scale, const float* inv_beta, const float* bias,
+                   int ith, int nth) {
     const int64_t channels = a->ne[0], columns = ggml_nrows(a);
     const int64_t per = (columns + nth - 1) / nth, t0 = per * ith, t1 = std::min(columns, t0 + per);
-    const float* scale = static_cast<const float*>(b->data);
-    const float* inv_beta = static_cast<const float*>(c->data);
     for (int64_t t = t0; t < t1; ++t) {
         const float* x = reinterpret_cast<const float*>(static_cast<const char*>(a->data) + t * a->nb[1]);
         float* y = reinterpret_cast<float*>(static_cast<char*>(dst->data) + t * dst->nb[1]);
         int outside = 0;
-        for (int64_t i = 0; i < channels; ++i) {
-            const float v = x[i] * scale[i];
-            outside |= !(std::fabs(v) <= kFastLimit);
-            y[i] = x[i] + inv_beta[i] * sin_squared_fast(v);
+        if (bias) {
+            for (int64_t i = 0; i < channels; ++i) {
+                const float xb = x[i] + bias[i];
+                const float v = xb * scale[i];
+                outside |= !(std::fabs(v) <= kFastLimit);
+                y[i] = xb + inv_beta[i] * sin_squared_fast(v);
+            }
+        } else {
+            for (int64_t i = 0; i < channels; ++i) {
+                const float v = x[i] * scale[i];
+                outside |= !(std::fabs(v) <= kFastLimit);
+                y[i] = x[i] + inv_beta[i] * sin_squared_fast(v);
+            }
         }
         if (outside) {  // rare: redo the column with the C library (also catches NaN)
-            for (int64_t i = 0; i < channels; ++i) y[i] = x[i] + inv_beta[i] * sin_squared(x[i] * scale[i]);
+            for (int64_t i = 0; i < channels; ++i) {
+                const float xb = bias ? x[i] + bias[i] : x[i];
+                y[i] = xb + inv_beta[i] * sin_squared(xb * scale[i]);
+            }
+        }
+    }
+}
+
+void snake_op(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, const ggml_tensor* c, int ith, int nth,
+              void*) {
+    snake_columns(dst, a, static_cast<const float*>(b->data), static_cast<const float*>(c->data), nullptr, ith, nth);
+}
+
+// dst = snake(src0 + src3) with the factors src1, src2.
+void snake_bias_op(ggml_tensor* dst, int ith, int nth, void*) {
+    snake_columns(dst, dst->src[0], static_cast<const float*>(dst->src[1]->data), static_cast<const float*>(dst->src[2]->data),
+                  static_cast<const float*>(dst->src[3]->data), ith, nth);
+}
+
+// dst = (src0 + bias[c]) + src2, column by column.
+void add_bias_residual_op(ggml_tensor* dst, int ith, int nth, void*) {
+    const ggml_tensor *a = dst->src[0], *r = dst->src[2];
+    const float* bias = static_cast<const float*>(dst->src[1]->data);
+    const int64_t channels = a->ne[0], columns = ggml_nrows(a);
+    const int64_t per = (columns + nth - 1) / nth, t0 = per * ith, t1 = std::min(columns, t0 + per);
+    for (int64_t t = t0; t < t1; ++t) {
+        const float* x = reinterpret_cast<const float*>(static_cast<const char*>(a->data) + t * a->nb[1]);
+        const float* res = reinterpret_cast<const float*>(static_cast<const char*>(r->data) + t * r->nb[1]);
+        float* y = reinterpret_cast<float*>(static_cast<char*>(dst->data) + t * dst->nb[1]);
+        for (int64_t i = 0; i < channels; ++i) y[i] = (x[i] + bias[i]) + res[i];
+    }
+}
+
+// Transposed conv overlap: src0 = p [2 * half, T + 1] (the product over [previous input | input]),
+// dst [half, T] with dst[:, t] = (p[0:half, t + 1] + p[half:, t]) + bias[row % bias length].
+void overlap_add_op(ggml_tensor* dst, int ith, int nth, void*) {
+    const ggml_tensor* p = dst->src[0];
+    const float* bias = static_cast<const float*>(dst->src[1]->data);
+    const int64_t half = dst->ne[0], columns = dst->ne[1], nbias = dst->src[1]->ne[0];
+    const int64_t per = (columns + nth - 1) / nth, t0 = per * ith, t1 = std::min(columns, t0 + per);
+    for (int64_t t = t0; t < t1; ++t) {
+        const float* cur = reinterpret_cast<const float*>(static_cast<const char*>(p->data) + (t + 1) * p->nb[1]);
+        const float* prev = reinterpret_cast<const float*>(static_cast<const char*>(p->data) + t * p->nb[1]) + half;
+        float* y = reinterpret_cast<float*>(static_cast<char*>(dst->data) + t * dst->nb[1]);
+        for (int64_t r0 = 0; r0 < half; r0 += nbias) {
+            for (int64_t i = 0; i < nbias; ++i) y[r0 + i] = (cur[r0 + i] + prev[r0 + i]) + bias[i];
         }
     }
 }
@@ -98,15 +157,23 @@ intptr_t pack_columns(int64_t dilation, int64_t stride, int64_t left) {
 }
 
 // dst [C * taps, columns] from src [C, L]: column t, tap j = src[:, t * stride + j * dilation - left]
-// or zeros outside the input; the tap count follows from the shapes.
+// or zeros outside the input; the tap count follows from the shapes. With two sources the input
+// is their concatenation along time, [src0 | src1], read in place.
 void columns_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
-    const ggml_tensor* src = dst->src[0];
+    const ggml_tensor* head = dst->src[1] ? dst->src[0] : nullptr;
+    const ggml_tensor* src = dst->src[1] ? dst->src[1] : dst->src[0];
     const int64_t packed = reinterpret_cast<intptr_t>(userdata);
     const int64_t dilation = packed & kFieldMax, stride = (packed >> kFieldBits) & kFieldMax, left = packed >> (2 * kFieldBits);
-    const int64_t channels = src->ne[0], length = src->ne[1], taps = dst->ne[0] / channels, columns = dst->ne[1];
+    const int64_t channels = src->ne[0], head_len = head ? head->ne[1] : 0, length = head_len + src->ne[1];
+    const int64_t taps = dst->ne[0] / channels, columns = dst->ne[1];
     const int64_t per = (columns + nth - 1) / nth, t0 = per * ith, t1 = std::min(columns, t0 + per);
     const size_t row = static_cast<size_t>(channels) * sizeof(float);
-    if (channels == 1 && src->nb[1] == sizeof(float)) {  // one input channel (a waveform): plain loads
+    // Input sample i (0 <= i < length).
+    const auto sample = [&](int64_t i) -> const char* {
+        return i < head_len ? static_cast<const char*>(head->data) + i * head->nb[1]
+                            : static_cast<const char*>(src->data) + (i - head_len) * src->nb[1];
+    };
+    if (channels == 1 && !head && src->nb[1] == sizeof(float)) {  // one input channel (a waveform): plain loads
         const float* x = static_cast<const float*>(src->data);
         for (int64_t t = t0; t < t1; ++t) {
             float* out = reinterpret_cast<float*>(static_cast<char*>(dst->data) + t * dst->nb[1]);
@@ -122,13 +189,105 @@ void columns_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
         for (int64_t j = 0; j < taps; ++j) {
             const int64_t i = t * stride + j * dilation - left;
             if (i >= 0 && i < length) {
-                std::memcpy(out + j * row, static_cast<const char*>(src->data) + i * src->nb[1], row);
+                std::memcpy(out + j * row, sample(i), row);
             } else {
                 std::memset(out + j * row, 0, row);
             }
         }
     }
 }
+
+
+#if defined(__AVX512F__)
+constexpr int kRegs = 3;                 // 16-float registers per output column of a panel
+constexpr int64_t kPanel = 16 * kRegs;  // output channels per weight panel
+constexpr int kTile = 8;                // output columns per register tile: 24 accumulators
+
+// Columns [t, t + NC) of the panel of output channels [co, co + kPanel): out = W·x + bias
+// (+ residual), each output a single chain of fused multiply-adds over (tap, input channel) in
+// order, so the result does not depend on how the columns are split into tiles, steps or threads.
+template <int NC>
+inline void conv_tile(const float* const* rows_base, int64_t dilation, int64_t taps, int64_t cin, const float* w,
+                      const float* bias, const char* residual, size_t residual_nb, char* out, size_t out_nb,
+                      const __mmask16* mask) {
+    __m512 acc[NC][kRegs];
+    for (int n = 0; n < NC; ++n)
+        for (int r = 0; r < kRegs; ++r) acc[n][r] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < taps; ++j) {
+        const float* rows[NC];
+        for (int n = 0; n < NC; ++n) rows[n] = rows_base[n + j * dilation];
+        const float* wj = w + j * cin * kPanel;
+        for (int64_t ci = 0; ci < cin; ++ci) {
+            __m512 a[kRegs];
+            for (int r = 0; r < kRegs; ++r) a[r] = _mm512_loadu_ps(wj + ci * kPanel + 16 * r);
+#pragma GCC unroll 8
+            for (int n = 0; n < NC; ++n) {
+                const __m512 b = _mm512_set1_ps(rows[n][ci]);
+                for (int r = 0; r < kRegs; ++r) acc[n][r] = _mm512_fmadd_ps(a[r], b, acc[n][r]);
+            }
+        }
+    }
+    for (int n = 0; n < NC; ++n) {
+        const float* res = residual ? reinterpret_cast<const float*>(residual + n * residual_nb) : nullptr;
+        float* o = reinterpret_cast<float*>(out + n * out_nb);
+        for (int r = 0; r < kRegs; ++r) {
+            __m512 y = _mm512_add_ps(acc[n][r], _mm512_maskz_loadu_ps(mask[r], bias + 16 * r));
+            if (res) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask[r], res + 16 * r));
+            _mm512_mask_storeu_ps(o + 16 * r, mask[r], y);
+        }
+    }
+}
+
+// The userdata word of conv_direct: dilation, taps and whether a history / residual source follows.
+intptr_t pack_conv(int64_t dilation, int64_t taps, bool hist, bool residual) {
+    return static_cast<intptr_t>(dilation | (taps << kFieldBits) | (int64_t{hist} << 40) | (int64_t{residual} << 41));
+}
+
+// dst [Cout, T]; sources x [Cin, T], packed weights, bias [Cout], then [hist [Cin, H]], [residual [Cout, T]].
+void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
+    const int64_t packed = reinterpret_cast<intptr_t>(userdata);
+    const int64_t dilation = packed & kFieldMax, taps = (packed >> kFieldBits) & kFieldMax;
+    const bool has_hist = (packed >> 40) & 1, has_residual = (packed >> 41) & 1;
+    const ggml_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2];
+    const ggml_tensor* hist = has_hist ? dst->src[3] : nullptr;
+    const ggml_tensor* res = has_residual ? dst->src[has_hist ? 4 : 3] : nullptr;
+    const int64_t cin = x->ne[0], cout = dst->ne[0], columns = dst->ne[1], h = hist ? hist->ne[1] : 0;
+    // Columns split evenly between the threads.
+    const int64_t per = (columns + nth - 1) / nth, t0 = std::min(columns, per * ith), t1 = std::min(columns, t0 + per);
+    if (t0 >= t1) return;
+    // Row pointers of the input samples this thread reads: [hist | x] from t0 on.
+    const int64_t span = (t1 - t0) + (taps - 1) * dilation;
+    std::vector<const float*> rows(static_cast<size_t>(span));
+    for (int64_t i = 0; i < span; ++i) {
+        const int64_t v = t0 + i;  // index into [hist | x]
+        rows[static_cast<size_t>(i)] = reinterpret_cast<const float*>(
+            v < h ? static_cast<const char*>(hist->data) + v * hist->nb[1]
+                  : static_cast<const char*>(x->data) + (v - h) * x->nb[1]);
+    }
+    const float* wdata = static_cast<const float*>(w->data);
+    const float* bdata = static_cast<const float*>(bias->data);
+    for (int64_t co = 0; co < cout; co += kPanel) {
+        const float* wp = wdata + co * taps * cin;
+        __mmask16 mask[kRegs];  // the channels of a last, partial panel (its weights are zero-padded)
+        for (int r = 0; r < kRegs; ++r) {
+            const int64_t lanes = std::clamp<int64_t>(cout - co - 16 * r, 0, 16);
+            mask[r] = static_cast<__mmask16>((1u << lanes) - 1u);
+        }
+        for (int64_t t = t0; t < t1;) {
+            const char* r = res ? static_cast<const char*>(res->data) + t * res->nb[1] + co * sizeof(float) : nullptr;
+            char* o = static_cast<char*>(dst->data) + t * dst->nb[1] + co * sizeof(float);
+            const float* const* rb = rows.data() + (t - t0);
+            if (t + kTile <= t1) {
+                conv_tile<kTile>(rb, dilation, taps, cin, wp, bdata + co, r, res ? res->nb[1] : 0, o, dst->nb[1], mask);
+                t += kTile;
+            } else {
+                conv_tile<1>(rb, dilation, taps, cin, wp, bdata + co, r, res ? res->nb[1] : 0, o, dst->nb[1], mask);
+                t += 1;
+            }
+        }
+    }
+}
+#endif
 
 }  // namespace
 
@@ -146,16 +305,51 @@ ggml_tensor* elu(ggml_context* ctx, ggml_tensor* x, bool fused) {
     return ggml_map_custom1(ctx, x, elu_op, GGML_N_TASKS_MAX, nullptr);
 }
 
-ggml_tensor* snake_beta(ggml_context* ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* inv_beta, bool fused) {
+ggml_tensor* snake_beta(ggml_context* ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* inv_beta, bool fused,
+                        ggml_tensor* bias) {
+    if (fused && bias) {
+        ggml_tensor* args[] = {x, scale, inv_beta, bias};
+        return ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], args, 4, snake_bias_op,
+                              GGML_N_TASKS_MAX, nullptr);
+    }
     if (fused) return ggml_map_custom3(ctx, x, scale, inv_beta, snake_op, GGML_N_TASKS_MAX, nullptr);
+    if (bias) x = ggml_add(ctx, x, bias);
     ggml_tensor* v = ggml_sqr(ctx, ggml_sin(ctx, ggml_mul(ctx, x, scale)));
     return ggml_add(ctx, x, ggml_mul(ctx, v, inv_beta));
+}
+
+ggml_tensor* add_bias_residual(ggml_context* ctx, ggml_tensor* a, ggml_tensor* bias, ggml_tensor* residual, bool fused) {
+    if (!fused) return ggml_add(ctx, ggml_add(ctx, a, bias), residual);
+    ggml_tensor* args[] = {a, bias, residual};
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], a->ne[3], args, 3, add_bias_residual_op,
+                          GGML_N_TASKS_MAX, nullptr);
+}
+
+ggml_tensor* overlap_add(ggml_context* ctx, ggml_tensor* p, ggml_tensor* bias, int64_t channels, int64_t rate, bool fused) {
+    const int64_t half = p->ne[0] / 2, t = p->ne[1] - 1;
+    if (fused) {
+        ggml_tensor* args[] = {p, bias};
+        ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, half, t, 1, 1, args, 2, overlap_add_op, GGML_N_TASKS_MAX, nullptr);
+        return ggml_reshape_2d(ctx, y, channels, rate * t);
+    }
+    ggml_tensor* cur = ggml_view_2d(ctx, p, half, t, p->nb[1], p->nb[1]);
+    ggml_tensor* prev = ggml_view_2d(ctx, p, half, t, p->nb[1], half * p->nb[0]);
+    return ggml_add(ctx, ggml_reshape_2d(ctx, ggml_add(ctx, cur, prev), channels, rate * t), bias);
 }
 
 ggml_tensor* conv_columns(ggml_context* ctx, ggml_tensor* xp, int64_t taps, int64_t dilation, bool fused,
                           int64_t stride) {
     const int64_t columns = (xp->ne[1] - (taps - 1) * dilation - 1) / stride + 1;
     return conv_columns_padded(ctx, xp, taps, dilation, stride, 0, columns, fused);
+}
+
+ggml_tensor* conv_columns_history(ggml_context* ctx, ggml_tensor* hist, ggml_tensor* x, int64_t taps, int64_t dilation,
+                                  bool fused) {
+    const int64_t columns = hist->ne[1] + x->ne[1] - (taps - 1) * dilation;
+    if (!fused || dilation > kFieldMax) return conv_columns(ctx, ggml_concat(ctx, hist, x, 1), taps, dilation, fused);
+    ggml_tensor* args[] = {hist, x};
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0] * taps, columns, 1, 1, args, 2, columns_op, GGML_N_TASKS_MAX,
+                          reinterpret_cast<void*>(pack_columns(dilation, 1, 0)));
 }
 
 ggml_tensor* conv_columns_padded(ggml_context* ctx, ggml_tensor* x, int64_t taps, int64_t dilation, int64_t stride,
@@ -180,6 +374,56 @@ ggml_tensor* conv_columns_padded(ggml_context* ctx, ggml_tensor* x, int64_t taps
         cols = ggml_set_2d_inplace(ctx, cols, tap(j), cols->nb[1], j * channels * cols->nb[0]);
     }
     return cols;
+}
+
+bool conv_direct_supported(int64_t cin, int64_t cout, int64_t taps, int64_t dilation) {
+#if defined(__AVX512F__)
+    return cout > 0 && cin > 0 && taps >= 1 && taps <= kFieldMax && dilation >= 1 && dilation <= kFieldMax;
+#else
+    (void)cin, (void)cout, (void)taps, (void)dilation;
+    return false;
+#endif
+}
+
+int64_t conv_panel_rows(int64_t cout) {
+#if defined(__AVX512F__)
+    return (cout + kPanel - 1) / kPanel * kPanel;
+#else
+    return cout;
+#endif
+}
+
+std::vector<float> conv_weight_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout) {
+#if defined(__AVX512F__)
+    const int64_t panel = kPanel;
+#else
+    const int64_t panel = 1;
+#endif
+    std::vector<float> out(static_cast<size_t>(conv_panel_rows(cout) * k * cin), 0.0f);
+    for (int64_t co = 0; co < cout; ++co)
+        for (int64_t ci = 0; ci < cin; ++ci)
+            for (int64_t j = 0; j < k; ++j)
+                out[(co / panel) * panel * k * cin + (j * cin + ci) * panel + co % panel] = w[j + k * (ci + cin * co)];
+    return out;
+}
+
+ggml_tensor* conv_direct(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ggml_tensor* hist,
+                         ggml_tensor* residual, int64_t taps, int64_t dilation) {
+    const int64_t cout = bias->ne[0];
+    if (!conv_direct_supported(x->ne[0], cout, taps, dilation) || (taps > 1) != (hist != nullptr)) {
+        throw Error(ErrorKind::Internal, "conv_direct: unsupported shape (check conv_direct_supported first)");
+    }
+#if defined(__AVX512F__)
+    std::vector<ggml_tensor*> args = {x, w, bias};
+    if (hist) args.push_back(hist);
+    if (residual) args.push_back(residual);
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, cout, x->ne[1], 1, 1, args.data(), static_cast<int>(args.size()),
+                          conv_direct_op, GGML_N_TASKS_MAX,
+                          reinterpret_cast<void*>(pack_conv(dilation, taps, hist != nullptr, residual != nullptr)));
+#else
+    (void)ctx, (void)w, (void)residual;
+    return nullptr;
+#endif
 }
 
 std::vector<float> conv_weight_rows(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout) {

@@ -12,7 +12,18 @@ namespace talkbox {
 
 // SnakeBeta: y = x + inv_beta[c] * sin(x * scale[c])^2 (scale = exp(alpha), inv_beta =
 // 1 / (exp(beta) + 1e-9), both [C]). Fused: one pass with a vectorised sin; otherwise five ops.
-ggml_tensor* snake_beta(ggml_context* ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* inv_beta, bool fused);
+// With `bias` [C], of x + bias (a preceding conv's bias folded into the same pass).
+ggml_tensor* snake_beta(ggml_context* ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* inv_beta, bool fused,
+                        ggml_tensor* bias = nullptr);
+
+// (a + bias[c]) + residual in one pass (fused) or two adds: a conv's bias and a residual branch.
+ggml_tensor* add_bias_residual(ggml_context* ctx, ggml_tensor* a, ggml_tensor* bias, ggml_tensor* residual, bool fused);
+
+// The overlap of a transposed conv with kernel 2 * rate and stride rate, given p [2 * half, T + 1]
+// = the product of its [Cin, Cout * 2 * rate] matrix with [previous input sample | T inputs]:
+// output [channels, rate * T] (half = channels * rate), column-block t = p[0:half, t + 1] +
+// p[half:, t], plus bias [channels]. Fused: one pass; otherwise two adds over strided views.
+ggml_tensor* overlap_add(ggml_context* ctx, ggml_tensor* p, ggml_tensor* bias, int64_t channels, int64_t rate, bool fused);
 
 // sin(v)^2 as the fused SnakeBeta computes it (exposed for tests).
 float sin_squared(float v);
@@ -24,6 +35,11 @@ float sin_squared(float v);
 ggml_tensor* conv_columns(ggml_context* ctx, ggml_tensor* xp, int64_t taps, int64_t dilation, bool fused,
                           int64_t stride = 1);
 
+// conv_columns over [hist | x] (both [C, *], concatenated along time) without the concatenated
+// copy: the fused gather reads the two tensors in place.
+ggml_tensor* conv_columns_history(ggml_context* ctx, ggml_tensor* hist, ggml_tensor* x, int64_t taps, int64_t dilation,
+                                  bool fused);
+
 // The same with implicit zero padding, without a padded copy of the input: from x [C, L], the
 // [C * taps, columns] matrix whose column t stacks x[:, t * stride + j * dilation - left] for
 // j = 0..taps-1, zeros where that index falls outside 0..L-1.
@@ -33,6 +49,19 @@ ggml_tensor* conv_columns_padded(ggml_context* ctx, ggml_tensor* x, int64_t taps
 // A conv's weight re-laid for conv_columns: GGUF [k, Cin, Cout] (tap fastest) → [Cin * k, Cout]
 // with row ci + Cin * j = input channel ci at tap j.
 std::vector<float> conv_weight_rows(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout);
+
+// A causal conv computed directly, without a column matrix (CPU, AVX-512): y [Cout, T] with
+// y[:, t] = bias + sum_j W_j · [hist | x][:, t + j * dilation] (+ residual[:, t]), hist [Cin,
+// (taps-1) * dilation] the preceding samples (nullptr when taps == 1), x [Cin, T], the weights packed
+// by conv_weight_panels. Every output is one fused multiply-add chain in a fixed order, so results
+// do not depend on the step length or the thread count. Only where conv_direct_supported().
+bool conv_direct_supported(int64_t cin, int64_t cout, int64_t taps, int64_t dilation);
+ggml_tensor* conv_direct(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ggml_tensor* hist,
+                         ggml_tensor* residual, int64_t taps, int64_t dilation);
+// GGUF [k, Cin, Cout] (tap fastest) → panels of 48 output channels, each [k][Cin][48], the last
+// one zero-padded: conv_panel_rows(Cout) * k * Cin values.
+std::vector<float> conv_weight_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout);
+int64_t conv_panel_rows(int64_t cout);
 
 // ELU (alpha 1) as the official codec encoder computes it: x > 0 ? x : exp(x) - 1. Fused: one
 // vectorised pass (exp within 2 ulp; ggml_elu calls expm1f element by element); otherwise ggml_elu.

@@ -6,11 +6,13 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "core/ops.h"
 #include "core/backend.h"
 #include "ggml-alloc.h"
 #include "support/test_support.h"
+#include "talkbox/error.h"
 
 namespace talkbox {
 namespace {
@@ -66,29 +68,39 @@ TEST(SnakeBeta, FusedAndComposedMatchTheReference) {
     const int64_t channels = 37, columns = 53;  // odd sizes: vector tails and uneven thread splits
     std::mt19937 rng(11);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> x(channels * columns), scale(channels), inv_beta(channels);
+    std::vector<float> x(channels * columns), scale(channels), inv_beta(channels), bias(channels);
     for (float& v : x) v = 8.0f * normal(rng);
     x[5] = 2e4f;  // a column that leaves the fast range
     x[100] = 0.0f;
     for (int64_t c = 0; c < channels; ++c) {
         scale[c] = std::exp(0.3f * normal(rng));
         inv_beta[c] = 1.0f / (std::exp(0.3f * normal(rng)) + 1e-9f);
+        bias[c] = normal(rng);
     }
-    std::vector<double> ref(x.size());
-    for (size_t i = 0; i < x.size(); ++i) {
-        const int64_t c = static_cast<int64_t>(i) % channels;
-        const double s = std::sin(static_cast<double>(x[i] * scale[c]));
-        ref[i] = x[i] + inv_beta[c] * s * s;
-    }
-    for (bool fused : {true, false}) {
-        for (int threads : {1, 3}) {
-            const std::vector<float> y = run_graph(
-                {{{channels, columns}, x}, {{channels}, scale}, {{channels}, inv_beta}},
-                [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) { return snake_beta(ctx, t[0], t[1], t[2], fused); },
-                threads);
-            double worst = 0;
-            for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::fabs(y[i] - ref[i]) / std::max(1.0, std::fabs(ref[i])));
-            EXPECT_LE(worst, 1e-6) << (fused ? "fused" : "composed") << ", " << threads << " threads";
+    for (bool with_bias : {false, true}) {  // with a folded-in bias: snake(x + bias)
+        std::vector<double> ref(x.size());
+        for (size_t i = 0; i < x.size(); ++i) {
+            const int64_t c = static_cast<int64_t>(i) % channels;
+            const float xb = with_bias ? x[i] + bias[c] : x[i];
+            const double s = std::sin(static_cast<double>(xb * scale[c]));
+            ref[i] = xb + inv_beta[c] * s * s;
+        }
+        for (bool fused : {true, false}) {
+            for (int threads : {1, 3}) {
+                std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> inputs = {
+                    {{channels, columns}, x}, {{channels}, scale}, {{channels}, inv_beta}};
+                if (with_bias) inputs.push_back({{channels}, bias});  // every input must be in the graph
+                const std::vector<float> y = run_graph(
+                    inputs,
+                    [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
+                        return snake_beta(ctx, t[0], t[1], t[2], fused, with_bias ? t[3] : nullptr);
+                    },
+                    threads);
+                double worst = 0;
+                for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::fabs(y[i] - ref[i]) / std::max(1.0, std::fabs(ref[i])));
+                EXPECT_LE(worst, 1e-6) << (fused ? "fused" : "composed") << ", " << threads << " threads"
+                                       << (with_bias ? ", bias" : "");
+            }
         }
     }
 }
@@ -189,6 +201,148 @@ TEST(ConvColumns, PaddedAndStridedGatherZerosOutsideTheInput) {
                                            << c.left << (fused ? " fused" : " composed") << " threads " << threads;
                 }
             }
+        }
+    }
+}
+
+TEST(AddBiasResidual, FusedEqualsTwoAdds) {
+    const int64_t channels = 19, columns = 31;
+    std::mt19937 rng(2);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> a(channels * columns), r(channels * columns), bias(channels);
+    for (float& v : a) v = normal(rng);
+    for (float& v : r) v = normal(rng);
+    for (float& v : bias) v = normal(rng);
+    std::vector<float> expected(a.size());
+    for (size_t i = 0; i < a.size(); ++i) expected[i] = (a[i] + bias[i % channels]) + r[i];
+    for (bool fused : {true, false}) {
+        for (int threads : {1, 3}) {
+            const std::vector<float> y = run_graph(
+                {{{channels, columns}, a}, {{channels}, bias}, {{channels, columns}, r}},
+                [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) { return add_bias_residual(ctx, t[0], t[1], t[2], fused); },
+                threads);
+            EXPECT_EQ(y, expected) << (fused ? "fused" : "composed") << ", " << threads << " threads";
+        }
+    }
+}
+
+// A transposed conv's overlap (kernel 2r, stride r): output block t = top half of product column
+// t + 1 plus bottom half of column t, plus the bias per channel.
+TEST(OverlapAdd, FusedAndComposedAddTheOverlappingTaps) {
+    const int64_t channels = 3, rate = 4, half = channels * rate, t = 9;
+    std::vector<float> p(2 * half * (t + 1)), bias(channels);
+    for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<float>(i % 97) * 0.25f - 7.0f;
+    for (int64_t c = 0; c < channels; ++c) bias[c] = 0.5f * static_cast<float>(c + 1);
+    std::vector<float> expected(half * t);
+    for (int64_t col = 0; col < t; ++col)
+        for (int64_t j = 0; j < half; ++j)
+            expected[col * half + j] = (p[(col + 1) * 2 * half + j] + p[col * 2 * half + half + j]) + bias[j % channels];
+    for (bool fused : {true, false}) {
+        for (int threads : {1, 3}) {
+            const std::vector<float> y = run_graph(
+                {{{2 * half, t + 1}, p}, {{channels}, bias}},
+                [&](ggml_context* ctx, const std::vector<ggml_tensor*>& in) {
+                    ggml_tensor* out = overlap_add(ctx, in[0], in[1], channels, rate, fused);
+                    EXPECT_EQ(out->ne[0], channels);
+                    EXPECT_EQ(out->ne[1], rate * t);
+                    return out;
+                },
+                threads);
+            EXPECT_EQ(y, expected) << (fused ? "fused" : "composed") << ", " << threads << " threads";
+        }
+    }
+}
+
+// The columns over [history | input] read in place equal those of the concatenation.
+TEST(ConvColumns, HistoryAndInputReadInPlace) {
+    const int64_t channels = 6;
+    for (const auto& [taps, dilation, length] : {std::tuple<int64_t, int64_t, int64_t>{7, 9, 5}, {7, 1, 40}, {3, 3, 2}}) {
+        const int64_t h = (taps - 1) * dilation;
+        std::vector<float> hist(channels * h), x(channels * length), xp;
+        for (size_t i = 0; i < hist.size(); ++i) hist[i] = -static_cast<float>(i + 1);
+        for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i + 1);
+        xp = hist;
+        xp.insert(xp.end(), x.begin(), x.end());
+        std::vector<float> expected(channels * taps * length);
+        for (int64_t t = 0; t < length; ++t)
+            for (int64_t j = 0; j < taps; ++j)
+                for (int64_t c = 0; c < channels; ++c)
+                    expected[(t * taps + j) * channels + c] = xp[(t + j * dilation) * channels + c];
+        for (bool fused : {true, false}) {
+            for (int threads : {1, 3}) {
+                const std::vector<float> y = run_graph(
+                    {{{channels, h}, hist}, {{channels, length}, x}},
+                    [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
+                        return conv_columns_history(ctx, t[0], t[1], taps, dilation, fused);
+                    },
+                    threads);
+                EXPECT_EQ(y, expected) << "taps " << taps << " dilation " << dilation << " length " << length
+                                       << (fused ? " fused" : " composed") << " threads " << threads;
+            }
+        }
+    }
+}
+
+// The direct conv against a double-precision reference over [history | input], with a partial
+// channel panel, a tail of columns, a residual, odd thread counts; and a stream cut into steps (the
+// history rolled by hand) gives exactly the one-pass result.
+TEST(ConvDirect, MatchesTheReferenceAndDoesNotDependOnTheSteps) {
+    if (!conv_direct_supported(5, 50, 7, 3)) {  // a build without AVX-512: callers must use the column product
+        ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 8, nullptr, true});
+        ggml_tensor* x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 5, 4);
+        ggml_tensor* b = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 50);
+        EXPECT_THROW(conv_direct(ctx, x, x, b, nullptr, nullptr, 1, 1), Error);
+        ggml_free(ctx);
+        return;
+    }
+    std::mt19937 rng(9);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (const auto& [cin, cout, taps, dilation] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{5, 50, 7, 3}, {16, 96, 1, 1},
+                                                    {3, 1, 7, 1}, {8, 48, 2, 1}}) {
+        const int64_t h = (taps - 1) * dilation, length = 29;
+        std::vector<float> w(taps * cin * cout), bias(cout), xall(cin * (h + length)), res(cout * length);
+        for (float& v : w) v = normal(rng);
+        for (float& v : bias) v = normal(rng);
+        for (float& v : xall) v = normal(rng);
+        for (float& v : res) v = normal(rng);
+        const std::vector<float> panels = conv_weight_panels(w, taps, cin, cout);
+        ASSERT_EQ(static_cast<int64_t>(panels.size()), conv_panel_rows(cout) * taps * cin);
+        for (bool with_res : {false, true}) {
+            std::vector<double> ref(cout * length);
+            for (int64_t t = 0; t < length; ++t)
+                for (int64_t co = 0; co < cout; ++co) {
+                    double acc = bias[co] + (with_res ? res[t * cout + co] : 0.0);
+                    for (int64_t j = 0; j < taps; ++j)
+                        for (int64_t ci = 0; ci < cin; ++ci)
+                            acc += static_cast<double>(w[j + taps * (ci + cin * co)]) * xall[(t + j * dilation) * cin + ci];
+                    ref[t * cout + co] = acc;
+                }
+            // One pass, then the same input in steps of 4 (history = the previous h samples).
+            std::vector<float> one, stepped;
+            for (int64_t step : {length, int64_t{4}}) {
+                std::vector<float>& out = step == length ? one : stepped;
+                for (int64_t t0 = 0; t0 < length; t0 += step) {
+                    const int64_t n = std::min(step, length - t0);
+                    std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> in = {
+                        {{cin, n}, std::vector<float>(xall.begin() + (h + t0) * cin, xall.begin() + (h + t0 + n) * cin)},
+                        {{cin * taps, conv_panel_rows(cout)}, panels},
+                        {{cout}, bias}};
+                    if (h > 0) in.push_back({{cin, h}, std::vector<float>(xall.begin() + t0 * cin, xall.begin() + (t0 + h) * cin)});
+                    if (with_res) in.push_back({{cout, n}, std::vector<float>(res.begin() + t0 * cout, res.begin() + (t0 + n) * cout)});
+                    const std::vector<float> y = run_graph(
+                        in,
+                        [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
+                            return conv_direct(ctx, t[0], t[1], t[2], h > 0 ? t[3] : nullptr,
+                                               with_res ? t[h > 0 ? 4 : 3] : nullptr, taps, dilation);
+                        },
+                        step == length ? 3 : 1);
+                    out.insert(out.end(), y.begin(), y.end());
+                }
+            }
+            double worst = 0;
+            for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(one[i] - ref[i]));
+            EXPECT_LE(worst, 1e-4) << cin << "x" << cout << " taps " << taps << (with_res ? " residual" : "");
+            EXPECT_EQ(one, stepped) << cin << "x" << cout << " taps " << taps;
         }
     }
 }
