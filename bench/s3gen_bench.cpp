@@ -3,7 +3,9 @@
 // The released tensor layout is the tiny fixture's (same keys) with every width scaled to the
 // real hyper-parameters (docs/chatterbox-spec.md, S3Gen §2) and the block counts raised
 // (encoder 6 + 4 up, estimator 12 mid blocks × 4 transformer blocks):
-//   build/bin/s3gen_bench -t 2 --tokens 50 --prompt 50 [--meanflow] [--repeats 3]
+// The matrices take --type as `talkbox convert --type` stores them (convert/weight_type.h);
+// --profile times every graph node (and HiFT's host steps) once, by op, after the timed runs:
+//   build/bin/s3gen_bench -t 2 --tokens 50 --prompt 50 [--type q8_0] [--meanflow] [--repeats 3] [--profile]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -100,13 +102,31 @@ std::map<std::string, HostTensor> random_weights(const Shapes& shapes, uint32_t 
 using talkbox::bench::Stats;
 using talkbox::bench::time_runs;
 
+// Stages sorted by CPU time, with their share of the total.
+void print_profile(const char* title, const StageTimes& times) {
+    std::vector<StageTimes::Stage> st = times.stages;
+    std::sort(st.begin(), st.end(), [](const auto& a, const auto& b) { return a.cpu_ms > b.cpu_ms; });
+    double wall = 0, cpu = 0;
+    for (const auto& s : st) {
+        wall += s.wall_ms;
+        cpu += s.cpu_ms;
+    }
+    std::printf("%s: wall %.1f ms, cpu %.1f ms\n", title, wall, cpu);
+    for (const auto& s : st) {
+        if (s.cpu_ms < 0.002 * cpu && s.wall_ms < 0.002 * wall) continue;
+        std::printf("  %5.1f%%  cpu %9.1f ms  wall %9.1f ms  %s\n", 100.0 * s.cpu_ms / std::max(cpu, 1e-9), s.cpu_ms, s.wall_ms,
+                    s.name.c_str());
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"Chatterbox S3Gen benchmark (released size, random weights)"};
     std::string fixtures = "../shared/fixtures";
     int tokens = 50, prompt = 50, repeats = 3, threads = 2, steps = 0;
-    bool meanflow = false, tiny = false;
+    bool meanflow = false, tiny = false, profile = false;
+    std::string type = "f32";
     app.add_option("--fixtures", fixtures, "Fixture folder (for the tensor layout of the tiny checkpoint)")->capture_default_str();
     app.add_option("--tokens", tokens, "Speech tokens to synthesise (25 per second)")->capture_default_str();
     app.add_option("--prompt", prompt, "Prompt tokens (reference mel: 2 frames each)")->capture_default_str();
@@ -115,6 +135,10 @@ int main(int argc, char** argv) {
     app.add_option("-t,--threads", threads, "CPU threads")->capture_default_str();
     app.add_flag("--meanflow", meanflow, "Turbo's meanflow S3Gen");
     app.add_flag("--tiny", tiny, "Keep the tiny fixture sizes");
+    app.add_option("--type", type, "Type of the large matrices, as `talkbox convert --type` stores them")
+        ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_k"}))
+        ->capture_default_str();
+    app.add_flag("--profile", profile, "After the timed runs, time one flow and one HiFT run node by node, by op");
     CLI11_PARSE(app, argc, argv);
     std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear as they are measured
     try {
@@ -130,13 +154,14 @@ int main(int argc, char** argv) {
             for (int64_t d : s) n *= static_cast<size_t>(d);
             params += n;
         }
-        const auto src = memory_source(random_weights(shapes, 1234), tiny ? "tiny random S3Gen" : "released-size random S3Gen");
+        const auto src = memory_source(random_weights(shapes, 1234), tiny ? "tiny random S3Gen" : "released-size random S3Gen",
+                                       parse_weight_type(type));
         Backend backend(threads);
         FlowConfig fc;
         fc.estimator_heads = tiny ? 2 : 8;
         S3Gen s3gen(*src, backend, fc);
-        std::printf("S3Gen %s%s: %zu tensors, %.2f M parameters; backend %s; %d tokens (%.2f s) + %d prompt tokens, %d steps\n",
-                    tiny ? "tiny" : "released size", meanflow ? " meanflow" : "", shapes.size(), params / 1e6,
+        std::printf("S3Gen %s%s %s: %zu tensors, %.2f M parameters; backend %s; %d tokens (%.2f s) + %d prompt tokens, %d steps\n",
+                    tiny ? "tiny" : "released size", meanflow ? " meanflow" : "", type.c_str(), shapes.size(), params / 1e6,
                     backend.description().c_str(), tokens, tokens / 25.0, prompt,
                     steps ? steps : s3gen.flow().default_steps());
         std::mt19937 rng(7);
@@ -164,6 +189,17 @@ int main(int argc, char** argv) {
         std::printf("hift  (f0, source, decode, istft)  min %8.1f ms  median %8.1f ms  cpu %8.1f ms  RTF %.3f\n", hs.min_ms,
                     hs.median_ms, hs.cpu_ms, hs.min_ms / audio_ms);
         std::printf("total RTF %.3f\n", (fs.min_ms + hs.min_ms) / audio_ms);
+        if (profile) {
+            StageTimes ft, ht;
+            s3gen.flow().profile(&ft);
+            s3gen.flow().inference(speech, p, {}, 1, steps);
+            s3gen.flow().profile(nullptr);
+            s3gen.hift().profile(&ht);
+            s3gen.hift().synthesize(mel, frames, noise);
+            s3gen.hift().profile(nullptr);
+            print_profile("flow profile (node by node)", ft);
+            print_profile("hift profile (node by node)", ht);
+        }
     } catch (const talkbox::Error& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return 1;

@@ -1,9 +1,11 @@
 #include "chatterbox/flow.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
 #include "core/graph.h"
+#include "core/ops.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
@@ -134,7 +136,10 @@ struct Flow::Model {
     int64_t est_frames = -1, est_batch = -1;
     bool est_taps_on = false;
     ggml_tensor *est_x = nullptr, *est_cond = nullptr, *est_t = nullptr, *est_r = nullptr, *est_out = nullptr;
+    ggml_tensor* est_mask = nullptr;  // [Tk, T]: 0 for the frames, -inf for the padding keys (null: none)
     std::unique_ptr<TapList> est_taps;
+
+    StageTimes* profile = nullptr;
 
     bool fused() const { return backend->is_cpu(); }
 
@@ -206,8 +211,9 @@ struct Flow::Model {
         ggml_tensor* pos = heads3(linear(ctx, pe, w.pos));  // [dk, H, 2T-1]
         ggml_tensor* bu = ggml_reshape_3d(ctx, w.bias_u, dk, heads, 1);
         ggml_tensor* bv = ggml_reshape_3d(ctx, w.bias_v, dk, heads, 1);
-        ggml_tensor* qu = ggml_permute(ctx, ggml_add(ctx, q, bu), 0, 2, 1, 3);  // [dk, T, H]
-        ggml_tensor* qv = ggml_permute(ctx, ggml_add(ctx, q, bv), 0, 2, 1, 3);
+        // Contiguous operands for ggml's blocked GEMM (see the estimator's attention).
+        ggml_tensor* qu = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, bu), 0, 2, 1, 3));  // [dk, T, H]
+        ggml_tensor* qv = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, bv), 0, 2, 1, 3));
         ggml_tensor* ac = ggml_mul_mat(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), qu);      // [Tk, Tq, H]
         ggml_tensor* bd_full = ggml_mul_mat(ctx, ggml_permute(ctx, pos, 0, 2, 1, 3), qv);  // [2T-1, Tq, H]
         // rel_shift: query i, key j reads row T-1-i+j of its own row, i.e. a view whose row
@@ -279,7 +285,7 @@ struct Flow::Model {
     // ---- estimator graph ----
     ggml_tensor* causal_block(ggml_context* ctx, ggml_tensor* x, const BlockW& b) const {
         x = conv1d(ctx, x, b.conv, b.conv.k - 1, 0, fused());
-        return mish(ctx, layer_norm(ctx, x, b.norm, kEstEps));
+        return mish(ctx, layer_norm(ctx, x, b.norm, kEstEps), fused());
     }
 
     ggml_tensor* resnet(ggml_context* ctx, ggml_tensor* x, const ResnetW& r, ggml_tensor* temb_act) const {
@@ -290,20 +296,29 @@ struct Flow::Model {
         return ggml_add(ctx, y, conv1d(ctx, x, r.res_conv, 0, 0, fused()));
     }
 
+    // Keys per attention row: the frames rounded up to a multiple of 16, since ggml's blocked GEMM
+    // (llamafile sgemm) takes only such reduction lengths and the probabilities·values product
+    // reduces over the keys; the padding keys are zero and masked out (their weight is exactly 0).
+    static int64_t padded_keys(int64_t frames) { return (frames + 15) / 16 * 16; }
+
     ggml_tensor* transformer(ggml_context* ctx, ggml_tensor* h, const TfW& w) const {
-        const int64_t c = h->ne[0], t = h->ne[1], b = h->ne[2], hd = est_head_dim, nh = est_heads;
+        const int64_t t = h->ne[1], b = h->ne[2], hd = est_head_dim, nh = est_heads, tk = padded_keys(t);
         ggml_tensor* x = layer_norm(ctx, h, w.norm1, kEstEps);
-        auto split = [&](ggml_tensor* y) { return ggml_reshape_4d(ctx, y, hd, nh, t, b); };
-        ggml_tensor* q = ggml_permute(ctx, split(linear(ctx, x, w.q)), 0, 2, 1, 3);  // [hd, T, H, B]
-        ggml_tensor* k = ggml_permute(ctx, split(linear(ctx, x, w.k)), 0, 2, 1, 3);
-        ggml_tensor* v = ggml_cont(ctx, ggml_permute(ctx, split(linear(ctx, x, w.v)), 1, 2, 0, 3));  // [T, hd, H, B]
-        ggml_tensor* kq = ggml_soft_max_ext(ctx, ggml_mul_mat(ctx, k, q), nullptr, 1.0f / std::sqrt(static_cast<float>(hd)), 0.0f);
+        auto split = [&](ggml_tensor* y, int64_t n) {
+            if (n > y->ne[1]) y = ggml_pad(ctx, y, 0, static_cast<int>(n - y->ne[1]), 0, 0);
+            return ggml_reshape_4d(ctx, y, hd, nh, n, b);
+        };
+        // Contiguous heads: ggml multiplies contiguous operands with its blocked GEMM, strided
+        // ones with a dot product per element.
+        ggml_tensor* q = ggml_cont(ctx, ggml_permute(ctx, split(linear(ctx, x, w.q), t), 0, 2, 1, 3));  // [hd, T, H, B]
+        ggml_tensor* k = ggml_cont(ctx, ggml_permute(ctx, split(linear(ctx, x, w.k), tk), 0, 2, 1, 3));  // [hd, Tk, H, B]
+        ggml_tensor* v = ggml_cont(ctx, ggml_permute(ctx, split(linear(ctx, x, w.v), tk), 1, 2, 0, 3));  // [Tk, hd, H, B]
+        ggml_tensor* kq = ggml_soft_max_ext(ctx, ggml_mul_mat(ctx, k, q), est_mask, 1.0f / std::sqrt(static_cast<float>(hd)), 0.0f);
         ggml_tensor* o = ggml_permute(ctx, ggml_mul_mat(ctx, v, kq), 0, 2, 1, 3);  // [hd, H, T, B]
         o = ggml_reshape_3d(ctx, ggml_cont(ctx, o), hd * nh, t, b);
         h = ggml_add(ctx, h, linear(ctx, o, w.out));
         x = layer_norm(ctx, h, w.norm3, kEstEps);
-        x = linear(ctx, ggml_gelu_erf(ctx, linear(ctx, x, w.ff1)), w.ff2);
-        (void)c;
+        x = linear(ctx, gelu_erf(ctx, linear(ctx, x, w.ff1), fused()), w.ff2);
         return ggml_add(ctx, h, x);
     }
 
@@ -324,11 +339,12 @@ struct Flow::Model {
         est_cond = g.input(GGML_TYPE_F32, {3 * kMels, frames, batch}, "mu_spks_cond");
         est_t = g.input(GGML_TYPE_F32, {kTimeDim, batch}, "t_features");
         est_r = meanflow ? g.input(GGML_TYPE_F32, {kTimeDim, batch}, "r_features") : nullptr;
+        est_mask = padded_keys(frames) > frames ? g.input(GGML_TYPE_F32, {padded_keys(frames), frames}, "key_mask") : nullptr;
         auto time_mlp = [&](ggml_tensor* e) { return linear(ctx, ggml_silu(ctx, linear(ctx, e, time1)), time2); };
         ggml_tensor* temb = time_mlp(est_t);
         if (meanflow) temb = linear(ctx, ggml_concat(ctx, temb, time_mlp(est_r), 0), mixer);
         tap.add(ctx, gf, "step0_est_t_emb", temb, false);
-        ggml_tensor* temb_act = mish(ctx, temb);
+        ggml_tensor* temb_act = mish(ctx, temb, fused());
 
         ggml_tensor* h = ggml_concat(ctx, est_x, est_cond, 0);  // [320, T, B]
         h = stage(ctx, h, down, temb_act);
@@ -423,6 +439,8 @@ Flow::~Flow() = default;
 
 bool Flow::meanflow() const { return m_->meanflow; }
 
+void Flow::profile(StageTimes* times) { m_->profile = times; }
+
 std::vector<float> Flow::speaker(const std::vector<float>& embedding) const {
     if (embedding.size() != 192) {
         throw Error(ErrorKind::InvalidArgument, "S3Gen: the speaker x-vector has " + std::to_string(embedding.size()) +
@@ -451,7 +469,7 @@ std::vector<float> Flow::encode(const std::vector<int32_t>& tokens, std::vector<
     const std::vector<float> pe = rel_pos_table(t, m.d), pe_up = rel_pos_table(2 * t, m.d);
     ggml_backend_tensor_set(m.enc_pe, pe.data(), 0, pe.size() * sizeof(float));
     ggml_backend_tensor_set(m.enc_pe_up, pe_up.data(), 0, pe_up.size() * sizeof(float));
-    m.enc_graph->compute(*m.backend);
+    compute_by_op(*m.backend, m.enc_graph->cgraph(), m.profile, "encoder");
     std::vector<float> mu(static_cast<size_t>(kMels * 2 * t));
     ggml_backend_tensor_get(m.enc_mu, mu.data(), 0, mu.size() * sizeof(float));
     if (taps) {
@@ -502,8 +520,15 @@ std::vector<float> Flow::estimate(const std::vector<float>& x, const std::vector
         }
     }
     ggml_backend_tensor_set(m.est_t, tf.data(), 0, tf.size() * sizeof(float));
+    if (m.est_mask) {
+        const int64_t tk = m.est_mask->ne[0];
+        std::vector<float> mask(static_cast<size_t>(tk * frames), 0.0f);
+        for (int64_t q = 0; q < frames; ++q)
+            std::fill(mask.begin() + q * tk + frames, mask.begin() + (q + 1) * tk, -INFINITY);
+        ggml_backend_tensor_set(m.est_mask, mask.data(), 0, mask.size() * sizeof(float));
+    }
     if (m.meanflow) ggml_backend_tensor_set(m.est_r, rf.data(), 0, rf.size() * sizeof(float));
-    m.est_graph->compute(*m.backend);
+    compute_by_op(*m.backend, m.est_graph->cgraph(), m.profile, "estimator");
     std::vector<float> out(plane * batch);
     ggml_backend_tensor_get(m.est_out, out.data(), 0, out.size() * sizeof(float));
     if (taps) m.est_taps->read(*taps);

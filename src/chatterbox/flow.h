@@ -67,6 +67,9 @@ public:
                                  const std::vector<float>& z, uint64_t seed = 0, int steps = 0,
                                  std::vector<S3GenTap>* taps = nullptr, std::vector<float>* mu_out = nullptr);
 
+    // From now on, run the graphs node by node and add each op's time to `times` (null: off).
+    void profile(StageTimes* times);
+
     // The ODE time grid: 1 − cos(π/2 · k/steps) (standard) or k/steps (meanflow), float32 as torch.
     std::vector<float> time_span(int steps) const;
 

@@ -57,6 +57,7 @@ struct Hift::Model {
     int64_t f0_frames = -1, dec_frames = -1, dec_taps = -1;
     ggml_tensor *f0_in = nullptr, *f0_out = nullptr, *dec_mel = nullptr, *dec_stft = nullptr, *dec_out = nullptr;
     std::unique_ptr<TapList> taps;
+    StageTimes* profile = nullptr;
 
     bool fused() const { return backend->is_cpu(); }
 
@@ -185,7 +186,7 @@ std::vector<float> Hift::f0(const std::vector<float>& mel, int64_t frames) {
     }
     const std::vector<float> in = transpose(mel, kMels, frames);
     ggml_backend_tensor_set(m.f0_in, in.data(), 0, in.size() * sizeof(float));
-    m.f0_graph->compute(*m.backend);
+    compute_by_op(*m.backend, m.f0_graph->cgraph(), m.profile, "hift f0");
     std::vector<float> out(static_cast<size_t>(frames));
     ggml_backend_tensor_get(m.f0_out, out.data(), 0, out.size() * sizeof(float));
     return out;
@@ -307,7 +308,11 @@ std::vector<float> Hift::decode(const std::vector<float>& mel, int64_t frames, c
         throw Error(ErrorKind::InvalidArgument, "HiFT: source has " + std::to_string(source.size()) + " samples, expected " +
                                                     std::to_string(samples));
     }
-    const std::vector<float> stft = hift_source_stft(source);
+    std::vector<float> stft;
+    {
+        HostTimer timer(m.profile, "hift stft (host)");
+        stft = hift_source_stft(source);
+    }
     const int64_t want_taps = taps != nullptr;
     if (m.dec_frames != frames || m.dec_taps != want_taps) {
         m.dec_graph = std::make_unique<Graph>(kGraphNodes);
@@ -350,25 +355,32 @@ std::vector<float> Hift::decode(const std::vector<float>& mel, int64_t frames, c
     ggml_backend_tensor_set(m.dec_mel, in.data(), 0, in.size() * sizeof(float));
     const std::vector<float> stft_t = transpose(stft, 2 * kBins, stft_frames);
     ggml_backend_tensor_set(m.dec_stft, stft_t.data(), 0, stft_t.size() * sizeof(float));
-    m.dec_graph->compute(*m.backend);
+    compute_by_op(*m.backend, m.dec_graph->cgraph(), m.profile, "hift decoder");
     std::vector<float> post(static_cast<size_t>(2 * kBins * stft_frames));
     ggml_backend_tensor_get(m.dec_out, post.data(), 0, post.size() * sizeof(float));
     if (taps) {
         taps->clear();
         m.taps->read(*taps);
     }
+    HostTimer timer(m.profile, "hift istft (host)");
     return hift_istft(post, stft_frames);
 }
 
 std::vector<float> Hift::synthesize(const std::vector<float>& mel, int64_t frames, const HiftNoise& noise,
                                     std::vector<float>* f0_out, std::vector<float>* source_out) {
     const std::vector<float> f = f0(mel, frames);
-    const std::vector<float> s = source(f, noise);
+    std::vector<float> s;
+    {
+        HostTimer timer(m_->profile, "hift source (host)");
+        s = source(f, noise);
+    }
     std::vector<float> wav = decode(mel, frames, s);
     if (f0_out) *f0_out = f;
     if (source_out) *source_out = s;
     return wav;
 }
+
+void Hift::profile(StageTimes* times) { m_->profile = times; }
 
 void apply_trim_fade(std::vector<float>& wav) {
     constexpr int n = Hift::kSampleRate / 50;  // 20 ms

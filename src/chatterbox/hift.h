@@ -45,6 +45,10 @@ public:
     std::vector<float> synthesize(const std::vector<float>& mel, int64_t frames, const HiftNoise& noise,
                                   std::vector<float>* f0_out = nullptr, std::vector<float>* source_out = nullptr);
 
+    // From now on, run the graphs node by node and add each op's (and each host step's) time to
+    // `times` (null: off).
+    void profile(StageTimes* times);
+
     struct Model;
 
 private:

@@ -1,5 +1,9 @@
 #include "chatterbox/s3gen_nn.h"
 
+#include <chrono>
+#include <ctime>
+#include <memory>
+
 #include "core/ops.h"
 #include "ggml-backend.h"
 #include "talkbox/error.h"
@@ -135,7 +139,6 @@ ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, const Norm& n, float 
     return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, eps), n.w), n.b);
 }
 
-ggml_tensor* mish(ggml_context* ctx, ggml_tensor* x) { return ggml_mul(ctx, x, ggml_tanh(ctx, ggml_softplus(ctx, x))); }
 
 ggml_tensor* conv1d(ggml_context* ctx, ggml_tensor* x, const Conv& c, int64_t pad_l, int64_t pad_r, bool fused,
                     int64_t dilation, int64_t stride) {
@@ -177,6 +180,68 @@ ggml_tensor* conv_transpose1d(ggml_context* ctx, ggml_tensor* x, const ConvTrans
 
 ggml_tensor* snake(ggml_context* ctx, ggml_tensor* x, const Snake& s, bool fused) {
     return snake_beta(ctx, x, s.scale, s.inv_alpha, fused);
+}
+
+namespace {
+
+double wall_now_ms() {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double cpu_now_ms() { return 1000.0 * static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
+
+bool is_view(const ggml_tensor* t) {
+    switch (t->op) {
+        case GGML_OP_NONE:
+        case GGML_OP_VIEW:
+        case GGML_OP_RESHAPE:
+        case GGML_OP_PERMUTE:
+        case GGML_OP_TRANSPOSE: return true;
+        default: return false;
+    }
+}
+
+std::string op_key(const ggml_tensor* t) {
+    std::string key = ggml_op_desc(t);
+    for (int i = 0; i < 2 && t->src[i]; ++i) key += std::string(i ? " x " : " ") + ggml_type_name(t->src[i]->type);
+    if (t->op == GGML_OP_MUL_MAT) {
+        const ggml_tensor* a = t->src[0];
+        while (a->view_src) a = a->view_src;
+        const bool weights = a->buffer && ggml_backend_buffer_get_usage(a->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
+        key += weights ? " (weights)" : " (activations)";
+        if (!ggml_is_contiguous(t->src[0]) || !ggml_is_contiguous(t->src[1])) key += " non-contiguous";
+    }
+    return key;
+}
+
+}  // namespace
+
+void compute_by_op(const Backend& backend, ggml_cgraph* graph, StageTimes* times, const std::string& prefix) {
+    if (!times) return backend.compute(graph);
+    std::unique_ptr<ggml_context, decltype(&ggml_free)> ctx(
+        ggml_init({ggml_graph_overhead_custom(1, false) + 1024, nullptr, /*no_alloc=*/true}), ggml_free);
+    if (!ctx) throw Error(ErrorKind::Internal, "cannot create a ggml context for a profiled graph");
+    ggml_cgraph* one = ggml_new_graph_custom(ctx.get(), 1, false);
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+        ggml_tensor* node = ggml_graph_node(graph, i);
+        if (is_view(node)) continue;
+        ggml_graph_clear(one);
+        ggml_graph_add_node(one, node);
+        const double w0 = wall_now_ms(), c0 = cpu_now_ms();
+        backend.compute(one);
+        times->add(prefix + " " + op_key(node), wall_now_ms() - w0, cpu_now_ms() - c0);
+    }
+}
+
+HostTimer::HostTimer(StageTimes* times, std::string stage) : times_(times), stage_(std::move(stage)) {
+    if (times_) {
+        wall0_ = wall_now_ms();
+        cpu0_ = cpu_now_ms();
+    }
+}
+
+HostTimer::~HostTimer() {
+    if (times_) times_->add(stage_, wall_now_ms() - wall0_, cpu_now_ms() - cpu0_);
 }
 
 void TapList::add(ggml_context* ctx, ggml_cgraph* gf, const std::string& name, ggml_tensor* x, bool transpose) {

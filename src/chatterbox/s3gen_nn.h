@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "chatterbox/s3gen_weights.h"
+#include "core/backend.h"
 #include "ggml.h"
 
 namespace talkbox::chatterbox {
@@ -65,13 +66,31 @@ private:
 // y = W x + b over the leading dimension (any trailing dims).
 ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, const Linear& l);
 ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, const Norm& n, float eps);
-ggml_tensor* mish(ggml_context* ctx, ggml_tensor* x);  // x · tanh(softplus(x))
 // Conv1d on [Cin, T(, B)] with zero padding pad_l / pad_r; fused gathers on the CPU.
 ggml_tensor* conv1d(ggml_context* ctx, ggml_tensor* x, const Conv& c, int64_t pad_l, int64_t pad_r, bool fused,
                     int64_t dilation = 1, int64_t stride = 1);
 // ConvTranspose1d on [Cin, T] → [Cout, (T-1)·stride + k - 2·pad].
 ggml_tensor* conv_transpose1d(ggml_context* ctx, ggml_tensor* x, const ConvTranspose& c);
 ggml_tensor* snake(ggml_context* ctx, ggml_tensor* x, const Snake& s, bool fused);
+
+// Runs `graph` node by node (same results as one run), adding each node's wall and CPU time to
+// `times` under `prefix` and its op and operand types, e.g. "estimator MUL_MAT q8_0 x f32
+// (weights)": where an S3Gen graph spends its time. Without `times`, one ordinary run.
+void compute_by_op(const Backend& backend, ggml_cgraph* graph, StageTimes* times, const std::string& prefix);
+
+// Runs host code, adding its wall and CPU time to `times` under `stage` when `times` is given.
+class HostTimer {
+public:
+    HostTimer(StageTimes* times, std::string stage);
+    ~HostTimer();
+    HostTimer(const HostTimer&) = delete;
+    HostTimer& operator=(const HostTimer&) = delete;
+
+private:
+    StageTimes* times_;
+    std::string stage_;
+    double wall0_ = 0, cpu0_ = 0;
+};
 
 // A named intermediate copied out of a graph, in PyTorch order ([C, T] time contiguous for a
 // [channels, time] activation).

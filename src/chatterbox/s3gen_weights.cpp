@@ -5,6 +5,7 @@
 
 #include "convert/chatterbox_names.h"
 #include "convert/safetensors.h"
+#include "convert/weight_type.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "talkbox/error.h"
@@ -98,9 +99,40 @@ public:
         if (it == tensors_.end()) throw Error(ErrorKind::NotFound, "'" + label_ + "': missing tensor '" + key + "'");
         return it->second;
     }
+    bool stored(const std::string& key, StoredTensor* out) const override {
+        const auto it = stored_.find(key);
+        if (it == stored_.end()) return false;
+        out->type = it->second.type;
+        out->ne = it->second.ne;
+        out->data = it->second.bytes.data();
+        out->nbytes = it->second.bytes.size();
+        return true;
+    }
+
+    // Quantises what the converter would store as `type`; keeps the dequantised values for get().
+    void quantise(WeightType type) {
+        for (auto& [key, t] : tensors_) {
+            const std::string name = chatterbox_gguf_name(ChatterboxFile::S3Gen, key);
+            if (name.empty()) continue;
+            const std::vector<int64_t> ne(t.shape.rbegin(), t.shape.rend());
+            const ggml_type st = storage_type(name, ne, type);
+            if (st == GGML_TYPE_F32) continue;
+            const int64_t row = ne[0], rows = static_cast<int64_t>(t.data.size()) / row;
+            Stored q{st, ne, std::vector<uint8_t>(ggml_row_size(st, row) * static_cast<size_t>(rows))};
+            ggml_quantize_chunk(st, t.data.data(), q.bytes.data(), 0, rows, row, nullptr);
+            ggml_get_type_traits(st)->to_float(q.bytes.data(), t.data.data(), static_cast<int64_t>(t.data.size()));
+            stored_[key] = std::move(q);
+        }
+    }
 
 private:
+    struct Stored {
+        ggml_type type;
+        std::vector<int64_t> ne;
+        std::vector<uint8_t> bytes;
+    };
     std::map<std::string, HostTensor> tensors_;
+    std::map<std::string, Stored> stored_;
     std::string label_;
 };
 
@@ -126,6 +158,13 @@ std::unique_ptr<TensorSource> gguf_source(const GgufFile& file) { return std::ma
 
 std::unique_ptr<TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label) {
     return std::make_unique<MemorySource>(std::move(tensors), label);
+}
+
+std::unique_ptr<TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label,
+                                            WeightType type) {
+    auto src = std::make_unique<MemorySource>(std::move(tensors), label);
+    src->quantise(type);
+    return src;
 }
 
 HostTensor module_weight(const TensorSource& src, const std::string& prefix) {

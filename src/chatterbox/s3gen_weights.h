@@ -13,6 +13,7 @@
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "ggml.h"
+#include "talkbox/convert.h"
 
 namespace talkbox::chatterbox {
 
@@ -50,6 +51,11 @@ std::unique_ptr<TensorSource> safetensors_source(const std::string& path);
 std::unique_ptr<TensorSource> gguf_source(const GgufFile& file);
 // Tensors held in memory (regenerated or random weights for tests and benchmarks).
 std::unique_ptr<TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label);
+// The same as a `talkbox convert --type` GGUF would hold it: every tensor the converter's policy
+// stores as `type` (convert/weight_type.h, by its GGUF name) is quantised once and served as stored
+// (get() gives its dequantised values), the rest stays F32.
+std::unique_ptr<TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label,
+                                            WeightType type);
 
 // The effective weight of a possibly weight-normed module at `prefix` (e.g. "mel2wav.conv_pre"):
 // "<prefix>.weight" when the file has it, else w = v · g / ‖v‖ (norm over all dims but 0, per

@@ -67,11 +67,39 @@ inline float elu_fast(float x) {
     return x > 0.0f ? x : neg;
 }
 
-void elu_op(ggml_tensor* dst, const ggml_tensor* a, int ith, int nth, void*) {
+// erf(x/√2) by Abramowitz–Stegun 7.1.26 in the order of PyTorch's Vectorized<float>::erf.
+inline float gelu_erf_fast(float x) {
+    constexpr float p = 0.3275911f, a1 = 0.254829592f, a2 = -0.284496736f, a3 = 1.421413741f, a4 = -1.453152027f,
+                    a5 = 1.061405429f, sqrt1_2 = 0.70710678118654752440f;
+    const float v = x * sqrt1_2, av = std::fabs(v);
+    const float t = 1.0f / (p * av + 1.0f);
+    const float r = (((a5 * t + a4) * t + a3) * t + a2) * t + a1;
+    const float e = 1.0f - (t * exp_nonpositive(-(v * v))) * r;  // erf(|v|)
+    const float erf = v < 0.0f ? -e : e;
+    return x * 0.5f * (1.0f + erf);
+}
+
+// tanh(softplus(x)) from u = exp(-|x|): (1 + 2u) / (1 + 2u + 2u²) for x >= 0, (u² + 2u) / (u² + 2u + 2) below.
+inline float mish_fast(float x) {
+    const float u = exp_nonpositive(-std::fabs(x));
+    const float pos = (1.0f + 2.0f * u) / (1.0f + 2.0f * u + 2.0f * u * u);
+    const float t = u * (u + 2.0f);
+    const float neg = t / (t + 2.0f);
+    return x * (x >= 0.0f ? pos : neg);
+}
+
+template <float (*F)(float)>
+void unary_op(ggml_tensor* dst, const ggml_tensor* a, int ith, int nth, void*) {
     const int64_t n = ggml_nelements(a), per = (n + nth - 1) / nth, i0 = std::min(n, per * ith), i1 = std::min(n, i0 + per);
     const float* x = static_cast<const float*>(a->data);
     float* y = static_cast<float*>(dst->data);
-    for (int64_t i = i0; i < i1; ++i) y[i] = elu_fast(x[i]);
+    for (int64_t i = i0; i < i1; ++i) y[i] = F(x[i]);
+}
+
+template <float (*F)(float)>
+ggml_tensor* map_unary(ggml_context* ctx, ggml_tensor* x) {
+    if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
+    return ggml_map_custom1(ctx, x, unary_op<F>, GGML_N_TASKS_MAX, nullptr);
 }
 
 // SnakeBeta over the columns [t0, t1) of a (plus bias[c] first when given): one pass.
@@ -300,9 +328,19 @@ float sin_squared(float v) {
 float elu_value(float x) { return std::isnan(x) ? x : elu_fast(x); }
 
 ggml_tensor* elu(ggml_context* ctx, ggml_tensor* x, bool fused) {
-    if (!fused) return ggml_elu(ctx, x);
-    if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
-    return ggml_map_custom1(ctx, x, elu_op, GGML_N_TASKS_MAX, nullptr);
+    return fused ? map_unary<elu_fast>(ctx, x) : ggml_elu(ctx, x);
+}
+
+float gelu_erf_value(float x) { return std::isnan(x) ? x : gelu_erf_fast(x); }
+
+ggml_tensor* gelu_erf(ggml_context* ctx, ggml_tensor* x, bool fused) {
+    return fused ? map_unary<gelu_erf_fast>(ctx, x) : ggml_gelu_erf(ctx, x);
+}
+
+float mish_value(float x) { return std::isnan(x) ? x : mish_fast(x); }
+
+ggml_tensor* mish(ggml_context* ctx, ggml_tensor* x, bool fused) {
+    return fused ? map_unary<mish_fast>(ctx, x) : ggml_mul(ctx, x, ggml_tanh(ctx, ggml_softplus(ctx, x)));
 }
 
 ggml_tensor* snake_beta(ggml_context* ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* inv_beta, bool fused,

@@ -70,4 +70,15 @@ ggml_tensor* elu(ggml_context* ctx, ggml_tensor* x, bool fused);
 // ELU of one value as the fused op computes it (exposed for tests).
 float elu_value(float x);
 
+// GELU with the exact erf, x/2 · (1 + erf(x/√2)), as PyTorch's vectorised CPU kernel computes it
+// (Abramowitz–Stegun 7.1.26 erf, |error| < 1.5e-7). Fused: one vectorised pass; otherwise
+// ggml_gelu_erf (erff element by element).
+ggml_tensor* gelu_erf(ggml_context* ctx, ggml_tensor* x, bool fused);
+float gelu_erf_value(float x);
+
+// Mish, x · tanh(softplus(x)). Fused: one vectorised pass from a single exp(-|x|); otherwise
+// ggml softplus, tanh and mul.
+ggml_tensor* mish(ggml_context* ctx, ggml_tensor* x, bool fused);
+float mish_value(float x);
+
 }  // namespace talkbox

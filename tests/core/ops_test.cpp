@@ -1,5 +1,5 @@
 // The vocoders' custom ops alone: fused CPU versions and stock-op compositions against plain
-// references (SnakeBeta and ELU in double precision, the conv column gather exactly).
+// references (SnakeBeta, ELU, GELU and Mish in double precision, the conv column gather exactly).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -137,6 +137,60 @@ TEST(Elu, FusedAndComposedAgree) {
         }
         EXPECT_LE(talkbox::testing::max_abs_diff(outs[0], outs[1]), 2e-7f) << threads << " threads";
         for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(outs[0][i], elu_value(x[i]));
+    }
+}
+
+TEST(GeluErf, MatchesTheExactErf) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> wide(-30.0f, 30.0f), narrow(-4.0f, 4.0f);
+    double worst = 0;
+    const auto check = [&](float x) {
+        const double ref = 0.5 * x * (1.0 + std::erf(static_cast<double>(x) / std::sqrt(2.0)));
+        worst = std::max(worst, std::fabs(gelu_erf_value(x) - ref) / std::max(1.0, std::fabs(ref)));
+    };
+    for (int i = 0; i < 200000; ++i) check(i % 2 ? wide(rng) : narrow(rng));
+    for (float x : {0.0f, -0.0f, 1e-30f, -1e-30f, -9.0f, -20.0f, -1e30f, 1e30f}) check(x);
+    // Abramowitz–Stegun 7.1.26 (PyTorch's vectorised CPU erf): |erf error| < 1.5e-7, i.e. at most
+    // |x|/2 · 1.5e-7 in GELU where that is not below float rounding (|x| < ~6).
+    EXPECT_LE(worst, 5e-7);
+    std::printf("[ gelu_erf ] max |error| %.3g\n", worst);
+    EXPECT_TRUE(std::isnan(gelu_erf_value(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(Mish, MatchesTanhOfSoftplus) {
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<float> wide(-100.0f, 100.0f), narrow(-5.0f, 5.0f);
+    double worst = 0;
+    const auto check = [&](float x) {
+        const double xd = x, ref = xd * std::tanh(std::log1p(std::exp(xd)));
+        worst = std::max(worst, std::fabs(mish_value(x) - ref) / std::max(1.0, std::fabs(ref)));
+    };
+    for (int i = 0; i < 200000; ++i) check(i % 2 ? wide(rng) : narrow(rng));
+    for (float x : {0.0f, -0.0f, 1e-30f, -1e-30f, -87.0f, -100.0f, 30.0f, 1e30f}) check(x);
+    EXPECT_LE(worst, 4e-7);
+    std::printf("[ mish     ] max |error| %.3g\n", worst);
+    EXPECT_TRUE(std::isnan(mish_value(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(GeluErfAndMish, FusedAndComposedAgree) {
+    const int64_t rows = 13, cols = 41;  // odd sizes: vector tails and uneven thread splits
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    std::vector<float> x(rows * cols);
+    for (float& v : x) v = normal(rng);
+    using Op = ggml_tensor* (*)(ggml_context*, ggml_tensor*, bool);
+    for (const auto& [name, op, value] : {std::tuple<const char*, Op, float (*)(float)>{"gelu_erf", gelu_erf, gelu_erf_value},
+                                          {"mish", mish, mish_value}}) {
+        for (int threads : {1, 3}) {
+            std::vector<std::vector<float>> outs;
+            for (bool fused : {true, false}) {
+                outs.push_back(run_graph({{{rows, cols}, x}},
+                                         [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) { return op(ctx, t[0], fused); },
+                                         threads));
+            }
+            EXPECT_LE(talkbox::testing::max_abs_diff(outs[0], outs[1]), 1e-6f) << name << ", " << threads << " threads";
+            for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(outs[0][i], value(x[i])) << name;
+        }
     }
 }
 
