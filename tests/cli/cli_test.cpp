@@ -147,6 +147,7 @@ TEST(Cli, ReadmeCommandsRun) {
         // The tiny Chatterbox's random weights never emit the stop token: cap the official 1000
         // speech tokens per sentence so that the README's speak commands stay fast here.
         replace("speak -m chatterbox.gguf ", "speak -m chatterbox.gguf --max-frames 8 ");
+        replace(R"("model": "chatterbox", )", R"("model": "chatterbox", "max_frames": 8, )");  // the same through the server
         replace("@ref.wav", "@" + talkbox::testing::fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
         ++ran;
         if (talkbox && args.rfind("serve ", 0) == 0) {
@@ -174,7 +175,7 @@ TEST(Cli, ReadmeCommandsRun) {
     EXPECT_GE(curls, 4u);
     for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav", "decoded.flac", "fox.voice",
                             "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf", "server.mp3",
-                            "fox.wav", "voices/fox.voice", "bonjour.wav", "chatterbox-clone.wav"}) {
+                            "fox.wav", "voices/fox.voice", "bonjour.wav", "chatterbox-clone.wav", "voices/anna.voice", "anna.wav"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
     }
     if (server) EXPECT_EQ(server->stop(), 0) << server->log();
