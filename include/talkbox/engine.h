@@ -118,6 +118,11 @@ public:
     std::vector<std::string> speakers() const;
     std::vector<std::string> languages() const;  // without "auto"
     uint32_t talker_hidden() const;
+    // Chatterbox: whether the file holds the built-in voice that speaks when a request has none.
+    bool has_builtin_voice() const;
+    // Empty when `voice` can condition this model; otherwise why not (e.g. "the voice is a
+    // qwen3tts voice; this model is Chatterbox"), the message speak() would throw.
+    std::string voice_mismatch(const Voice& voice) const;
     int threads() const;          // generator compute threads in use
     int decoder_threads() const;  // speech decoder threads in use
 

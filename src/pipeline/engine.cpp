@@ -274,6 +274,20 @@ int Engine::sample_rate() const { return cb_ ? cb_->pipeline.sample_rate() : imp
 const std::string& Engine::model_size() const { return cb_ ? cb_->size : impl_->size; }
 const std::string& Engine::variant() const { return cb_ ? cb_->variant : impl_->variant; }
 std::vector<std::string> Engine::speakers() const { return cb_ ? std::vector<std::string>{} : impl_->model.hparams().speaker_names; }
+bool Engine::has_builtin_voice() const {
+    if (!cb_) return false;
+    const GgufMeta& m = cb_->pipeline.file().meta();
+    return m.has_key("chatterbox.builtin_voice") && m.get_bool("chatterbox.builtin_voice");
+}
+std::string Engine::voice_mismatch(const Voice& voice) const {
+    try {
+        if (cb_) voice::check_chatterbox_voice_fits(voice, cb_->identity, "the voice");
+        else voice::check_voice_fits(voice, impl_->model.hparams(), "the voice");
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return {};
+}
 uint32_t Engine::talker_hidden() const { return cb_ ? cb_->pipeline.t3().hparams().hidden : impl_->model.hparams().talker.hidden; }
 // Chatterbox runs T3 and S3Gen one after the other on one backend.
 int Engine::threads() const { return cb_ ? cb_->pipeline.threads() : impl_->model.backend().threads(); }

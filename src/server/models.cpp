@@ -26,6 +26,8 @@ ModelPool::ModelPool(std::string id, std::string path, const EngineOptions& opti
     : id_(std::move(id)), path_(std::move(path)), options_(options), max_engines_(std::max<size_t>(1, engines)) {
     engines_.reserve(max_engines_);  // never reallocated: leases read their engine without the lock
     auto first = std::make_unique<Engine>(path_, options_);
+    family_ = first->family();
+    builtin_voice_ = first->has_builtin_voice();
     variant_ = first->variant();
     size_ = first->model_size();
     speakers_ = first->speakers();

@@ -35,6 +35,11 @@ public:
     ModelPool(std::string id, std::string path, const EngineOptions& options, size_t engines);
 
     const std::string& id() const { return id_; }
+    const std::string& family() const { return family_; }  // "qwen3tts" / "chatterbox"
+    bool chatterbox() const { return family_ == "chatterbox"; }
+    bool has_builtin_voice() const { return builtin_voice_; }
+    // Empty when `voice` fits this model, else why not (Engine::voice_mismatch).
+    std::string voice_mismatch(const Voice& voice) const { return engines_[0]->voice_mismatch(voice); }
     const std::string& path() const { return path_; }
     const std::string& variant() const { return variant_; }
     const std::string& size() const { return size_; }
@@ -48,7 +53,8 @@ private:
     friend class EngineLease;
     void give_back(size_t index);
 
-    std::string id_, path_, variant_, size_;
+    std::string id_, path_, family_, variant_, size_;
+    bool builtin_voice_ = false;
     std::vector<std::string> speakers_, languages_;
     int sample_rate_ = 24000;
     EngineOptions options_;

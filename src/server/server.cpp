@@ -76,6 +76,14 @@ constexpr OutputFormat kFormats[] = {
     {"opus", audio::SampleFormat::OggOpus, "audio/ogg; codecs=opus", false},
 };
 
+// The voice name of a Chatterbox model's built-in voice (registered voices cannot take it).
+constexpr const char* kBuiltinVoice = "builtin";
+
+// Request fields that only one family takes (the rest apply to both).
+constexpr const char* kQwenOnlyFields[] = {"instructions", "top_k"};
+constexpr const char* kChatterboxOnlyFields[] = {"exaggeration", "cfg_weight", "min_p"};
+constexpr const char* kChatterboxFields = "language, exaggeration, cfg_weight, min_p, seed, temperature, top_p, repetition_penalty, max_frames";
+
 // OpenAI model names that clients send by default: they pick the loaded model that fits the voice.
 bool is_openai_model_alias(const std::string& m) {
     return m.empty() || m == "tts-1" || m == "tts-1-hd" || m == "gpt-4o-mini-tts" || m.rfind("gpt-4o", 0) == 0;
@@ -219,10 +227,12 @@ struct Server::Impl {
         return nullptr;
     }
 
-    // Whether `model` can speak with `voice`; fills the request's speaker or voice.
+    // Whether `model` can speak with `voice`; fills the request's speaker or voice (the built-in
+    // voice of a Chatterbox model leaves both empty).
     bool voice_fits(const ModelPool& model, const std::string& voice, const std::string& instructions, SpeechRequest& r) {
         if (model.variant() == "voice_design") return !instructions.empty() || voice.empty();
         if (voice.empty()) return false;
+        if (model.chatterbox() && lower(voice) == kBuiltinVoice) return model.has_builtin_voice();
         if (model.variant() == "custom_voice") {
             for (const auto& s : model.speakers()) {
                 if (lower(s) == lower(voice)) {
@@ -234,9 +244,36 @@ struct Server::Impl {
         }
         if (!valid_voice_name(voice)) return false;
         auto v = voices.find(voice);
-        if (!v || v->model_size != model.size()) return false;
+        if (!v || !model.voice_mismatch(*v).empty()) return false;
         r.voice = v;
         return true;
+    }
+
+    // A voice this server knows (a preset, the built-in voice, a registered voice) that `model`
+    // cannot speak with: 400 saying why and which models take it. Returns for unknown voices.
+    void refuse_voice_mismatch(const ModelPool& model, const std::string& voice) {
+        std::vector<std::string> fits;
+        SpeechRequest scratch;
+        for (const auto& m : models) {
+            if (m.get() != &model && m->variant() != "voice_design" && voice_fits(*m, voice, "", scratch)) fits.push_back(m->id());
+        }
+        const auto registered = valid_voice_name(voice) ? voices.find(voice) : nullptr;
+        std::string why;
+        if (registered) {
+            why = model.voice_mismatch(*registered);
+        } else if (fits.empty()) {
+            return;
+        } else if (lower(voice) == kBuiltinVoice) {
+            why = "'builtin' is the built-in voice of Chatterbox models";
+        } else {
+            why = "'" + voice + "' is a preset speaker of CustomVoice models";
+        }
+        if (why.empty()) why = "model '" + model.id() + "' is " + model.variant();
+        const auto takes = voice_names(&model);
+        throw bad_request("voice '" + voice + "' does not fit model '" + model.id() + "': " + why + "; " +
+                              (fits.empty() ? std::string("no loaded model takes it") : "it fits " + join(fits)) + " (model '" +
+                              model.id() + "' takes " + (takes.empty() ? std::string("no voice") : join(takes)) + ")",
+                          "voice", "voice_mismatch");
     }
 
     std::vector<std::string> voice_names(const ModelPool* only) {
@@ -245,9 +282,10 @@ struct Server::Impl {
             if (only && m.get() != only) continue;
             if (m->variant() == "custom_voice") {
                 for (const auto& s : m->speakers()) out.push_back(s);
-            } else if (m->variant() == "base") {
+            } else if (m->variant() == "base" || m->chatterbox()) {
+                if (m->has_builtin_voice()) out.push_back(kBuiltinVoice);
                 for (const auto& [name, v] : voices.list()) {
-                    if (v->model_size == m->size()) out.push_back(name);
+                    if (m->voice_mismatch(*v).empty()) out.push_back(name);
                 }
             }
         }
@@ -307,19 +345,20 @@ struct Server::Impl {
             voice = string_field("voice", false);
         }
         const std::string instructions = string_field("instructions", false);
-        p.request.instruct = instructions;
+        p.request.instruct = instructions;  // refused below for Chatterbox unless blank
         const std::string language = string_field("language", false);
 
         const std::string model = string_field("model", false);
         if (auto* m = find_model(model)) {
             p.model = m;
+            if (voice.empty() && m->has_builtin_voice()) voice = kBuiltinVoice;  // a named Chatterbox model speaks without one
             if (!voice_fits(*m, voice, instructions, p.request)) {
-                if (voice.empty()) throw bad_request("'voice' is required for model '" + m->id() + "'", "voice", "missing_field");
-                if (m->variant() == "custom_voice" && valid_voice_name(voice) && voices.find(voice)) {
-                    throw bad_request("'" + voice + "' is a cloned voice: it needs a Base model, and '" + m->id() +
-                                          "' is a CustomVoice model with presets (" + join(m->speakers()) + ")",
-                                      "voice");
+                if (voice.empty()) {
+                    throw bad_request("'voice' is required for model '" + m->id() + "'" +
+                                          (m->chatterbox() ? " (it has no built-in voice: register one with POST /v1/audio/voices)" : ""),
+                                      "voice", "missing_field");
                 }
+                refuse_voice_mismatch(*m, voice);
                 throw not_found("voice '" + voice + "' is not available for model '" + m->id() + "' (available: " +
                                     join(voice_names(m)) + ")",
                                 "voice", "voice_not_found");
@@ -345,6 +384,30 @@ struct Server::Impl {
             throw not_found("model '" + model + "' is not loaded (available: " + join(ids) + ")", "model", "model_not_found");
         }
 
+        // Fields of the other family are refused, naming the model.
+        const auto given = [&](const char* key) {
+            if (!body.contains(key) || body[key].is_null()) return false;
+            return !body[key].is_string() || body[key].get<std::string>().find_first_not_of(" \t\r\n") != std::string::npos;
+        };
+        if (p.model->chatterbox()) {
+            for (const char* key : kQwenOnlyFields) {
+                if (given(key)) {
+                    throw bad_request(std::string("'") + key + "' is a Qwen3-TTS setting; model '" + p.model->id() +
+                                          "' is Chatterbox (it takes " + kChatterboxFields + ")",
+                                      key, "unsupported_field");
+                }
+            }
+        } else {
+            for (const char* key : kChatterboxOnlyFields) {
+                if (given(key)) {
+                    throw bad_request(std::string("'") + key + "' is a Chatterbox setting; model '" + p.model->id() + "' is Qwen3-TTS (" +
+                                          p.model->variant() + ")",
+                                      key, "unsupported_field");
+                }
+            }
+        }
+
+        if (p.model->chatterbox()) p.request.instruct.clear();
         if (!language.empty() && lower(language) != "auto") {
             bool known = false;
             for (const auto& l : p.model->languages()) known |= lower(l) == lower(language);
@@ -384,11 +447,26 @@ struct Server::Impl {
         }
         auto& s = p.request.sampling;
         s.seed = integer_field("seed", 18446744073709551615.0);
-        if (auto t = number_field("temperature", 0, 10)) s.temperature = static_cast<float>(*t);
+        const auto positive = [&](const char* key, double hi) -> std::optional<float> {
+            const auto v = number_field(key, 0, hi);
+            if (v && *v <= 0) throw bad_request(std::string("'") + key + "' must be greater than 0", key);
+            if (v) return static_cast<float>(*v);
+            return std::nullopt;
+        };
+        if (p.model->chatterbox()) {
+            s.temperature = positive("temperature", 10);  // T3 samples always (0 is no greedy switch)
+        } else if (auto t = number_field("temperature", 0, 10)) {
+            s.temperature = static_cast<float>(*t);
+        }
         if (auto k = integer_field("top_k", 100000)) s.top_k = static_cast<uint32_t>(*k);
-        if (auto tp = number_field("top_p", 0, 1)) {
-            if (*tp <= 0) throw bad_request("'top_p' must be greater than 0", "top_p");
-            s.top_p = static_cast<float>(*tp);
+        s.top_p = positive("top_p", 1);
+        s.repetition_penalty = positive("repetition_penalty", 10);
+        if (auto e = number_field("exaggeration", 0, 10)) p.request.exaggeration = static_cast<float>(*e);
+        if (auto c = number_field("cfg_weight", 0, 10)) p.request.cfg_weight = static_cast<float>(*c);
+        if (auto mp = number_field("min_p", 0, 1)) p.request.min_p = static_cast<float>(*mp);
+        if (auto f = integer_field("max_frames", 100000)) {
+            if (*f == 0) throw bad_request("'max_frames' must be at least 1", "max_frames");
+            p.request.max_frames = static_cast<uint32_t>(*f);
         }
         // Drawn here when absent, so that every response reports the seed that reproduces it.
         if (!s.seed) s.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
@@ -539,20 +617,30 @@ struct Server::Impl {
     }
 
     json model_json(const ModelPool& m) const {
-        return {{"id", m.id()},          {"object", "model"},      {"created", 0},
-                {"owned_by", "talkbox"}, {"variant", m.variant()}, {"size", m.size()},
-                {"speakers", m.speakers()}, {"languages", m.languages()}, {"sample_rate", m.sample_rate()}};
+        return {{"id", m.id()},
+                {"object", "model"},
+                {"created", 0},
+                {"owned_by", "talkbox"},
+                {"family", m.family()},
+                {"variant", m.variant()},
+                {"size", m.size()},
+                {"speakers", m.speakers()},
+                {"builtin_voice", m.has_builtin_voice() ? json(kBuiltinVoice) : json(nullptr)},
+                {"languages", m.languages()},
+                {"sample_rate", m.sample_rate()}};
     }
 
     json voice_json(const std::string& name, const Voice& v) const {
         json ms = json::array();
         for (const auto& m : models) {
-            if (m->variant() == "base" && m->size() == v.model_size) ms.push_back(m->id());
+            if (m->voice_mismatch(v).empty()) ms.push_back(m->id());
         }
+        const bool chatterbox = v.family == "chatterbox";
         return {{"id", name},
                 {"name", name},
                 {"type", "cloned"},
-                {"mode", v.x_vector_only ? "x_vector" : "in_context"},
+                {"family", v.family},
+                {"mode", chatterbox ? "audio_prompt" : v.x_vector_only ? "x_vector" : "in_context"},
                 {"model_size", v.model_size},
                 {"reference_seconds", v.source_seconds},
                 {"models", ms}};
@@ -560,10 +648,15 @@ struct Server::Impl {
 
     void list_voices(httplib::Response& res) {
         json out = json::array();
+        json builtin = json::array();
         for (const auto& m : models) {
             for (const auto& s : m->speakers()) {
-                out.push_back({{"id", s}, {"name", s}, {"type", "preset"}, {"models", {m->id()}}});
+                out.push_back({{"id", s}, {"name", s}, {"type", "preset"}, {"family", m->family()}, {"models", {m->id()}}});
             }
+            if (m->has_builtin_voice()) builtin.push_back(m->id());
+        }
+        if (!builtin.empty()) {
+            out.push_back({{"id", kBuiltinVoice}, {"name", kBuiltinVoice}, {"type", "builtin"}, {"family", "chatterbox"}, {"models", builtin}});
         }
         for (const auto& [name, v] : voices.list()) out.push_back(voice_json(name, *v));
         send_json(res, 200, {{"object", "list"}, {"voices", out}});
@@ -586,19 +679,34 @@ struct Server::Impl {
         }
         const auto clip = field({"audio", "file"});
         if (!clip || clip->content.empty()) throw bad_request("'audio' (the reference clip) is required", "audio", "missing_field");
+        if (lower(name->content) == kBuiltinVoice) {
+            throw bad_request("the name 'builtin' is reserved for Chatterbox's built-in voice; choose another", "name");
+        }
         const auto transcript = field({"transcript", "ref_text"});
         std::optional<std::string> ref_text;
         if (transcript && transcript->content.find_first_not_of(" \t\r\n") != std::string::npos) ref_text = transcript->content;
+        // Base models clone from the clip (+ transcript), Chatterbox models from the clip alone.
+        const auto clones = [&](const ModelPool& m) { return m.variant() == "base" || (m.chatterbox() && !ref_text); };
         ModelPool* model = nullptr;
         if (const auto m = field({"model"}); m && !is_openai_model_alias(m->content)) {
             model = find_model(m->content);
             if (!model) throw not_found("model '" + m->content + "' is not loaded", "model", "model_not_found");
-            if (model->variant() != "base") throw bad_request("model '" + m->content + "' cannot clone voices: use a Base model", "model");
+            if (model->variant() != "base" && !model->chatterbox()) {
+                throw bad_request("model '" + m->content + "' cannot clone voices: use a Base or Chatterbox model", "model");
+            }
         } else {
             for (const auto& pm : models) {
-                if (!model && pm->variant() == "base") model = pm.get();
+                if (!model && clones(*pm)) model = pm.get();
             }
-            if (!model) throw bad_request("no Base model is loaded: voice cloning needs one (serve -m base.gguf)", "model");
+            if (!model) {
+                throw bad_request(ref_text ? "no Base model is loaded: cloning with a transcript needs one (serve -m base.gguf)"
+                                           : "no Base or Chatterbox model is loaded: voice cloning needs one (serve -m base.gguf)",
+                                  "model");
+            }
+        }
+        if (model->chatterbox() && ref_text) {
+            throw bad_request("'transcript' is a Qwen3-TTS setting: Chatterbox model '" + model->id() + "' clones from the clip alone",
+                              "transcript", "unsupported_field");
         }
         if (voices.find(name->content)) {
             throw ApiError(409, "invalid_request_error", "voice_exists", "a voice named '" + name->content + "' already exists", "name");

@@ -150,6 +150,7 @@ TEST(Cli, ReadmeCommandsRun) {
         // speech tokens per sentence so that the README's speak commands stay fast here.
         replace("speak -m chatterbox.gguf ", "speak -m chatterbox.gguf --max-frames 8 ");
         replace("speak -m turbo.gguf ", "speak -m turbo.gguf --max-frames 8 ");
+        replace(R"("model": "chatterbox", )", R"("model": "chatterbox", "max_frames": 8, )");  // the same through the server
         replace("@ref.wav", "@" + talkbox::testing::fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
         ++ran;
         if (talkbox && args.rfind("serve ", 0) == 0) {
@@ -177,7 +178,8 @@ TEST(Cli, ReadmeCommandsRun) {
     EXPECT_GE(curls, 4u);
     for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav", "decoded.flac", "fox.voice",
                             "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf", "server.mp3",
-                            "fox.wav", "voices/fox.voice", "bonjour.wav", "chatterbox-clone.wav", "turbo.gguf", "turbo.wav"}) {
+                            "fox.wav", "voices/fox.voice", "bonjour.wav", "chatterbox-clone.wav", "turbo.gguf", "turbo.wav",
+                            "voices/anna.voice", "anna.wav"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
     }
     if (server) EXPECT_EQ(server->stop(), 0) << server->log();
