@@ -1,6 +1,7 @@
 #include "chatterbox/t3.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -472,11 +473,18 @@ void T3::check_inputs(const std::vector<int32_t>& text, const T3Conditioning&, c
         throw Error(ErrorKind::InvalidArgument, "max_new_tokens must be in 1.." + std::to_string(h.speech_positions) +
                                                     ", got " + std::to_string(o.max_new_tokens));
     }
+    if (o.min_new_tokens > o.max_new_tokens) {
+        throw Error(ErrorKind::InvalidArgument, "min_new_tokens (" + std::to_string(o.min_new_tokens) +
+                                                    ") exceeds max_new_tokens (" + std::to_string(o.max_new_tokens) + ")");
+    }
 }
 
 std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
-                                  T3Trace* trace) const {
+                                  T3Trace* trace, T3Timings* timings) const {
     check_inputs(text, cond, o);
+    using Clock = std::chrono::steady_clock;
+    const auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+    const auto start = Clock::now();
     const T3Hparams& h = hp_;
     const std::vector<float> cond_emb = conditioning(cond);
     const int64_t streams = o.cfg_weight > 0.0f ? 2 : 1;
@@ -490,6 +498,8 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
         trace->logits_processed.clear();
     }
     dec.prefill(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
+    const auto decode_start = Clock::now();
+    if (timings) timings->prefill_ms = ms_since(start);
 
     const size_t V = h.speech_vocab;
     lm::Sampler sampler(o.seed);
@@ -500,6 +510,7 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
         const float* c = dec.logits.data();
         const float* u = streams == 2 ? c + V : c;
         for (size_t j = 0; j < V; ++j) scores[j] = c[j] + o.cfg_weight * (c[j] - u[j]);
+        if (i < o.min_new_tokens) std::fill(scores.begin() + h.start_speech, scores.end(), -INFINITY);
         lm::apply_repetition_penalty(scores, history, o.repetition_penalty);
         // The official loop always runs the warpers (select() leaves their output in `scores`);
         // greedy takes the argmax of that distribution instead of a draw.
@@ -519,6 +530,10 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
         history.push_back(next);
         if (next == h.stop_speech) break;
         if (i + 1 < o.max_new_tokens) dec.step(next, static_cast<int32_t>(i + 1));
+    }
+    if (timings) {
+        timings->decode_ms = ms_since(decode_start);
+        timings->tokens = static_cast<uint32_t>(predicted.size());
     }
     return predicted;
 }

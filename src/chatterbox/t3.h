@@ -57,8 +57,19 @@ struct T3Options {
     float min_p = 0.05f;              // [0, 1]
     float top_p = 1.0f;               // (0, 1]
     uint32_t max_new_tokens = 1000;
+    // Fixed-length runs (benchmarks): until this many tokens exist only speech ids (< start_speech)
+    // can be picked, so neither the stop token nor a start/padding id ends or cuts the stream;
+    // min_new_tokens = max_new_tokens gives exactly that many tokens. 0: off (official).
+    uint32_t min_new_tokens = 0;
     bool greedy = false;  // argmax of the processed distribution instead of a draw (tests)
     uint64_t seed = 0;
+};
+
+// Where generate() spent its time (wall ms).
+struct T3Timings {
+    double prefill_ms = 0;  // conditioning + prefill (the first token's logits)
+    double decode_ms = 0;   // every token's guidance + sampling, and the decode steps between them
+    uint32_t tokens = 0;    // tokens predicted
 };
 
 // Intermediates for parity checks (filled when passed to generate()).
@@ -86,7 +97,7 @@ public:
     // The official inference loop: `text_tokens` is one row including [START]..[STOP]. Returns the
     // raw predicted ids (including the stop token when it was produced). Throws Error on bad input.
     std::vector<int32_t> generate(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond,
-                                  const T3Options& options, T3Trace* trace = nullptr) const;
+                                  const T3Options& options, T3Trace* trace = nullptr, T3Timings* timings = nullptr) const;
 
     // The ids S3Gen receives: drop_invalid_tokens (after the first start token, before the first
     // stop token); the English model additionally keeps only ids < start_speech.
