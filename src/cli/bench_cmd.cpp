@@ -162,6 +162,8 @@ void run_qwen_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
     request.language = a.language;
     request.max_frames = request.min_frames = a.frames;
     request.sampling.seed = a.seed;
+    request.exaggeration = a.exaggeration;  // Chatterbox settings: the engine refuses them with a message
+    request.cfg_weight = a.cfg_weight;
     const std::string voice = choose_voice(a, engine, m.voice_file, request);
 
     std::vector<Figure> figures = {

@@ -132,9 +132,8 @@ TEST(ChatterboxEngine, LongTextIsSpokenAndStreamedSentenceBySentence) {
     EXPECT_EQ(chunks[1], 11u * 960);
 }
 
-// min_frames (bench's fixed-length runs) reaches T3 per sentence: a hot draw that would stop or
-// emit special ids early still gives exactly that many tokens per sentence; the timings split
-// T3 and S3Gen into their stages.
+// min_frames (bench's fixed-length runs) reaches T3 per sentence: a hot draw gives exactly that
+// many tokens per sentence, all of them speech ids; the timings split T3 and S3Gen into their stages.
 TEST(ChatterboxEngine, MinFramesGivesFixedLengthSentencesAndStageTimings) {
     Engine& e = engine();
     auto r = greedy_request("Hello world, the sun is out again. We can test it now!", "en", 20);
@@ -155,9 +154,14 @@ TEST(ChatterboxEngine, MinFramesGivesFixedLengthSentencesAndStageTimings) {
     EXPECT_LE(t.flow_ms + t.vocoder_ms, t.decoder_ms + 1e-6);
     EXPECT_GT(t.first_audio_ms, 0.0);
     EXPECT_LE(t.talker_ms + t.decoder_ms, t.total_ms + 1e-6);
-    // Without it the same hot draw ends or cuts the stream early.
-    r.min_frames = 0;
-    EXPECT_LT(e.generate(r).frames.size(), 40u);
+    // It reaches T3 (which masks the special ids, T3.MinNewTokensMasks...): more than the cap is refused.
+    r.min_frames = 30;
+    try {
+        e.generate(r);
+        ADD_FAILURE() << "min_frames > max_frames accepted";
+    } catch (const Error& err) {
+        EXPECT_NE(std::string(err.what()).find("min_new_tokens (30) exceeds max_new_tokens (20)"), std::string::npos) << err.what();
+    }
 }
 
 void expect_error(const std::function<void()>& fn, const std::string& fragment) {
