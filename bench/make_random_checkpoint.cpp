@@ -1,13 +1,18 @@
-// Writes a full-size Qwen3-TTS checkpoint with random weights in the released Hugging Face layout
-// (config.json with the real 0.6B/1.7B hyper-parameters, BF16 model.safetensors, F32
-// speech_tokenizer/model.safetensors, the tokenizer files), so `talkbox convert` and the
-// benchmarks can run at real size on machines that cannot download the released weights.
+// Writes a full-size checkpoint with random weights in the released file layout, so `talkbox
+// convert` and the benchmarks can run at real size on machines that cannot download the released
+// weights.
 //
+// Qwen3-TTS: the Hugging Face layout (config.json with the real 0.6B/1.7B hyper-parameters, BF16
+// model.safetensors, F32 speech_tokenizer/model.safetensors, the tokenizer files). Tensor names
+// come from a tiny fixture of the same variant (layer indices expanded to the real layer counts);
+// shapes from talkbox's own layout table under the real hyper-parameters.
 //   make_random_checkpoint --size 0.6b|1.7b --variant base|custom_voice|voice_design \
 //       --fixtures ../shared/fixtures/qwen3tts -o /tmp/qwen3tts-0.6b-random
 //
-// Tensor names come from a tiny fixture of the same variant (layer indices expanded to the real
-// layer counts); shapes come from talkbox's own layout table under the real hyper-parameters.
+// Chatterbox: the ResembleAI/chatterbox layout in its safetensors forms (t3_mtl23ls_v2 or t3_cfg,
+// s3gen, ve, conds .safetensors, tokenizer JSON, Cangjie table): the tiny fixture folder's keys with
+// every width scaled to the released sizes (bench/chatterbox_sizes), F32 like the released files.
+//   make_random_checkpoint --family chatterbox [--model multilingual|english] -o /tmp/chatterbox-random
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstring>
@@ -22,17 +27,20 @@
 #include "convert/hparams_meta.h"
 #include "convert/safetensors.h"
 #include "convert/tensor_names.h"
-#include "core/atomic_file.h"
 #include "core/json_file.h"
 #include "qwen3tts/hparams.h"
 #include "qwen3tts/tensor_layout.h"
 #include "talkbox/error.h"
+#include "chatterbox_sizes.h"
+#include "random_weights.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace talkbox;
 
 namespace {
+
+using talkbox::bench::Rng;
 
 void set_real_sizes(json& config, const std::string& size) {
     const bool big = size == "1.7b";
@@ -111,18 +119,6 @@ std::vector<std::string> expand_names(const SafetensorsFile& fixture, const std:
     return {out.begin(), out.end()};
 }
 
-struct Rng {
-    uint64_t s;
-    uint64_t next() {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        return s;
-    }
-    float uniform() { return static_cast<float>((next() >> 40) + 0.5) / 16777216.0f; }
-    float normal() { return std::sqrt(-2.0f * std::log(uniform())) * std::cos(6.2831853f * uniform()); }
-};
-
 // Values with sane magnitudes so activations stay finite through 28 layers.
 float value_for(const std::string& name, const std::vector<int64_t>& torch_shape, Rng& rng) {
     const auto ends = [&](const char* s) { return name.size() >= strlen(s) && name.compare(name.size() - strlen(s), strlen(s), s) == 0; };
@@ -139,109 +135,180 @@ float value_for(const std::string& name, const std::vector<int64_t>& torch_shape
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors,
                        bool bf16, uint64_t seed) {
-    json header = json::object();
-    header["__metadata__"] = {{"format", "pt"}};
-    const size_t elem = bf16 ? 2 : 4;
-    size_t offset = 0;
-    for (const auto& [name, shape] : tensors) {
-        size_t n = 1;
-        for (int64_t d : shape) n *= static_cast<size_t>(d);
-        header[name] = {{"dtype", bf16 ? "BF16" : "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + n * elem}}};
-        offset += n * elem;
+    std::vector<bench::RandomTensor> list;
+    for (const auto& [name, shape] : tensors) list.push_back({name, shape, bf16 ? bench::StDtype::BF16 : bench::StDtype::F32});
+    bench::write_random_safetensors(path, list, [](const bench::RandomTensor& t, std::vector<float>& v, bench::Rng& rng) {
+        for (float& x : v) x = value_for(t.name, t.shape, rng);
+    }, seed);
+}
+
+// ---- Chatterbox: the released folder layout (ResembleAI/chatterbox), every file scaled from the
+// tiny fixture folder by bench/chatterbox_sizes.
+
+// The built-in voice (conds.safetensors, the conds.pt tensors): a 10 s reference at most, as
+// prepare_conditionals makes it: T3 prompt 150 tokens, S3Gen prompt 25 tokens and 50 mel frames
+// per second.
+void fill_conds(const bench::RandomTensor& t, std::vector<float>& v, bench::Rng& rng, int64_t prompt_tokens) {
+    if (t.name == "t3.emotion_adv") {
+        v.assign(v.size(), 0.5f);
+    } else if (t.name == "gen.prompt_token_len") {
+        v.assign(v.size(), static_cast<float>(prompt_tokens));
+    } else if (t.dtype == bench::StDtype::I64) {
+        for (float& x : v) x = static_cast<float>(rng.next() % 6561);
+    } else if (t.name == "gen.prompt_feat") {
+        for (float& x : v) x = -5.0f + 1.5f * rng.normal();  // log-mel magnitudes
+    } else {
+        double norm = 0;
+        for (float& x : v) norm += static_cast<double>(x = rng.normal()) * x;
+        for (float& x : v) x = static_cast<float>(x / std::sqrt(norm));  // unit norm like the VE / x-vector
     }
-    std::string text = header.dump();
-    while (text.size() % 8) text += ' ';
-    AtomicFileWriter out(path);
-    uint8_t len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(static_cast<uint64_t>(text.size()) >> (8 * i));
-    out.write(len, 8);
-    out.write(text.data(), text.size());
-    Rng rng{seed};
-    std::vector<uint8_t> buf;
-    for (const auto& [name, shape] : tensors) {
-        size_t n = 1;
-        for (int64_t d : shape) n *= static_cast<size_t>(d);
-        buf.resize(n * elem);
-        for (size_t i = 0; i < n; ++i) {
-            const float v = value_for(name, shape, rng);
-            if (bf16) {
-                uint32_t bits;
-                std::memcpy(&bits, &v, 4);
-                const uint16_t b = static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-                std::memcpy(&buf[2 * i], &b, 2);
-            } else {
-                std::memcpy(&buf[4 * i], &v, 4);
-            }
+}
+
+void write_chatterbox(const std::string& fixtures, const std::string& model, double voice_seconds, const std::string& out) {
+    const std::string tiny = fixtures + "/tiny-multilingual";
+    const bool mtl = model == "multilingual";
+    fs::create_directories(out);
+    const auto dtype_of = [](const SafetensorsTensor& t) {
+        return t.dtype == SafetensorsDtype::I64 ? bench::StDtype::I64 : bench::StDtype::F32;
+    };
+    // The weights: every key of the tiny file, at its released shape (keys outside the scaled
+    // parts keep their tiny shape) and its stored dtype.
+    const auto write_scaled = [&](const std::string& file, const bench::Shapes& real, uint64_t seed) {
+        const SafetensorsFile src(tiny + "/" + file);
+        std::map<std::string, bench::StDtype> dtypes;
+        for (const auto& t : src.tensors()) dtypes[t.name] = dtype_of(t);
+        std::vector<bench::RandomTensor> list;
+        size_t params = 0;
+        for (const auto& t : src.tensors()) {
+            if (real.count(t.name)) continue;
+            list.push_back({t.name, t.shape, dtype_of(t)});
         }
-        out.write(buf.data(), buf.size());
+        for (const auto& [name, shape] : real) {
+            const auto d = dtypes.find(name);
+            list.push_back({name, shape, d == dtypes.end() ? bench::StDtype::F32 : d->second});
+        }
+        std::sort(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.name < y.name; });
+        for (const auto& t : list) {
+            size_t n = 1;
+            for (int64_t d : t.shape) n *= static_cast<size_t>(d);
+            params += n;
+        }
+        std::fprintf(stderr, "writing %s (%zu tensors, %.1f M values)\n", file.c_str(), list.size(), params / 1e6);
+        bench::write_random_safetensors(out + "/" + file, list, [](const bench::RandomTensor& t, std::vector<float>& v, bench::Rng& rng) {
+            bench::fill_chatterbox_weights(t.name, t.shape, v, rng);
+        }, seed);
+    };
+    const std::string t3_file = mtl ? "t3_mtl23ls_v2.safetensors" : "t3_cfg.safetensors";
+    write_scaled(t3_file, bench::t3_released_shapes(bench::safetensors_shapes(tiny + "/" + t3_file)), 3001);
+    // S3 tokenizer and CAMPPlus (speaker_encoder.*) keep the tiny widths: they only run when a
+    // voice is cloned from a clip, never in `talkbox bench` (built-in voice or a voice file).
+    write_scaled("s3gen.safetensors",
+                 bench::s3gen_released_shapes(bench::safetensors_shapes(tiny + "/s3gen.safetensors"), false), 3002);
+    write_scaled("ve.safetensors", bench::ve_released_shapes(bench::safetensors_shapes(tiny + "/ve.safetensors")), 3003);
+
+    const int64_t prompt_tokens = static_cast<int64_t>(std::lround(25 * voice_seconds));
+    const std::vector<bench::RandomTensor> conds = {
+        {"gen.embedding", {1, 192}, bench::StDtype::F32},
+        {"gen.prompt_feat", {1, 2 * prompt_tokens, 80}, bench::StDtype::F32},
+        {"gen.prompt_token", {1, prompt_tokens}, bench::StDtype::I64},
+        {"gen.prompt_token_len", {1}, bench::StDtype::I64},
+        {"t3.cond_prompt_speech_tokens", {1, std::min<int64_t>(150, prompt_tokens)}, bench::StDtype::I64},
+        {"t3.emotion_adv", {1, 1, 1}, bench::StDtype::F32},
+        {"t3.speaker_emb", {1, 256}, bench::StDtype::F32},
+    };
+    std::fprintf(stderr, "writing conds.safetensors (built-in voice: %.1f s reference)\n", voice_seconds);
+    bench::write_random_safetensors(out + "/conds.safetensors", conds, [&](const bench::RandomTensor& t, std::vector<float>& v, bench::Rng& rng) {
+        fill_conds(t, v, rng, prompt_tokens);
+    }, 3004);
+    for (const char* f : mtl ? std::vector<const char*>{"grapheme_mtl_merged_expanded_v1.json", "Cangjie5_TC.json"}
+                             : std::vector<const char*>{"tokenizer.json"}) {
+        fs::copy_file(tiny + "/" + f, out + "/" + f, fs::copy_options::overwrite_existing);
     }
-    out.commit();
+    std::fprintf(stderr, "wrote %s: Chatterbox %s at the released size with random weights\n", out.c_str(), model.c_str());
+}
+
+void write_qwen(const std::string& fixtures, const std::string& size, const std::string& variant, const std::string& out) {
+    if (variant == "voice_design" && size == "0.6b") throw Error(ErrorKind::InvalidArgument, "VoiceDesign exists only at 1.7B");
+    const std::string names[] = {"base", "custom_voice", "voice_design"};
+    const std::string folder[] = {"Base", "CustomVoice", "VoiceDesign"};
+    std::string tiny;
+    for (int i = 0; i < 3; ++i)
+        if (variant == names[i]) tiny = fixtures + "/tiny-" + (size == "0.6b" ? "0.6B-" : "1.7B-") + folder[i];
+    fs::create_directories(out + "/speech_tokenizer");
+    for (const char* f : {"generation_config.json", "vocab.json", "merges.txt", "tokenizer_config.json",
+                          "speech_tokenizer/preprocessor_config.json"}) {
+        fs::copy_file(tiny + "/" + f, out + "/" + f, fs::copy_options::overwrite_existing);
+    }
+    SnapshotConfigs configs;
+    configs.model = read_json_file(tiny + "/config.json");
+    configs.generation = read_json_file(tiny + "/generation_config.json");
+    configs.speech_tokenizer = read_json_file(tiny + "/speech_tokenizer/config.json");
+    set_real_sizes(configs.model, size);
+    set_real_codec(configs.speech_tokenizer);
+    configs.has_speaker_encoder_weights = variant == "base";
+    std::ofstream(out + "/config.json") << configs.model.dump(2);
+    std::ofstream(out + "/speech_tokenizer/config.json") << configs.speech_tokenizer.dump(2);
+
+    gguf_context* meta = gguf_init_empty();
+    gguf_set_val_str(meta, "general.architecture", "qwen3tts");
+    write_hparams_metadata(meta, configs);
+    const auto h = qwen3tts::Hparams::from_gguf(GgufMeta(meta, "generated config"));
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const auto& spec : qwen3tts::expected_tensors(h)) shapes[spec.name] = spec.shape;
+    gguf_free(meta);
+
+    const std::map<std::string, uint32_t> layers = {{"talker", h.talker.layers},
+                                                    {"code_pred", h.code_predictor.layers},
+                                                    {"codec_dec", h.codec_decoder.layers},
+                                                    {"codec_enc", h.codec_encoder.layers}};
+    size_t covered = 0;
+    for (const auto& [file, bf16] : {std::pair<std::string, bool>{"model.safetensors", true}, {"speech_tokenizer/model.safetensors", false}}) {
+        std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
+        for (const auto& name : expand_names(SafetensorsFile(tiny + "/" + file), layers)) {
+            const auto it = shapes.find(gguf_tensor_name(name));
+            if (it == shapes.end()) throw Error(ErrorKind::Internal, "no full-size shape for " + name);
+            std::vector<int64_t> torch(it->second.rbegin(), it->second.rend());
+            if (name.find("initialized") != std::string::npos) torch = {1};
+            tensors.emplace_back(name, torch);
+        }
+        covered += tensors.size();
+        std::fprintf(stderr, "writing %s (%zu tensors)\n", file.c_str(), tensors.size());
+        write_safetensors(out + "/" + file, tensors, bf16, bf16 ? 61000 : 17000);
+    }
+    if (covered != shapes.size()) {
+        throw Error(ErrorKind::Internal, "generated " + std::to_string(covered) + " tensors, layout expects " +
+                                             std::to_string(shapes.size()));
+    }
+    std::fprintf(stderr, "wrote %s: Qwen3-TTS %s %s with random weights\n", out.c_str(), size.c_str(), variant.c_str());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Write a full-size random-weight Qwen3-TTS checkpoint (Hugging Face layout) for benchmarks"};
-    std::string size = "0.6b", variant = "custom_voice", fixtures, out;
-    app.add_option("--size", size, "0.6b or 1.7b")->check(CLI::IsMember({"0.6b", "1.7b"}));
-    app.add_option("--variant", variant, "base, custom_voice or voice_design")
-        ->check(CLI::IsMember({"base", "custom_voice", "voice_design"}));
-    app.add_option("--fixtures", fixtures, "shared/fixtures/qwen3tts folder (names and tokenizer files)")->required();
-    app.add_option("-o,--output", out, "Output snapshot folder")->required();
+    CLI::App app{"Write a full-size random-weight checkpoint (the released file layout) for benchmarks: Qwen3-TTS "
+                 "(Hugging Face layout) or Chatterbox (ResembleAI/chatterbox layout)"};
+    std::string family = "qwen3tts", size = "0.6b", variant = "custom_voice", model = "multilingual", fixtures, out;
+    double voice_seconds = 10.0;
+    app.add_option("--family", family, "qwen3tts or chatterbox")->check(CLI::IsMember({"qwen3tts", "chatterbox"}))->capture_default_str();
+    app.add_option("--size", size, "Qwen3-TTS: 0.6b or 1.7b")->check(CLI::IsMember({"0.6b", "1.7b"}))->capture_default_str();
+    app.add_option("--variant", variant, "Qwen3-TTS: base, custom_voice or voice_design")
+        ->check(CLI::IsMember({"base", "custom_voice", "voice_design"}))
+        ->capture_default_str();
+    app.add_option("--model", model, "Chatterbox: multilingual or english")
+        ->check(CLI::IsMember({"multilingual", "english"}))
+        ->capture_default_str();
+    app.add_option("--voice-seconds", voice_seconds, "Chatterbox: length of the built-in voice's reference (1..10 s)")
+        ->check(CLI::Range(1.0, 10.0))
+        ->capture_default_str();
+    app.add_option("--fixtures", fixtures,
+                   "The family's fixture folder, source of the names, layout and tokenizer files (default: "
+                   "../shared/fixtures/<family>)");
+    app.add_option("-o,--output", out, "Output folder")->required();
     CLI11_PARSE(app, argc, argv);
     try {
-        if (variant == "voice_design" && size == "0.6b") throw Error(ErrorKind::InvalidArgument, "VoiceDesign exists only at 1.7B");
-        const std::string names[] = {"base", "custom_voice", "voice_design"};
-        const std::string folder[] = {"Base", "CustomVoice", "VoiceDesign"};
-        std::string tiny;
-        for (int i = 0; i < 3; ++i)
-            if (variant == names[i]) tiny = fixtures + "/tiny-" + (size == "0.6b" ? "0.6B-" : "1.7B-") + folder[i];
-        fs::create_directories(out + "/speech_tokenizer");
-        for (const char* f : {"generation_config.json", "vocab.json", "merges.txt", "tokenizer_config.json",
-                              "speech_tokenizer/preprocessor_config.json"}) {
-            fs::copy_file(tiny + "/" + f, out + "/" + f, fs::copy_options::overwrite_existing);
-        }
-        SnapshotConfigs configs;
-        configs.model = read_json_file(tiny + "/config.json");
-        configs.generation = read_json_file(tiny + "/generation_config.json");
-        configs.speech_tokenizer = read_json_file(tiny + "/speech_tokenizer/config.json");
-        set_real_sizes(configs.model, size);
-        set_real_codec(configs.speech_tokenizer);
-        configs.has_speaker_encoder_weights = variant == "base";
-        std::ofstream(out + "/config.json") << configs.model.dump(2);
-        std::ofstream(out + "/speech_tokenizer/config.json") << configs.speech_tokenizer.dump(2);
-
-        gguf_context* meta = gguf_init_empty();
-        gguf_set_val_str(meta, "general.architecture", "qwen3tts");
-        write_hparams_metadata(meta, configs);
-        const auto h = qwen3tts::Hparams::from_gguf(GgufMeta(meta, "generated config"));
-        std::map<std::string, std::vector<int64_t>> shapes;
-        for (const auto& spec : qwen3tts::expected_tensors(h)) shapes[spec.name] = spec.shape;
-        gguf_free(meta);
-
-        const std::map<std::string, uint32_t> layers = {{"talker", h.talker.layers},
-                                                        {"code_pred", h.code_predictor.layers},
-                                                        {"codec_dec", h.codec_decoder.layers},
-                                                        {"codec_enc", h.codec_encoder.layers}};
-        size_t covered = 0;
-        for (const auto& [file, bf16] : {std::pair<std::string, bool>{"model.safetensors", true}, {"speech_tokenizer/model.safetensors", false}}) {
-            std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
-            for (const auto& name : expand_names(SafetensorsFile(tiny + "/" + file), layers)) {
-                const auto it = shapes.find(gguf_tensor_name(name));
-                if (it == shapes.end()) throw Error(ErrorKind::Internal, "no full-size shape for " + name);
-                std::vector<int64_t> torch(it->second.rbegin(), it->second.rend());
-                if (name.find("initialized") != std::string::npos) torch = {1};
-                tensors.emplace_back(name, torch);
-            }
-            covered += tensors.size();
-            std::fprintf(stderr, "writing %s (%zu tensors)\n", file.c_str(), tensors.size());
-            write_safetensors(out + "/" + file, tensors, bf16, bf16 ? 61000 : 17000);
-        }
-        if (covered != shapes.size()) {
-            throw Error(ErrorKind::Internal, "generated " + std::to_string(covered) + " tensors, layout expects " +
-                                                 std::to_string(shapes.size()));
-        }
-        std::fprintf(stderr, "wrote %s: Qwen3-TTS %s %s with random weights\n", out.c_str(), size.c_str(), variant.c_str());
+        if (fixtures.empty()) fixtures = "../shared/fixtures/" + family;
+        if (family == "chatterbox") write_chatterbox(fixtures, model, voice_seconds, out);
+        else write_qwen(fixtures, size, variant, out);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_random_checkpoint: error: %s\n", e.what());
         return 1;

@@ -1,8 +1,7 @@
 // Times Chatterbox S3Gen at the released size with random weights: the flow (encoder + ODE) and
 // HiFT separately, min and median over repeats, with the process CPU time of the fastest run.
 // The released tensor layout is the tiny fixture's (same keys) with every width scaled to the
-// real hyper-parameters (docs/chatterbox-spec.md, S3Gen §2) and the block counts raised
-// (encoder 6 + 4 up, estimator 12 mid blocks × 4 transformer blocks):
+// real hyper-parameters (bench/chatterbox_sizes, shared with make_random_checkpoint).
 // The matrices take --type as `talkbox convert --type` stores them (convert/weight_type.h);
 // --profile times every graph node (and HiFT's host steps) once, by op, after the timed runs:
 //   build/bin/s3gen_bench -t 2 --tokens 50 --prompt 50 [--type q8_0] [--meanflow] [--repeats 3] [--profile]
@@ -20,8 +19,8 @@
 #include <CLI/CLI.hpp>
 
 #include "chatterbox/s3gen.h"
-#include "convert/safetensors.h"
 #include "core/backend.h"
+#include "chatterbox_sizes.h"
 #include "timing.h"
 #include "talkbox/error.h"
 
@@ -29,71 +28,17 @@ namespace {
 
 using namespace talkbox;
 using namespace talkbox::chatterbox;
-using Shapes = std::map<std::string, std::vector<int64_t>>;
+using talkbox::bench::Shapes;
 
-bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-
-// Tiny width → real width, per component; kernel sizes (the last dim of a 3-D conv) never scale.
-int64_t scale_dim(const std::string& key, int64_t d) {
-    static const std::map<int64_t, int64_t> encoder{{32, 512}, {64, 2048}, {2, 8}, {16, 64}};
-    static const std::map<int64_t, int64_t> estimator{{32, 256}, {64, 512}, {128, 1024}, {256, 2048}};
-    static const std::map<int64_t, int64_t> hift{{32, 512}, {16, 256}, {8, 128}, {4, 64}};
-    const std::map<int64_t, int64_t>* m = nullptr;
-    if (starts(key, "flow.decoder.")) m = &estimator;
-    else if (starts(key, "mel2wav.")) m = &hift;
-    else if (starts(key, "flow.encoder") || starts(key, "flow.input_embedding")) m = &encoder;
-    if (key == "flow.encoder_proj.weight") return d == 32 ? 512 : d;
-    if (!m) return d;
-    const auto it = m->find(d);
-    return it == m->end() ? d : it->second;
-}
-
-Shapes real_shapes(const Shapes& tiny, bool meanflow) {
-    Shapes out;
-    auto add = [&](const std::string& key, const std::vector<int64_t>& s) {
-        std::vector<int64_t> r = s;
-        const size_t scaled = s.size() == 3 ? 2 : s.size();
-        for (size_t i = 0; i < scaled; ++i) r[i] = scale_dim(key, s[i]);
-        out[key] = r;
-    };
-    const std::regex enc(R"(^flow\.encoder\.encoders\.1\.(.*)$)"), mid(R"(^flow\.decoder\.estimator\.mid_blocks\.1\.(.*)$)"),
-        tf(R"(^(flow\.decoder\.estimator\.(?:down_blocks\.0|up_blocks\.0|mid_blocks\.\d+)\.1)\.0\.(.*)$)");
-    Shapes expanded;
-    for (const auto& [k, s] : tiny) {
-        std::smatch m;
-        expanded[k] = s;
-        if (std::regex_match(k, m, enc))
-            for (int i = 2; i < 6; ++i) expanded["flow.encoder.encoders." + std::to_string(i) + "." + m[1].str()] = s;
-        if (std::regex_match(k, m, mid))
-            for (int i = 2; i < 12; ++i) expanded["flow.decoder.estimator.mid_blocks." + std::to_string(i) + "." + m[1].str()] = s;
-    }
-    for (const auto& [k, s] : expanded) {
-        std::smatch m;
-        add(k, s);
-        if (std::regex_match(k, m, tf))
-            for (int i = 1; i < 4; ++i) add(m[1].str() + "." + std::to_string(i) + "." + m[2].str(), s);
-    }
-    if (meanflow) out["flow.decoder.estimator.time_embed_mixer.weight"] = {1024, 2048};
-    return out;
-}
-
-std::map<std::string, HostTensor> random_weights(const Shapes& shapes, uint32_t seed) {
-    std::mt19937 rng(seed);
+// The released-size layout with random values (bench/chatterbox_sizes), as host tensors.
+std::map<std::string, HostTensor> random_weights(const Shapes& shapes, uint64_t seed) {
+    talkbox::bench::Rng rng{seed};
     std::map<std::string, HostTensor> out;
     for (const auto& [k, s] : shapes) {
         int64_t n = 1;
         for (int64_t d : s) n *= d;
         HostTensor t{s, std::vector<float>(static_cast<size_t>(n))};
-        const bool vec = s.size() == 1;
-        const double fan = vec ? 1.0 : static_cast<double>(n / s[0]);
-        std::normal_distribution<float> nrm(0.0f, static_cast<float>(vec ? 0.05 : 1.0 / std::sqrt(fan)));
-        for (float& v : t.data) v = nrm(rng);
-        if (k.find(".alpha") != std::string::npos || (vec && k.find("weight") != std::string::npos)) {
-            for (float& v : t.data) v += 1.0f;
-        }
-        if (k.find("original0") != std::string::npos) {
-            for (float& v : t.data) v = 1.0f;
-        }
+        talkbox::bench::fill_chatterbox_weights(k, s, t.data, rng);
         out.emplace(k, std::move(t));
     }
     return out;
@@ -142,12 +87,9 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
     std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear as they are measured
     try {
-        const SafetensorsFile f(fixtures + "/chatterbox/tiny-multilingual/s3gen.safetensors");
-        Shapes shapes;
-        for (const auto& t : f.tensors()) {
-            if (starts(t.name, "flow.") || starts(t.name, "mel2wav.")) shapes[t.name] = t.shape;
-        }
-        if (!tiny) shapes = real_shapes(shapes, meanflow);
+        Shapes shapes = talkbox::bench::safetensors_shapes(fixtures + "/chatterbox/tiny-multilingual/s3gen.safetensors",
+                                                           {"flow.", "mel2wav."});
+        if (!tiny) shapes = talkbox::bench::s3gen_released_shapes(shapes, meanflow);
         size_t params = 0;
         for (const auto& [k, s] : shapes) {
             size_t n = 1;

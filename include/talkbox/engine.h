@@ -63,7 +63,8 @@ struct SpeechRequest {
     // 0: off (the official behaviour).
     uint32_t stall_frames = 24;
     // Fixed-length runs (benchmarks): EOS and the stall guard are ignored until this many frames
-    // exist; min_frames = max_frames gives exactly that many frames. 0: off.
+    // exist; min_frames = max_frames gives exactly that many frames. 0: off. Chatterbox: per
+    // sentence, T3 picks only speech ids (no stop, start or padding id) until it has this many.
     uint32_t min_frames = 0;
     // Chatterbox only (unset: the official generate() defaults 0.5 / 0.5 / 0.05); Qwen3-TTS refuses
     // them. Chatterbox also takes sampling.greedy/seed/temperature (0.8)/top_p (1.0)/
@@ -77,9 +78,13 @@ struct SpeechRequest {
 using Frame = std::vector<int32_t>;  // one code per codebook, codebook 0 first (Chatterbox: one speech token)
 
 struct SpeechTimings {
+    // Chatterbox: prefill_ms = T3 conditioning + prefill, talker_ms = all of T3 (prefill included),
+    // decoder_ms = all of S3Gen = flow_ms + vocoder_ms (HiFT); code_predictor_ms stays 0.
     double prefill_ms = 0, talker_ms = 0, code_predictor_ms = 0, decoder_ms = 0;
+    double flow_ms = 0, vocoder_ms = 0;  // Chatterbox only: S3Gen's two stages
     double first_audio_ms = 0;  // request start → first PCM handed to the callback
     double total_ms = 0;
+    uint32_t segments = 0;      // Chatterbox: sentences synthesised (one T3 + S3Gen run each)
 };
 
 struct SpeechResult {

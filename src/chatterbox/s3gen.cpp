@@ -1,5 +1,6 @@
 #include "chatterbox/s3gen.h"
 
+#include <chrono>
 #include <string>
 
 #include "chatterbox/t3.h"
@@ -15,14 +16,20 @@ S3Gen::S3Gen(const GgufFile& file, const Backend& backend) : S3Gen(*gguf_source(
 S3GenOutput S3Gen::synthesize(const std::vector<int32_t>& tokens, const FlowPrompt& prompt, const S3GenNoise& noise,
                               uint64_t seed, int steps) {
     S3GenOutput out;
+    using Clock = std::chrono::steady_clock;
+    const auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+    const auto start = Clock::now();
     // Independent streams for the two stages: the flow's start noise from `seed`, HiFT's from seed + 1.
     out.mel = flow_.inference(tokens, prompt, noise.cfm, seed, steps, nullptr, &out.mu);
+    out.flow_ms = ms_since(start);
+    const auto hift_start = Clock::now();
     const int64_t frames = static_cast<int64_t>(out.mel.size() / Flow::kMels);
     const HiftNoise hn = noise.hift.phase.empty() && noise.hift.randn.empty()
                              ? HiftNoise::seeded(seed + 1, frames * Hift::kSamplesPerFrame)
                              : noise.hift;
     out.wav = hift_.synthesize(out.mel, frames, hn, &out.f0, &out.source);
     apply_trim_fade(out.wav);
+    out.hift_ms = ms_since(hift_start);
     return out;
 }
 

@@ -25,6 +25,7 @@ struct S3GenOutput {
     std::vector<float> mu;      // [80, 2·(Tp + T)]
     std::vector<float> f0;      // [M]
     std::vector<float> source;  // [480·M]
+    double flow_ms = 0, hift_ms = 0;  // wall time of the two stages (HiFT includes the trim/fade)
 };
 
 class S3Gen {

@@ -1,6 +1,7 @@
 #include "chatterbox/t3.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -670,12 +671,24 @@ void T3::check_inputs(const std::vector<int32_t>& text, const T3Conditioning&, c
         throw Error(ErrorKind::InvalidArgument, "max_new_tokens must be in 1.." + std::to_string(h.speech_positions) +
                                                     ", got " + std::to_string(o.max_new_tokens));
     }
+    if (o.min_new_tokens > o.max_new_tokens) {
+        throw Error(ErrorKind::InvalidArgument, "min_new_tokens (" + std::to_string(o.min_new_tokens) +
+                                                    ") exceeds max_new_tokens (" + std::to_string(o.max_new_tokens) + ")");
+    }
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+}  // namespace
+
 std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
-                                  T3Trace* trace) const {
-    if (hp_.gpt2) return generate_turbo(text, cond, o, trace);
+                                  T3Trace* trace, T3Timings* timings) const {
+    if (hp_.gpt2) return generate_turbo(text, cond, o, trace, timings);
     check_inputs(text, cond, o);
+    const auto start = Clock::now();
     const T3Hparams& h = hp_;
     const std::vector<float> cond_emb = conditioning(cond);
     const int64_t streams = o.cfg_weight > 0.0f ? 2 : 1;
@@ -689,6 +702,8 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
         trace->logits_processed.clear();
     }
     dec.prefill(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
+    const auto decode_start = Clock::now();
+    if (timings) timings->prefill_ms = ms_since(start);
 
     const size_t V = h.speech_vocab;
     lm::Sampler sampler(o.seed);
@@ -699,6 +714,7 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
         const float* c = dec.logits.data();
         const float* u = streams == 2 ? c + V : c;
         for (size_t j = 0; j < V; ++j) scores[j] = c[j] + o.cfg_weight * (c[j] - u[j]);
+        if (i < o.min_new_tokens) std::fill(scores.begin() + h.start_speech, scores.end(), -INFINITY);
         lm::apply_repetition_penalty(scores, history, o.repetition_penalty);
         // The official loop always runs the warpers (select() leaves their output in `scores`);
         // greedy takes the argmax of that distribution instead of a draw.
@@ -718,6 +734,10 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
         history.push_back(next);
         if (next == h.stop_speech) break;
         if (i + 1 < o.max_new_tokens) dec.step(next, static_cast<int32_t>(i + 1));
+    }
+    if (timings) {
+        timings->decode_ms = ms_since(decode_start);
+        timings->tokens = static_cast<uint32_t>(predicted.size());
     }
     return predicted;
 }
@@ -764,7 +784,8 @@ std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t>& tokens, int
 }
 
 std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
-                                        T3Trace* trace) const {
+                                        T3Trace* trace, T3Timings* timings) const {
+    const auto start = Clock::now();
     const T3Hparams& h = hp_;
     if (text.empty()) throw Error(ErrorKind::InvalidArgument, "T3 text has no tokens");
     for (int32_t t : text) {
@@ -790,6 +811,11 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
                                                     " (the GPT-2 positions left after a prefill of " +
                                                     std::to_string(prefill_len) + "), got " + std::to_string(o.max_new_tokens));
     }
+    if (o.min_new_tokens > o.max_new_tokens + 1) {
+        throw Error(ErrorKind::InvalidArgument, "min_new_tokens (" + std::to_string(o.min_new_tokens) +
+                                                    ") exceeds the max_new_tokens + 1 (" + std::to_string(o.max_new_tokens + 1) +
+                                                    ") tokens Turbo predicts");
+    }
     const std::vector<float> cond_emb = conditioning(cond);
     Decoder dec(*this, 1, prefill_len + 1);
     if (trace) {
@@ -799,6 +825,8 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
         trace->logits_processed.clear();
     }
     dec.prefill_turbo(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
+    const auto decode_start = Clock::now();
+    if (timings) timings->prefill_ms = ms_since(start);
 
     // inference_turbo: processors temperature → top-k → top-p → repetition penalty (history: [BOS]
     // for the first token, then the generated tokens only); the first token is sampled from the
@@ -813,6 +841,8 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
         if (i > 0) dec.step(predicted.back(), 0);
         scores.assign(dec.logits.begin(), dec.logits.begin() + static_cast<std::ptrdiff_t>(V));
         if (trace && i < trace->steps) trace->logits_cond.push_back(scores);
+        // Fixed-length runs (T3Options::min_new_tokens): speech ids only until then.
+        if (i < o.min_new_tokens) std::fill(scores.begin() + h.start_speech, scores.end(), -INFINITY);
         sampler.warp(scores, warp);
         lm::apply_repetition_penalty(scores, i == 0 ? std::vector<int32_t>{h.start_speech} : predicted, o.repetition_penalty);
         if (trace && i < trace->steps) trace->logits_processed.push_back(scores);
@@ -820,6 +850,10 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
         const int32_t next = o.greedy ? lm::argmax(scores) : sampler.select(scores, draw);
         predicted.push_back(next);
         if (i > 0 && next == h.stop_speech) break;
+    }
+    if (timings) {
+        timings->decode_ms = ms_since(decode_start);
+        timings->tokens = static_cast<uint32_t>(predicted.size());
     }
     return predicted;
 }

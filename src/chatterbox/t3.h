@@ -65,8 +65,19 @@ struct T3Options {
     float top_p = 1.0f;               // (0, 1]
     uint32_t top_k = 0;               // 0: off (Turbo: 1000)
     uint32_t max_new_tokens = 1000;   // Turbo: max_gen_len, decode steps after the first token
+    // Fixed-length runs (benchmarks): until this many tokens exist only speech ids (< start_speech)
+    // can be picked, so neither the stop token nor a start/padding id ends or cuts the stream;
+    // min_new_tokens = max_new_tokens gives exactly that many tokens. 0: off (official).
+    uint32_t min_new_tokens = 0;
     bool greedy = false;  // argmax of the processed distribution instead of a draw (tests)
     uint64_t seed = 0;
+};
+
+// Where generate() spent its time (wall ms).
+struct T3Timings {
+    double prefill_ms = 0;  // conditioning + prefill (the first token's logits)
+    double decode_ms = 0;   // every token's guidance + sampling, and the decode steps between them
+    uint32_t tokens = 0;    // tokens predicted
 };
 
 // Intermediates for parity checks (filled when passed to generate()).
@@ -100,7 +111,7 @@ public:
     // BPE ids only). Returns the raw predicted ids (including the stop token when it was produced).
     // Throws Error on bad input.
     std::vector<int32_t> generate(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond,
-                                  const T3Options& options, T3Trace* trace = nullptr) const;
+                                  const T3Options& options, T3Trace* trace = nullptr, T3Timings* timings = nullptr) const;
 
     // The ids S3Gen receives: drop_invalid_tokens (after the first start token, before the first
     // stop token); the English model additionally keeps only ids < start_speech. Turbo: ids
@@ -115,7 +126,7 @@ private:
     void check_inputs(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond, const T3Options& o) const;
     void load_gpt2();
     std::vector<int32_t> generate_turbo(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond,
-                                        const T3Options& options, T3Trace* trace) const;
+                                        const T3Options& options, T3Trace* trace, T3Timings* timings) const;
 
     const GgufFile& file_;
     const Backend& backend_;

@@ -1,7 +1,9 @@
-// talkbox bench: times the real streaming pipeline (generator thread → bounded queue → decoder
-// thread, exactly as `speak` runs it) on a fixed number of frames, EOS and the stall guard
-// ignored, and prints llama-bench-like figures (median and min over the repeats) or one JSON
-// object. One warm-up run before the timed ones is excluded.
+// talkbox bench: times the real pipeline exactly as `speak` runs it on a fixed number of frames,
+// EOS and the stall guard ignored, and prints llama-bench-like figures (median and min over the
+// repeats) or one JSON object. One warm-up run before the timed ones is excluded.
+// Qwen3-TTS: generator thread → bounded queue → decoder thread; figures per 12.5 Hz frame.
+// Chatterbox: per sentence T3 (CFG included) → S3Gen flow → HiFT; --frames is the number of speech
+// tokens per sentence (25 per second), the stop and other special ids masked until then.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +39,8 @@ struct BenchArgs {
     size_t chunk = 4, first_chunk = 1;
     uint64_t seed = 42;
     bool json = false;
+    std::optional<float> exaggeration, cfg_weight;  // Chatterbox
+    std::vector<std::string> qwen_only_set;         // Qwen3-TTS-only options given on the command line
 };
 
 // One figure per repeat, in the order of the table and the JSON keys.
@@ -118,27 +123,48 @@ std::string choose_voice(const BenchArgs& a, const Engine& engine, std::shared_p
     return description;
 }
 
-void run_bench(const BenchArgs& a) {
-    const std::string path = resolve_model(a.model);
-    const ModelInfo info = read_model_info(path);
-    check_voice_args(a, info.variant);
-    std::shared_ptr<const Voice> voice_file;
-    if (!a.voice.empty()) voice_file = std::make_shared<Voice>(load_voice(a.voice));
-    EngineOptions eo;
-    eo.threads = a.threads;
-    eo.decoder_threads = a.decoder_threads;
-    eo.kv_cache = a.kv_cache;
-    using Clock = std::chrono::steady_clock;
-    const auto load_start = Clock::now();
-    Engine engine(path, eo);
-    const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - load_start).count();
+void print_figure_table(const std::vector<Figure>& figures) {
+    std::printf("| %-28s | %10s | %10s |\n", "figure", "median", "min");
+    std::printf("|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(11, '-').append(":").c_str(),
+                std::string(11, '-').append(":").c_str());
+    for (const auto& f : figures) {
+        char med[32], lo[32];
+        std::snprintf(med, sizeof(med), f.format, median(f.values));
+        std::snprintf(lo, sizeof(lo), f.format, min_of(f.values));
+        std::printf("| %-28s | %10s | %10s |\n", f.label, med, lo);
+    }
+}
 
+// The run's description plus every figure: medians at the top level, mins under "min".
+void print_json(nlohmann::json j, const std::vector<Figure>& figures) {
+    nlohmann::json mins = nlohmann::json::object();
+    for (const auto& f : figures) {
+        j[f.key] = median(f.values);
+        mins[f.key] = min_of(f.values);
+    }
+    j["min"] = mins;
+    std::printf("%s\n", j.dump(2).c_str());
+}
+
+struct Loaded {
+    std::string path;
+    ModelInfo info;
+    std::shared_ptr<const Voice> voice_file;
+    double load_ms = 0;
+};
+
+void run_qwen_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
+    const std::string& path = m.path;
+    const ModelInfo& info = m.info;
+    const double load_ms = m.load_ms;
     SpeechRequest request;
     request.text = a.text;
     request.language = a.language;
     request.max_frames = request.min_frames = a.frames;
     request.sampling.seed = a.seed;
-    const std::string voice = choose_voice(a, engine, voice_file, request);
+    request.exaggeration = a.exaggeration;  // Chatterbox settings: the engine refuses them with a message
+    request.cfg_weight = a.cfg_weight;
+    const std::string voice = choose_voice(a, engine, m.voice_file, request);
 
     std::vector<Figure> figures = {
         {"prefill_ms", "prefill ms", "%.1f", {}},
@@ -173,27 +199,22 @@ void run_bench(const BenchArgs& a) {
     }
 
     if (a.json) {
-        nlohmann::json j = {{"model", path},
-                            {"size", info.size},
-                            {"variant", engine.variant()},
-                            {"weight_type", info.weight_type},
-                            {"threads", engine.threads()},
-                            {"decoder_threads", engine.decoder_threads()},
-                            {"kv_cache", a.kv_cache},
-                            {"frames", a.frames},
-                            {"repeat", a.repeat},
-                            {"text", a.text},
-                            {"voice", voice},
-                            {"seed", a.seed},
-                            {"audio_seconds", audio_seconds},
-                            {"load_ms", load_ms}};
-        nlohmann::json mins = nlohmann::json::object();
-        for (const auto& f : figures) {
-            j[f.key] = median(f.values);
-            mins[f.key] = min_of(f.values);
-        }
-        j["min"] = mins;
-        std::printf("%s\n", j.dump(2).c_str());
+        print_json({{"model", path},
+                    {"family", engine.family()},
+                    {"size", info.size},
+                    {"variant", engine.variant()},
+                    {"weight_type", info.weight_type},
+                    {"threads", engine.threads()},
+                    {"decoder_threads", engine.decoder_threads()},
+                    {"kv_cache", a.kv_cache},
+                    {"frames", a.frames},
+                    {"repeat", a.repeat},
+                    {"text", a.text},
+                    {"voice", voice},
+                    {"seed", a.seed},
+                    {"audio_seconds", audio_seconds},
+                    {"load_ms", load_ms}},
+                   figures);
         return;
     }
     std::printf("model:   %s\n", path.c_str());
@@ -207,15 +228,7 @@ void run_bench(const BenchArgs& a) {
                 "(the first of %zu); %u timed repeats after 1 warm-up run (excluded); seed %llu\n\n",
                 a.frames, audio_seconds, a.chunk, a.first_chunk ? std::min(a.first_chunk, a.chunk) : a.chunk, a.repeat,
                 static_cast<unsigned long long>(a.seed));
-    std::printf("| %-24s | %10s | %10s |\n", "figure", "median", "min");
-    std::printf("|%s|%s|%s|\n", std::string(26, '-').c_str(), std::string(11, '-').append(":").c_str(),
-                std::string(11, '-').append(":").c_str());
-    for (const auto& f : figures) {
-        char med[32], lo[32];
-        std::snprintf(med, sizeof(med), f.format, median(f.values));
-        std::snprintf(lo, sizeof(lo), f.format, min_of(f.values));
-        std::printf("| %-24s | %10s | %10s |\n", f.label, med, lo);
-    }
+    print_figure_table(figures);
     std::printf("\nper-frame stage figures are wall time in each stage divided by the frames; the decoder runs "
                 "alongside the generator (their graphs take turns on the cores), so the stages overlap and need not add "
                 "up to the total.\n"
@@ -225,18 +238,140 @@ void run_bench(const BenchArgs& a) {
                 "wall time when other processes share the cores).\n");
 }
 
+// Chatterbox: sentence by sentence, T3 then S3Gen (flow, HiFT) on one backend, nothing overlaps.
+void run_chatterbox_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
+    SpeechRequest request;
+    request.text = a.text;
+    request.language = a.language;
+    request.max_frames = request.min_frames = a.frames;
+    request.sampling.seed = a.seed;
+    request.exaggeration = a.exaggeration;
+    request.cfg_weight = a.cfg_weight;
+    request.voice = m.voice_file;
+    const std::string voice = m.voice_file ? "voice file " + a.voice : "the model's built-in voice";
+    const float cfg_weight = a.cfg_weight.value_or(0.5f);
+
+    std::vector<Figure> figures = {
+        {"t3_prefill_ms", "T3 cond + prefill ms", "%.1f", {}},
+        {"t3_ms_per_token", "T3 ms/token", "%.2f", {}},
+        {"t3_ms_per_audio_second", "T3 ms/s of audio", "%.0f", {}},
+        {"flow_ms_per_audio_second", "S3Gen flow ms/s of audio", "%.0f", {}},
+        {"hift_ms_per_audio_second", "HiFT ms/s of audio", "%.0f", {}},
+        {"total_ms_per_audio_second", "total ms/s of audio", "%.0f", {}},
+        {"rtf", "real-time factor", "%.3f", {}},
+        {"first_audio_ms", "first audio ms", "%.1f", {}},
+        {"peak_rss_mb", "peak RSS MiB", "%.0f", {}},
+        {"cpu_ms_per_audio_second", "CPU ms/s of audio", "%.0f", {}},
+    };
+    double audio_seconds = 0;
+    uint32_t sentences = 0;
+    for (uint32_t run = 0; run <= a.repeat; ++run) {  // run 0: warm-up, excluded
+        size_t samples = 0;
+        const double cpu_start = process_cpu_ms();
+        const SpeechResult r = engine.speak(request, [&](const float*, size_t n) { samples += n; });
+        const SpeechTimings& t = r.timings;
+        sentences = t.segments;
+        const size_t tokens = static_cast<size_t>(a.frames) * sentences;
+        if (sentences == 0 || r.frames.size() != tokens || samples != r.samples || samples == 0) {
+            throw Error(ErrorKind::Internal, "bench run gave " + std::to_string(r.frames.size()) + " speech tokens over " +
+                                                 std::to_string(sentences) + " sentences (" + r.stop_reason + "), expected " +
+                                                 std::to_string(a.frames) + " per sentence");
+        }
+        if (run == 0) continue;
+        audio_seconds = static_cast<double>(samples) / engine.sample_rate();
+        const double values[] = {t.prefill_ms / sentences,
+                                 (t.talker_ms - t.prefill_ms) / static_cast<double>(tokens),
+                                 t.talker_ms / audio_seconds,
+                                 t.flow_ms / audio_seconds,
+                                 t.vocoder_ms / audio_seconds,
+                                 t.total_ms / audio_seconds,
+                                 t.total_ms / (1000.0 * audio_seconds),
+                                 t.first_audio_ms,
+                                 peak_rss_mib(),
+                                 (process_cpu_ms() - cpu_start) / audio_seconds};
+        for (size_t i = 0; i < figures.size(); ++i) figures[i].values.push_back(values[i]);
+    }
+
+    if (a.json) {
+        print_json({{"model", m.path},
+                    {"family", engine.family()},
+                    {"size", m.info.size},
+                    {"variant", engine.variant()},
+                    {"weight_type", m.info.weight_type},
+                    {"threads", engine.threads()},
+                    {"frames", a.frames},
+                    {"sentences", sentences},
+                    {"repeat", a.repeat},
+                    {"text", a.text},
+                    {"language", a.language},
+                    {"voice", voice},
+                    {"cfg_weight", cfg_weight},
+                    {"seed", a.seed},
+                    {"audio_seconds", audio_seconds},
+                    {"load_ms", m.load_ms}},
+                   figures);
+        return;
+    }
+    std::printf("model:   %s\n", m.path.c_str());
+    std::printf("         Chatterbox %s (%s), weights %s, %.1f MiB, loaded in %.0f ms\n", engine.variant().c_str(),
+                m.info.size.c_str(), m.info.weight_type.c_str(), m.info.file_bytes / 1048576.0, m.load_ms);
+    std::printf("threads: %d (T3 and S3Gen run one after the other)\n", engine.threads());
+    std::printf("voice:   %s; cfg_weight %.2f (%s)\n", voice.c_str(), cfg_weight,
+                cfg_weight > 0 ? "two T3 streams" : "one T3 stream");
+    std::printf("text:    \"%s\" (language %s, %u sentence%s)\n", a.text.c_str(), a.language.c_str(), sentences,
+                sentences == 1 ? "" : "s");
+    std::printf("run:     %u speech tokens per sentence (%.2f s of audio in all), stop token ignored; "
+                "%u timed repeats after 1 warm-up run (excluded); seed %llu\n\n",
+                a.frames, audio_seconds, a.repeat, static_cast<unsigned long long>(a.seed));
+    print_figure_table(figures);
+    std::printf("\nT3 cond + prefill: per sentence; T3 ms/token: the rest of T3 (guidance, sampling, one decode step "
+                "of both CFG streams) per token; the ms/s-of-audio stages (T3, flow, HiFT) run one after the other and "
+                "add up to about the total.\n"
+                "first audio: request start to the first sentence's PCM; peak RSS: the process's peak (getrusage), "
+                "including loading and the warm-up;\n"
+                "CPU ms/s of audio: the process's user + system time over the run (every thread; steadier than wall "
+                "time when other processes share the cores).\n");
+}
+
+void run_bench(const BenchArgs& a) {
+    Loaded m;
+    m.path = resolve_model(a.model);
+    m.info = read_model_info(m.path);
+    const bool chatterbox = m.info.family == "Chatterbox";
+    if (chatterbox) {
+        if (!a.qwen_only_set.empty()) {
+            throw Error(ErrorKind::InvalidArgument, a.qwen_only_set.front() + " is a Qwen3-TTS option; this model is Chatterbox");
+        }
+    } else {
+        check_voice_args(a, m.info.variant);
+    }
+    if (!a.voice.empty()) m.voice_file = std::make_shared<Voice>(load_voice(a.voice));
+    EngineOptions eo;
+    eo.threads = a.threads;
+    eo.decoder_threads = a.decoder_threads;
+    eo.kv_cache = a.kv_cache;
+    using Clock = std::chrono::steady_clock;
+    const auto load_start = Clock::now();
+    Engine engine(m.path, eo);
+    m.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - load_start).count();
+    if (chatterbox) run_chatterbox_bench(a, m, engine);
+    else run_qwen_bench(a, m, engine);
+}
+
 }  // namespace
 
 void register_bench(CLI::App& app) {
     auto a = std::make_shared<BenchArgs>();
     auto* cmd = app.add_subcommand(
-        "bench", "Time fixed-length synthesis through the streaming pipeline: per-stage ms/frame, real-time factor, "
-                 "first-audio latency, peak RSS (median and min over the repeats)");
+        "bench", "Time fixed-length synthesis through the real pipeline: per-stage times, real-time factor, "
+                 "first-audio latency, peak RSS (median and min over the repeats); Qwen3-TTS and Chatterbox");
     cmd->add_option("-m,--model", a->model, "Model GGUF file or a pulled hub name")->required();
     cmd->add_option("-t,--threads", a->threads, "Generator CPU threads (0: one per core)")->capture_default_str();
     cmd->add_option("--decoder-threads", a->decoder_threads, "Speech decoder threads (0: as --threads; the decoder and the generator take turns on the cores)")
         ->capture_default_str();
-    cmd->add_option("--frames", a->frames, "Frames per run (12.5 per second of audio); EOS is ignored")
+    cmd->add_option("--frames", a->frames,
+                    "Frames per run (12.5 per second of audio); EOS is ignored. Chatterbox: speech tokens per sentence "
+                    "(25 per second), the stop token ignored")
         ->check(CLI::Range(1u, 30000u))
         ->capture_default_str();
     cmd->add_option("--repeat", a->repeat, "Timed runs (after one warm-up run)")
@@ -247,16 +382,29 @@ void register_bench(CLI::App& app) {
     cmd->add_option("--language", a->language, "Language name or 'auto'")->capture_default_str();
     cmd->add_option("--speaker", a->speaker, "CustomVoice: preset speaker (default: the model's first)");
     cmd->add_option("--instruct", a->instruct, "VoiceDesign voice description (default: a neutral one) or CustomVoice instruction");
-    cmd->add_option("--voice", a->voice, "Base: a voice file (default: an x-vector-only voice with a zero embedding)");
-    cmd->add_option("--kv-cache", a->kv_cache, "Talker KV cache type: f32, f16, q8_0")->capture_default_str();
-    cmd->add_option("--chunk", a->chunk, "Frames per decoder step (as speak --chunk)")
+    cmd->add_option("--voice", a->voice,
+                    "Base: a voice file (default: an x-vector-only voice with a zero embedding); Chatterbox: a Chatterbox "
+                    "voice file (default: the built-in voice)");
+    auto* kv = cmd->add_option("--kv-cache", a->kv_cache, "Talker KV cache type: f32, f16, q8_0 (Qwen3-TTS)")->capture_default_str();
+    auto* chunk = cmd->add_option("--chunk", a->chunk, "Frames per decoder step (as speak --chunk; Qwen3-TTS)")
         ->check(CLI::Range(size_t{1}, size_t{1000}))
         ->capture_default_str();
-    cmd->add_option("--first-chunk", a->first_chunk, "Frames decoded before the first audio (as speak --first-chunk)")
+    auto* first_chunk = cmd->add_option("--first-chunk", a->first_chunk, "Frames decoded before the first audio (as speak --first-chunk; Qwen3-TTS)")
         ->check(CLI::Range(size_t{0}, size_t{1000}))
         ->capture_default_str();
+    auto* dec = cmd->get_option("--decoder-threads");
+    auto* speaker = cmd->get_option("--speaker");
+    auto* instruct = cmd->get_option("--instruct");
     cmd->add_option("--seed", a->seed, "Sampling seed (the model's released sampling settings)")->capture_default_str();
-    cmd->callback([a] { run_bench(*a); });
+    cmd->add_option("--exaggeration", a->exaggeration, "Chatterbox emotion intensity (default 0.5)");
+    cmd->add_option("--cfg-weight", a->cfg_weight, "Chatterbox classifier-free guidance weight (default 0.5; 0: one T3 stream)");
+    cmd->callback([a, kv, chunk, first_chunk, dec, speaker, instruct] {
+        a->qwen_only_set.clear();
+        for (const auto* o : {speaker, instruct, kv, chunk, first_chunk, dec}) {
+            if (o->count() > 0) a->qwen_only_set.push_back(o->get_name());
+        }
+        run_bench(*a);
+    });
 }
 
 }  // namespace talkbox::cli

@@ -426,6 +426,27 @@ PlannedTensor plan_tensor(const std::string& name, const Source& src, WeightType
     }
 }
 
+// The file the official loader reads (`stem` + `official`), else its other form: the repository
+// carries S3Gen and the voice encoder as both .pt and .safetensors (same tensors), and a folder
+// may hold the built-in voice as conds.safetensors (the conds.pt tensors, made contiguous).
+// Empty when neither exists.
+std::string either_form(const std::string& dir, const std::string& stem, const std::string& official) {
+    const std::string other = official == ".pt" ? ".safetensors" : ".pt";
+    for (const std::string& ext : {official, other}) {
+        if (fs::exists(dir + "/" + stem + ext)) return dir + "/" + stem + ext;
+    }
+    return "";
+}
+
+std::string require_either(const std::string& dir, const std::string& stem, const std::string& official, const std::string& what) {
+    const std::string path = either_form(dir, stem, official);
+    if (path.empty()) {
+        throw Error(ErrorKind::NotFound, "Chatterbox folder is missing " + what + ": neither '" + dir + "/" + stem + official +
+                                             "' nor its " + (official == ".pt" ? ".safetensors" : ".pt") + " form exists");
+    }
+    return path;
+}
+
 struct GgufContextDeleter {
     void operator()(gguf_context* c) const { gguf_free(c); }
 };
@@ -454,15 +475,19 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     }
     const bool mtl = variant == "multilingual", turbo = variant == "turbo";
     const std::string t3_stem = mtl ? "t3_mtl23ls_v2" : turbo ? "t3_turbo_v1" : "t3_cfg";
-    const std::string s3gen_file = mtl ? "/s3gen.pt" : turbo ? "/s3gen_meanflow.safetensors" : "/s3gen.safetensors";
+    const std::string s3gen_file = "/s3gen_meanflow.safetensors";  // Turbo's; the others take either form
 
-    // Exactly the files each official loader reads (mtl_tts.py / tts.py / tts_turbo.py from_local).
+    // The files each official loader reads (mtl_tts.py / tts.py / tts_turbo.py from_local), or
+    // their other form where the repository ships both.
+    const std::string weights_ext = mtl ? ".pt" : ".safetensors";
     Sources sources;
     sources.add(ChatterboxFile::T3, require(dir + "/" + t3_stem + ".safetensors", "the " + variant + " T3 weights"));
-    sources.add(ChatterboxFile::S3Gen, require(dir + s3gen_file, "the S3Gen weights"));
-    sources.add(ChatterboxFile::VoiceEncoder, require(dir + (mtl ? "/ve.pt" : "/ve.safetensors"), "the voice encoder weights"));
-    const bool has_voice = fs::exists(dir + "/conds.pt");
-    if (has_voice) sources.add(ChatterboxFile::Conds, dir + "/conds.pt");
+    sources.add(ChatterboxFile::S3Gen, turbo ? require(dir + s3gen_file, "the S3Gen weights")
+                                             : require_either(dir, "s3gen", weights_ext, "the S3Gen weights"));
+    sources.add(ChatterboxFile::VoiceEncoder, require_either(dir, "ve", weights_ext, "the voice encoder weights"));
+    const std::string conds = either_form(dir, "conds", ".pt");
+    const bool has_voice = !conds.empty();
+    if (has_voice) sources.add(ChatterboxFile::Conds, conds);
     const bool gpt2 = sources.find("t3.blk.0.attn_qkv.weight") != nullptr;
     if (gpt2 != turbo) {
         throw Error(ErrorKind::Format, dir + "/" + t3_stem + ".safetensors: " +

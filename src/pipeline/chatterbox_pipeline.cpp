@@ -38,9 +38,14 @@ const PipelineVoice& Pipeline::builtin_voice() const {
 }
 
 std::vector<float> Pipeline::vocode(const std::vector<int32_t>& tokens, const PipelineVoice& voice, const S3GenNoise& noise,
-                                    uint64_t seed) {
+                                    uint64_t seed, PipelineResult* stages) {
     if (tokens.empty()) return {};
-    std::vector<float> wav = s3gen_.synthesize(tokens, voice.flow, noise, seed).wav;
+    S3GenOutput out = s3gen_.synthesize(tokens, voice.flow, noise, seed);
+    if (stages) {
+        stages->flow_ms = out.flow_ms;
+        stages->hift_ms = out.hift_ms;
+    }
+    std::vector<float> wav = std::move(out.wav);
     // mtl_tts.py only: wav[: max(1, T - 1) * 960] drops the last token's 40 ms.
     if (multilingual()) wav.resize(std::min(wav.size(), std::max<size_t>(1, tokens.size() - 1) * 960));
     return wav;
@@ -52,13 +57,13 @@ PipelineResult Pipeline::synthesize(const std::string& text, const std::string& 
     const T3Hparams& h = t3_.hparams();
     r.text_tokens = text_.text_tokens(text_.encode(text, language), h.start_text, h.stop_text);
     auto t = std::chrono::steady_clock::now();
-    r.speech_tokens = t3_.generate(r.text_tokens, voice.t3, options);
+    r.speech_tokens = t3_.generate(r.text_tokens, voice.t3, options, nullptr, &r.t3_timings);
     r.t3_ms = ms_since(t);
     r.stopped = !r.speech_tokens.empty() && r.speech_tokens.back() == h.stop_speech;
     r.s3gen_tokens = t3_.postprocess(r.speech_tokens);
     if (!with_audio) return r;
     t = std::chrono::steady_clock::now();
-    r.wav = vocode(r.s3gen_tokens, voice, noise, options.seed);
+    r.wav = vocode(r.s3gen_tokens, voice, noise, options.seed, &r);
     r.s3gen_ms = ms_since(t);
     return r;
 }

@@ -30,6 +30,8 @@ struct PipelineResult {
     bool stopped = false;                // T3 produced its stop token
     std::vector<float> wav;              // 24 kHz, before the (omitted) watermark
     double t3_ms = 0, s3gen_ms = 0;
+    T3Timings t3_timings;                // t3_ms split into conditioning + prefill and decoding
+    double flow_ms = 0, hift_ms = 0;     // s3gen_ms split into its two stages
 };
 
 class Pipeline {
@@ -52,9 +54,10 @@ public:
     PipelineResult synthesize(const std::string& text, const std::string& language, const PipelineVoice& voice,
                               const T3Options& options, const S3GenNoise& noise = {}, bool with_audio = true);
 
-    // Speech tokens (< 6561) → waveform with the multilingual last-token cut.
+    // Speech tokens (< 6561) → waveform with the multilingual last-token cut; `stages` (if given)
+    // receives the flow and HiFT times in flow_ms / hift_ms.
     std::vector<float> vocode(const std::vector<int32_t>& tokens, const PipelineVoice& voice, const S3GenNoise& noise,
-                              uint64_t seed);
+                              uint64_t seed, PipelineResult* stages = nullptr);
 
 private:
     GgufFile file_;

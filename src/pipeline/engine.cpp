@@ -189,6 +189,7 @@ struct Engine::ChatterboxImpl {
         if (s.top_p) o.top_p = *s.top_p;
         if (s.repetition_penalty) o.repetition_penalty = *s.repetition_penalty;
         if (r.max_frames) o.max_new_tokens = r.max_frames;
+        o.min_new_tokens = r.min_frames;
         o.greedy = s.greedy;
         seed_used = s.seed ? *s.seed : random_seed();
         o.seed = seed_used;
@@ -229,7 +230,11 @@ struct Engine::ChatterboxImpl {
             if (!p.stopped) result.stop_reason = "max_frames";
             for (int32_t id : p.s3gen_tokens) result.frames.push_back(Frame{id});
             result.timings.talker_ms += p.t3_ms;
+            result.timings.prefill_ms += p.t3_timings.prefill_ms;
             result.timings.decoder_ms += p.s3gen_ms;
+            result.timings.flow_ms += p.flow_ms;
+            result.timings.vocoder_ms += p.hift_ms;
+            ++result.timings.segments;
             if (on_audio && !p.wav.empty()) {
                 if (result.samples == 0) result.timings.first_audio_ms = ms_between(start, Clock::now());
                 (*on_audio)(p.wav.data(), p.wav.size());  // S3Gen clamps to ±0.99

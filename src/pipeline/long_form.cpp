@@ -50,6 +50,9 @@ LongFormResult speak_long_form(Engine& engine, SpeechRequest request, const std:
         out.timings.talker_ms += r.timings.talker_ms;
         out.timings.code_predictor_ms += r.timings.code_predictor_ms;
         out.timings.decoder_ms += r.timings.decoder_ms;
+        out.timings.flow_ms += r.timings.flow_ms;
+        out.timings.vocoder_ms += r.timings.vocoder_ms;
+        out.timings.segments += r.timings.segments;
         out.timings.total_ms += r.timings.total_ms;
         if (i == 0) out.timings.first_audio_ms = r.timings.first_audio_ms;
         ++out.segments;

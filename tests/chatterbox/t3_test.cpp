@@ -4,6 +4,7 @@
 // and text → speech tokens end to end against goldens/e2e.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -285,6 +286,45 @@ TEST(T3, SamplingIsReproducibleAndStopsWithinTheLimit) {
     for (int32_t t : a) EXPECT_TRUE(t >= 0 && t < static_cast<int32_t>(t3.hparams().speech_vocab));
 }
 
+// Fixed-length runs (bench): below min_new_tokens only speech ids can be picked, so a near-uniform
+// draw that would soon hit the stop or another special id still gives exactly that many tokens.
+TEST(T3, MinNewTokensMasksTheSpecialIdsForFixedLengthRuns) {
+    T3& t3 = *multilingual().t3;
+    const json c = read_json(t3_goldens() + "/en_e05_c05/case.json");
+    const auto text = c["text_tokens"].get<std::vector<int32_t>>();
+    const auto cond = golden_conditioning(0.5f);
+    T3Options o = golden_options(c);
+    o.greedy = false;
+    o.temperature = 20.0f;  // ~1/5 of the vocabulary is special ids (>= 6561)
+    o.min_p = 0.0f;
+    o.max_new_tokens = 40;
+    o.seed = 3;
+    const int32_t start = t3.hparams().start_speech;
+    const auto free_run = t3.generate(text, cond, o);
+    ASSERT_TRUE(std::any_of(free_run.begin(), free_run.end(), [&](int32_t t) { return t >= start; }))
+        << "the unmasked run drew no special id: the test would not show the mask";
+    o.min_new_tokens = 40;
+    T3Timings timings;
+    const auto fixed = t3.generate(text, cond, o, nullptr, &timings);
+    ASSERT_EQ(fixed.size(), 40u);
+    for (int32_t t : fixed) EXPECT_LT(t, start);
+    EXPECT_EQ(t3.postprocess(fixed), fixed);
+    EXPECT_EQ(timings.tokens, 40u);
+    EXPECT_GT(timings.prefill_ms, 0.0);
+    EXPECT_GT(timings.decode_ms, 0.0);
+    // Greedy: where the free run picks speech ids anyway, the mask changes nothing.
+    T3Options g = golden_options(c);
+    g.max_new_tokens = 30;
+    const auto greedy_free = t3.generate(text, cond, g);
+    g.min_new_tokens = 30;
+    const auto greedy_fixed = t3.generate(text, cond, g);
+    ASSERT_EQ(greedy_fixed.size(), 30u);
+    size_t same = 0;
+    while (same < greedy_free.size() && greedy_free[same] < start) ++same;
+    EXPECT_EQ(std::vector<int32_t>(greedy_fixed.begin(), greedy_fixed.begin() + same),
+              std::vector<int32_t>(greedy_free.begin(), greedy_free.begin() + same));
+}
+
 TEST(T3, RejectsBadInput) {
     T3& t3 = *multilingual().t3;
     const auto cond = golden_conditioning(0.5f);
@@ -322,6 +362,9 @@ TEST(T3, RejectsBadInput) {
     opt = o;
     opt.max_new_tokens = 0;
     throws(text, cond, opt, "max_new_tokens");
+    opt = o;
+    opt.min_new_tokens = 3;
+    throws(text, cond, opt, "min_new_tokens (3) exceeds max_new_tokens (2)");
 }
 
 }  // namespace

@@ -81,3 +81,81 @@ TEST(BenchCli, HelpAndBadArguments) {
               std::string::npos);
     EXPECT_NE(error_of("bench -m " + cv + " --frames 40000").find("--frames"), std::string::npos);
 }
+
+namespace {
+
+const char* const kChatterboxFigures[] = {"t3_prefill_ms",           "t3_ms_per_token",          "t3_ms_per_audio_second",
+                                          "flow_ms_per_audio_second", "hift_ms_per_audio_second", "total_ms_per_audio_second",
+                                          "rtf",                      "first_audio_ms",           "peak_rss_mb",
+                                          "cpu_ms_per_audio_second"};
+
+}  // namespace
+
+// Chatterbox: --frames is the number of speech tokens per sentence, held exactly even though
+// the tiny random T3 would stop or emit special ids earlier; every stage figure is present.
+TEST(BenchCli, ChatterboxJsonHasEveryFigureAndHonoursTheTokenCount) {
+    const std::string model = converted_chatterbox("multilingual");
+    const auto r = run_talkbox("bench -m " + model + " -t 1 --frames 12 --repeat 2 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    for (const char* key : kChatterboxFigures) {
+        ASSERT_TRUE(j.contains(key)) << key;
+        EXPECT_GT(j[key].get<double>(), 0.0) << key;
+        ASSERT_TRUE(j["min"].contains(key)) << key;
+        EXPECT_GT(j["min"][key].get<double>(), 0.0) << key;
+        EXPECT_LE(j["min"][key].get<double>(), j[key].get<double>()) << key;
+    }
+    EXPECT_EQ(j["family"], "chatterbox");
+    EXPECT_EQ(j["variant"], "multilingual");
+    EXPECT_EQ(j["weight_type"], "f32");
+    EXPECT_EQ(j["frames"], 12);
+    EXPECT_EQ(j["sentences"], 1);
+    EXPECT_EQ(j["repeat"], 2);
+    EXPECT_EQ(j["threads"], 1);
+    EXPECT_DOUBLE_EQ(j["cfg_weight"].get<double>(), 0.5);
+    EXPECT_EQ(j["voice"], "the model's built-in voice");
+    // 12 tokens, the multilingual cut drops the last: 11 × 40 ms.
+    EXPECT_DOUBLE_EQ(j["audio_seconds"].get<double>(), 11 * 0.04);
+    EXPECT_NEAR(j["min"]["rtf"].get<double>(), j["min"]["total_ms_per_audio_second"].get<double>() / 1000.0, 1e-9);
+    // The stages run one after the other: they cannot add up to more than the total.
+    const double stages = j["min"]["t3_ms_per_audio_second"].get<double>() + j["min"]["flow_ms_per_audio_second"].get<double>() +
+                          j["min"]["hift_ms_per_audio_second"].get<double>();
+    EXPECT_LE(stages, j["total_ms_per_audio_second"].get<double>() * 1.0001);
+
+    // Two sentences: each gets the fixed token count.
+    const auto two = run_talkbox("bench -m " + model + " -t 1 --frames 8 --repeat 1 --json --cfg-weight 0 --text " +
+                                 "'Hello there. How are you today?'");
+    ASSERT_EQ(two.exit_code, 0) << two.err;
+    const auto k = nlohmann::json::parse(two.out);
+    EXPECT_EQ(k["sentences"], 2);
+    EXPECT_DOUBLE_EQ(k["cfg_weight"].get<double>(), 0.0);
+    EXPECT_DOUBLE_EQ(k["audio_seconds"].get<double>(), 2 * 7 * 0.04);
+}
+
+TEST(BenchCli, ChatterboxTableAndBadArguments) {
+    const std::string model = converted_chatterbox("multilingual");
+    const auto t = run_talkbox("bench -m " + model + " -t 1 --frames 6 --repeat 1 --language fr --text 'Bonjour à tous.'");
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    for (const char* part : {"| figure", "T3 cond + prefill ms", "T3 ms/token", "T3 ms/s of audio", "S3Gen flow ms/s of audio",
+                             "HiFT ms/s of audio", "total ms/s of audio", "real-time factor", "first audio ms", "peak RSS MiB",
+                             "CPU ms/s of audio", "Chatterbox multilingual", "weights f32", "built-in voice",
+                             "cfg_weight 0.50 (two T3 streams)", "language fr, 1 sentence", "6 speech tokens per sentence"}) {
+        EXPECT_NE(t.out.find(part), std::string::npos) << part << "\n" << t.out;
+    }
+    const auto error_of = [](const std::string& args) {
+        const auto r = run_talkbox(args);
+        EXPECT_NE(r.exit_code, 0) << args;
+        return r.err;
+    };
+    const std::string b = "bench -m " + model + " --frames 4 --repeat 1 ";
+    EXPECT_NE(error_of(b + "--speaker ryan").find("--speaker is a Qwen3-TTS option; this model is Chatterbox"), std::string::npos);
+    EXPECT_NE(error_of(b + "--chunk 2").find("--chunk is a Qwen3-TTS option"), std::string::npos);
+    EXPECT_NE(error_of(b + "--kv-cache f16").find("--kv-cache is a Qwen3-TTS option"), std::string::npos);
+    EXPECT_NE(error_of(b + "--decoder-threads 1").find("--decoder-threads is a Qwen3-TTS option"), std::string::npos);
+    EXPECT_NE(error_of(b + "--cfg-weight -1").find("cfg_weight must be >= 0"), std::string::npos);
+    EXPECT_NE(error_of(b + "--language xx").find("xx"), std::string::npos);
+    EXPECT_NE(error_of("bench -m " + model + " --frames 9000").find("max_new_tokens must be in 1.."), std::string::npos);
+    EXPECT_NE(error_of("bench -m " + converted_fixture("tiny-0.6B-CustomVoice") + " --frames 4 --exaggeration 0.7")
+                  .find("exaggeration is a Chatterbox setting"),
+              std::string::npos);
+}

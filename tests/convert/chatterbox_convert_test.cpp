@@ -85,6 +85,31 @@ TEST(ChatterboxConvert, MultilingualTensorsArriveBitForBit) {
     EXPECT_EQ(n, 40u + 1432u + 16u + 7u);
 }
 
+// A multilingual folder in the safetensors forms only (what make_random_checkpoint writes):
+// s3gen/ve/conds .safetensors stand in for the .pt files and give the same GGUF tensors.
+TEST(ChatterboxConvert, MultilingualFolderWithSafetensorsFormsOnly) {
+    TempDir tmp;
+    const std::string dir = tmp.file("cb");
+    talkbox::testing::copy_tree(folder(), dir);
+    for (const char* pt : {"s3gen.pt", "ve.pt", "conds.pt"}) fs::remove(dir + "/" + pt);
+    ConvertOptions opt;
+    opt.snapshot_dir = dir;
+    opt.output_path = tmp.file("st.gguf");
+    opt.type = WeightType::F32;
+    convert_snapshot(opt);
+    const GgufFile st(opt.output_path), pt(converted_chatterbox("multilingual", "f32"));
+    EXPECT_EQ(st.meta().get_string("chatterbox.variant"), "multilingual");
+    EXPECT_TRUE(st.meta().get_bool("chatterbox.builtin_voice"));
+    ASSERT_EQ(st.tensors().size(), pt.tensors().size());
+    for (const auto& t : pt.tensors()) {
+        SCOPED_TRACE(t.name);
+        const auto& u = st.tensor(t.name, t.shape);
+        EXPECT_EQ(u.type, t.type);
+        ASSERT_EQ(u.nbytes, t.nbytes);
+        EXPECT_EQ(std::memcmp(u.data, t.data, t.nbytes), 0);
+    }
+}
+
 TEST(ChatterboxConvert, EnglishReadsTheEnglishFiles) {
     const GgufFile gguf(converted_chatterbox("english", "f32"));
     EXPECT_EQ(gguf.meta().get_string("chatterbox.variant"), "english");
@@ -255,9 +280,11 @@ TEST(ChatterboxConvert, BadFoldersFailCleanly) {
         return opt;
     };
     {
-        const std::string dir = fresh("no_s3gen_pt");
+        const std::string dir = fresh("no_s3gen");
         fs::remove(dir + "/s3gen.pt");
-        EXPECT_EQ(error_of(options(dir)), "Chatterbox folder is missing the S3Gen weights: '" + dir + "/s3gen.pt' does not exist");
+        fs::remove(dir + "/s3gen.safetensors");
+        EXPECT_EQ(error_of(options(dir)), "Chatterbox folder is missing the S3Gen weights: neither '" + dir +
+                                              "/s3gen.pt' nor its .safetensors form exists");
     }
     {
         const std::string dir = fresh("truncated_pt");

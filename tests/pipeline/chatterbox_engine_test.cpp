@@ -132,6 +132,38 @@ TEST(ChatterboxEngine, LongTextIsSpokenAndStreamedSentenceBySentence) {
     EXPECT_EQ(chunks[1], 11u * 960);
 }
 
+// min_frames (bench's fixed-length runs) reaches T3 per sentence: a hot draw gives exactly that
+// many tokens per sentence, all of them speech ids; the timings split T3 and S3Gen into their stages.
+TEST(ChatterboxEngine, MinFramesGivesFixedLengthSentencesAndStageTimings) {
+    Engine& e = engine();
+    auto r = greedy_request("Hello world, the sun is out again. We can test it now!", "en", 20);
+    r.sampling.greedy = false;
+    r.sampling.temperature = 20.0f;
+    r.min_p = 0.0f;
+    r.min_frames = 20;
+    const auto out = e.speak(r, [](const float*, size_t) {});
+    EXPECT_EQ(out.frames.size(), 40u);
+    EXPECT_EQ(out.samples, 2u * 19 * 960);
+    EXPECT_EQ(out.stop_reason, "max_frames");
+    const SpeechTimings& t = out.timings;
+    EXPECT_EQ(t.segments, 2u);
+    EXPECT_GT(t.prefill_ms, 0.0);
+    EXPECT_GT(t.talker_ms, t.prefill_ms);
+    EXPECT_GT(t.flow_ms, 0.0);
+    EXPECT_GT(t.vocoder_ms, 0.0);
+    EXPECT_LE(t.flow_ms + t.vocoder_ms, t.decoder_ms + 1e-6);
+    EXPECT_GT(t.first_audio_ms, 0.0);
+    EXPECT_LE(t.talker_ms + t.decoder_ms, t.total_ms + 1e-6);
+    // It reaches T3 (which masks the special ids, T3.MinNewTokensMasks...): more than the cap is refused.
+    r.min_frames = 30;
+    try {
+        e.generate(r);
+        ADD_FAILURE() << "min_frames > max_frames accepted";
+    } catch (const Error& err) {
+        EXPECT_NE(std::string(err.what()).find("min_new_tokens (30) exceeds max_new_tokens (20)"), std::string::npos) << err.what();
+    }
+}
+
 void expect_error(const std::function<void()>& fn, const std::string& fragment) {
     try {
         fn();
