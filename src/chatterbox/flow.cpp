@@ -304,15 +304,15 @@ struct Flow::Model {
     ggml_tensor* transformer(ggml_context* ctx, ggml_tensor* h, const TfW& w) const {
         const int64_t t = h->ne[1], b = h->ne[2], hd = est_head_dim, nh = est_heads, tk = padded_keys(t);
         ggml_tensor* x = layer_norm(ctx, h, w.norm1, kEstEps);
-        auto split = [&](ggml_tensor* y, int64_t n) {
-            if (n > y->ne[1]) y = ggml_pad(ctx, y, 0, static_cast<int>(n - y->ne[1]), 0, 0);
-            return ggml_reshape_4d(ctx, y, hd, nh, n, b);
-        };
+        // Keys and values from the input padded with zero frames (one pad of the narrow input
+        // rather than two of the projections; the padding keys are masked whatever they hold).
+        ggml_tensor* xk = tk > t ? ggml_pad(ctx, x, 0, static_cast<int>(tk - t), 0, 0) : x;
+        auto split = [&](ggml_tensor* y) { return ggml_reshape_4d(ctx, y, hd, nh, y->ne[1], b); };
         // Contiguous heads: ggml multiplies contiguous operands with its blocked GEMM, strided
         // ones with a dot product per element.
-        ggml_tensor* q = ggml_cont(ctx, ggml_permute(ctx, split(linear(ctx, x, w.q), t), 0, 2, 1, 3));  // [hd, T, H, B]
-        ggml_tensor* k = ggml_cont(ctx, ggml_permute(ctx, split(linear(ctx, x, w.k), tk), 0, 2, 1, 3));  // [hd, Tk, H, B]
-        ggml_tensor* v = ggml_cont(ctx, ggml_permute(ctx, split(linear(ctx, x, w.v), tk), 1, 2, 0, 3));  // [Tk, hd, H, B]
+        ggml_tensor* q = ggml_cont(ctx, ggml_permute(ctx, split(linear(ctx, x, w.q)), 0, 2, 1, 3));   // [hd, T, H, B]
+        ggml_tensor* k = ggml_cont(ctx, ggml_permute(ctx, split(linear(ctx, xk, w.k)), 0, 2, 1, 3));  // [hd, Tk, H, B]
+        ggml_tensor* v = ggml_cont(ctx, ggml_permute(ctx, split(linear(ctx, xk, w.v)), 1, 2, 0, 3));  // [Tk, hd, H, B]
         ggml_tensor* kq = ggml_soft_max_ext(ctx, ggml_mul_mat(ctx, k, q), est_mask, 1.0f / std::sqrt(static_cast<float>(hd)), 0.0f);
         ggml_tensor* o = ggml_permute(ctx, ggml_mul_mat(ctx, v, kq), 0, 2, 1, 3);  // [hd, H, T, B]
         o = ggml_reshape_3d(ctx, ggml_cont(ctx, o), hd * nh, t, b);
