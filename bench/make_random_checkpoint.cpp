@@ -12,7 +12,9 @@
 // Chatterbox: the ResembleAI/chatterbox layout in its safetensors forms (t3_mtl23ls_v2 or t3_cfg,
 // s3gen, ve, conds .safetensors, tokenizer JSON, Cangjie table): the tiny fixture folder's keys with
 // every width scaled to the released sizes (bench/chatterbox_sizes), F32 like the released files.
-//   make_random_checkpoint --family chatterbox [--model multilingual|english] -o /tmp/chatterbox-random
+//   make_random_checkpoint --family chatterbox [--model multilingual|english|turbo] -o /tmp/chatterbox-random
+// Turbo (ResembleAI/chatterbox-turbo): t3_turbo_v1 (GPT-2 medium), s3gen_meanflow, ve, conds
+// .safetensors and small synthetic GPT-2 tokenizer files (bench/turbo_layout).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstring>
@@ -33,6 +35,7 @@
 #include "talkbox/error.h"
 #include "chatterbox_sizes.h"
 #include "random_weights.h"
+#include "turbo_layout.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -166,14 +169,16 @@ void fill_conds(const bench::RandomTensor& t, std::vector<float>& v, bench::Rng&
 
 void write_chatterbox(const std::string& fixtures, const std::string& model, double voice_seconds, const std::string& out) {
     const std::string tiny = fixtures + "/tiny-multilingual";
-    const bool mtl = model == "multilingual";
+    const bool mtl = model == "multilingual", turbo = model == "turbo";
     fs::create_directories(out);
     const auto dtype_of = [](const SafetensorsTensor& t) {
         return t.dtype == SafetensorsDtype::I64 ? bench::StDtype::I64 : bench::StDtype::F32;
     };
     // The weights: every key of the tiny file, at its released shape (keys outside the scaled
     // parts keep their tiny shape) and its stored dtype.
-    const auto write_scaled = [&](const std::string& file, const bench::Shapes& real, uint64_t seed) {
+    // `file` is the tiny folder's, `out_file` (default: the same name) the written one.
+    const auto write_scaled = [&](const std::string& file, const bench::Shapes& real, uint64_t seed, std::string out_file = "") {
+        if (out_file.empty()) out_file = file;
         const SafetensorsFile src(tiny + "/" + file);
         std::map<std::string, bench::StDtype> dtypes;
         for (const auto& t : src.tensors()) dtypes[t.name] = dtype_of(t);
@@ -193,17 +198,37 @@ void write_chatterbox(const std::string& fixtures, const std::string& model, dou
             for (int64_t d : t.shape) n *= static_cast<size_t>(d);
             params += n;
         }
-        std::fprintf(stderr, "writing %s (%zu tensors, %.1f M values)\n", file.c_str(), list.size(), params / 1e6);
-        bench::write_random_safetensors(out + "/" + file, list, [](const bench::RandomTensor& t, std::vector<float>& v, bench::Rng& rng) {
+        std::fprintf(stderr, "writing %s (%zu tensors, %.1f M values)\n", out_file.c_str(), list.size(), params / 1e6);
+        bench::write_random_safetensors(out + "/" + out_file, list, [](const bench::RandomTensor& t, std::vector<float>& v, bench::Rng& rng) {
             bench::fill_chatterbox_weights(t.name, t.shape, v, rng);
         }, seed);
     };
-    const std::string t3_file = mtl ? "t3_mtl23ls_v2.safetensors" : "t3_cfg.safetensors";
-    write_scaled(t3_file, bench::t3_released_shapes(bench::safetensors_shapes(tiny + "/" + t3_file)), 3001);
-    // S3 tokenizer and CAMPPlus (speaker_encoder.*) keep the tiny widths: they only run when a
-    // voice is cloned from a clip, never in `talkbox bench` (built-in voice or a voice file).
-    write_scaled("s3gen.safetensors",
-                 bench::s3gen_released_shapes(bench::safetensors_shapes(tiny + "/s3gen.safetensors"), false), 3002);
+    if (turbo) {
+        // GPT-2 medium T3 (its keys from bench/turbo_layout, shared with the tests' tiny Turbo folder),
+        // the meanflow S3Gen (the standard one plus the time mixer) and the GPT-2 tokenizer files.
+        std::vector<bench::RandomTensor> t3;
+        size_t params = 0;
+        for (const auto& [name, shape] : bench::turbo_t3_tensors(bench::released_turbo_t3())) {
+            t3.push_back({name, shape, bench::StDtype::F32});
+            size_t n = 1;
+            for (int64_t d : shape) n *= static_cast<size_t>(d);
+            params += n;
+        }
+        std::fprintf(stderr, "writing t3_turbo_v1.safetensors (%zu tensors, %.1f M values)\n", t3.size(), params / 1e6);
+        bench::write_random_safetensors(out + "/t3_turbo_v1.safetensors", t3, [](const bench::RandomTensor& t, std::vector<float>& v, bench::Rng& rng) {
+            bench::fill_chatterbox_weights(t.name, t.shape, v, rng);
+        }, 3005);
+        write_scaled("s3gen.safetensors", bench::s3gen_released_shapes(bench::safetensors_shapes(tiny + "/s3gen.safetensors"), true),
+                     3006, "s3gen_meanflow.safetensors");
+        bench::write_gpt2_tokenizer(out);
+    } else {
+        const std::string t3_file = mtl ? "t3_mtl23ls_v2.safetensors" : "t3_cfg.safetensors";
+        write_scaled(t3_file, bench::t3_released_shapes(bench::safetensors_shapes(tiny + "/" + t3_file)), 3001);
+        // S3 tokenizer and CAMPPlus (speaker_encoder.*) keep the tiny widths: they only run when a
+        // voice is cloned from a clip, never in `talkbox bench` (built-in voice or a voice file).
+        write_scaled("s3gen.safetensors",
+                     bench::s3gen_released_shapes(bench::safetensors_shapes(tiny + "/s3gen.safetensors"), false), 3002);
+    }
     write_scaled("ve.safetensors", bench::ve_released_shapes(bench::safetensors_shapes(tiny + "/ve.safetensors")), 3003);
 
     const int64_t prompt_tokens = static_cast<int64_t>(std::lround(25 * voice_seconds));
@@ -212,7 +237,8 @@ void write_chatterbox(const std::string& fixtures, const std::string& model, dou
         {"gen.prompt_feat", {1, 2 * prompt_tokens, 80}, bench::StDtype::F32},
         {"gen.prompt_token", {1, prompt_tokens}, bench::StDtype::I64},
         {"gen.prompt_token_len", {1}, bench::StDtype::I64},
-        {"t3.cond_prompt_speech_tokens", {1, std::min<int64_t>(150, prompt_tokens)}, bench::StDtype::I64},
+        // T3 keeps 6 s of the reference (150 tokens); Turbo 15 s (375 tokens).
+        {"t3.cond_prompt_speech_tokens", {1, std::min<int64_t>(turbo ? 375 : 150, prompt_tokens)}, bench::StDtype::I64},
         {"t3.emotion_adv", {1, 1, 1}, bench::StDtype::F32},
         {"t3.speaker_emb", {1, 256}, bench::StDtype::F32},
     };
@@ -220,8 +246,9 @@ void write_chatterbox(const std::string& fixtures, const std::string& model, dou
     bench::write_random_safetensors(out + "/conds.safetensors", conds, [&](const bench::RandomTensor& t, std::vector<float>& v, bench::Rng& rng) {
         fill_conds(t, v, rng, prompt_tokens);
     }, 3004);
-    for (const char* f : mtl ? std::vector<const char*>{"grapheme_mtl_merged_expanded_v1.json", "Cangjie5_TC.json"}
-                             : std::vector<const char*>{"tokenizer.json"}) {
+    for (const char* f : turbo ? std::vector<const char*>{}
+                         : mtl ? std::vector<const char*>{"grapheme_mtl_merged_expanded_v1.json", "Cangjie5_TC.json"}
+                               : std::vector<const char*>{"tokenizer.json"}) {
         fs::copy_file(tiny + "/" + f, out + "/" + f, fs::copy_options::overwrite_existing);
     }
     std::fprintf(stderr, "wrote %s: Chatterbox %s at the released size with random weights\n", out.c_str(), model.c_str());
@@ -294,8 +321,8 @@ int main(int argc, char** argv) {
     app.add_option("--variant", variant, "Qwen3-TTS: base, custom_voice or voice_design")
         ->check(CLI::IsMember({"base", "custom_voice", "voice_design"}))
         ->capture_default_str();
-    app.add_option("--model", model, "Chatterbox: multilingual or english")
-        ->check(CLI::IsMember({"multilingual", "english"}))
+    app.add_option("--model", model, "Chatterbox: multilingual, english or turbo")
+        ->check(CLI::IsMember({"multilingual", "english", "turbo"}))
         ->capture_default_str();
     app.add_option("--voice-seconds", voice_seconds, "Chatterbox: length of the built-in voice's reference (1..10 s)")
         ->check(CLI::Range(1.0, 10.0))

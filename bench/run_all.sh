@@ -6,8 +6,8 @@
 #   bench/run_all.sh [threads] [frames] [repeat] [work-dir]     (defaults: 2 100 3 /tmp/talkbox-bench-all)
 #
 # FAMILY=qwen3tts (default): CustomVoice snapshots 0.6B and 1.7B; frames are 12.5 Hz codec frames.
-# FAMILY=chatterbox: the multilingual Chatterbox folder (SIZES="multilingual english" adds the
-# English one); frames are speech tokens per sentence (25 per second of audio), default work dir
+# FAMILY=chatterbox: the multilingual Chatterbox folder (SIZES="multilingual english turbo" adds the
+# English and Turbo ones); frames are speech tokens per sentence (25 per second of audio), default work dir
 # /tmp/talkbox-bench-chatterbox.
 # SIZES="0.6b" / TYPES="q8_0 q4_k" pick a subset; existing snapshots and GGUF files in the work
 # dir are reused (delete it to start over; it holds ~14 GB with both Qwen sizes, ~5 GB for one
@@ -33,7 +33,7 @@ case "$family" in
   chatterbox)
     work=${4:-/tmp/talkbox-bench-chatterbox}
     sizes=${SIZES:-multilingual}
-    snapshot_file=s3gen.safetensors
+    snapshot_file=conds.safetensors  # written last
     figures="t3_prefill_ms t3_ms_per_token t3_ms_per_audio_second flow_ms_per_audio_second hift_ms_per_audio_second total_ms_per_audio_second rtf first_audio_ms peak_rss_mb cpu_ms_per_audio_second"
     header="| model | weights | T3 cond + prefill ms | T3 ms/token | T3 ms/s | flow ms/s | HiFT ms/s | total ms/s | RTF | first audio ms | peak RSS MiB | CPU ms/s |"
     unit="speech tokens per sentence"

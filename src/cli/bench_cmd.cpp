@@ -160,7 +160,13 @@ void run_qwen_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
     SpeechRequest request;
     request.text = a.text;
     request.language = a.language;
-    request.max_frames = request.min_frames = a.frames;
+    // Turbo predicts max_frames + 1 tokens (the first comes from the prefill) and appends 3 silence
+    // tokens for S3Gen: --frames predicted speech tokens are max_frames = frames - 1, min_frames = frames.
+    const bool turbo = engine.variant() == "turbo";
+    if (turbo && a.frames < 2) throw Error(ErrorKind::InvalidArgument, "--frames must be >= 2 on a Turbo model");
+    request.max_frames = turbo ? a.frames - 1 : a.frames;
+    request.min_frames = a.frames;
+    const size_t per_sentence = turbo ? a.frames + 3 : a.frames;
     request.sampling.seed = a.seed;
     request.exaggeration = a.exaggeration;  // Chatterbox settings: the engine refuses them with a message
     request.cfg_weight = a.cfg_weight;
@@ -243,7 +249,13 @@ void run_chatterbox_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
     SpeechRequest request;
     request.text = a.text;
     request.language = a.language;
-    request.max_frames = request.min_frames = a.frames;
+    // Turbo predicts max_frames + 1 tokens (the first comes from the prefill) and appends 3 silence
+    // tokens for S3Gen: --frames predicted speech tokens are max_frames = frames - 1, min_frames = frames.
+    const bool turbo = engine.variant() == "turbo";
+    if (turbo && a.frames < 2) throw Error(ErrorKind::InvalidArgument, "--frames must be >= 2 on a Turbo model");
+    request.max_frames = turbo ? a.frames - 1 : a.frames;
+    request.min_frames = a.frames;
+    const size_t per_sentence = turbo ? a.frames + 3 : a.frames;
     request.sampling.seed = a.seed;
     request.exaggeration = a.exaggeration;
     request.cfg_weight = a.cfg_weight;
@@ -271,7 +283,7 @@ void run_chatterbox_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
         const SpeechResult r = engine.speak(request, [&](const float*, size_t n) { samples += n; });
         const SpeechTimings& t = r.timings;
         sentences = t.segments;
-        const size_t tokens = static_cast<size_t>(a.frames) * sentences;
+        const size_t tokens = per_sentence * sentences;
         if (sentences == 0 || r.frames.size() != tokens || samples != r.samples || samples == 0) {
             throw Error(ErrorKind::Internal, "bench run gave " + std::to_string(r.frames.size()) + " speech tokens over " +
                                                  std::to_string(sentences) + " sentences (" + r.stop_reason + "), expected " +
@@ -280,7 +292,7 @@ void run_chatterbox_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
         if (run == 0) continue;
         audio_seconds = static_cast<double>(samples) / engine.sample_rate();
         const double values[] = {t.prefill_ms / sentences,
-                                 (t.talker_ms - t.prefill_ms) / static_cast<double>(tokens),
+                                 (t.talker_ms - t.prefill_ms) / (static_cast<double>(a.frames) * sentences),
                                  t.talker_ms / audio_seconds,
                                  t.flow_ms / audio_seconds,
                                  t.vocoder_ms / audio_seconds,

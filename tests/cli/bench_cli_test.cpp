@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
+#include "support/tiny_turbo.h"
 
 using namespace talkbox::testing;
 
@@ -158,4 +159,32 @@ TEST(BenchCli, ChatterboxTableAndBadArguments) {
     EXPECT_NE(error_of("bench -m " + converted_fixture("tiny-0.6B-CustomVoice") + " --frames 4 --exaggeration 0.7")
                   .find("exaggeration is a Chatterbox setting"),
               std::string::npos);
+}
+
+// Turbo: the tiny Turbo folder (its T3 keys and GPT-2 tokenizer files come from bench/turbo_layout,
+// as the full-size `make_random_checkpoint --model turbo` folder's do) benches at the fixed token
+// count with the default English sentence: one T3 stream (no CFG), the meanflow S3Gen, HiFT.
+TEST(BenchCli, TurboBenchesTheFixedTokenCount) {
+    const auto r = run_talkbox("bench -m " + converted_turbo() + " -t 1 --frames 10 --repeat 2 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    for (const char* key : kChatterboxFigures) {
+        ASSERT_TRUE(j.contains(key)) << key;
+        EXPECT_GT(j[key].get<double>(), 0.0) << key;
+        EXPECT_LE(j["min"][key].get<double>(), j[key].get<double>()) << key;
+    }
+    EXPECT_EQ(j["family"], "chatterbox");
+    EXPECT_EQ(j["variant"], "turbo");
+    EXPECT_EQ(j["frames"], 10);
+    EXPECT_EQ(j["sentences"], 1);
+    EXPECT_EQ(j["repeat"], 2);
+    EXPECT_EQ(j["voice"], "the model's built-in voice");
+    // S3Gen decodes the 10 predicted tokens + the 3 silence tokens Turbo appends (40 ms each; the
+    // output is trimmed a little): more than the 10 tokens' 0.4 s, at most the 13 tokens' 0.52 s.
+    EXPECT_GT(j["audio_seconds"].get<double>(), 10 * 0.04);
+    EXPECT_LE(j["audio_seconds"].get<double>(), 13 * 0.04);
+    // A Turbo run needs the token from the prefill and at least one decode step.
+    const auto one = run_talkbox("bench -m " + converted_turbo() + " -t 1 --frames 1 --repeat 1");
+    EXPECT_NE(one.exit_code, 0);
+    EXPECT_NE(one.err.find("--frames must be >= 2 on a Turbo model"), std::string::npos) << one.err;
 }

@@ -13,6 +13,7 @@
 #include "convert/safetensors.h"
 #include "support/test_support.h"
 #include "talkbox/convert.h"
+#include "turbo_layout.h"
 
 namespace fs = std::filesystem;
 
@@ -21,67 +22,6 @@ namespace talkbox::testing {
 namespace {
 
 constexpr int64_t kD = 64, kLayers = 2, kHeads = 4, kPositions = 512, kSpeechVocab = 6563, kSpeaker = 256;
-
-// GPT-2 bytes_to_unicode: ids 0..255 are the bytes in this order, spelled as these code points.
-std::vector<std::pair<int, char32_t>> byte_alphabet() {
-    std::vector<int> bs;
-    for (int b = '!'; b <= '~'; ++b) bs.push_back(b);
-    for (int b = 0xA1; b <= 0xAC; ++b) bs.push_back(b);
-    for (int b = 0xAE; b <= 0xFF; ++b) bs.push_back(b);
-    std::vector<std::pair<int, char32_t>> out;
-    for (int b : bs) out.push_back({b, static_cast<char32_t>(b)});
-    int n = 0;
-    for (int b = 0; b < 256; ++b) {
-        bool listed = false;
-        for (int x : bs) listed = listed || x == b;
-        if (!listed) out.push_back({b, static_cast<char32_t>(256 + n++)});
-    }
-    return out;
-}
-
-std::string utf8(char32_t c) {
-    std::string s;
-    if (c < 0x80) {
-        s += static_cast<char>(c);
-    } else if (c < 0x800) {
-        s += static_cast<char>(0xC0 | (c >> 6));
-        s += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-        s += static_cast<char>(0xE0 | (c >> 12));
-        s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-        s += static_cast<char>(0x80 | (c & 0x3F));
-    }
-    return s;
-}
-
-// Merges in rank order ("Ġ" is the space); each joins two tokens that exist by then.
-const std::vector<std::pair<std::string, std::string>> kMerges = {
-    {"Ġ", "t"},  {"h", "e"},   {"Ġ", "a"},  {"i", "n"},  {"Ġt", "he"}, {"e", "r"},   {"o", "n"},  {"Ġ", "s"},
-    {"r", "e"},  {"a", "t"},   {"Ġ", "w"},  {"o", "u"},  {"e", "n"},   {"Ġ", "h"},   {"i", "s"},  {"Ġ", "o"},
-    {"Ġ", "b"},  {"l", "l"},   {"Ġ", "c"},  {"a", "n"},  {"Ġ", "f"},   {"i", "t"},   {"Ġ", "m"},  {"o", "r"},
-    {"in", "g"}, {"Ġ", "p"},   {"e", "d"},  {"Ġa", "n"}, {"Ġan", "d"}, {"Ġ", "d"},   {"Ġ", "i"},  {"Ġ", "l"},
-    {"e", "s"},  {"a", "r"},   {"Ġ", "y"},  {"Ġy", "ou"}, {"l", "o"},  {"Ġh", "e"},  {"ll", "o"}, {"Ġhe", "llo"},
-    {"1", "2"},  {"Ġ", "2"},   {"'", "s"},  {"Ġ", "T"},  {"Ġ", "Ġ"},   {"ĠĠ", "ĠĠ"},
-};
-
-void write_tokenizer(const std::string& dir, int64_t& vocab_size) {
-    nlohmann::ordered_json vocab = nlohmann::ordered_json::object();
-    int64_t id = 0;
-    for (const auto& [b, c] : byte_alphabet()) vocab[utf8(c)] = id++;
-    std::string merges = "#version: 0.2\n";
-    for (const auto& [a, b] : kMerges) {
-        if (!vocab.contains(a) || !vocab.contains(b)) throw std::logic_error("tiny GPT-2 merge '" + a + " " + b + "' joins an unknown token");
-        merges += a + " " + b + "\n";
-        if (!vocab.contains(a + b)) vocab[a + b] = id++;
-    }
-    nlohmann::ordered_json added = nlohmann::ordered_json::object();
-    added["[laugh]"] = id++;
-    added["[chuckle]"] = id++;
-    vocab_size = id;
-    write_text(dir + "/vocab.json", vocab.dump());
-    write_text(dir + "/merges.txt", merges);
-    write_text(dir + "/added_tokens.json", added.dump());
-}
 
 class Filler {
 public:
@@ -102,37 +42,33 @@ private:
     std::mt19937 rng_;
 };
 
+// The values by key (uniform ranges chosen so the tiny T3 picks varied tokens), in the shared key order.
 void write_t3(const std::string& path, int64_t text_vocab) {
     Filler f(kTinyTurboSeed);
-    const int64_t D = kD, I = 4 * kD;
-    const float lin = std::sqrt(3.0f / static_cast<float>(D)), lin_i = std::sqrt(3.0f / static_cast<float>(I));
+    bench::TurboT3Sizes sizes;
+    sizes.width = kD;
+    sizes.layers = kLayers;
+    sizes.positions = kPositions;
+    sizes.text_vocab = text_vocab;
+    sizes.speech_vocab = kSpeechVocab;
+    sizes.speaker = kSpeaker;
+    const float lin = std::sqrt(3.0f / static_cast<float>(kD)), lin_i = std::sqrt(3.0f / static_cast<float>(sizes.mlp()));
+    const auto ends = [](const std::string& s, const std::string& e) {
+        return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+    };
     std::vector<RawTensor> t;
-    t.push_back(f.tensor("tfmr.wte.weight", {text_vocab, D}, 0.5f));
-    t.push_back(f.tensor("tfmr.wpe.weight", {kPositions, D}, 0.5f));
-    for (int64_t l = 0; l < kLayers; ++l) {
-        const std::string p = "tfmr.h." + std::to_string(l) + ".";
-        t.push_back(f.tensor(p + "ln_1.weight", {D}, 0.2f, 1.0f));
-        t.push_back(f.tensor(p + "ln_1.bias", {D}, 0.1f));
-        t.push_back(f.tensor(p + "attn.c_attn.weight", {D, 3 * D}, lin));
-        t.push_back(f.tensor(p + "attn.c_attn.bias", {3 * D}, 0.1f));
-        t.push_back(f.tensor(p + "attn.c_proj.weight", {D, D}, lin));
-        t.push_back(f.tensor(p + "attn.c_proj.bias", {D}, 0.1f));
-        t.push_back(f.tensor(p + "ln_2.weight", {D}, 0.2f, 1.0f));
-        t.push_back(f.tensor(p + "ln_2.bias", {D}, 0.1f));
-        t.push_back(f.tensor(p + "mlp.c_fc.weight", {D, I}, lin));
-        t.push_back(f.tensor(p + "mlp.c_fc.bias", {I}, 0.1f));
-        t.push_back(f.tensor(p + "mlp.c_proj.weight", {I, D}, lin_i));
-        t.push_back(f.tensor(p + "mlp.c_proj.bias", {D}, 0.1f));
+    for (const auto& [name, shape] : bench::turbo_t3_tensors(sizes)) {
+        if (name == "tfmr.wte.weight" || name == "tfmr.wpe.weight") t.push_back(f.tensor(name, shape, 0.5f));
+        else if (name == "text_emb.weight" || name == "speech_emb.weight") t.push_back(f.tensor(name, shape, 1.0f));
+        else if (name == "text_head.weight") t.push_back(f.tensor(name, shape, lin));
+        else if (name == "speech_head.weight") t.push_back(f.tensor(name, shape, 3.0f * lin));
+        else if (name == "speech_head.bias") t.push_back(f.tensor(name, shape, 0.5f));
+        else if (name == "cond_enc.spkr_enc.weight") t.push_back(f.tensor(name, shape, std::sqrt(3.0f / kSpeaker)));
+        else if (ends(name, "ln_1.weight") || ends(name, "ln_2.weight") || name == "tfmr.ln_f.weight") t.push_back(f.tensor(name, shape, 0.2f, 1.0f));
+        else if (ends(name, ".bias")) t.push_back(f.tensor(name, shape, 0.1f));
+        else if (ends(name, "mlp.c_proj.weight")) t.push_back(f.tensor(name, shape, lin_i));
+        else t.push_back(f.tensor(name, shape, lin));  // c_attn, attn.c_proj, c_fc
     }
-    t.push_back(f.tensor("tfmr.ln_f.weight", {D}, 0.2f, 1.0f));
-    t.push_back(f.tensor("tfmr.ln_f.bias", {D}, 0.1f));
-    t.push_back(f.tensor("cond_enc.spkr_enc.weight", {D, kSpeaker}, std::sqrt(3.0f / kSpeaker)));
-    t.push_back(f.tensor("cond_enc.spkr_enc.bias", {D}, 0.1f));
-    t.push_back(f.tensor("text_emb.weight", {text_vocab, D}, 1.0f));
-    t.push_back(f.tensor("text_head.weight", {text_vocab, D}, lin));
-    t.push_back(f.tensor("speech_emb.weight", {kSpeechVocab, D}, 1.0f));
-    t.push_back(f.tensor("speech_head.weight", {kSpeechVocab, D}, 3.0f * lin));
-    t.push_back(f.tensor("speech_head.bias", {kSpeechVocab}, 0.5f));
     write_file(path, make_safetensors(t));
 }
 
@@ -162,8 +98,7 @@ void write_s3gen_meanflow(const std::string& path) {
 
 void write_tiny_turbo_folder(const std::string& dir) {
     fs::create_directories(dir);
-    int64_t text_vocab = 0;
-    write_tokenizer(dir, text_vocab);
+    const int64_t text_vocab = bench::write_gpt2_tokenizer(dir);
     write_t3(dir + "/t3_turbo_v1.safetensors", text_vocab);
     write_s3gen_meanflow(dir + "/s3gen_meanflow.safetensors");
     for (const char* f : {"ve.safetensors", "conds.pt"}) {
