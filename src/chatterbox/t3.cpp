@@ -500,6 +500,42 @@ struct T3::Decoder {
         return lm::build_decoder(ctx, shape, t3.w_->layers, t3.w_->output_norm, x, in, *cache, t3.w_->output_norm_b);
     }
 
+    // The inputs of a prefill graph over n positions: conditioning [D, C], text ids [T], the BOS id,
+    // positions and cache rows 0..n-1, and the causal mask.
+    struct PrefillInputs {
+        ggml_tensor *cond, *ids, *bos, *pos, *rows, *mask;
+        int64_t n, n_kv;
+    };
+    PrefillInputs prefill_inputs(Graph& g, int64_t D, int64_t C, int64_t T, int64_t n) const {
+        const int64_t n_kv = std::min<int64_t>(round_up(n, kWindow), cache->capacity());
+        return {g.input(GGML_TYPE_F32, {D, C}, "cond_emb"), g.input(GGML_TYPE_I32, {T}, "text_tokens"),
+                g.input(GGML_TYPE_I32, {1}, "bos"),         g.input(GGML_TYPE_I32, {n}, "positions"),
+                g.input(GGML_TYPE_I64, {n}, "rows"),        g.input(GGML_TYPE_F16, {n_kv, n}, "mask"),
+                n,                                          n_kv};
+    }
+
+    // Feeds a prefill graph's inputs, runs it, reads the logits (and the input embeddings when asked).
+    void run_prefill(Graph& g, const PrefillInputs& in, const std::vector<float>& cond_emb, const std::vector<int32_t>& text,
+                     ggml_tensor* embeds, ggml_tensor* lg, std::vector<float>* embeds_out) {
+        ggml_backend_tensor_set(in.cond, cond_emb.data(), 0, ggml_nbytes(in.cond));
+        ggml_backend_tensor_set(in.ids, text.data(), 0, ggml_nbytes(in.ids));
+        ggml_backend_tensor_set(in.bos, &t3.hp_.start_speech, 0, sizeof(int32_t));
+        std::vector<int32_t> p(static_cast<size_t>(in.n));
+        std::iota(p.begin(), p.end(), 0);
+        ggml_backend_tensor_set(in.pos, p.data(), 0, ggml_nbytes(in.pos));
+        const std::vector<int64_t> r(p.begin(), p.end());
+        ggml_backend_tensor_set(in.rows, r.data(), 0, ggml_nbytes(in.rows));
+        lm::causal_mask(mask, in.n_kv, 0, in.n);
+        ggml_backend_tensor_set(in.mask, mask.data(), 0, ggml_nbytes(in.mask));
+        g.compute(t3.backend_);
+        if (embeds_out) {
+            embeds_out->resize(static_cast<size_t>(ggml_nelements(embeds)));
+            ggml_backend_tensor_get(embeds, embeds_out->data(), 0, ggml_nbytes(embeds));
+        }
+        read_logits(lg);
+        length = in.n;
+    }
+
     // Turbo prefill (one stream): [cond_emb ; text_emb(text) ; speech_emb(BOS)] + wpe[0 .. n-1].
     void prefill_turbo(const std::vector<float>& cond_emb, const std::vector<int32_t>& text, std::vector<float>* embeds_out) {
         const T3Hparams& h = t3.hp_;
@@ -508,38 +544,17 @@ struct T3::Decoder {
         const int64_t n = C + T + 1;
         Graph g;
         ggml_context* ctx = g.ctx();
-        ggml_tensor* cond = g.input(GGML_TYPE_F32, {D, C}, "cond_emb");
-        ggml_tensor* ids = g.input(GGML_TYPE_I32, {T}, "text_tokens");
-        ggml_tensor* bos_id = g.input(GGML_TYPE_I32, {1}, "bos");
-        ggml_tensor* pos = g.input(GGML_TYPE_I32, {n}, "positions");
-        ggml_tensor* rows = g.input(GGML_TYPE_I64, {n}, "rows");
-        const int64_t n_kv = std::min<int64_t>(round_up(n, kWindow), cache->capacity());
-        ggml_tensor* mask_t = g.input(GGML_TYPE_F16, {n_kv, n}, "mask");
+        const PrefillInputs in = prefill_inputs(g, D, C, T, n);
+        ggml_tensor *cond = in.cond, *ids = in.ids, *bos_id = in.bos, *pos = in.pos;
         ggml_tensor* embeds = ggml_concat(ctx, ggml_concat(ctx, cond, ggml_get_rows(ctx, w.text_emb, ids), 1),
                                           ggml_get_rows(ctx, w.speech_emb, bos_id), 1);
         if (embeds_out) g.output(embeds);
         ggml_tensor* x = ggml_add(ctx, embeds, ggml_get_rows(ctx, w.wpe, pos));
-        ggml_tensor* lg = head(ctx, backbone(ctx, x, {pos, rows, mask_t, n_kv}), n);
+        ggml_tensor* lg = head(ctx, backbone(ctx, x, {pos, in.rows, in.mask, in.n_kv}), n);
         g.output(lg);
         g.allocate(t3.backend_);
 
-        ggml_backend_tensor_set(cond, cond_emb.data(), 0, ggml_nbytes(cond));
-        ggml_backend_tensor_set(ids, text.data(), 0, ggml_nbytes(ids));
-        ggml_backend_tensor_set(bos_id, &h.start_speech, 0, sizeof(int32_t));
-        std::vector<int32_t> p(static_cast<size_t>(n));
-        std::iota(p.begin(), p.end(), 0);
-        ggml_backend_tensor_set(pos, p.data(), 0, ggml_nbytes(pos));
-        std::vector<int64_t> r(p.begin(), p.end());
-        ggml_backend_tensor_set(rows, r.data(), 0, ggml_nbytes(rows));
-        lm::causal_mask(mask, n_kv, 0, n);
-        ggml_backend_tensor_set(mask_t, mask.data(), 0, ggml_nbytes(mask_t));
-        g.compute(t3.backend_);
-        if (embeds_out) {
-            embeds_out->resize(static_cast<size_t>(ggml_nelements(embeds)));
-            ggml_backend_tensor_get(embeds, embeds_out->data(), 0, ggml_nbytes(embeds));
-        }
-        read_logits(lg);
-        length = n;
+        run_prefill(g, in, cond_emb, text, embeds, lg, embeds_out);
     }
 
     void read_logits(ggml_tensor* t) { ggml_backend_tensor_get(t, logits.data(), 0, logits.size() * sizeof(float)); }
@@ -553,13 +568,8 @@ struct T3::Decoder {
         const int64_t n = C + T + 2;
         Graph g;
         ggml_context* ctx = g.ctx();
-        ggml_tensor* cond = g.input(GGML_TYPE_F32, {D, C}, "cond_emb");
-        ggml_tensor* ids = g.input(GGML_TYPE_I32, {T}, "text_tokens");
-        ggml_tensor* bos_id = g.input(GGML_TYPE_I32, {1}, "bos");
-        ggml_tensor* pos = g.input(GGML_TYPE_I32, {n}, "positions");
-        ggml_tensor* rows = g.input(GGML_TYPE_I64, {n}, "rows");
-        const int64_t n_kv = std::min<int64_t>(round_up(n, kWindow), cache->capacity());
-        ggml_tensor* mask_t = g.input(GGML_TYPE_F16, {n_kv, n}, "mask");
+        const PrefillInputs in = prefill_inputs(g, D, C, T, n);
+        ggml_tensor *cond = in.cond, *ids = in.ids, *bos_id = in.bos, *pos = in.pos;
 
         ggml_tensor* text_pos = ggml_view_2d(ctx, w.text_pos, D, T, w.text_pos->nb[1], 0);
         ggml_tensor* bos = ggml_add(ctx, ggml_get_rows(ctx, w.speech_emb, bos_id),
@@ -570,27 +580,11 @@ struct T3::Decoder {
         ggml_tensor* x = row(ggml_add(ctx, ggml_get_rows(ctx, w.text_emb, ids), text_pos));
         if (streams == 2) x = ggml_concat(ctx, x, row(ggml_cont(ctx, text_pos)), 1);  // [D, 2n], stream-major
         if (embeds_out) g.output(x);
-        ggml_tensor* lg = head(ctx, backbone(ctx, x, {pos, rows, mask_t, n_kv}), n);
+        ggml_tensor* lg = head(ctx, backbone(ctx, x, {pos, in.rows, in.mask, in.n_kv}), n);
         g.output(lg);
         g.allocate(t3.backend_);
 
-        ggml_backend_tensor_set(cond, cond_emb.data(), 0, ggml_nbytes(cond));
-        ggml_backend_tensor_set(ids, text.data(), 0, ggml_nbytes(ids));
-        ggml_backend_tensor_set(bos_id, &h.start_speech, 0, sizeof(int32_t));
-        std::vector<int32_t> p(static_cast<size_t>(n));
-        std::iota(p.begin(), p.end(), 0);
-        ggml_backend_tensor_set(pos, p.data(), 0, ggml_nbytes(pos));
-        std::vector<int64_t> r(p.begin(), p.end());
-        ggml_backend_tensor_set(rows, r.data(), 0, ggml_nbytes(rows));
-        lm::causal_mask(mask, n_kv, 0, n);
-        ggml_backend_tensor_set(mask_t, mask.data(), 0, ggml_nbytes(mask_t));
-        g.compute(t3.backend_);
-        if (embeds_out) {
-            embeds_out->resize(static_cast<size_t>(ggml_nelements(x)));
-            ggml_backend_tensor_get(x, embeds_out->data(), 0, ggml_nbytes(x));
-        }
-        read_logits(lg);
-        length = n;
+        run_prefill(g, in, cond_emb, text, x, lg, embeds_out);
     }
 
     // One position: speech_emb[token] + speech_pos_emb[speech_index], the same for every stream

@@ -160,13 +160,7 @@ void run_qwen_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
     SpeechRequest request;
     request.text = a.text;
     request.language = a.language;
-    // Turbo predicts max_frames + 1 tokens (the first comes from the prefill) and appends 3 silence
-    // tokens for S3Gen: --frames predicted speech tokens are max_frames = frames - 1, min_frames = frames.
-    const bool turbo = engine.variant() == "turbo";
-    if (turbo && a.frames < 2) throw Error(ErrorKind::InvalidArgument, "--frames must be >= 2 on a Turbo model");
-    request.max_frames = turbo ? a.frames - 1 : a.frames;
-    request.min_frames = a.frames;
-    const size_t per_sentence = turbo ? a.frames + 3 : a.frames;
+    request.max_frames = request.min_frames = a.frames;
     request.sampling.seed = a.seed;
     request.exaggeration = a.exaggeration;  // Chatterbox settings: the engine refuses them with a message
     request.cfg_weight = a.cfg_weight;
