@@ -689,12 +689,7 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     const int64_t prefill_len = h.cond_len() + static_cast<int64_t>(text.size()) + 2;
     // The cache starts with room for the prefill and grows in kWindow steps as tokens come.
     Decoder dec(*this, streams, prefill_len + 1);
-    if (trace) {
-        trace->cond_emb = cond_emb;
-        trace->logits_cond.clear();
-        trace->logits_uncond.clear();
-        trace->logits_processed.clear();
-    }
+    if (trace) trace->start(cond_emb);
     dec.prefill(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
     const auto decode_start = Clock::now();
     if (timings) timings->prefill_ms = ms_since(start);
@@ -812,12 +807,7 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
     }
     const std::vector<float> cond_emb = conditioning(cond);
     Decoder dec(*this, 1, prefill_len + 1);
-    if (trace) {
-        trace->cond_emb = cond_emb;
-        trace->logits_cond.clear();
-        trace->logits_uncond.clear();
-        trace->logits_processed.clear();
-    }
+    if (trace) trace->start(cond_emb);
     dec.prefill_turbo(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
     const auto decode_start = Clock::now();
     if (timings) timings->prefill_ms = ms_since(start);

@@ -86,6 +86,14 @@ struct T3Trace {
     std::vector<float> cond_emb;                 // [cond_len][hidden]
     std::vector<float> prefill_embeds;           // [streams][prefill_len][hidden]
     std::vector<std::vector<float>> logits_cond, logits_uncond, logits_processed;  // per step [speech_vocab]
+
+    // A new generation: keeps its conditioning, forgets the previous one's logits.
+    void start(const std::vector<float>& cond) {
+        cond_emb = cond;
+        logits_cond.clear();
+        logits_uncond.clear();
+        logits_processed.clear();
+    }
 };
 
 class T3 {
