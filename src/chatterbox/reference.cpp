@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "audio/loudness.h"
 #include "audio/resample.h"
 #include "chatterbox/campplus.h"
 #include "chatterbox/s3_tokenizer.h"
@@ -48,8 +49,21 @@ std::string model_identity(const GgufFile& file) {
     return std::string("chatterbox-") + hex;
 }
 
+ReferenceRecipe ReferenceRecipe::for_model(const GgufFile& file) {
+    const GgufMeta& m = file.meta();
+    ReferenceRecipe r;
+    if (m.has_key("chatterbox.variant") && m.get_string("chatterbox.variant") == "turbo") {
+        r.t3_samples = kTurboEncCondSamples;
+        r.min_seconds = 5.0;
+        r.normalize_loudness = true;
+    }
+    const char* key = "chatterbox.t3.speech_cond_prompt_length";
+    if (m.has_key(key)) r.prompt_tokens = m.get_u32(key);
+    return r;
+}
+
 ReferenceEncoder::ReferenceEncoder(const GgufFile& file)
-    : identity_(model_identity(file)) {
+    : identity_(model_identity(file)), recipe_(ReferenceRecipe::for_model(file)) {
     ve_ = std::make_unique<VoiceEncoder>(file);
     tokenizer_ = std::make_unique<S3Tokenizer>(file);
     campplus_ = std::make_unique<CampPlus>(file);
@@ -57,7 +71,16 @@ ReferenceEncoder::ReferenceEncoder(const GgufFile& file)
 
 ReferenceEncoder::~ReferenceEncoder() = default;
 
-ChatterboxConditionals ReferenceEncoder::prepare(const std::vector<float>& wav24, float exaggeration) const {
+ChatterboxConditionals ReferenceEncoder::prepare(const std::vector<float>& clip24, float exaggeration) const {
+    const double seconds = double(clip24.size()) / 24000.0;
+    if (seconds <= recipe_.min_seconds) {
+        char msg[160];
+        std::snprintf(msg, sizeof msg, "the reference clip is %.2f s long; this model needs more than %.0f s of audio", seconds,
+                      recipe_.min_seconds);
+        throw Error(ErrorKind::InvalidArgument, msg);
+    }
+    std::vector<float> wav24 = clip24;
+    if (recipe_.normalize_loudness) audio::normalize_loudness(wav24, 24000, -27.0);
     ChatterboxConditionals c;
     // Two 16 kHz signals: soxr of the whole clip (VE; first 6 s → T3 prompt tokens) and torchaudio
     // sinc of the first 10 s (x-vector; S3Gen prompt tokens).
@@ -71,8 +94,8 @@ ChatterboxConditionals ReferenceEncoder::prepare(const std::vector<float>& wav24
     if (c.prompt_feat_frames != 2 * int64_t(c.prompt_token.size())) {  // the official cut (it logs a warning)
         c.prompt_token.resize(size_t(std::min<int64_t>(int64_t(c.prompt_token.size()), c.prompt_feat_frames / 2)));
     }
-    const std::vector<float> t3_wav(wav16.begin(), wav16.begin() + std::min<int64_t>(int64_t(wav16.size()), kEncCondSamples));
-    c.cond_prompt_speech_tokens = tokenizer_->tokenize(t3_wav, kPromptTokenLimit);
+    const std::vector<float> t3_wav(wav16.begin(), wav16.begin() + std::min<int64_t>(int64_t(wav16.size()), recipe_.t3_samples));
+    c.cond_prompt_speech_tokens = tokenizer_->tokenize(t3_wav, recipe_.prompt_tokens);
     c.speaker_emb = ve_->embed(wav16);
     c.emotion_adv = exaggeration;
     return c;

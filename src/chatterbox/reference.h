@@ -14,6 +14,7 @@ namespace talkbox::chatterbox {
 
 constexpr int64_t kDecCondSamples = 10 * 24000;  // DEC_COND_LEN: S3Gen sees the first 10 s
 constexpr int64_t kEncCondSamples = 6 * 16000;   // ENC_COND_LEN: T3's prompt tokens see the first 6 s
+constexpr int64_t kTurboEncCondSamples = 15 * 16000;  // tts_turbo.py's ENC_COND_LEN
 
 // S3Gen's prompt_feat (`s3gen/utils/mel.py`): 80-bin ln mel of the 24 kHz clip (n_fft 1920, hop 480,
 // reflect pad 720, magnitude, Slaney basis to 8 kHz), [T24][80] with T24 = len / 480 (frames major,
@@ -24,7 +25,18 @@ class VoiceEncoder;
 class S3Tokenizer;
 class CampPlus;
 
-constexpr int64_t kPromptTokenLimit = 150;  // T3Config.speech_cond_prompt_len
+constexpr int64_t kPromptTokenLimit = 150;  // T3Config.speech_cond_prompt_len (Turbo: 375, from the GGUF)
+
+// How prepare_conditionals reads the clip. tts.py and mtl_tts.py share one recipe; tts_turbo.py
+// refuses clips of 5 s or less, normalises the loudness to -27 LUFS before both resamplings, and
+// gives T3 up to 375 prompt tokens from the first 15 s.
+struct ReferenceRecipe {
+    int64_t t3_samples = kEncCondSamples;  // 16 kHz samples the T3 prompt tokens see
+    int64_t prompt_tokens = kPromptTokenLimit;
+    double min_seconds = 0;               // the clip must be longer than this
+    bool normalize_loudness = false;
+    static ReferenceRecipe for_model(const GgufFile& file);
+};
 
 // The three reference networks of a converted Chatterbox GGUF (voice encoder, S3 tokenizer,
 // CAMPPlus) and prepare_conditionals on top of them. The file must outlive the object.
@@ -33,8 +45,9 @@ public:
     explicit ReferenceEncoder(const GgufFile& file);  // throws Error (Format) for a non-Chatterbox file
     ~ReferenceEncoder();
 
-    // prepare_conditionals(wav, exaggeration) from a mono 24 kHz clip (librosa.load(sr=24000)).
-    // Throws Error (InvalidArgument) for a clip too short for one of the networks.
+    // prepare_conditionals(wav, exaggeration) from a mono 24 kHz clip (librosa.load(sr=24000)), by
+    // the model's recipe. Throws Error (InvalidArgument) for a clip too short for the recipe or for
+    // one of the networks.
     ChatterboxConditionals prepare(const std::vector<float>& wav24, float exaggeration = 0.5f) const;
 
     // The model identity stored in voices: "chatterbox-" + 16 hex digits of a hash of the voice
@@ -46,6 +59,7 @@ private:
     std::unique_ptr<S3Tokenizer> tokenizer_;
     std::unique_ptr<CampPlus> campplus_;
     std::string identity_;
+    ReferenceRecipe recipe_;
 };
 
 // The identity of a Chatterbox GGUF (as ReferenceEncoder::identity) without loading the networks.

@@ -29,7 +29,7 @@ void register_voice_create(CLI::App& voice) {
         int threads = 0;
     };
     auto args = std::make_shared<Args>();
-    auto* cmd = voice.add_subcommand("create", "Clone a voice from reference audio with a Base model");
+    auto* cmd = voice.add_subcommand("create", "Clone a voice from reference audio with a Qwen3-TTS Base or a Chatterbox model");
     cmd->add_option("-m,--model", args->model, "Base model: GGUF file, or a hub name pulled with `talkbox pull`")->required();
     cmd->add_option("--ref-audio", args->audio,
                     "Reference clip: WAV, FLAC, Ogg/Vorbis/Opus, MP3, ... (0.25-60 s; 3-10 s of clean speech works best)")
@@ -42,7 +42,8 @@ void register_voice_create(CLI::App& voice) {
     cmd->add_option("-o,--output", args->output, "Voice file to write (atomically), e.g. anna.voice")->required();
     cmd->add_option("-t,--threads", args->threads, "CPU threads (0: one per core)")->capture_default_str();
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but warnings and errors");
-    cmd->footer("The voice fits every model of the same size as the one that made it (talkbox speak --voice FILE).");
+    cmd->footer("The voice fits every model of the same size as the one that made it (talkbox speak --voice FILE).\n"
+                "Chatterbox: the clip alone (no --ref-text); Turbo needs more than 5 s and normalises it to -27 LUFS.");
     cmd->callback([args, text] {
         const std::string model = resolve_model(args->model);
         const bool chatterbox = is_chatterbox_model(model);

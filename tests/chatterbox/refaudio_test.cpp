@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "audio/audio_reader.h"
+#include "audio/loudness.h"
 #include "audio/resample.h"
 #include "chatterbox/campplus.h"
 #include "chatterbox/reference.h"
@@ -15,6 +16,8 @@
 #include "core/gguf_file.h"
 #include "core/json_file.h"
 #include "support/test_support.h"
+#include "support/tiny_turbo.h"
+#include "talkbox/audio.h"
 #include "talkbox/error.h"
 #include "talkbox/voice_file.h"
 #include "voice/voice_file.h"
@@ -402,4 +405,45 @@ TEST(ChatterboxRefAudio, VoiceCliCreateAndInfo) {
                                      "' --x-vector-only -o '" + dir.file("y.voice") + "'");
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.err.find("--x-vector-only is for Qwen3-TTS Base models"), std::string::npos) << bad.err;
+}
+
+// Turbo's recipe (tts_turbo.py prepare_conditionals): the clip normalised to -27 LUFS before both
+// resamplings, T3 prompt tokens from the first 15 s up to 375, clips of 5 s or less refused. The
+// tiny Turbo model carries the fixture's voice encoder, S3 tokenizer and CAMPPlus, so each field
+// is checked against those networks run on the normalised clip.
+TEST(ChatterboxRefAudio, TurboCloningRecipe) {
+    const std::string model = tt::converted_turbo();
+    std::vector<float> wav24 = load24("long_12s");
+    // pyloudnorm: -20.7378 LUFS, so the gain is 10^((-27 + 20.7378) / 20) (tests/data/loudness).
+    EXPECT_NEAR(audio::normalize_loudness(wav24, 24000, -27.0), 0.48628232098040325, 1e-6);
+    const Voice v = create_voice(model, clip_path("long_12s"), std::nullopt);
+    const ChatterboxConditionals& c = v.chatterbox;
+
+    const std::vector<float> wav16 = audio::resample(wav24, 24000, 16000);
+    const std::vector<float> t3_16(wav16.begin(), wav16.begin() + std::min<int64_t>(int64_t(wav16.size()), chatterbox::kTurboEncCondSamples));
+    EXPECT_EQ(c.cond_prompt_speech_tokens, s3_tokenizer().tokenize(t3_16, 375));
+    EXPECT_EQ(c.cond_prompt_speech_tokens.size(), 307u);  // 12.25 s at 25 tokens/s: past the standard 6 s / 150
+    EXPECT_EQ(c.speaker_emb, voice_encoder().embed(wav16));
+    const std::vector<float> ref24(wav24.begin(), wav24.begin() + chatterbox::kDecCondSamples);
+    EXPECT_EQ(c.prompt_feat, chatterbox::prompt_mel(ref24, nullptr));
+    EXPECT_EQ(c.prompt_token.size(), 250u);
+
+    // The same clip 10 times quieter makes the same voice (up to the rounding of the two gains).
+    audio::MonoAudio quiet = audio::read_audio_file(clip_path("long_12s"));
+    for (float& x : quiet.samples) x *= 0.1f;
+    tt::TempDir dir;
+    audio::write_audio(dir.file("quiet.wav"), quiet.samples, quiet.sample_rate, audio::SampleFormat::Wav32);
+    const ChatterboxConditionals q = create_voice(model, dir.file("quiet.wav"), std::nullopt).chatterbox;
+    EXPECT_EQ(q.cond_prompt_speech_tokens, c.cond_prompt_speech_tokens);
+    EXPECT_EQ(q.prompt_token, c.prompt_token);
+    EXPECT_LE(tt::max_abs_diff(q.speaker_emb, c.speaker_emb), 1e-5f);
+    EXPECT_LE(tt::max_abs_diff(q.prompt_feat, c.prompt_feat), 1e-4f);
+
+    try {
+        create_voice(model, clip_path("en_3p5s"), std::nullopt);
+        FAIL() << "a 3.5 s clip was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+        EXPECT_NE(std::string(e.what()).find("needs more than 5 s of audio"), std::string::npos) << e.what();
+    }
 }
