@@ -311,7 +311,7 @@ void run_chatterbox_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
                     {"text", a.text},
                     {"language", a.language},
                     {"voice", voice},
-                    {"cfg_weight", cfg_weight},
+                    {"cfg_weight", turbo ? nlohmann::json() : nlohmann::json(cfg_weight)},
                     {"seed", a.seed},
                     {"audio_seconds", audio_seconds},
                     {"load_ms", m.load_ms}},
@@ -322,8 +322,12 @@ void run_chatterbox_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
     std::printf("         Chatterbox %s (%s), weights %s, %.1f MiB, loaded in %.0f ms\n", engine.variant().c_str(),
                 m.info.size.c_str(), m.info.weight_type.c_str(), m.info.file_bytes / 1048576.0, m.load_ms);
     std::printf("threads: %d (T3 and S3Gen run one after the other)\n", engine.threads());
-    std::printf("voice:   %s; cfg_weight %.2f (%s)\n", voice.c_str(), cfg_weight,
-                cfg_weight > 0 ? "two T3 streams" : "one T3 stream");
+    if (turbo) {
+        std::printf("voice:   %s; no classifier-free guidance (Turbo: one T3 stream)\n", voice.c_str());
+    } else {
+        std::printf("voice:   %s; cfg_weight %.2f (%s)\n", voice.c_str(), cfg_weight,
+                    cfg_weight > 0 ? "two T3 streams" : "one T3 stream");
+    }
     std::printf("text:    \"%s\" (language %s, %u sentence%s)\n", a.text.c_str(), a.language.c_str(), sentences,
                 sentences == 1 ? "" : "s");
     std::printf("run:     %u speech tokens per sentence (%.2f s of audio in all), stop token ignored; "

@@ -179,10 +179,15 @@ TEST(BenchCli, TurboBenchesTheFixedTokenCount) {
     EXPECT_EQ(j["sentences"], 1);
     EXPECT_EQ(j["repeat"], 2);
     EXPECT_EQ(j["voice"], "the model's built-in voice");
+    EXPECT_TRUE(j["cfg_weight"].is_null());  // Turbo has no guidance
     // S3Gen decodes the 10 predicted tokens + the 3 silence tokens Turbo appends (40 ms each; the
     // output is trimmed a little): more than the 10 tokens' 0.4 s, at most the 13 tokens' 0.52 s.
     EXPECT_GT(j["audio_seconds"].get<double>(), 10 * 0.04);
     EXPECT_LE(j["audio_seconds"].get<double>(), 13 * 0.04);
+    const auto text = run_talkbox("bench -m " + converted_turbo() + " -t 1 --frames 2 --repeat 1");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("no classifier-free guidance (Turbo: one T3 stream)"), std::string::npos) << text.out;
+    EXPECT_EQ(text.out.find("cfg_weight"), std::string::npos) << text.out;
     // A Turbo run needs the token from the prefill and at least one decode step.
     const auto one = run_talkbox("bench -m " + converted_turbo() + " -t 1 --frames 1 --repeat 1");
     EXPECT_NE(one.exit_code, 0);
