@@ -188,7 +188,16 @@ struct Engine::ChatterboxImpl {
         if (s.temperature) o.temperature = *s.temperature;
         if (s.top_p) o.top_p = *s.top_p;
         if (s.repetition_penalty) o.repetition_penalty = *s.repetition_penalty;
-        if (r.max_frames) o.max_new_tokens = r.max_frames;
+        if (r.max_frames) {
+            // T3's own check names its option; the request's is max_frames (--max-frames).
+            const uint32_t limit = pipeline.t3().hparams().speech_positions;
+            if (r.max_frames > limit) {
+                throw Error(ErrorKind::InvalidArgument, "max_frames must be in 1.." + std::to_string(limit) +
+                                                            " for this Chatterbox model (its speech positions), got " +
+                                                            std::to_string(r.max_frames));
+            }
+            o.max_new_tokens = r.max_frames;
+        }
         o.min_new_tokens = r.min_frames;
         o.greedy = s.greedy;
         seed_used = s.seed ? *s.seed : random_seed();

@@ -155,7 +155,7 @@ TEST(BenchCli, ChatterboxTableAndBadArguments) {
     EXPECT_NE(error_of(b + "--decoder-threads 1").find("--decoder-threads is a Qwen3-TTS option"), std::string::npos);
     EXPECT_NE(error_of(b + "--cfg-weight -1").find("cfg_weight must be >= 0"), std::string::npos);
     EXPECT_NE(error_of(b + "--language xx").find("xx"), std::string::npos);
-    EXPECT_NE(error_of("bench -m " + model + " --frames 9000").find("max_new_tokens must be in 1.."), std::string::npos);
+    EXPECT_NE(error_of("bench -m " + model + " --frames 9000").find("max_frames must be in 1.."), std::string::npos);
     EXPECT_NE(error_of("bench -m " + converted_fixture("tiny-0.6B-CustomVoice") + " --frames 4 --exaggeration 0.7")
                   .find("exaggeration is a Chatterbox setting"),
               std::string::npos);
