@@ -32,12 +32,10 @@ std::string apply_rules(const std::vector<Rule>& rules, const std::string& key) 
 // backbone layers share the llama.cpp suffixes of every other family (gguf_layer_suffix).
 const std::vector<std::pair<std::string, std::string>> kT3 = {
     {R"(tfmr\.norm\.weight)", "t3.output_norm.weight"},
-    {R"(tfmr\.embed_tokens\.weight)", "t3.tfmr_embd.weight"},
     {R"(text_emb\.weight)", "t3.text_embd.weight"},
     {R"(speech_emb\.weight)", "t3.speech_embd.weight"},
     {R"(text_pos_emb\.emb\.weight)", "t3.text_pos_embd.weight"},
     {R"(speech_pos_emb\.emb\.weight)", "t3.speech_pos_embd.weight"},
-    {R"(text_head\.(weight|bias))", "t3.text_head.$1"},
     {R"(speech_head\.(weight|bias))", "t3.speech_head.$1"},
     {R"(cond_enc\.spkr_enc\.(weight|bias))", "t3.cond.spkr_enc.$1"},
     {R"(cond_enc\.emotion_adv_fc\.weight)", "t3.cond.emotion_fc.weight"},
@@ -47,8 +45,7 @@ const std::vector<std::pair<std::string, std::string>> kT3 = {
     {R"(cond_enc\.perceiver\.attn\.to_k\.(weight|bias))", "t3.cond.perc.attn_k.$1"},
     {R"(cond_enc\.perceiver\.attn\.to_v\.(weight|bias))", "t3.cond.perc.attn_v.$1"},
     {R"(cond_enc\.perceiver\.attn\.proj_out\.(weight|bias))", "t3.cond.perc.attn_output.$1"},
-    // Turbo / Nano: the GPT2Model backbone (wte is stored but unused, like embed_tokens).
-    {R"(tfmr\.wte\.weight)", "t3.tfmr_embd.weight"},
+    // Turbo / Nano: the GPT2Model backbone.
     {R"(tfmr\.wpe\.weight)", "t3.tfmr_pos_embd.weight"},
     {R"(tfmr\.ln_f\.(weight|bias))", "t3.output_norm.$1"},
 };
@@ -161,6 +158,11 @@ const char* chatterbox_file_name(ChatterboxFile file) {
 }
 
 bool chatterbox_key_dropped(ChatterboxFile file, const std::string& key) {
+    // T3 feeds the backbone embeddings it builds itself (inputs_embeds), so the backbone's own token
+    // table (embed_tokens; GPT-2's wte, which tts_turbo.py deletes) is never read, and text_head
+    // serves only the training loss: up to 103 M parameters (Turbo) nobody computes with.
+    static const std::regex t3_unused(R"(^(tfmr\.embed_tokens\.weight|tfmr\.wte\.weight|text_head\.(weight|bias))$)");
+    if (file == ChatterboxFile::T3) return std::regex_match(key, t3_unused);
     const std::string suffix = ".num_batches_tracked";
     return file == ChatterboxFile::S3Gen && starts_with(key, "speaker_encoder.") && key.size() > suffix.size() &&
            key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;

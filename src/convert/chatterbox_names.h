@@ -29,7 +29,9 @@ std::string chatterbox_gguf_name(ChatterboxFile file, const std::string& key);
 bool chatterbox_key_transposed(ChatterboxFile file, const std::string& key);
 
 // Keys the official state dicts carry that no inference code reads and the GGUF omits:
-// BatchNorm `num_batches_tracked` counters (training only).
+// BatchNorm `num_batches_tracked` counters (training only); T3's backbone token table
+// (`tfmr.embed_tokens` / GPT-2 `tfmr.wte`: T3 feeds embeddings it builds) and `text_head`
+// (training loss only).
 bool chatterbox_key_dropped(ChatterboxFile file, const std::string& key);
 
 }  // namespace talkbox
