@@ -23,6 +23,10 @@ struct ConvertOptions {
     // Chatterbox folders only: "multilingual" or "english" (which official loader's files to read);
     // empty: multilingual when the folder has the multilingual T3, else english.
     std::string chatterbox_variant;
+    // Multilingual Chatterbox only, as ChatterboxMultilingualTTS's t3_model: "v2" / "t3_mtl23ls_v2"
+    // (the official default), "v3" / "t3_mtl23ls_v3" (same architecture), or a .safetensors file in
+    // the folder (a fine-tune); empty: v2, or v3 when the folder has only that one.
+    std::string chatterbox_t3_model;
 };
 
 struct ConvertSummary {

@@ -66,7 +66,8 @@ ModelInfo read_model_info(const GgufFile& file) {
     const bool gpt2 = m.has_key("chatterbox.t3.backbone") && m.get_string("chatterbox.t3.backbone") == "gpt2";
     hp["T3"] = std::string(gpt2 ? "GPT-2, " : "") + u32(m, "chatterbox.t3.block_count") + " layers, hidden " + u32(m, "chatterbox.t3.embedding_length") + ", " +
                u32(m, "chatterbox.t3.head_count") + " heads of " + u32(m, "chatterbox.t3.head_dim") + ", text vocab " +
-               u32(m, "chatterbox.t3.text_vocab_size") + ", speech vocab " + u32(m, "chatterbox.t3.speech_vocab_size");
+               u32(m, "chatterbox.t3.text_vocab_size") + ", speech vocab " + u32(m, "chatterbox.t3.speech_vocab_size") +
+               (m.has_key("chatterbox.t3.checkpoint") ? " (" + m.get_string("chatterbox.t3.checkpoint") + ")" : "");
     hp["S3Gen"] = "encoder " + u32(m, "chatterbox.s3gen.encoder.block_count") + "+" +
                   u32(m, "chatterbox.s3gen.encoder.up_block_count") + " blocks of " +
                   u32(m, "chatterbox.s3gen.embedding_length") + ", estimator " +

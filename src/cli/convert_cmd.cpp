@@ -10,7 +10,7 @@ namespace talkbox::cli {
 
 void register_convert(CLI::App& app) {
     struct Args {
-        std::string snapshot, output, type = "f16", variant;
+        std::string snapshot, output, type = "f16", variant, t3_model;
         bool quiet = false;
     };
     auto args = std::make_shared<Args>();
@@ -31,6 +31,10 @@ void register_convert(CLI::App& app) {
                     "conds.pt) or turbo (the files ChatterboxTurboTTS reads: t3_turbo_v1.safetensors, s3gen_meanflow.safetensors, "
                     "ve.safetensors, vocab.json, merges.txt, added_tokens.json, conds.pt); default: multilingual when the "
                     "folder has t3_mtl23ls_v2.safetensors, else turbo when it has t3_turbo_v1.safetensors, else english");
+    cmd->add_option("--t3-model", args->t3_model,
+                    "Multilingual Chatterbox only, as the official t3_model: v2 (t3_mtl23ls_v2.safetensors, the default), "
+                    "v3 (t3_mtl23ls_v3.safetensors, same architecture) or a .safetensors file in the folder; without it v2, "
+                    "or v3 when the folder has only that one");
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but errors");
     cmd->callback([args] {
         ConvertOptions opt;
@@ -38,6 +42,7 @@ void register_convert(CLI::App& app) {
         opt.output_path = args->output;
         opt.type = parse_weight_type(args->type);
         opt.chatterbox_variant = args->variant;
+        opt.chatterbox_t3_model = args->t3_model;
         const bool tty = !args->quiet && stderr_is_tty();
         if (tty) {
             opt.progress = [](size_t done, size_t total, const std::string& name) {

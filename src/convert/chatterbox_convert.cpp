@@ -451,11 +451,26 @@ struct GgufContextDeleter {
     void operator()(gguf_context* c) const { gguf_free(c); }
 };
 
+// The multilingual T3 checkpoint ChatterboxMultilingualTTS.from_local(t3_model=...) reads.
+std::string multilingual_t3_file(const std::string& dir, const std::string& t3_model) {
+    if (t3_model.empty()) {
+        return !fs::exists(dir + "/t3_mtl23ls_v2.safetensors") && fs::exists(dir + "/t3_mtl23ls_v3.safetensors")
+                   ? "t3_mtl23ls_v3.safetensors"
+                   : "t3_mtl23ls_v2.safetensors";
+    }
+    if (t3_model == "v2" || t3_model == "t3_mtl23ls_v2") return "t3_mtl23ls_v2.safetensors";
+    if (t3_model == "v3" || t3_model == "t3_mtl23ls_v3") return "t3_mtl23ls_v3.safetensors";
+    const std::string ext = ".safetensors";
+    if (t3_model.size() > ext.size() && t3_model.compare(t3_model.size() - ext.size(), ext.size(), ext) == 0) return t3_model;
+    throw Error(ErrorKind::InvalidArgument, "unknown multilingual T3 model '" + t3_model +
+                                                "' (choose v2, v3, t3_mtl23ls_v2, t3_mtl23ls_v3 or a .safetensors file in the folder)");
+}
+
 }  // namespace
 
 bool is_chatterbox_folder(const std::string& dir) {
-    const bool t3 = fs::exists(dir + "/t3_mtl23ls_v2.safetensors") || fs::exists(dir + "/t3_cfg.safetensors") ||
-                    fs::exists(dir + "/t3_turbo_v1.safetensors");
+    const bool t3 = fs::exists(dir + "/t3_mtl23ls_v2.safetensors") || fs::exists(dir + "/t3_mtl23ls_v3.safetensors") ||
+                    fs::exists(dir + "/t3_cfg.safetensors") || fs::exists(dir + "/t3_turbo_v1.safetensors");
     const bool s3 = fs::exists(dir + "/s3gen.pt") || fs::exists(dir + "/s3gen.safetensors") ||
                     fs::exists(dir + "/s3gen_meanflow.safetensors");
     return t3 || s3;
@@ -466,22 +481,31 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     if (!fs::is_directory(dir)) throw Error(ErrorKind::NotFound, "Chatterbox folder '" + dir + "' does not exist");
     std::string variant = opt.chatterbox_variant;
     if (variant.empty()) {
-        variant = fs::exists(dir + "/t3_mtl23ls_v2.safetensors") ? "multilingual"
-                  : fs::exists(dir + "/t3_turbo_v1.safetensors")  ? "turbo"
-                                                                   : "english";
+        variant = fs::exists(dir + "/t3_mtl23ls_v2.safetensors") || fs::exists(dir + "/t3_mtl23ls_v3.safetensors") ||
+                          !opt.chatterbox_t3_model.empty()
+                      ? "multilingual"
+                  : fs::exists(dir + "/t3_turbo_v1.safetensors") ? "turbo"
+                                                                  : "english";
     }
     if (variant != "multilingual" && variant != "english" && variant != "turbo") {
         throw Error(ErrorKind::InvalidArgument, "unknown Chatterbox variant '" + variant + "' (choose multilingual, english or turbo)");
     }
     const bool mtl = variant == "multilingual", turbo = variant == "turbo";
+    if (!mtl && !opt.chatterbox_t3_model.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "a T3 model choice ('" + opt.chatterbox_t3_model +
+                                                    "') applies to the multilingual variant only, not " + variant);
+    }
+    // The official stem of the variant (tiny_hparams.json's key); the file may be another checkpoint
+    // of the same architecture (v3, a fine-tune).
     const std::string t3_stem = mtl ? "t3_mtl23ls_v2" : turbo ? "t3_turbo_v1" : "t3_cfg";
+    const std::string t3_file = mtl ? multilingual_t3_file(dir, opt.chatterbox_t3_model) : t3_stem + ".safetensors";
     const std::string s3gen_file = "/s3gen_meanflow.safetensors";  // Turbo's; the others take either form
 
     // The files each official loader reads (mtl_tts.py / tts.py / tts_turbo.py from_local), or
     // their other form where the repository ships both.
     const std::string weights_ext = mtl ? ".pt" : ".safetensors";
     Sources sources;
-    sources.add(ChatterboxFile::T3, require(dir + "/" + t3_stem + ".safetensors", "the " + variant + " T3 weights"));
+    sources.add(ChatterboxFile::T3, require(dir + "/" + t3_file, "the " + variant + " T3 weights"));
     sources.add(ChatterboxFile::S3Gen, turbo ? require(dir + s3gen_file, "the S3Gen weights")
                                              : require_either(dir, "s3gen", weights_ext, "the S3Gen weights"));
     sources.add(ChatterboxFile::VoiceEncoder, require_either(dir, "ve", weights_ext, "the voice encoder weights"));
@@ -490,7 +514,7 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     if (has_voice) sources.add(ChatterboxFile::Conds, conds);
     const bool gpt2 = sources.find("t3.blk.0.attn_qkv.weight") != nullptr;
     if (gpt2 != turbo) {
-        throw Error(ErrorKind::Format, dir + "/" + t3_stem + ".safetensors: " +
+        throw Error(ErrorKind::Format, dir + "/" + t3_file + ": " +
                                            (turbo ? "the turbo T3 has no GPT-2 blocks (tfmr.h.0.attn.c_attn.weight)"
                                                   : "holds a GPT-2 (Turbo) T3; convert it as variant turbo"));
     }
@@ -518,6 +542,7 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     if (!opt.source_url.empty()) gguf_set_val_str(g, "general.source.url", opt.source_url.c_str());
     gguf_set_val_u32(g, "general.quantization_version", GGML_QNT_VERSION);
     gguf_set_val_str(g, "chatterbox.variant", variant.c_str());
+    gguf_set_val_str(g, "chatterbox.t3.checkpoint", t3_file.c_str());
     gguf_set_val_str(g, "chatterbox.weight_type", weight_type_name(opt.type));
     const HeadCounts heads(dir, t3_stem);
     gguf_set_val_str(g, "chatterbox.head_counts_source", heads.from_file() ? "tiny_hparams.json" : "official");

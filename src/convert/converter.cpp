@@ -113,8 +113,8 @@ ConvertSummary convert_snapshot(const ConvertOptions& opt) {
     const std::string dir = opt.snapshot_dir;
     if (!fs::is_directory(dir)) throw Error(ErrorKind::NotFound, "snapshot folder '" + dir + "' does not exist");
     if (!fs::exists(dir + "/config.json") && is_chatterbox_folder(dir)) return convert_chatterbox(opt);
-    if (!opt.chatterbox_variant.empty()) {
-        throw Error(ErrorKind::InvalidArgument, "'" + dir + "' is not a Chatterbox folder: a variant applies to Chatterbox only");
+    if (!opt.chatterbox_variant.empty() || !opt.chatterbox_t3_model.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "'" + dir + "' is not a Chatterbox folder: a variant or T3 model applies to Chatterbox only");
     }
 
     SnapshotConfigs configs;

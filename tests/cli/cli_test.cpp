@@ -91,7 +91,7 @@ TEST(Cli, ChatterboxConvertInfoTokenize) {
     const auto bad_variant = run_talkbox("convert " + talkbox::testing::qwen_fixture("tiny-0.6B-Base") + " -o " +
                                          tmp.file("q.gguf") + " --variant english");
     EXPECT_EQ(bad_variant.exit_code, 1);
-    EXPECT_NE(bad_variant.err.find("is not a Chatterbox folder: a variant applies to Chatterbox only"), std::string::npos)
+    EXPECT_NE(bad_variant.err.find("is not a Chatterbox folder: a variant or T3 model applies to Chatterbox only"), std::string::npos)
         << bad_variant.err;
 }
 

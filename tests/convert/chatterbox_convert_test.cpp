@@ -110,6 +110,39 @@ TEST(ChatterboxConvert, MultilingualFolderWithSafetensorsFormsOnly) {
     }
 }
 
+// ChatterboxMultilingualTTS's t3_model: v2 by default, v3 on request (or alone in the folder), or a
+// named .safetensors; the GGUF records which file it holds.
+TEST(ChatterboxConvert, MultilingualT3ModelChoice) {
+    TempDir tmp;
+    const std::string dir = tmp.file("cb");
+    talkbox::testing::copy_tree(folder(), dir);
+    fs::copy_file(dir + "/t3_mtl23ls_v2.safetensors", dir + "/my_finetune.safetensors");
+    fs::rename(dir + "/t3_mtl23ls_v2.safetensors", dir + "/t3_mtl23ls_v3.safetensors");
+    auto options = [&](const std::string& t3_model, const std::string& variant = "") {
+        ConvertOptions opt;
+        opt.snapshot_dir = dir;
+        opt.output_path = tmp.file("out.gguf");
+        opt.type = WeightType::F32;
+        opt.chatterbox_t3_model = t3_model;
+        opt.chatterbox_variant = variant;
+        return opt;
+    };
+    auto checkpoint = [&](const std::string& t3_model) {
+        convert_snapshot(options(t3_model));
+        const GgufFile f(tmp.file("out.gguf"));
+        EXPECT_EQ(f.meta().get_string("chatterbox.variant"), "multilingual");
+        EXPECT_EQ(f.tensors().size(), GgufFile(converted_chatterbox("multilingual", "f32")).tensors().size());
+        return f.meta().get_string("chatterbox.t3.checkpoint");
+    };
+    EXPECT_EQ(checkpoint(""), "t3_mtl23ls_v3.safetensors");  // only v3 in the folder
+    EXPECT_EQ(checkpoint("v3"), "t3_mtl23ls_v3.safetensors");
+    EXPECT_EQ(checkpoint("t3_mtl23ls_v3"), "t3_mtl23ls_v3.safetensors");
+    EXPECT_EQ(checkpoint("my_finetune.safetensors"), "my_finetune.safetensors");
+    EXPECT_NE(error_of(options("v2")).find("t3_mtl23ls_v2.safetensors"), std::string::npos);  // absent
+    EXPECT_NE(error_of(options("v4")).find("unknown multilingual T3 model 'v4' (choose v2, v3"), std::string::npos);
+    EXPECT_NE(error_of(options("v3", "english")).find("applies to the multilingual variant only"), std::string::npos);
+}
+
 TEST(ChatterboxConvert, EnglishReadsTheEnglishFiles) {
     const GgufFile gguf(converted_chatterbox("english", "f32"));
     EXPECT_EQ(gguf.meta().get_string("chatterbox.variant"), "english");
