@@ -227,42 +227,75 @@ void columns_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
 
 
 #if defined(__AVX512F__)
-constexpr int kRegs = 3;                 // 16-float registers per output column of a panel
-constexpr int64_t kPanel = 16 * kRegs;  // output channels per weight panel
-constexpr int kTile = 8;                // output columns per register tile: 24 accumulators
+// A weight panel holds R 16-float registers of output channels per input channel and tap: 48
+// channels (R = 3, tiles of 8 columns) unless Cout is a multiple of 32 but not of 48 (HiFT's 64,
+// 128, 256 channels), then 32 (R = 2, tiles of 12 columns), so that no lanes are wasted on
+// zero-padded channels. Either way 24 accumulators.
+inline int panel_regs(int64_t cout) { return cout % 48 != 0 && cout % 32 == 0 ? 2 : 3; }
+inline int64_t panel_width(int64_t cout) { return 16 * panel_regs(cout); }
 
-// Columns [t, t + NC) of the panel of output channels [co, co + kPanel): out = W·x + bias
+// Columns [t, t + NC) of the panel of output channels [co, co + 16 R): out = W·x + bias
 // (+ residual), each output a single chain of fused multiply-adds over (tap, input channel) in
 // order, so the result does not depend on how the columns are split into tiles, steps or threads.
 // Column n, tap j reads rows_base[n * stride + j * dilation].
-template <int NC>
+template <int R, int NC>
 inline void conv_tile(const float* const* rows_base, int64_t dilation, int64_t stride, int64_t taps, int64_t cin,
                       const float* w, const float* bias, const char* residual, size_t residual_nb, char* out,
                       size_t out_nb, const __mmask16* mask) {
-    __m512 acc[NC][kRegs];
+    constexpr int64_t panel = 16 * R;
+    __m512 acc[NC][R];
     for (int n = 0; n < NC; ++n)
-        for (int r = 0; r < kRegs; ++r) acc[n][r] = _mm512_setzero_ps();
+        for (int r = 0; r < R; ++r) acc[n][r] = _mm512_setzero_ps();
     for (int64_t j = 0; j < taps; ++j) {
         const float* rows[NC];
         for (int n = 0; n < NC; ++n) rows[n] = rows_base[n * stride + j * dilation];
-        const float* wj = w + j * cin * kPanel;
+        const float* wj = w + j * cin * panel;
         for (int64_t ci = 0; ci < cin; ++ci) {
-            __m512 a[kRegs];
-            for (int r = 0; r < kRegs; ++r) a[r] = _mm512_loadu_ps(wj + ci * kPanel + 16 * r);
-#pragma GCC unroll 8
+            __m512 a[R];
+            for (int r = 0; r < R; ++r) a[r] = _mm512_loadu_ps(wj + ci * panel + 16 * r);
+#pragma GCC unroll 12
             for (int n = 0; n < NC; ++n) {
                 const __m512 b = _mm512_set1_ps(rows[n][ci]);
-                for (int r = 0; r < kRegs; ++r) acc[n][r] = _mm512_fmadd_ps(a[r], b, acc[n][r]);
+                for (int r = 0; r < R; ++r) acc[n][r] = _mm512_fmadd_ps(a[r], b, acc[n][r]);
             }
         }
     }
     for (int n = 0; n < NC; ++n) {
         const float* res = residual ? reinterpret_cast<const float*>(residual + n * residual_nb) : nullptr;
         float* o = reinterpret_cast<float*>(out + n * out_nb);
-        for (int r = 0; r < kRegs; ++r) {
+        for (int r = 0; r < R; ++r) {
             __m512 y = _mm512_add_ps(acc[n][r], _mm512_maskz_loadu_ps(mask[r], bias + 16 * r));
             if (res) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask[r], res + 16 * r));
             _mm512_mask_storeu_ps(o + 16 * r, mask[r], y);
+        }
+    }
+}
+
+// Every panel of output channels over columns [t0, t1), in register tiles of NC columns (then
+// single columns); rows = the input row pointers from column t0's first sample on.
+template <int R, int NC>
+void conv_panels(const float* const* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, int64_t cout,
+                 const float* w, const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb, int64_t t0,
+                 int64_t t1) {
+    constexpr int64_t panel = 16 * R;
+    for (int64_t co = 0; co < cout; co += panel) {
+        const float* wp = w + co * taps * cin;
+        __mmask16 mask[R];  // the channels of a last, partial panel (its weights are zero-padded)
+        for (int r = 0; r < R; ++r) {
+            const int64_t lanes = std::clamp<int64_t>(cout - co - 16 * r, 0, 16);
+            mask[r] = static_cast<__mmask16>((1u << lanes) - 1u);
+        }
+        for (int64_t t = t0; t < t1;) {
+            const char* r = res ? res + t * res_nb + co * sizeof(float) : nullptr;
+            char* o = out + t * out_nb + co * sizeof(float);
+            const float* const* rb = rows + (t - t0) * stride;
+            if (t + NC <= t1) {
+                conv_tile<R, NC>(rb, dilation, stride, taps, cin, wp, bias + co, r, res_nb, o, out_nb, mask);
+                t += NC;
+            } else {
+                conv_tile<R, 1>(rb, dilation, stride, taps, cin, wp, bias + co, r, res_nb, o, out_nb, mask);
+                t += 1;
+            }
         }
     }
 }
@@ -311,26 +344,12 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
         }
         const char* rb_res = res ? static_cast<const char*>(res->data) + b * res->nb[2] : nullptr;
         char* db = static_cast<char*>(dst->data) + b * dst->nb[2];
-        for (int64_t co = 0; co < cout; co += kPanel) {
-            const float* wp = wdata + co * taps * cin;
-            __mmask16 mask[kRegs];  // the channels of a last, partial panel (its weights are zero-padded)
-            for (int r = 0; r < kRegs; ++r) {
-                const int64_t lanes = std::clamp<int64_t>(cout - co - 16 * r, 0, 16);
-                mask[r] = static_cast<__mmask16>((1u << lanes) - 1u);
-            }
-            for (int64_t t = t0; t < t1;) {
-                const char* r = rb_res ? rb_res + t * res->nb[1] + co * sizeof(float) : nullptr;
-                char* o = db + t * dst->nb[1] + co * sizeof(float);
-                const float* const* rb = rows.data() + (t - t0) * stride;
-                if (t + kTile <= t1) {
-                    conv_tile<kTile>(rb, dilation, stride, taps, cin, wp, bdata + co, r, res ? res->nb[1] : 0, o, dst->nb[1],
-                                     mask);
-                    t += kTile;
-                } else {
-                    conv_tile<1>(rb, dilation, stride, taps, cin, wp, bdata + co, r, res ? res->nb[1] : 0, o, dst->nb[1], mask);
-                    t += 1;
-                }
-            }
+        if (panel_regs(cout) == 2) {
+            conv_panels<2, 12>(rows.data(), dilation, stride, taps, cin, cout, wdata, bdata, rb_res, res ? res->nb[1] : 0, db,
+                               dst->nb[1], t0, t1);
+        } else {
+            conv_panels<3, 8>(rows.data(), dilation, stride, taps, cin, cout, wdata, bdata, rb_res, res ? res->nb[1] : 0, db,
+                              dst->nb[1], t0, t1);
         }
     }
 }
@@ -445,7 +464,7 @@ bool conv_direct_supported(int64_t cin, int64_t cout, int64_t taps, int64_t dila
 
 int64_t conv_panel_rows(int64_t cout) {
 #if defined(__AVX512F__)
-    return (cout + kPanel - 1) / kPanel * kPanel;
+    return (cout + panel_width(cout) - 1) / panel_width(cout) * panel_width(cout);
 #else
     return cout;
 #endif
@@ -453,7 +472,7 @@ int64_t conv_panel_rows(int64_t cout) {
 
 std::vector<float> conv_weight_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout) {
 #if defined(__AVX512F__)
-    const int64_t panel = kPanel;
+    const int64_t panel = panel_width(cout);
 #else
     const int64_t panel = 1;
 #endif

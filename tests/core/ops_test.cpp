@@ -420,7 +420,7 @@ TEST(ConvDirect, PaddedAndStridedMatchTheReference) {
     };
     for (const Case& c : {Case{7, 64, 11, 5, 1, 25, 25, 31, 1}, Case{18, 50, 30, 1, 15, 7, 7, 61, 1},
                           Case{9, 20, 6, 1, 3, 1, 1, 17, 1}, Case{13, 96, 3, 1, 1, 2, 0, 23, 2}, Case{3, 1, 1, 1, 1, 0, 0, 5, 2},
-                          Case{5, 33, 4, 2, 2, 0, 9, 19, 1}}) {
+                          Case{5, 33, 4, 2, 2, 0, 9, 19, 1}, Case{16, 128, 3, 3, 1, 3, 3, 37, 1}}) {
         const int64_t columns = (c.length + c.left + c.right - (c.taps - 1) * c.dilation - 1) / c.stride + 1;
         std::vector<float> w(c.taps * c.cin * c.cout), bias(c.cout), x(c.cin * c.length * c.batch),
             res(c.cout * columns * c.batch);
@@ -476,7 +476,7 @@ TEST(ConvDirect, PaddedAndStridedMatchTheReference) {
 TEST(ConvDirect, TransposedConvAsPaddedConvMatchesTheScatter) {
     std::mt19937 rng(22);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (const auto& [cin, cout, k, s, length] : {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{12, 6, 16, 8, 9},
+    for (const auto& [cin, cout, k, s, length] : {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{12, 8, 16, 8, 9},
                                                   {10, 7, 11, 5, 13}, {6, 20, 7, 3, 21}, {5, 3, 4, 2, 1}}) {
         const int64_t pad = (k - s) / 2, n = (k + s - 1) / s, len = (length - 1) * s + k - 2 * pad;
         std::vector<float> w(cin * cout * k), bias(cout), x(cin * length);  // w [Cin, Cout, k]
