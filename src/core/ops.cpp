@@ -497,6 +497,10 @@ ggml_tensor* conv_direct_node(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w,
         throw Error(ErrorKind::Internal, "conv_direct: unsupported shape (check conv_direct_supported first)");
     }
 #if defined(__AVX512F__)
+    // The op reads rows of channels in place (any row and batch strides): channels must be contiguous.
+    if (x->nb[0] != sizeof(float)) x = ggml_cont(ctx, x);
+    if (hist && hist->nb[0] != sizeof(float)) hist = ggml_cont(ctx, hist);
+    if (residual && residual->nb[0] != sizeof(float)) residual = ggml_cont(ctx, residual);
     std::vector<ggml_tensor*> args = {x, w, bias};
     if (hist) args.push_back(hist);
     if (residual) args.push_back(residual);

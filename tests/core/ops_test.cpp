@@ -469,6 +469,34 @@ TEST(ConvDirect, PaddedAndStridedMatchTheReference) {
     }
 }
 
+// Input given time-major (a transposed view, channels not contiguous): the same result as the
+// contiguous copy.
+TEST(ConvDirect, TransposedViewInputEqualsContiguousInput) {
+    const int64_t cin = 6, cout = 64, taps = 3, length = 19;
+    if (!conv_direct_supported(cin, cout, taps, 1, 1, 1)) return;  // no AVX-512: PaddedAndStrided checks the refusal
+    std::mt19937 rng(23);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> w(taps * cin * cout), bias(cout), x(cin * length);
+    for (float& v : w) v = normal(rng);
+    for (float& v : bias) v = normal(rng);
+    for (float& v : x) v = normal(rng);
+    std::vector<float> xt(x.size());  // [length, cin] time fastest
+    for (int64_t t = 0; t < length; ++t)
+        for (int64_t c = 0; c < cin; ++c) xt[c * length + t] = x[t * cin + c];
+    const std::vector<float> panels = conv_weight_panels(w, taps, cin, cout);
+    const auto run = [&](bool transposed) {
+        return run_graph({{transposed ? std::vector<int64_t>{length, cin} : std::vector<int64_t>{cin, length}, transposed ? xt : x},
+                          {{cin * taps, conv_panel_rows(cout)}, panels},
+                          {{cout}, bias}},
+                         [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
+                             ggml_tensor* in = transposed ? ggml_transpose(ctx, t[0]) : t[0];
+                             return conv_direct_padded(ctx, in, t[1], t[2], nullptr, taps, 1, 1, 1, length);
+                         },
+                         2);
+    };
+    EXPECT_EQ(run(true), run(false));
+}
+
 // A transposed conv (PyTorch ConvTranspose1d, kernel k, stride s, padding p) computed as
 // transposed_conv_as_conv + conv_direct_padded (left n - 1) and a crop, against the textbook
 // scatter definition: y[o] = bias + sum over i, m with i * s + m - p = o of W[:, :, m] · x[i]. The
