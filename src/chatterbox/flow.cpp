@@ -375,7 +375,7 @@ Flow::Flow(const TensorSource& src, const Backend& backend, const FlowConfig& co
     m.config = config;
     if (config.estimator_heads <= 0) throw Error(ErrorKind::InvalidArgument, "S3Gen: estimator heads must be positive");
     m.est_heads = config.estimator_heads;
-    S3GenLoader ld(src, m.weights);
+    S3GenLoader ld(src, m.weights, backend.is_cpu());
     const std::string f = "flow.";
     {
         HostTensor table = ld.host(f + "input_embedding.weight");

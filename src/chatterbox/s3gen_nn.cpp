@@ -86,11 +86,16 @@ Conv S3GenLoader::conv(const std::string& prefix, bool bias) {
     c.cout = w.shape[0];
     c.cin = w.shape[1];
     c.k = w.shape[2];
-    c.w = buf_.add(prefix + ".weight", {c.cin * c.k, c.cout}, conv_to_columns(w));
+    c.direct = direct_ && conv_direct_supported(c.cin, c.cout, c.k, 1);
+    c.w = c.direct ? buf_.add(prefix + ".weight", {c.cin * c.k, conv_panel_rows(c.cout)},
+                              conv_weight_panels(w.data, c.k, c.cin, c.cout))
+                   : buf_.add(prefix + ".weight", {c.cin * c.k, c.cout}, conv_to_columns(w));
     if (bias) {
         HostTensor b = src_.get(prefix + ".bias");
         check_shape(prefix + ".bias", b, {c.cout});
         c.b = buf_.add(prefix + ".bias", {c.cout}, std::move(b.data));
+    } else if (c.direct) {
+        c.b = buf_.add(prefix + ".bias", {c.cout}, std::vector<float>(static_cast<size_t>(c.cout), 0.0f));
     }
     return c;
 }
@@ -108,10 +113,21 @@ ConvTranspose S3GenLoader::conv_transpose(const std::string& prefix, int64_t str
     c.stride = stride;
     c.pad = pad;
     c.kp = (c.k + stride - 1) / stride * stride;
-    c.w = buf_.add(prefix + ".weight", {c.cin, c.cout * c.kp}, transposed_conv_rows(w, stride));
+    const int64_t taps = c.kp / stride;
+    c.direct = direct_ && conv_direct_supported(c.cin, c.cout * stride, taps, 1, 1, taps - 1);
     HostTensor b = src_.get(prefix + ".bias");
     check_shape(prefix + ".bias", b, {c.cout});
-    c.b = buf_.add(prefix + ".bias", {c.cout}, std::move(b.data));
+    if (c.direct) {
+        c.w = buf_.add(prefix + ".weight", {c.cin * taps, conv_panel_rows(c.cout * stride)},
+                       conv_weight_panels(transposed_conv_as_conv(w.data, c.k, c.cin, c.cout, stride), taps, c.cin,
+                                          c.cout * stride));
+        std::vector<float> repeated;
+        for (int64_t m = 0; m < stride; ++m) repeated.insert(repeated.end(), b.data.begin(), b.data.end());
+        c.b = buf_.add(prefix + ".bias", {c.cout * stride}, std::move(repeated));
+    } else {
+        c.w = buf_.add(prefix + ".weight", {c.cin, c.cout * c.kp}, transposed_conv_rows(w, stride));
+        c.b = buf_.add(prefix + ".bias", {c.cout}, std::move(b.data));
+    }
     return c;
 }
 
@@ -141,8 +157,12 @@ ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, const Norm& n, float 
 
 
 ggml_tensor* conv1d(ggml_context* ctx, ggml_tensor* x, const Conv& c, int64_t pad_l, int64_t pad_r, bool fused,
-                    int64_t dilation, int64_t stride) {
+                    int64_t dilation, int64_t stride, ggml_tensor* residual) {
     if (x->ne[0] != c.cin) throw Error(ErrorKind::Internal, "S3Gen conv: input channels do not match the weight");
+    if (c.direct) {
+        const int64_t columns = (x->ne[1] + pad_l + pad_r - (c.k - 1) * dilation - 1) / stride + 1;
+        return conv_direct_padded(ctx, x, c.w, c.b, residual, c.k, dilation, stride, pad_l, columns);
+    }
     ggml_tensor* y = nullptr;
     if (c.k == 1 && stride == 1 && pad_l == 0 && pad_r == 0) {
         y = ggml_mul_mat(ctx, c.w, x);
@@ -159,11 +179,19 @@ ggml_tensor* conv1d(ggml_context* ctx, ggml_tensor* x, const Conv& c, int64_t pa
         y = ggml_mul_mat(ctx, c.w, cols);
         if (xp->ne[2] > 1) y = ggml_reshape_3d(ctx, y, c.cout, y->ne[1] / xp->ne[2], xp->ne[2]);
     }
-    return c.b ? ggml_add(ctx, y, c.b) : y;
+    if (c.b) y = ggml_add(ctx, y, c.b);
+    return residual ? ggml_add(ctx, y, residual) : y;
 }
 
 ggml_tensor* conv_transpose1d(ggml_context* ctx, ggml_tensor* x, const ConvTranspose& c) {
     const int64_t t = x->ne[1], n = c.kp / c.stride, chunk = c.cout * c.stride;
+    const int64_t len = (t - 1) * c.stride + c.k - 2 * c.pad;
+    if (c.direct) {
+        // Block i of stride output samples = sum over taps of inputs i - n + 1 .. i (zeros outside).
+        ggml_tensor* y = conv_direct_padded(ctx, x, c.w, c.b, nullptr, n, 1, 1, n - 1, t + n - 1);
+        y = ggml_reshape_2d(ctx, y, c.cout, c.stride * (t + n - 1));
+        return ggml_view_2d(ctx, y, c.cout, len, y->nb[1], c.pad * y->nb[1]);  // contiguous
+    }
     // Column i of p holds every tap of input i; tap j·stride + r lands in output block i + j.
     ggml_tensor* p = ggml_mul_mat(ctx, c.w, x);  // [Cout·kp, T]
     ggml_tensor* sum = nullptr;
@@ -173,7 +201,6 @@ ggml_tensor* conv_transpose1d(ggml_context* ctx, ggml_tensor* x, const ConvTrans
         sum = sum ? ggml_add(ctx, sum, s) : s;
     }
     ggml_tensor* y = ggml_reshape_2d(ctx, sum, c.cout, c.stride * (t + n - 1));
-    const int64_t len = (t - 1) * c.stride + c.k - 2 * c.pad;
     y = ggml_view_2d(ctx, y, c.cout, len, y->nb[1], c.pad * y->nb[1]);
     return ggml_add(ctx, ggml_cont(ctx, y), c.b);
 }

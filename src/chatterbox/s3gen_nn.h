@@ -24,15 +24,18 @@ struct Norm {
 };
 
 struct Conv {
-    ggml_tensor* w = nullptr;  // [Cin·k, Cout], row ci + Cin·j
-    ggml_tensor* b = nullptr;  // [Cout] or null
+    ggml_tensor* w = nullptr;  // [Cin·k, Cout], row ci + Cin·j; direct: conv_weight_panels
+    ggml_tensor* b = nullptr;  // [Cout] or null (direct: always, zeros when the conv has none)
     int64_t k = 0, cin = 0, cout = 0;
+    bool direct = false;  // computed by conv_direct (CPU, AVX-512) instead of columns + product
 };
 
 struct ConvTranspose {
-    ggml_tensor* w = nullptr;  // [Cin, Cout·kp], row co + Cout·m
-    ggml_tensor* b = nullptr;
+    ggml_tensor* w = nullptr;  // [Cin, Cout·kp], row co + Cout·m; direct: the panels of
+                               // transposed_conv_as_conv ([Cin·kp/stride, stride·Cout])
+    ggml_tensor* b = nullptr;  // [Cout]; direct: repeated stride times
     int64_t k = 0, kp = 0, stride = 0, pad = 0, cin = 0, cout = 0;
+    bool direct = false;
 };
 
 struct Snake {
@@ -43,7 +46,8 @@ struct Snake {
 // Reads tensors by official key from a TensorSource into a WeightBuffer.
 class S3GenLoader {
 public:
-    S3GenLoader(const TensorSource& src, WeightBuffer& buf) : src_(src), buf_(buf) {}
+    // direct: pack convolutions for conv_direct where it is supported (a CPU backend).
+    S3GenLoader(const TensorSource& src, WeightBuffer& buf, bool direct = false) : src_(src), buf_(buf), direct_(direct) {}
     const TensorSource& source() const { return src_; }
 
     HostTensor host(const std::string& key) const { return src_.get(key); }
@@ -61,14 +65,16 @@ public:
 private:
     const TensorSource& src_;
     WeightBuffer& buf_;
+    bool direct_;
 };
 
 // y = W x + b over the leading dimension (any trailing dims).
 ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, const Linear& l);
 ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, const Norm& n, float eps);
-// Conv1d on [Cin, T(, B)] with zero padding pad_l / pad_r; fused gathers on the CPU.
+// Conv1d on [Cin, T(, B)] with zero padding pad_l / pad_r; fused gathers on the CPU. With
+// `residual` [Cout, T'(, B)], conv + residual (fused into a direct conv).
 ggml_tensor* conv1d(ggml_context* ctx, ggml_tensor* x, const Conv& c, int64_t pad_l, int64_t pad_r, bool fused,
-                    int64_t dilation = 1, int64_t stride = 1);
+                    int64_t dilation = 1, int64_t stride = 1, ggml_tensor* residual = nullptr);
 // ConvTranspose1d on [Cin, T] → [Cout, (T-1)·stride + k - 2·pad].
 ggml_tensor* conv_transpose1d(ggml_context* ctx, ggml_tensor* x, const ConvTranspose& c);
 ggml_tensor* snake(ggml_context* ctx, ggml_tensor* x, const Snake& s, bool fused);

@@ -188,14 +188,7 @@ public:
         c.direct = true;
         c.w = derived(wname, {cin * 2, conv_panel_rows(c.cout)}, [this, wname, k, cout, cin, rate] {
             const std::vector<float> src = floats(wname);
-            std::vector<float> w2(static_cast<size_t>(2 * cin * cout * rate));  // GGUF conv order [2, Cin, r * Cout]
-            for (int64_t ci = 0; ci < cin; ++ci)
-                for (int64_t m = 0; m < rate; ++m)
-                    for (int64_t co = 0; co < cout; ++co) {
-                        const int64_t row = co + cout * m;
-                        w2[0 + 2 * (ci + cin * row)] = src[(m + rate) + k * (co + cout * ci)];
-                        w2[1 + 2 * (ci + cin * row)] = src[m + k * (co + cout * ci)];
-                    }
+            const std::vector<float> w2 = transposed_conv_as_conv(src, k, cin, cout, rate);
             return conv_weight_panels(w2, 2, cin, cout * rate);
         });
         c.b = derived(bname, {c.cout}, [this, bname, rate] {

@@ -227,38 +227,43 @@ void columns_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
 
 
 #if defined(__AVX512F__)
-constexpr int kRegs = 3;                 // 16-float registers per output column of a panel
-constexpr int64_t kPanel = 16 * kRegs;  // output channels per weight panel
-constexpr int kTile = 8;                // output columns per register tile: 24 accumulators
+// A weight panel holds R 16-float registers of output channels per input channel and tap: 48
+// channels (R = 3, tiles of 8 columns) unless Cout is a multiple of 32 but not of 48 (HiFT's 64,
+// 128, 256 channels), then 32 (R = 2, tiles of 12 columns), so that no lanes are wasted on
+// zero-padded channels. Either way 24 accumulators.
+inline int panel_regs(int64_t cout) { return cout % 48 != 0 && cout % 32 == 0 ? 2 : 3; }
+inline int64_t panel_width(int64_t cout) { return 16 * panel_regs(cout); }
 
-// Columns [t, t + NC) of the panel of output channels [co, co + kPanel): out = W·x + bias
+// Columns [t, t + NC) of the panel of output channels [co, co + 16 R): out = W·x + bias
 // (+ residual), each output a single chain of fused multiply-adds over (tap, input channel) in
 // order, so the result does not depend on how the columns are split into tiles, steps or threads.
-template <int NC>
-inline void conv_tile(const float* const* rows_base, int64_t dilation, int64_t taps, int64_t cin, const float* w,
-                      const float* bias, const char* residual, size_t residual_nb, char* out, size_t out_nb,
-                      const __mmask16* mask) {
-    __m512 acc[NC][kRegs];
+// Column n, tap j reads rows_base[n * stride + j * dilation].
+template <int R, int NC>
+inline void conv_tile(const float* const* rows_base, int64_t dilation, int64_t stride, int64_t taps, int64_t cin,
+                      const float* w, const float* bias, const char* residual, size_t residual_nb, char* out,
+                      size_t out_nb, const __mmask16* mask) {
+    constexpr int64_t panel = 16 * R;
+    __m512 acc[NC][R];
     for (int n = 0; n < NC; ++n)
-        for (int r = 0; r < kRegs; ++r) acc[n][r] = _mm512_setzero_ps();
+        for (int r = 0; r < R; ++r) acc[n][r] = _mm512_setzero_ps();
     for (int64_t j = 0; j < taps; ++j) {
         const float* rows[NC];
-        for (int n = 0; n < NC; ++n) rows[n] = rows_base[n + j * dilation];
-        const float* wj = w + j * cin * kPanel;
+        for (int n = 0; n < NC; ++n) rows[n] = rows_base[n * stride + j * dilation];
+        const float* wj = w + j * cin * panel;
         for (int64_t ci = 0; ci < cin; ++ci) {
-            __m512 a[kRegs];
-            for (int r = 0; r < kRegs; ++r) a[r] = _mm512_loadu_ps(wj + ci * kPanel + 16 * r);
-#pragma GCC unroll 8
+            __m512 a[R];
+            for (int r = 0; r < R; ++r) a[r] = _mm512_loadu_ps(wj + ci * panel + 16 * r);
+#pragma GCC unroll 12
             for (int n = 0; n < NC; ++n) {
                 const __m512 b = _mm512_set1_ps(rows[n][ci]);
-                for (int r = 0; r < kRegs; ++r) acc[n][r] = _mm512_fmadd_ps(a[r], b, acc[n][r]);
+                for (int r = 0; r < R; ++r) acc[n][r] = _mm512_fmadd_ps(a[r], b, acc[n][r]);
             }
         }
     }
     for (int n = 0; n < NC; ++n) {
         const float* res = residual ? reinterpret_cast<const float*>(residual + n * residual_nb) : nullptr;
         float* o = reinterpret_cast<float*>(out + n * out_nb);
-        for (int r = 0; r < kRegs; ++r) {
+        for (int r = 0; r < R; ++r) {
             __m512 y = _mm512_add_ps(acc[n][r], _mm512_maskz_loadu_ps(mask[r], bias + 16 * r));
             if (res) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask[r], res + 16 * r));
             _mm512_mask_storeu_ps(o + 16 * r, mask[r], y);
@@ -266,52 +271,85 @@ inline void conv_tile(const float* const* rows_base, int64_t dilation, int64_t t
     }
 }
 
-// The userdata word of conv_direct: dilation, taps and whether a history / residual source follows.
-intptr_t pack_conv(int64_t dilation, int64_t taps, bool hist, bool residual) {
-    return static_cast<intptr_t>(dilation | (taps << kFieldBits) | (int64_t{hist} << 40) | (int64_t{residual} << 41));
-}
-
-// dst [Cout, T]; sources x [Cin, T], packed weights, bias [Cout], then [hist [Cin, H]], [residual [Cout, T]].
-void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
-    const int64_t packed = reinterpret_cast<intptr_t>(userdata);
-    const int64_t dilation = packed & kFieldMax, taps = (packed >> kFieldBits) & kFieldMax;
-    const bool has_hist = (packed >> 40) & 1, has_residual = (packed >> 41) & 1;
-    const ggml_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2];
-    const ggml_tensor* hist = has_hist ? dst->src[3] : nullptr;
-    const ggml_tensor* res = has_residual ? dst->src[has_hist ? 4 : 3] : nullptr;
-    const int64_t cin = x->ne[0], cout = dst->ne[0], columns = dst->ne[1], h = hist ? hist->ne[1] : 0;
-    // Columns split evenly between the threads.
-    const int64_t per = (columns + nth - 1) / nth, t0 = std::min(columns, per * ith), t1 = std::min(columns, t0 + per);
-    if (t0 >= t1) return;
-    // Row pointers of the input samples this thread reads: [hist | x] from t0 on.
-    const int64_t span = (t1 - t0) + (taps - 1) * dilation;
-    std::vector<const float*> rows(static_cast<size_t>(span));
-    for (int64_t i = 0; i < span; ++i) {
-        const int64_t v = t0 + i;  // index into [hist | x]
-        rows[static_cast<size_t>(i)] = reinterpret_cast<const float*>(
-            v < h ? static_cast<const char*>(hist->data) + v * hist->nb[1]
-                  : static_cast<const char*>(x->data) + (v - h) * x->nb[1]);
-    }
-    const float* wdata = static_cast<const float*>(w->data);
-    const float* bdata = static_cast<const float*>(bias->data);
-    for (int64_t co = 0; co < cout; co += kPanel) {
-        const float* wp = wdata + co * taps * cin;
-        __mmask16 mask[kRegs];  // the channels of a last, partial panel (its weights are zero-padded)
-        for (int r = 0; r < kRegs; ++r) {
+// Every panel of output channels over columns [t0, t1), in register tiles of NC columns (then
+// single columns); rows = the input row pointers from column t0's first sample on.
+template <int R, int NC>
+void conv_panels(const float* const* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, int64_t cout,
+                 const float* w, const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb, int64_t t0,
+                 int64_t t1) {
+    constexpr int64_t panel = 16 * R;
+    for (int64_t co = 0; co < cout; co += panel) {
+        const float* wp = w + co * taps * cin;
+        __mmask16 mask[R];  // the channels of a last, partial panel (its weights are zero-padded)
+        for (int r = 0; r < R; ++r) {
             const int64_t lanes = std::clamp<int64_t>(cout - co - 16 * r, 0, 16);
             mask[r] = static_cast<__mmask16>((1u << lanes) - 1u);
         }
         for (int64_t t = t0; t < t1;) {
-            const char* r = res ? static_cast<const char*>(res->data) + t * res->nb[1] + co * sizeof(float) : nullptr;
-            char* o = static_cast<char*>(dst->data) + t * dst->nb[1] + co * sizeof(float);
-            const float* const* rb = rows.data() + (t - t0);
-            if (t + kTile <= t1) {
-                conv_tile<kTile>(rb, dilation, taps, cin, wp, bdata + co, r, res ? res->nb[1] : 0, o, dst->nb[1], mask);
-                t += kTile;
+            const char* r = res ? res + t * res_nb + co * sizeof(float) : nullptr;
+            char* o = out + t * out_nb + co * sizeof(float);
+            const float* const* rb = rows + (t - t0) * stride;
+            if (t + NC <= t1) {
+                conv_tile<R, NC>(rb, dilation, stride, taps, cin, wp, bias + co, r, res_nb, o, out_nb, mask);
+                t += NC;
             } else {
-                conv_tile<1>(rb, dilation, taps, cin, wp, bdata + co, r, res ? res->nb[1] : 0, o, dst->nb[1], mask);
+                conv_tile<R, 1>(rb, dilation, stride, taps, cin, wp, bias + co, r, res_nb, o, out_nb, mask);
                 t += 1;
             }
+        }
+    }
+}
+#endif
+
+// The userdata word of conv_direct: dilation, taps, stride (12 bits each), left padding (16 bits)
+// and whether a history / residual source follows.
+constexpr int64_t kConvFieldMax = (int64_t{1} << 12) - 1, kConvLeftMax = (int64_t{1} << 16) - 1;
+
+[[maybe_unused]] intptr_t pack_conv(int64_t dilation, int64_t taps, int64_t stride, int64_t left, bool hist, bool residual) {
+    return static_cast<intptr_t>(dilation | (taps << 12) | (stride << 24) | (left << 36) | (int64_t{hist} << 52) |
+                                 (int64_t{residual} << 53));
+}
+
+#if defined(__AVX512F__)
+// dst [Cout, T, B]; sources x [Cin, L, B], packed weights, bias [Cout], then [hist [Cin, H]],
+// [residual [Cout, T, B]]. Column t, tap j reads sample t * stride + j * dilation - left of
+// [hist | x], zeros outside it.
+void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
+    const int64_t packed = reinterpret_cast<intptr_t>(userdata);
+    const int64_t dilation = packed & kConvFieldMax, taps = (packed >> 12) & kConvFieldMax,
+                  stride = (packed >> 24) & kConvFieldMax, left = (packed >> 36) & kConvLeftMax;
+    const bool has_hist = (packed >> 52) & 1, has_residual = (packed >> 53) & 1;
+    const ggml_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2];
+    const ggml_tensor* hist = has_hist ? dst->src[3] : nullptr;
+    const ggml_tensor* res = has_residual ? dst->src[has_hist ? 4 : 3] : nullptr;
+    const int64_t cin = x->ne[0], cout = dst->ne[0], columns = dst->ne[1], h = hist ? hist->ne[1] : 0;
+    const int64_t length = h + x->ne[1];
+    // Columns split evenly between the threads (within each batch item).
+    const int64_t per = (columns + nth - 1) / nth, t0 = std::min(columns, per * ith), t1 = std::min(columns, t0 + per);
+    if (t0 >= t1) return;
+    const std::vector<float> zeros(static_cast<size_t>(cin), 0.0f);
+    // Row pointers of the input samples this thread reads, from sample t0 * stride - left on.
+    const int64_t span = (t1 - 1 - t0) * stride + (taps - 1) * dilation + 1;
+    std::vector<const float*> rows(static_cast<size_t>(span));
+    const float* wdata = static_cast<const float*>(w->data);
+    const float* bdata = static_cast<const float*>(bias->data);
+    for (int64_t b = 0; b < dst->ne[2]; ++b) {
+        const char* xb = static_cast<const char*>(x->data) + b * x->nb[2];
+        for (int64_t i = 0; i < span; ++i) {
+            const int64_t v = t0 * stride - left + i;  // index into [hist | x]
+            rows[static_cast<size_t>(i)] =
+                v < 0 || v >= length ? zeros.data()
+                : v < h              ? reinterpret_cast<const float*>(static_cast<const char*>(hist->data) + v * hist->nb[1])
+                                     : reinterpret_cast<const float*>(xb + (v - h) * x->nb[1]);
+        }
+        const char* rb_res = res ? static_cast<const char*>(res->data) + b * res->nb[2] : nullptr;
+        char* db = static_cast<char*>(dst->data) + b * dst->nb[2];
+        if (panel_regs(cout) == 2) {
+            conv_panels<2, 12>(rows.data(), dilation, stride, taps, cin, cout, wdata, bdata, rb_res, res ? res->nb[1] : 0, db,
+                               dst->nb[1], t0, t1);
+        } else {
+            conv_panels<3, 8>(rows.data(), dilation, stride, taps, cin, cout, wdata, bdata, rb_res, res ? res->nb[1] : 0, db,
+                              dst->nb[1], t0, t1);
         }
     }
 }
@@ -414,18 +452,19 @@ ggml_tensor* conv_columns_padded(ggml_context* ctx, ggml_tensor* x, int64_t taps
     return cols;
 }
 
-bool conv_direct_supported(int64_t cin, int64_t cout, int64_t taps, int64_t dilation) {
+bool conv_direct_supported(int64_t cin, int64_t cout, int64_t taps, int64_t dilation, int64_t stride, int64_t left) {
 #if defined(__AVX512F__)
-    return cout > 0 && cin > 0 && taps >= 1 && taps <= kFieldMax && dilation >= 1 && dilation <= kFieldMax;
+    return cout > 0 && cin > 0 && taps >= 1 && taps <= kConvFieldMax && dilation >= 1 && dilation <= kConvFieldMax &&
+           stride >= 1 && stride <= kConvFieldMax && left >= 0 && left <= kConvLeftMax;
 #else
-    (void)cin, (void)cout, (void)taps, (void)dilation;
+    (void)cin, (void)cout, (void)taps, (void)dilation, (void)stride, (void)left;
     return false;
 #endif
 }
 
 int64_t conv_panel_rows(int64_t cout) {
 #if defined(__AVX512F__)
-    return (cout + kPanel - 1) / kPanel * kPanel;
+    return (cout + panel_width(cout) - 1) / panel_width(cout) * panel_width(cout);
 #else
     return cout;
 #endif
@@ -433,7 +472,7 @@ int64_t conv_panel_rows(int64_t cout) {
 
 std::vector<float> conv_weight_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout) {
 #if defined(__AVX512F__)
-    const int64_t panel = kPanel;
+    const int64_t panel = panel_width(cout);
 #else
     const int64_t panel = 1;
 #endif
@@ -445,23 +484,62 @@ std::vector<float> conv_weight_panels(const std::vector<float>& w, int64_t k, in
     return out;
 }
 
-ggml_tensor* conv_direct(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ggml_tensor* hist,
-                         ggml_tensor* residual, int64_t taps, int64_t dilation) {
+namespace {
+
+ggml_tensor* conv_direct_node(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ggml_tensor* hist,
+                              ggml_tensor* residual, int64_t taps, int64_t dilation, int64_t stride, int64_t left,
+                              int64_t columns) {
     const int64_t cout = bias->ne[0];
-    if (!conv_direct_supported(x->ne[0], cout, taps, dilation) || (taps > 1) != (hist != nullptr)) {
+    if (!conv_direct_supported(x->ne[0], cout, taps, dilation, stride, left) || columns < 1 ||
+        (hist && (hist->ne[0] != x->ne[0] || x->ne[2] != 1)) || w->ne[0] != x->ne[0] * taps ||
+        w->ne[1] != conv_panel_rows(cout) ||
+        (residual && (residual->ne[0] != cout || residual->ne[1] != columns || residual->ne[2] != x->ne[2]))) {
         throw Error(ErrorKind::Internal, "conv_direct: unsupported shape (check conv_direct_supported first)");
     }
 #if defined(__AVX512F__)
+    // The op reads rows of channels in place (any row and batch strides): channels must be contiguous.
+    if (x->nb[0] != sizeof(float)) x = ggml_cont(ctx, x);
+    if (hist && hist->nb[0] != sizeof(float)) hist = ggml_cont(ctx, hist);
+    if (residual && residual->nb[0] != sizeof(float)) residual = ggml_cont(ctx, residual);
     std::vector<ggml_tensor*> args = {x, w, bias};
     if (hist) args.push_back(hist);
     if (residual) args.push_back(residual);
-    return ggml_custom_4d(ctx, GGML_TYPE_F32, cout, x->ne[1], 1, 1, args.data(), static_cast<int>(args.size()),
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, cout, columns, x->ne[2], 1, args.data(), static_cast<int>(args.size()),
                           conv_direct_op, GGML_N_TASKS_MAX,
-                          reinterpret_cast<void*>(pack_conv(dilation, taps, hist != nullptr, residual != nullptr)));
+                          reinterpret_cast<void*>(pack_conv(dilation, taps, stride, left, hist != nullptr, residual != nullptr)));
 #else
-    (void)ctx, (void)w, (void)residual;
+    (void)ctx, (void)hist;
     return nullptr;
 #endif
+}
+
+}  // namespace
+
+ggml_tensor* conv_direct(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ggml_tensor* hist,
+                         ggml_tensor* residual, int64_t taps, int64_t dilation) {
+    if ((taps > 1) != (hist != nullptr) || (hist && hist->ne[1] != (taps - 1) * dilation)) {
+        throw Error(ErrorKind::Internal, "conv_direct: the history must hold (taps - 1) * dilation samples");
+    }
+    return conv_direct_node(ctx, x, w, bias, hist, residual, taps, dilation, 1, 0, x->ne[1]);
+}
+
+ggml_tensor* conv_direct_padded(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias,
+                                ggml_tensor* residual, int64_t taps, int64_t dilation, int64_t stride, int64_t left,
+                                int64_t columns) {
+    return conv_direct_node(ctx, x, w, bias, nullptr, residual, taps, dilation, stride, left, columns);
+}
+
+std::vector<float> transposed_conv_as_conv(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout,
+                                           int64_t stride) {
+    const int64_t n = (k + stride - 1) / stride, rows = cout * stride;
+    std::vector<float> out(static_cast<size_t>(n * cin * rows), 0.0f);
+    for (int64_t ci = 0; ci < cin; ++ci)
+        for (int64_t co = 0; co < cout; ++co)
+            for (int64_t m = 0; m < k; ++m) {
+                const int64_t j = n - 1 - m / stride, row = co + cout * (m % stride);
+                out[j + n * (ci + cin * row)] = w[m + k * (co + cout * ci)];
+            }
+    return out;
 }
 
 std::vector<float> conv_weight_rows(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout) {

@@ -55,13 +55,26 @@ std::vector<float> conv_weight_rows(const std::vector<float>& w, int64_t k, int6
 // (taps-1) * dilation] the preceding samples (nullptr when taps == 1), x [Cin, T], the weights packed
 // by conv_weight_panels. Every output is one fused multiply-add chain in a fixed order, so results
 // do not depend on the step length or the thread count. Only where conv_direct_supported().
-bool conv_direct_supported(int64_t cin, int64_t cout, int64_t taps, int64_t dilation);
+bool conv_direct_supported(int64_t cin, int64_t cout, int64_t taps, int64_t dilation, int64_t stride = 1,
+                           int64_t left = 0);
 ggml_tensor* conv_direct(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ggml_tensor* hist,
                          ggml_tensor* residual, int64_t taps, int64_t dilation);
+// The same without a history, with implicit zero padding and a stride: x [Cin, L(, B)] → y [Cout,
+// columns(, B)], y[:, t] = bias + sum_j W_j · x[:, t * stride + j * dilation - left] (+ residual[:, t]),
+// zeros where that index falls outside 0..L-1 (left and right padding without a padded copy).
+ggml_tensor* conv_direct_padded(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias,
+                                ggml_tensor* residual, int64_t taps, int64_t dilation, int64_t stride, int64_t left,
+                                int64_t columns);
 // GGUF [k, Cin, Cout] (tap fastest) → panels of 48 output channels, each [k][Cin][48], the last
 // one zero-padded: conv_panel_rows(Cout) * k * Cin values.
 std::vector<float> conv_weight_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout);
 int64_t conv_panel_rows(int64_t cout);
+// A transposed conv (PyTorch weight [Cin, Cout, k], stride s) as an ordinary conv over its input
+// zero-padded on the left by n - 1 samples, n = ceil(k / s): n taps, s * Cout outputs per input
+// step, row co + Cout * m = output sample m of the step; tap j holds transposed tap (n - 1 - j) * s + m
+// (zero past k). In GGUF conv order [n, Cin, s * Cout] (for conv_weight_panels).
+std::vector<float> transposed_conv_as_conv(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout,
+                                           int64_t stride);
 
 // ELU (alpha 1) as the official codec encoder computes it: x > 0 ? x : exp(x) - 1. Fused: one
 // vectorised pass (exp within 2 ulp; ggml_elu calls expm1f element by element); otherwise ggml_elu.

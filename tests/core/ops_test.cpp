@@ -401,6 +401,164 @@ TEST(ConvDirect, MatchesTheReferenceAndDoesNotDependOnTheSteps) {
     }
 }
 
+// The padded, strided direct conv (no history; batch items side by side) against a plain
+// double-precision reference: symmetric and one-sided zero padding, dilation, stride, odd lengths,
+// a partial channel panel, a residual, 1-3 threads (bit-identical across thread counts).
+TEST(ConvDirect, PaddedAndStridedMatchTheReference) {
+    if (!conv_direct_supported(5, 50, 3, 1, 2, 1)) {  // a build without AVX-512: callers must use the column product
+        ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 8, nullptr, true});
+        ggml_tensor* x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 5, 4);
+        ggml_tensor* b = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 50);
+        EXPECT_THROW(conv_direct_padded(ctx, x, x, b, nullptr, 3, 1, 2, 1, 2), Error);
+        ggml_free(ctx);
+        return;
+    }
+    std::mt19937 rng(21);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    struct Case {
+        int64_t cin, cout, taps, dilation, stride, left, right, length, batch;
+    };
+    for (const Case& c : {Case{7, 64, 11, 5, 1, 25, 25, 31, 1}, Case{18, 50, 30, 1, 15, 7, 7, 61, 1},
+                          Case{9, 20, 6, 1, 3, 1, 1, 17, 1}, Case{13, 96, 3, 1, 1, 2, 0, 23, 2}, Case{3, 1, 1, 1, 1, 0, 0, 5, 2},
+                          Case{5, 33, 4, 2, 2, 0, 9, 19, 1}, Case{16, 128, 3, 3, 1, 3, 3, 37, 1}}) {
+        const int64_t columns = (c.length + c.left + c.right - (c.taps - 1) * c.dilation - 1) / c.stride + 1;
+        std::vector<float> w(c.taps * c.cin * c.cout), bias(c.cout), x(c.cin * c.length * c.batch),
+            res(c.cout * columns * c.batch);
+        for (float& v : w) v = normal(rng);
+        for (float& v : bias) v = normal(rng);
+        for (float& v : x) v = normal(rng);
+        for (float& v : res) v = normal(rng);
+        const std::vector<float> panels = conv_weight_panels(w, c.taps, c.cin, c.cout);
+        for (bool with_res : {false, true}) {
+            std::vector<double> ref(c.cout * columns * c.batch);
+            for (int64_t b = 0; b < c.batch; ++b)
+                for (int64_t t = 0; t < columns; ++t)
+                    for (int64_t co = 0; co < c.cout; ++co) {
+                        const int64_t o = (b * columns + t) * c.cout + co;
+                        double acc = bias[co] + (with_res ? res[o] : 0.0);
+                        for (int64_t j = 0; j < c.taps; ++j) {
+                            const int64_t i = t * c.stride + j * c.dilation - c.left;
+                            if (i < 0 || i >= c.length) continue;
+                            for (int64_t ci = 0; ci < c.cin; ++ci)
+                                acc += static_cast<double>(w[j + c.taps * (ci + c.cin * co)]) *
+                                       x[(b * c.length + i) * c.cin + ci];
+                        }
+                        ref[o] = acc;
+                    }
+            std::vector<float> first;
+            for (int threads : {1, 2, 3}) {
+                std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> in = {
+                    {{c.cin, c.length, c.batch}, x}, {{c.cin * c.taps, conv_panel_rows(c.cout)}, panels}, {{c.cout}, bias}};
+                if (with_res) in.push_back({{c.cout, columns, c.batch}, res});
+                const std::vector<float> y = run_graph(
+                    in,
+                    [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
+                        return conv_direct_padded(ctx, t[0], t[1], t[2], with_res ? t[3] : nullptr, c.taps, c.dilation,
+                                                  c.stride, c.left, columns);
+                    },
+                    threads);
+                ASSERT_EQ(y.size(), ref.size());
+                double worst = 0;
+                for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(y[i] - ref[i]));
+                EXPECT_LE(worst, 1e-4) << c.cin << "x" << c.cout << " taps " << c.taps << " stride " << c.stride
+                                       << " threads " << threads << (with_res ? " residual" : "");
+                if (threads == 1) first = y;
+                EXPECT_EQ(y, first) << "threads " << threads;
+            }
+        }
+    }
+}
+
+// Input given time-major (a transposed view, channels not contiguous): the same result as the
+// contiguous copy.
+TEST(ConvDirect, TransposedViewInputEqualsContiguousInput) {
+    const int64_t cin = 6, cout = 64, taps = 3, length = 19;
+    if (!conv_direct_supported(cin, cout, taps, 1, 1, 1)) return;  // no AVX-512: PaddedAndStrided checks the refusal
+    std::mt19937 rng(23);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> w(taps * cin * cout), bias(cout), x(cin * length);
+    for (float& v : w) v = normal(rng);
+    for (float& v : bias) v = normal(rng);
+    for (float& v : x) v = normal(rng);
+    std::vector<float> xt(x.size());  // [length, cin] time fastest
+    for (int64_t t = 0; t < length; ++t)
+        for (int64_t c = 0; c < cin; ++c) xt[c * length + t] = x[t * cin + c];
+    const std::vector<float> panels = conv_weight_panels(w, taps, cin, cout);
+    const auto run = [&](bool transposed) {
+        return run_graph({{transposed ? std::vector<int64_t>{length, cin} : std::vector<int64_t>{cin, length}, transposed ? xt : x},
+                          {{cin * taps, conv_panel_rows(cout)}, panels},
+                          {{cout}, bias}},
+                         [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
+                             ggml_tensor* in = transposed ? ggml_transpose(ctx, t[0]) : t[0];
+                             return conv_direct_padded(ctx, in, t[1], t[2], nullptr, taps, 1, 1, 1, length);
+                         },
+                         2);
+    };
+    EXPECT_EQ(run(true), run(false));
+}
+
+// A transposed conv (PyTorch ConvTranspose1d, kernel k, stride s, padding p) computed as
+// transposed_conv_as_conv + conv_direct_padded (left n - 1) and a crop, against the textbook
+// scatter definition: y[o] = bias + sum over i, m with i * s + m - p = o of W[:, :, m] · x[i]. The
+// re-laid weights are also checked by a plain host conv (the only check without AVX-512).
+TEST(ConvDirect, TransposedConvAsPaddedConvMatchesTheScatter) {
+    std::mt19937 rng(22);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (const auto& [cin, cout, k, s, length] : {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{12, 8, 16, 8, 9},
+                                                  {10, 7, 11, 5, 13}, {6, 20, 7, 3, 21}, {5, 3, 4, 2, 1}}) {
+        const int64_t pad = (k - s) / 2, n = (k + s - 1) / s, len = (length - 1) * s + k - 2 * pad;
+        std::vector<float> w(cin * cout * k), bias(cout), x(cin * length);  // w [Cin, Cout, k]
+        for (float& v : w) v = normal(rng);
+        for (float& v : bias) v = normal(rng);
+        for (float& v : x) v = normal(rng);
+        std::vector<double> ref(cout * len);
+        for (int64_t o = 0; o < len; ++o)
+            for (int64_t co = 0; co < cout; ++co) ref[o * cout + co] = bias[co];
+        for (int64_t i = 0; i < length; ++i)
+            for (int64_t m = 0; m < k; ++m) {
+                const int64_t o = i * s + m - pad;
+                if (o < 0 || o >= len) continue;
+                for (int64_t co = 0; co < cout; ++co)
+                    for (int64_t ci = 0; ci < cin; ++ci)
+                        ref[o * cout + co] += static_cast<double>(w[m + k * (co + cout * ci)]) * x[i * cin + ci];
+            }
+        const std::vector<float> as_conv = transposed_conv_as_conv(w, k, cin, cout, s);  // [n, Cin, s * Cout]
+        ASSERT_EQ(static_cast<int64_t>(as_conv.size()), n * cin * cout * s);
+        double host_worst = 0;
+        for (int64_t o = 0; o < len; ++o)
+            for (int64_t co = 0; co < cout; ++co) {
+                const int64_t block = (o + pad) / s, row = co + cout * ((o + pad) % s);
+                double acc = bias[co];
+                for (int64_t j = 0; j < n; ++j) {
+                    const int64_t i = block + j - (n - 1);
+                    if (i < 0 || i >= length) continue;
+                    for (int64_t ci = 0; ci < cin; ++ci)
+                        acc += static_cast<double>(as_conv[j + n * (ci + cin * row)]) * x[i * cin + ci];
+                }
+                host_worst = std::max(host_worst, std::fabs(acc - ref[o * cout + co]));
+            }
+        EXPECT_LE(host_worst, 1e-9) << "k " << k << " stride " << s;
+        if (!conv_direct_supported(cin, cout * s, n, 1, 1, n - 1)) continue;  // no AVX-512: the re-layout alone
+        const std::vector<float> panels = conv_weight_panels(as_conv, n, cin, cout * s);
+        std::vector<float> repeated;
+        for (int64_t m = 0; m < s; ++m) repeated.insert(repeated.end(), bias.begin(), bias.end());
+        for (int threads : {1, 3}) {
+            const std::vector<float> y = run_graph(
+                {{{cin, length}, x}, {{cin * n, conv_panel_rows(cout * s)}, panels}, {{cout * s}, repeated}},
+                [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
+                    ggml_tensor* blocks = conv_direct_padded(ctx, t[0], t[1], t[2], nullptr, n, 1, 1, n - 1, length + n - 1);
+                    ggml_tensor* samples = ggml_reshape_2d(ctx, blocks, cout, s * (length + n - 1));
+                    return ggml_cont(ctx, ggml_view_2d(ctx, samples, cout, len, samples->nb[1], pad * samples->nb[1]));
+                },
+                threads);
+            ASSERT_EQ(y.size(), ref.size());
+            double worst = 0;
+            for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(y[i] - ref[i]));
+            EXPECT_LE(worst, 1e-4) << "k " << k << " stride " << s << " threads " << threads;
+        }
+    }
+}
+
 TEST(ConvWeightRows, TapMajorRows) {
     const int64_t k = 3, cin = 2, cout = 2;
     std::vector<float> w(k * cin * cout);
