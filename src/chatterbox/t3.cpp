@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 
+#include "chatterbox/s3gen_nn.h"
 #include "convert/chatterbox_names.h"
 #include "core/graph.h"
 #include "lm/kv_cache.h"
@@ -527,7 +530,7 @@ struct T3::Decoder {
         ggml_backend_tensor_set(in.rows, r.data(), 0, ggml_nbytes(in.rows));
         lm::causal_mask(mask, in.n_kv, 0, in.n);
         ggml_backend_tensor_set(in.mask, mask.data(), 0, ggml_nbytes(in.mask));
-        g.compute(t3.backend_);
+        compute_by_op(t3.backend_, g.cgraph(), t3.profile_, "prefill");
         if (embeds_out) {
             embeds_out->resize(static_cast<size_t>(ggml_nelements(embeds)));
             ggml_backend_tensor_get(embeds, embeds_out->data(), 0, ggml_nbytes(embeds));
@@ -628,7 +631,8 @@ struct T3::Decoder {
         ggml_backend_tensor_set(s.pos, &pos, 0, sizeof(pos));
         ggml_backend_tensor_set(s.rows, &row, 0, sizeof(row));
         ggml_backend_tensor_set(s.mask, mask.data(), 0, ggml_nbytes(s.mask));
-        s.graph.compute(t3.backend_);
+        compute_by_op(t3.backend_, s.graph.cgraph(), t3.profile_, "step");
+        const HostTimer timer(t3.profile_, "host: logits read-back");
         read_logits(s.logits);
         ++length;
     }
@@ -675,6 +679,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double cpu_ms_since(std::clock_t c) { return 1000.0 * static_cast<double>(std::clock() - c) / CLOCKS_PER_SEC; }
 
 }  // namespace
 
@@ -683,6 +688,7 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     if (hp_.gpt2) return generate_turbo(text, cond, o, trace, timings);
     check_inputs(text, cond, o);
     const auto start = Clock::now();
+    const std::clock_t cpu_start = std::clock();
     const T3Hparams& h = hp_;
     const std::vector<float> cond_emb = conditioning(cond);
     const int64_t streams = o.cfg_weight > 0.0f ? 2 : 1;
@@ -692,7 +698,11 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     if (trace) trace->start(cond_emb);
     dec.prefill(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
     const auto decode_start = Clock::now();
-    if (timings) timings->prefill_ms = ms_since(start);
+    const std::clock_t decode_cpu_start = std::clock();
+    if (timings) {
+        timings->prefill_ms = ms_since(start);
+        timings->prefill_cpu_ms = cpu_ms_since(cpu_start);
+    }
 
     const size_t V = h.speech_vocab;
     lm::Sampler sampler(o.seed);
@@ -700,6 +710,7 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     std::vector<int32_t> history{h.start_speech}, predicted;
     std::vector<float> scores(V);
     for (uint32_t i = 0; i < o.max_new_tokens; ++i) {
+        std::optional<HostTimer> timer(std::in_place, profile_, "host: guidance + sampling");
         const float* c = dec.logits.data();
         const float* u = streams == 2 ? c + V : c;
         for (size_t j = 0; j < V; ++j) scores[j] = c[j] + o.cfg_weight * (c[j] - u[j]);
@@ -721,11 +732,13 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
         }
         predicted.push_back(next);
         history.push_back(next);
+        timer.reset();
         if (next == h.stop_speech) break;
         if (i + 1 < o.max_new_tokens) dec.step(next, static_cast<int32_t>(i + 1));
     }
     if (timings) {
         timings->decode_ms = ms_since(decode_start);
+        timings->decode_cpu_ms = cpu_ms_since(decode_cpu_start);
         timings->tokens = static_cast<uint32_t>(predicted.size());
     }
     return predicted;
@@ -775,6 +788,7 @@ std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t>& tokens, int
 std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
                                         T3Trace* trace, T3Timings* timings) const {
     const auto start = Clock::now();
+    const std::clock_t cpu_start = std::clock();
     const T3Hparams& h = hp_;
     if (text.empty()) throw Error(ErrorKind::InvalidArgument, "T3 text has no tokens");
     for (int32_t t : text) {
@@ -810,7 +824,11 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
     if (trace) trace->start(cond_emb);
     dec.prefill_turbo(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
     const auto decode_start = Clock::now();
-    if (timings) timings->prefill_ms = ms_since(start);
+    const std::clock_t decode_cpu_start = std::clock();
+    if (timings) {
+        timings->prefill_ms = ms_since(start);
+        timings->prefill_cpu_ms = cpu_ms_since(cpu_start);
+    }
 
     // inference_turbo: processors temperature → top-k → top-p → repetition penalty (history: [BOS]
     // for the first token, then the generated tokens only); the first token is sampled from the
@@ -823,6 +841,7 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
     std::vector<float> scores(V);
     for (uint32_t i = 0; i <= o.max_new_tokens; ++i) {
         if (i > 0) dec.step(predicted.back(), 0);
+        const HostTimer timer(profile_, "host: sampling");
         scores.assign(dec.logits.begin(), dec.logits.begin() + static_cast<std::ptrdiff_t>(V));
         if (trace && i < trace->steps) trace->logits_cond.push_back(scores);
         // Fixed-length runs (T3Options::min_new_tokens): speech ids only until then.
@@ -837,6 +856,7 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
     }
     if (timings) {
         timings->decode_ms = ms_since(decode_start);
+        timings->decode_cpu_ms = cpu_ms_since(decode_cpu_start);
         timings->tokens = static_cast<uint32_t>(predicted.size());
     }
     return predicted;
