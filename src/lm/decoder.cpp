@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iterator>
 
+#include "core/ops.h"
 #include "core/packed_matmul.h"
 
 namespace talkbox::lm {
@@ -62,13 +63,6 @@ void pack_for_cpu(std::vector<LayerWeights>& layers, bool cpu_backend) {
     }
 }
 
-ggml_tensor* gelu_new(ggml_context* ctx, ggml_tensor* x) {
-    const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
-    ggml_tensor* inner = ggml_add(ctx, x, ggml_scale(ctx, ggml_mul(ctx, ggml_sqr(ctx, x), x), 0.044715f));
-    ggml_tensor* t = ggml_tanh(ctx, ggml_scale(ctx, inner, c));
-    return ggml_mul(ctx, ggml_scale(ctx, x, 0.5f), ggml_scale_bias(ctx, t, 1.0f, 1.0f));
-}
-
 ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::vector<LayerWeights>& layers,
                            ggml_tensor* output_norm, ggml_tensor* x, const AttentionInputs& in, const KvCache& cache,
                            ggml_tensor* output_norm_b) {
@@ -107,7 +101,7 @@ ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::ve
 
         h = block_norm(ctx, x, w.ffn_norm, w.ffn_norm_b, s);
         if (gpt2) {
-            h = gelu_new(ctx, add_bias(ctx, linear(ctx, w, w.up, h), w.up_b));
+            h = gelu_tanh(ctx, add_bias(ctx, linear(ctx, w, w.up, h), w.up_b), s.cpu_ops);  // transformers' gelu_new
         } else {
             h = ggml_swiglu_split(ctx, linear(ctx, w, w.gate, h), linear(ctx, w, w.up, h));
         }
