@@ -19,9 +19,12 @@ namespace talkbox::chatterbox {
 
 namespace {
 
-// Attention windows (and cache capacities) come in multiples of this many positions, so the
-// per-step graph is rebuilt only when the sequence crosses a boundary.
+// Cache capacities come in multiples of kWindow positions, attention windows (the cache rows a
+// graph reads) in multiples of kAttention, so the per-step graph is rebuilt only when the sequence
+// crosses such a boundary. A tight window matters on the CPU: from 512 rows on, flash attention
+// splits the rows evenly between threads, and masked rows past the sequence leave a thread idle.
 constexpr int64_t kWindow = 256;
+constexpr int64_t kAttention = 64;
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -485,7 +488,7 @@ struct T3::Decoder {
     Decoder(const T3& t, int64_t n_streams, int64_t capacity) : t3(t), streams(n_streams) {
         const T3Hparams& h = t3.hp_;
         shape = {h.heads, h.kv_heads, h.head_dim, h.rms_eps, h.rope_theta, t3.w_->rope_factors,
-                 h.gpt2 ? lm::StackFlavour::Gpt2 : lm::StackFlavour::Llama};
+                 h.gpt2 ? lm::StackFlavour::Gpt2 : lm::StackFlavour::Llama, t3.backend_.is_cpu()};
         cache = std::make_unique<lm::KvCache>(t3.backend_.get(), h.layers, h.kv_heads, h.head_dim,
                                               static_cast<uint32_t>(round_up(capacity, kWindow)), lm::KvType::F32,
                                               static_cast<uint32_t>(streams));
@@ -510,7 +513,7 @@ struct T3::Decoder {
         int64_t n, n_kv;
     };
     PrefillInputs prefill_inputs(Graph& g, int64_t D, int64_t C, int64_t T, int64_t n) const {
-        const int64_t n_kv = std::min<int64_t>(round_up(n, kWindow), cache->capacity());
+        const int64_t n_kv = std::min<int64_t>(round_up(n, kAttention), cache->capacity());
         return {g.input(GGML_TYPE_F32, {D, C}, "cond_emb"), g.input(GGML_TYPE_I32, {T}, "text_tokens"),
                 g.input(GGML_TYPE_I32, {1}, "bos"),         g.input(GGML_TYPE_I32, {n}, "positions"),
                 g.input(GGML_TYPE_I64, {n}, "rows"),        g.input(GGML_TYPE_F16, {n_kv, n}, "mask"),
@@ -603,7 +606,7 @@ struct T3::Decoder {
             cache = std::move(grown);
             step_graph.reset();  // its graph points at the old cache
         }
-        const int64_t n_kv = std::min<int64_t>(round_up(length + 1, kWindow), cache->capacity());
+        const int64_t n_kv = std::min<int64_t>(round_up(length + 1, kAttention), cache->capacity());
         if (!step_graph || step_graph->n_kv != n_kv) {
             step_graph.reset();
             auto s = std::make_unique<Step>();
