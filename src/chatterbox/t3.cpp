@@ -11,6 +11,7 @@
 #include "chatterbox/s3gen_nn.h"
 #include "convert/chatterbox_names.h"
 #include "core/graph.h"
+#include "core/packed_matmul.h"
 #include "lm/kv_cache.h"
 #include "lm/sampler.h"
 #include "talkbox/error.h"
@@ -198,10 +199,26 @@ struct T3::Weights {
     ggml_tensor* rope_factors = nullptr;  // lives in rope_ctx / rope_buf
     ggml_context* rope_ctx = nullptr;
     ggml_backend_buffer_t rope_buf = nullptr;
+    // On the CPU: the speech head's whole 16-row panels (a view in head_ctx), packed for the panel
+    // kernels; its last speech_vocab mod 16 rows (6563, 8194 rows) keep ggml's layout.
+    ggml_tensor* head_panels = nullptr;
+    ggml_context* head_ctx = nullptr;
 
     ~Weights() {
         if (rope_buf) ggml_backend_buffer_free(rope_buf);
         if (rope_ctx) ggml_free(rope_ctx);
+        if (head_ctx) ggml_free(head_ctx);
+    }
+
+    void pack_head(bool cpu) {
+        const int64_t rows = speech_head->ne[1] / packed::kPanelRows * packed::kPanelRows;
+        if (!cpu || rows == 0 || !packed::packs(speech_head->type)) return;
+        head_ctx = ggml_init({ggml_tensor_overhead(), nullptr, /*no_alloc=*/true});
+        if (!head_ctx) throw Error(ErrorKind::Internal, "cannot create a ggml context for the T3 speech head");
+        ggml_tensor* v = ggml_view_2d(head_ctx, speech_head, speech_head->ne[0], rows, speech_head->nb[1], 0);
+        if (!speech_head->buffer || ggml_backend_view_init(v) != GGML_STATUS_SUCCESS || !packed::can_pack(v)) return;
+        packed::pack(v);
+        head_panels = v;
     }
 };
 
@@ -286,6 +303,7 @@ T3::T3(const GgufFile& file, const Backend& backend)
         w.layers.push_back(lw);
     }
     lm::pack_for_cpu(w.layers, backend.is_cpu());
+    w.pack_head(backend.is_cpu());
 
     // llama3 RoPE: per-frequency divisors, computed once and kept on the backend.
     const std::vector<float> factors = lm::llama3_rope_freq_factors(h.head_dim, h.rope_theta, h.rope_scaling);
@@ -360,6 +378,7 @@ void T3::load_gpt2() {
         w.layers.push_back(lw);
     }
     lm::pack_for_cpu(w.layers, backend_.is_cpu());
+    w.pack_head(backend_.is_cpu());
 }
 
 T3::~T3() = default;
@@ -498,8 +517,16 @@ struct T3::Decoder {
     // Last position of every stream → speech_head → [speech_vocab, streams].
     ggml_tensor* head(ggml_context* ctx, ggml_tensor* out, int64_t n_tokens) const {
         const int64_t D = t3.hp_.hidden;
-        ggml_tensor* last = ggml_view_2d(ctx, out, D, streams, out->nb[1] * n_tokens, out->nb[1] * (n_tokens - 1));
-        return linear(ctx, ggml_cont(ctx, last), t3.w_->speech_head, t3.w_->speech_head_b);
+        ggml_tensor* last = ggml_cont(ctx, ggml_view_2d(ctx, out, D, streams, out->nb[1] * n_tokens, out->nb[1] * (n_tokens - 1)));
+        const Weights& w = *t3.w_;
+        if (!w.head_panels) return linear(ctx, last, w.speech_head, w.speech_head_b);
+        ggml_tensor* y = packed::mul_mat(ctx, w.head_panels, last);
+        const int64_t done = w.head_panels->ne[1], rest = w.speech_head->ne[1] - done;
+        if (rest > 0) {
+            ggml_tensor* tail = ggml_view_2d(ctx, w.speech_head, D, rest, w.speech_head->nb[1], done * w.speech_head->nb[1]);
+            y = ggml_concat(ctx, y, ggml_mul_mat(ctx, tail, last), 0);
+        }
+        return w.speech_head_b ? ggml_add(ctx, y, w.speech_head_b) : y;
     }
 
     ggml_tensor* backbone(ggml_context* ctx, ggml_tensor* x, const lm::AttentionInputs& in) const {
