@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 
+#include "chatterbox/s3gen_nn.h"
 #include "convert/chatterbox_names.h"
 #include "core/graph.h"
+#include "core/packed_matmul.h"
 #include "lm/kv_cache.h"
 #include "lm/sampler.h"
 #include "talkbox/error.h"
@@ -16,9 +20,12 @@ namespace talkbox::chatterbox {
 
 namespace {
 
-// Attention windows (and cache capacities) come in multiples of this many positions, so the
-// per-step graph is rebuilt only when the sequence crosses a boundary.
+// Cache capacities come in multiples of kWindow positions, attention windows (the cache rows a
+// graph reads) in multiples of kAttention, so the per-step graph is rebuilt only when the sequence
+// crosses such a boundary. A tight window matters on the CPU: from 512 rows on, flash attention
+// splits the rows evenly between threads, and masked rows past the sequence leave a thread idle.
 constexpr int64_t kWindow = 256;
+constexpr int64_t kAttention = 64;
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -192,10 +199,26 @@ struct T3::Weights {
     ggml_tensor* rope_factors = nullptr;  // lives in rope_ctx / rope_buf
     ggml_context* rope_ctx = nullptr;
     ggml_backend_buffer_t rope_buf = nullptr;
+    // On the CPU: the speech head's whole 16-row panels (a view in head_ctx), packed for the panel
+    // kernels; its last speech_vocab mod 16 rows (6563, 8194 rows) keep ggml's layout.
+    ggml_tensor* head_panels = nullptr;
+    ggml_context* head_ctx = nullptr;
 
     ~Weights() {
         if (rope_buf) ggml_backend_buffer_free(rope_buf);
         if (rope_ctx) ggml_free(rope_ctx);
+        if (head_ctx) ggml_free(head_ctx);
+    }
+
+    void pack_head(bool cpu) {
+        const int64_t rows = speech_head->ne[1] / packed::kPanelRows * packed::kPanelRows;
+        if (!cpu || rows == 0 || !packed::packs(speech_head->type)) return;
+        head_ctx = ggml_init({ggml_tensor_overhead(), nullptr, /*no_alloc=*/true});
+        if (!head_ctx) throw Error(ErrorKind::Internal, "cannot create a ggml context for the T3 speech head");
+        ggml_tensor* v = ggml_view_2d(head_ctx, speech_head, speech_head->ne[0], rows, speech_head->nb[1], 0);
+        if (!speech_head->buffer || ggml_backend_view_init(v) != GGML_STATUS_SUCCESS || !packed::can_pack(v)) return;
+        packed::pack(v);
+        head_panels = v;
     }
 };
 
@@ -280,6 +303,7 @@ T3::T3(const GgufFile& file, const Backend& backend)
         w.layers.push_back(lw);
     }
     lm::pack_for_cpu(w.layers, backend.is_cpu());
+    w.pack_head(backend.is_cpu());
 
     // llama3 RoPE: per-frequency divisors, computed once and kept on the backend.
     const std::vector<float> factors = lm::llama3_rope_freq_factors(h.head_dim, h.rope_theta, h.rope_scaling);
@@ -354,6 +378,7 @@ void T3::load_gpt2() {
         w.layers.push_back(lw);
     }
     lm::pack_for_cpu(w.layers, backend_.is_cpu());
+    w.pack_head(backend_.is_cpu());
 }
 
 T3::~T3() = default;
@@ -482,7 +507,7 @@ struct T3::Decoder {
     Decoder(const T3& t, int64_t n_streams, int64_t capacity) : t3(t), streams(n_streams) {
         const T3Hparams& h = t3.hp_;
         shape = {h.heads, h.kv_heads, h.head_dim, h.rms_eps, h.rope_theta, t3.w_->rope_factors,
-                 h.gpt2 ? lm::StackFlavour::Gpt2 : lm::StackFlavour::Llama};
+                 h.gpt2 ? lm::StackFlavour::Gpt2 : lm::StackFlavour::Llama, t3.backend_.is_cpu()};
         cache = std::make_unique<lm::KvCache>(t3.backend_.get(), h.layers, h.kv_heads, h.head_dim,
                                               static_cast<uint32_t>(round_up(capacity, kWindow)), lm::KvType::F32,
                                               static_cast<uint32_t>(streams));
@@ -492,8 +517,16 @@ struct T3::Decoder {
     // Last position of every stream → speech_head → [speech_vocab, streams].
     ggml_tensor* head(ggml_context* ctx, ggml_tensor* out, int64_t n_tokens) const {
         const int64_t D = t3.hp_.hidden;
-        ggml_tensor* last = ggml_view_2d(ctx, out, D, streams, out->nb[1] * n_tokens, out->nb[1] * (n_tokens - 1));
-        return linear(ctx, ggml_cont(ctx, last), t3.w_->speech_head, t3.w_->speech_head_b);
+        ggml_tensor* last = ggml_cont(ctx, ggml_view_2d(ctx, out, D, streams, out->nb[1] * n_tokens, out->nb[1] * (n_tokens - 1)));
+        const Weights& w = *t3.w_;
+        if (!w.head_panels) return linear(ctx, last, w.speech_head, w.speech_head_b);
+        ggml_tensor* y = packed::mul_mat(ctx, w.head_panels, last);
+        const int64_t done = w.head_panels->ne[1], rest = w.speech_head->ne[1] - done;
+        if (rest > 0) {
+            ggml_tensor* tail = ggml_view_2d(ctx, w.speech_head, D, rest, w.speech_head->nb[1], done * w.speech_head->nb[1]);
+            y = ggml_concat(ctx, y, ggml_mul_mat(ctx, tail, last), 0);
+        }
+        return w.speech_head_b ? ggml_add(ctx, y, w.speech_head_b) : y;
     }
 
     ggml_tensor* backbone(ggml_context* ctx, ggml_tensor* x, const lm::AttentionInputs& in) const {
@@ -507,7 +540,7 @@ struct T3::Decoder {
         int64_t n, n_kv;
     };
     PrefillInputs prefill_inputs(Graph& g, int64_t D, int64_t C, int64_t T, int64_t n) const {
-        const int64_t n_kv = std::min<int64_t>(round_up(n, kWindow), cache->capacity());
+        const int64_t n_kv = std::min<int64_t>(round_up(n, kAttention), cache->capacity());
         return {g.input(GGML_TYPE_F32, {D, C}, "cond_emb"), g.input(GGML_TYPE_I32, {T}, "text_tokens"),
                 g.input(GGML_TYPE_I32, {1}, "bos"),         g.input(GGML_TYPE_I32, {n}, "positions"),
                 g.input(GGML_TYPE_I64, {n}, "rows"),        g.input(GGML_TYPE_F16, {n_kv, n}, "mask"),
@@ -527,7 +560,7 @@ struct T3::Decoder {
         ggml_backend_tensor_set(in.rows, r.data(), 0, ggml_nbytes(in.rows));
         lm::causal_mask(mask, in.n_kv, 0, in.n);
         ggml_backend_tensor_set(in.mask, mask.data(), 0, ggml_nbytes(in.mask));
-        g.compute(t3.backend_);
+        compute_by_op(t3.backend_, g.cgraph(), t3.profile_, "prefill");
         if (embeds_out) {
             embeds_out->resize(static_cast<size_t>(ggml_nelements(embeds)));
             ggml_backend_tensor_get(embeds, embeds_out->data(), 0, ggml_nbytes(embeds));
@@ -600,7 +633,7 @@ struct T3::Decoder {
             cache = std::move(grown);
             step_graph.reset();  // its graph points at the old cache
         }
-        const int64_t n_kv = std::min<int64_t>(round_up(length + 1, kWindow), cache->capacity());
+        const int64_t n_kv = std::min<int64_t>(round_up(length + 1, kAttention), cache->capacity());
         if (!step_graph || step_graph->n_kv != n_kv) {
             step_graph.reset();
             auto s = std::make_unique<Step>();
@@ -628,7 +661,8 @@ struct T3::Decoder {
         ggml_backend_tensor_set(s.pos, &pos, 0, sizeof(pos));
         ggml_backend_tensor_set(s.rows, &row, 0, sizeof(row));
         ggml_backend_tensor_set(s.mask, mask.data(), 0, ggml_nbytes(s.mask));
-        s.graph.compute(t3.backend_);
+        compute_by_op(t3.backend_, s.graph.cgraph(), t3.profile_, "step");
+        const HostTimer timer(t3.profile_, "host: logits read-back");
         read_logits(s.logits);
         ++length;
     }
@@ -675,6 +709,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double cpu_ms_since(std::clock_t c) { return 1000.0 * static_cast<double>(std::clock() - c) / CLOCKS_PER_SEC; }
 
 }  // namespace
 
@@ -683,6 +718,7 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     if (hp_.gpt2) return generate_turbo(text, cond, o, trace, timings);
     check_inputs(text, cond, o);
     const auto start = Clock::now();
+    const std::clock_t cpu_start = std::clock();
     const T3Hparams& h = hp_;
     const std::vector<float> cond_emb = conditioning(cond);
     const int64_t streams = o.cfg_weight > 0.0f ? 2 : 1;
@@ -692,7 +728,11 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     if (trace) trace->start(cond_emb);
     dec.prefill(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
     const auto decode_start = Clock::now();
-    if (timings) timings->prefill_ms = ms_since(start);
+    const std::clock_t decode_cpu_start = std::clock();
+    if (timings) {
+        timings->prefill_ms = ms_since(start);
+        timings->prefill_cpu_ms = cpu_ms_since(cpu_start);
+    }
 
     const size_t V = h.speech_vocab;
     lm::Sampler sampler(o.seed);
@@ -700,6 +740,7 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     std::vector<int32_t> history{h.start_speech}, predicted;
     std::vector<float> scores(V);
     for (uint32_t i = 0; i < o.max_new_tokens; ++i) {
+        std::optional<HostTimer> timer(std::in_place, profile_, "host: guidance + sampling");
         const float* c = dec.logits.data();
         const float* u = streams == 2 ? c + V : c;
         for (size_t j = 0; j < V; ++j) scores[j] = c[j] + o.cfg_weight * (c[j] - u[j]);
@@ -721,11 +762,13 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
         }
         predicted.push_back(next);
         history.push_back(next);
+        timer.reset();
         if (next == h.stop_speech) break;
         if (i + 1 < o.max_new_tokens) dec.step(next, static_cast<int32_t>(i + 1));
     }
     if (timings) {
         timings->decode_ms = ms_since(decode_start);
+        timings->decode_cpu_ms = cpu_ms_since(decode_cpu_start);
         timings->tokens = static_cast<uint32_t>(predicted.size());
     }
     return predicted;
@@ -775,6 +818,7 @@ std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t>& tokens, int
 std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
                                         T3Trace* trace, T3Timings* timings) const {
     const auto start = Clock::now();
+    const std::clock_t cpu_start = std::clock();
     const T3Hparams& h = hp_;
     if (text.empty()) throw Error(ErrorKind::InvalidArgument, "T3 text has no tokens");
     for (int32_t t : text) {
@@ -810,7 +854,11 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
     if (trace) trace->start(cond_emb);
     dec.prefill_turbo(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
     const auto decode_start = Clock::now();
-    if (timings) timings->prefill_ms = ms_since(start);
+    const std::clock_t decode_cpu_start = std::clock();
+    if (timings) {
+        timings->prefill_ms = ms_since(start);
+        timings->prefill_cpu_ms = cpu_ms_since(cpu_start);
+    }
 
     // inference_turbo: processors temperature → top-k → top-p → repetition penalty (history: [BOS]
     // for the first token, then the generated tokens only); the first token is sampled from the
@@ -823,6 +871,7 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
     std::vector<float> scores(V);
     for (uint32_t i = 0; i <= o.max_new_tokens; ++i) {
         if (i > 0) dec.step(predicted.back(), 0);
+        const HostTimer timer(profile_, "host: sampling");
         scores.assign(dec.logits.begin(), dec.logits.begin() + static_cast<std::ptrdiff_t>(V));
         if (trace && i < trace->steps) trace->logits_cond.push_back(scores);
         // Fixed-length runs (T3Options::min_new_tokens): speech ids only until then.
@@ -837,6 +886,7 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
     }
     if (timings) {
         timings->decode_ms = ms_since(decode_start);
+        timings->decode_cpu_ms = cpu_ms_since(decode_cpu_start);
         timings->tokens = static_cast<uint32_t>(predicted.size());
     }
     return predicted;

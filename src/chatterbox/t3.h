@@ -73,10 +73,11 @@ struct T3Options {
     uint64_t seed = 0;
 };
 
-// Where generate() spent its time (wall ms).
+// Where generate() spent its time (wall ms; *_cpu_ms: process CPU time, all threads).
 struct T3Timings {
     double prefill_ms = 0;  // conditioning + prefill (the first token's logits)
     double decode_ms = 0;   // every token's guidance + sampling, and the decode steps between them
+    double prefill_cpu_ms = 0, decode_cpu_ms = 0;
     uint32_t tokens = 0;    // tokens predicted
 };
 
@@ -128,6 +129,10 @@ public:
 
     size_t weight_bytes() const { return weights_->bytes(); }
 
+    // From now on generate() runs its graphs node by node and adds each node's time (by op) and its
+    // host steps (logits read-back, sampling) to `times`; nullptr: ordinary runs (benchmarks).
+    void profile(StageTimes* times) { profile_ = times; }
+
 private:
     struct Weights;
     struct Decoder;
@@ -141,6 +146,7 @@ private:
     T3Hparams hp_;
     std::unique_ptr<WeightStore> weights_;
     std::unique_ptr<Weights> w_;
+    StageTimes* profile_ = nullptr;
 };
 
 // s3tokenizer.drop_invalid_tokens on one row (mtl_tts at HEAD applies nothing else).

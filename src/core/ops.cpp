@@ -88,6 +88,15 @@ inline float mish_fast(float x) {
     return x * (x >= 0.0f ? pos : neg);
 }
 
+// 0.5·x·(1 + tanh(u)) = x·σ(2u): with w = exp(-2|u|) <= 1, x / (1 + w) for u >= 0, x·w / (1 + w) below.
+inline float gelu_tanh_fast(float x) {
+    constexpr float c = 0.7978845608028654f;  // √(2/π)
+    const float u = c * (x + 0.044715f * x * x * x);
+    const float w = exp_nonpositive(-2.0f * std::fabs(u));
+    const float r = 1.0f / (1.0f + w);
+    return x * (u >= 0.0f ? r : w * r);
+}
+
 template <float (*F)(float)>
 void unary_op(ggml_tensor* dst, const ggml_tensor* a, int ith, int nth, void*) {
     const int64_t n = ggml_nelements(a), per = (n + nth - 1) / nth, i0 = std::min(n, per * ith), i1 = std::min(n, i0 + per);
@@ -379,6 +388,16 @@ float mish_value(float x) { return std::isnan(x) ? x : mish_fast(x); }
 
 ggml_tensor* mish(ggml_context* ctx, ggml_tensor* x, bool fused) {
     return fused ? map_unary<mish_fast>(ctx, x) : ggml_mul(ctx, x, ggml_tanh(ctx, ggml_softplus(ctx, x)));
+}
+
+float gelu_tanh_value(float x) { return std::isnan(x) ? x : gelu_tanh_fast(x); }
+
+ggml_tensor* gelu_tanh(ggml_context* ctx, ggml_tensor* x, bool fused) {
+    if (fused) return map_unary<gelu_tanh_fast>(ctx, x);
+    const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
+    ggml_tensor* inner = ggml_add(ctx, x, ggml_scale(ctx, ggml_mul(ctx, ggml_sqr(ctx, x), x), 0.044715f));
+    ggml_tensor* t = ggml_tanh(ctx, ggml_scale(ctx, inner, c));
+    return ggml_mul(ctx, ggml_scale(ctx, x, 0.5f), ggml_scale_bias(ctx, t, 1.0f, 1.0f));
 }
 
 ggml_tensor* snake_beta(ggml_context* ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* inv_beta, bool fused,

@@ -94,4 +94,10 @@ float gelu_erf_value(float x);
 ggml_tensor* mish(ggml_context* ctx, ggml_tensor* x, bool fused);
 float mish_value(float x);
 
+// GELU with the tanh approximation (transformers' gelu_new, GPT-2's MLP), 0.5·x·(1 + tanh(u)),
+// u = √(2/π)·(x + 0.044715·x³). Fused: one vectorised pass, as x·σ(2u) from a single exp(-2|u|);
+// otherwise the formula in f32 ggml ops (ggml_gelu reads an f16 table on the CPU, too coarse).
+ggml_tensor* gelu_tanh(ggml_context* ctx, ggml_tensor* x, bool fused);
+float gelu_tanh_value(float x);
+
 }  // namespace talkbox

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iterator>
 
+#include "core/ops.h"
 #include "core/packed_matmul.h"
 
 namespace talkbox::lm {
@@ -35,13 +36,12 @@ ggml_tensor* rope(ggml_context* ctx, ggml_tensor* x, ggml_tensor* pos, const Sta
                          s.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
 }
 
-// Stores rows [hd·kv, n_tokens, streams] into the cache and returns the [hd, n_kv, kv, streams] view
+// Stores cur [hd, kv, n_tokens, streams] at positions `rows` of the head-major cache [hd, capacity,
+// kv, streams] (the same rows in every head and stream) and returns the [hd, n_kv, kv, streams] view
 // attention reads; the view is taken of set_rows' result so the graph orders the write before the read.
-ggml_tensor* store_and_view(ggml_context* ctx, ggml_tensor* cache, ggml_tensor* cur, ggml_tensor* rows,
-                            const StackShape& s, int64_t n_kv) {
-    ggml_tensor* all = ggml_set_rows(ctx, cache, cur, rows);
-    return ggml_view_4d(ctx, all, s.head_dim, n_kv, s.kv_heads, all->ne[2], all->nb[1],
-                        ggml_row_size(all->type, s.head_dim), all->nb[2], 0);
+ggml_tensor* store_and_view(ggml_context* ctx, ggml_tensor* cache, ggml_tensor* cur, ggml_tensor* rows, int64_t n_kv) {
+    ggml_tensor* all = ggml_set_rows(ctx, cache, ggml_permute(ctx, cur, 0, 2, 1, 3), rows);
+    return ggml_view_4d(ctx, all, all->ne[0], n_kv, all->ne[2], all->ne[3], all->nb[1], all->nb[2], all->nb[3], 0);
 }
 
 ggml_tensor* linear(ggml_context* ctx, const LayerWeights& w, ggml_tensor* m, ggml_tensor* x) {
@@ -63,13 +63,6 @@ void pack_for_cpu(std::vector<LayerWeights>& layers, bool cpu_backend) {
     }
 }
 
-ggml_tensor* gelu_new(ggml_context* ctx, ggml_tensor* x) {
-    const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
-    ggml_tensor* inner = ggml_add(ctx, x, ggml_scale(ctx, ggml_mul(ctx, ggml_sqr(ctx, x), x), 0.044715f));
-    ggml_tensor* t = ggml_tanh(ctx, ggml_scale(ctx, inner, c));
-    return ggml_mul(ctx, ggml_scale(ctx, x, 0.5f), ggml_scale_bias(ctx, t, 1.0f, 1.0f));
-}
-
 ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::vector<LayerWeights>& layers,
                            ggml_tensor* output_norm, ggml_tensor* x, const AttentionInputs& in, const KvCache& cache,
                            ggml_tensor* output_norm_b) {
@@ -89,7 +82,7 @@ ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::ve
         };
         ggml_tensor* q = ggml_reshape_4d(ctx, proj(w.q, nq, 0), hd, s.heads, n_tokens, streams);
         ggml_tensor* k = ggml_reshape_4d(ctx, proj(w.k, nkv, 1), hd, s.kv_heads, n_tokens, streams);
-        ggml_tensor* v = ggml_reshape_3d(ctx, proj(w.v, nkv, 2), hd * s.kv_heads, n_tokens, streams);
+        ggml_tensor* v = ggml_reshape_4d(ctx, proj(w.v, nkv, 2), hd, s.kv_heads, n_tokens, streams);
         if (w.q_norm) q = rms_norm(ctx, q, w.q_norm, s.rms_eps);
         if (w.k_norm) k = rms_norm(ctx, k, w.k_norm, s.rms_eps);
         if (!gpt2) {
@@ -97,9 +90,8 @@ ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::ve
             k = rope(ctx, k, in.positions, s);
         }
 
-        ggml_tensor* kv_k = store_and_view(ctx, cache.k(l), ggml_reshape_3d(ctx, k, hd * s.kv_heads, n_tokens, streams),
-                                           in.rows, s, in.n_kv);
-        ggml_tensor* kv_v = store_and_view(ctx, cache.v(l), v, in.rows, s, in.n_kv);
+        ggml_tensor* kv_k = store_and_view(ctx, cache.k(l), k, in.rows, in.n_kv);
+        ggml_tensor* kv_v = store_and_view(ctx, cache.v(l), v, in.rows, in.n_kv);
 
         // q [hd, n_tokens, heads, streams]; kv head j serves q heads j·g … j·g+g−1 (ggml's broadcast order).
         ggml_tensor* attn = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), kv_k, kv_v, in.mask, scale, 0.0f, 0.0f);
@@ -109,7 +101,7 @@ ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::ve
 
         h = block_norm(ctx, x, w.ffn_norm, w.ffn_norm_b, s);
         if (gpt2) {
-            h = gelu_new(ctx, add_bias(ctx, linear(ctx, w, w.up, h), w.up_b));
+            h = gelu_tanh(ctx, add_bias(ctx, linear(ctx, w, w.up, h), w.up_b), s.cpu_ops);  // transformers' gelu_new
         } else {
             h = ggml_swiglu_split(ctx, linear(ctx, w, w.gate, h), linear(ctx, w, w.up, h));
         }

@@ -40,6 +40,7 @@ struct StackShape {
     float rms_eps = 0, rope_theta = 0;  // rms_eps is the LayerNorm eps of the GPT-2 flavour
     ggml_tensor* rope_freq_factors = nullptr;  // F32 [head_dim/2]: frequency i is divided by factor i; nullptr: none
     StackFlavour flavour = StackFlavour::Llama;
+    bool cpu_ops = false;  // the backend is the CPU: fused CPU-only ops (core/ops) may replace composed ones
 };
 
 struct AttentionInputs {
@@ -54,10 +55,6 @@ struct AttentionInputs {
 ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& shape, const std::vector<LayerWeights>& layers,
                            ggml_tensor* output_norm, ggml_tensor* x, const AttentionInputs& in, const KvCache& cache,
                            ggml_tensor* output_norm_b = nullptr);
-
-// transformers' gelu_new, 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))), in f32 (ggml_gelu reads an
-// f16 table on the CPU, too coarse for parity).
-ggml_tensor* gelu_new(ggml_context* ctx, ggml_tensor* x);
 
 // The additive causal mask for n_tokens queries at positions [n_past, n_past + n_tokens) over n_kv
 // cache rows (rows past the last query are masked too), as F16 values for flash attention.

@@ -42,8 +42,8 @@ KvCache::KvCache(ggml_backend_t backend, uint32_t layers, uint32_t kv_heads, uin
     ctx_ = ggml_init({ggml_tensor_overhead() * 2 * layers, nullptr, /*no_alloc=*/true});
     if (!ctx_) throw Error(ErrorKind::Internal, "cannot create a ggml context for a KV cache");
     for (uint32_t l = 0; l < layers; ++l) {
-        k_.push_back(ggml_new_tensor_3d(ctx_, gt, int64_t(head_dim) * kv_heads, capacity, streams));
-        v_.push_back(ggml_new_tensor_3d(ctx_, gt, int64_t(head_dim) * kv_heads, capacity, streams));
+        k_.push_back(ggml_new_tensor_4d(ctx_, gt, head_dim, capacity, kv_heads, streams));
+        v_.push_back(ggml_new_tensor_4d(ctx_, gt, head_dim, capacity, kv_heads, streams));
     }
     buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend);
     if (!buffer_) {
@@ -66,11 +66,14 @@ void KvCache::copy_prefix_from(const KvCache& other, uint32_t n) {
     std::vector<uint8_t> tmp;
     for (size_t l = 0; l < k_.size(); ++l) {
         for (auto [dst, src] : {std::pair{k_[l], other.k_[l]}, std::pair{v_[l], other.v_[l]}}) {
+            // One plane (a head of a stream) at a time: the planes of the two capacities differ in size.
             const size_t bytes = src->nb[1] * n;
             tmp.resize(bytes);
             for (uint32_t s = 0; s < streams_; ++s) {
-                ggml_backend_tensor_get(src, tmp.data(), s * src->nb[2], bytes);
-                ggml_backend_tensor_set(dst, tmp.data(), s * dst->nb[2], bytes);
+                for (uint32_t h = 0; h < kv_heads_; ++h) {
+                    ggml_backend_tensor_get(src, tmp.data(), s * src->nb[3] + h * src->nb[2], bytes);
+                    ggml_backend_tensor_set(dst, tmp.data(), s * dst->nb[3] + h * dst->nb[2], bytes);
+                }
             }
         }
     }

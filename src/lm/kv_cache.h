@@ -1,8 +1,10 @@
 // Per-layer key/value caches of a decoder stack in one backend buffer. Each layer's K and V is a
-// 3-D tensor [head_dim·kv_heads, capacity, streams]: one row per position and one plane per
-// independent sequence (stream) decoded in the same batch (e.g. the two rows of classifier-free
-// guidance), written with ggml_set_rows and read as [head_dim, n_kv, kv_heads, streams] views by
-// flash attention.
+// 4-D tensor [head_dim, capacity, kv_heads, streams]: per head a plane of one row per position,
+// and one block of planes per independent sequence (stream) decoded in the same batch (e.g. the
+// two rows of classifier-free guidance), written with ggml_set_rows and read as [head_dim, n_kv,
+// kv_heads, streams] views by flash attention. Head-major, so that attention reads each head's
+// keys and values as one contiguous run (position-major rows put consecutive positions of a head
+// a whole row apart, and a decode step waited on memory latency instead of streaming).
 #pragma once
 
 #include <cstdint>

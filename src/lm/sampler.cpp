@@ -4,7 +4,6 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <numeric>
 #include <string>
 
 #include "talkbox/error.h"
@@ -93,11 +92,15 @@ void Sampler::warp(std::vector<float>& scores, const SamplingParams& p) {
         // Ascending order; drop the low tail whose cumulative probability stays <= 1 - top_p,
         // always keeping the most likely token.
         softmax(scores, probs_);
-        order_.resize(n);
-        std::iota(order_.begin(), order_.end(), 0);
+        // Ids already removed (-inf, e.g. by top-k) would sort first and add nothing to the sum, so
+        // only the others are ordered: the same result without sorting the whole vocabulary.
+        order_.clear();
+        for (size_t i = 0; i < n; ++i) {
+            if (scores[i] != kNegInf) order_.push_back(static_cast<int32_t>(i));
+        }
         std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) { return scores[a] < scores[b]; });
         double cum = 0.0;
-        for (size_t i = 0; i + 1 < n; ++i) {
+        for (size_t i = 0; i + 1 < order_.size(); ++i) {
             cum += probs_[order_[i]];
             if (cum > 1.0 - p.top_p) break;
             scores[order_[i]] = kNegInf;

@@ -172,6 +172,21 @@ TEST(Mish, MatchesTanhOfSoftplus) {
     EXPECT_TRUE(std::isnan(mish_value(std::numeric_limits<float>::quiet_NaN())));
 }
 
+TEST(GeluTanh, MatchesTheTanhFormula) {
+    std::mt19937 rng(13);
+    std::uniform_real_distribution<float> wide(-30.0f, 30.0f), narrow(-5.0f, 5.0f);
+    double worst = 0;
+    const auto check = [&](float x) {
+        const double xd = x, ref = 0.5 * xd * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (xd + 0.044715 * xd * xd * xd)));
+        worst = std::max(worst, std::fabs(gelu_tanh_value(x) - ref) / std::max(1.0, std::fabs(ref)));
+    };
+    for (int i = 0; i < 200000; ++i) check(i % 2 ? wide(rng) : narrow(rng));
+    for (float x : {0.0f, -0.0f, 1e-30f, -1e-30f, -9.0f, -20.0f, -1e30f, 1e30f}) check(x);
+    EXPECT_LE(worst, 3e-7);
+    std::printf("[ gelu_tanh ] max |error| %.3g\n", worst);
+    EXPECT_TRUE(std::isnan(gelu_tanh_value(std::numeric_limits<float>::quiet_NaN())));
+}
+
 TEST(GeluErfAndMish, FusedAndComposedAgree) {
     const int64_t rows = 13, cols = 41;  // odd sizes: vector tails and uneven thread splits
     std::mt19937 rng(11);
@@ -180,7 +195,8 @@ TEST(GeluErfAndMish, FusedAndComposedAgree) {
     for (float& v : x) v = normal(rng);
     using Op = ggml_tensor* (*)(ggml_context*, ggml_tensor*, bool);
     for (const auto& [name, op, value] : {std::tuple<const char*, Op, float (*)(float)>{"gelu_erf", gelu_erf, gelu_erf_value},
-                                          {"mish", mish, mish_value}}) {
+                                          {"mish", mish, mish_value},
+                                          {"gelu_tanh", gelu_tanh, gelu_tanh_value}}) {
         for (int threads : {1, 3}) {
             std::vector<std::vector<float>> outs;
             for (bool fused : {true, false}) {
