@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/ops.h"
+#include "core/packed_matmul.h"
 #include "ggml-backend.h"
 #include "talkbox/error.h"
 
@@ -131,8 +132,17 @@ Snake S3GenLoader::snake(const std::string& alpha_key) {
 }
 
 ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, const Linear& l) {
-    ggml_tensor* y = ggml_mul_mat(ctx, l.w, x);
+    ggml_tensor* y = l.packed ? packed::mul_mat(ctx, l.w, x) : ggml_mul_mat(ctx, l.w, x);
     return l.b ? ggml_add(ctx, y, l.b) : y;
+}
+
+void pack_for_cpu(const Backend& backend, const std::vector<Linear*>& layers) {
+    if (!backend.is_cpu()) return;
+    for (Linear* l : layers) {
+        if (l->packed || !l->w || !packed::can_pack(l->w)) continue;
+        packed::pack(l->w);
+        l->packed = true;
+    }
 }
 
 ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, const Norm& n, float eps) {
