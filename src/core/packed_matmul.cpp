@@ -61,7 +61,8 @@ void quantise_columns(Column x, int n, int64_t blocks, InputBlock* xs) {
             InputBlock& xb = xs[b];
             for (int64_t g = 0; g < kGroups; ++g) std::memcpy(&xb.q[g][c], q + 4 * g, 4);
             const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
-            xb.d[c] = ggml_fp16_to_fp32(ggml_fp32_to_fp16(amax / 127.0f));
+            // fp16 round trip (round to nearest even, as ggml_fp32_to_fp16) with F16C.
+            xb.d[c] = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
             xb.sum128[c] = 128 * sum;
             xb.dsum[c] = xb.d[c] * static_cast<float>(sum);
         }
