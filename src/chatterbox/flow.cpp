@@ -110,6 +110,7 @@ struct Flow::Model {
     int64_t d = 0, heads = 0, vocab = 0;  // encoder width, heads
     int64_t channels = 0, est_heads = 0, est_head_dim = 0;
     bool meanflow = false;
+    int packed_matrices = 0;  // linear layers on core/packed_matmul
 
     ggml_tensor* token_table = nullptr;  // [D, vocab]
     std::vector<float> spk_w, spk_b;     // [80][192], [80]
@@ -449,12 +450,14 @@ Flow::Flow(const TensorSource& src, const Backend& backend, const FlowConfig& co
     }
     for (StageW* st : {&m.down, &m.up}) stage_linears(*st, linears);
     for (StageW& st : m.mids) stage_linears(st, linears);
-    pack_for_cpu(backend, linears);
+    m.packed_matrices = pack_for_cpu(backend, linears);
 }
 
 Flow::~Flow() = default;
 
 bool Flow::meanflow() const { return m_->meanflow; }
+
+int Flow::packed_matrices() const { return m_->packed_matrices; }
 
 void Flow::profile(StageTimes* times) { m_->profile = times; }
 

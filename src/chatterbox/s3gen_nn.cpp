@@ -136,13 +136,16 @@ ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, const Linear& l) {
     return l.b ? ggml_add(ctx, y, l.b) : y;
 }
 
-void pack_for_cpu(const Backend& backend, const std::vector<Linear*>& layers) {
-    if (!backend.is_cpu()) return;
+int pack_for_cpu(const Backend& backend, const std::vector<Linear*>& layers) {
+    int n = 0;
     for (Linear* l : layers) {
-        if (l->packed || !l->w || !packed::can_pack(l->w)) continue;
-        packed::pack(l->w);
-        l->packed = true;
+        if (!l->packed && backend.is_cpu() && l->w && packed::can_pack(l->w)) {
+            packed::pack(l->w);
+            l->packed = true;
+        }
+        n += l->packed;
     }
+    return n;
 }
 
 ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, const Norm& n, float eps) {

@@ -69,7 +69,8 @@ ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, const Linear& l);
 // Re-lays the uploaded weights of these layers for the int8 panel kernels (core/packed_matmul)
 // where the backend is the CPU and the weight can be packed (Q8_0 / Q4_K, rows a multiple of 16);
 // linear() then multiplies them with packed::mul_mat. The others stay on ggml_mul_mat.
-void pack_for_cpu(const Backend& backend, const std::vector<Linear*>& layers);
+// Returns how many of them are packed.
+int pack_for_cpu(const Backend& backend, const std::vector<Linear*>& layers);
 ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, const Norm& n, float eps);
 // Conv1d on [Cin, T(, B)] with zero padding pad_l / pad_r; fused gathers on the CPU.
 ggml_tensor* conv1d(ggml_context* ctx, ggml_tensor* x, const Conv& c, int64_t pad_l, int64_t pad_r, bool fused,
