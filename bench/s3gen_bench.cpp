@@ -102,9 +102,10 @@ int main(int argc, char** argv) {
         FlowConfig fc;
         fc.estimator_heads = tiny ? 2 : 8;
         S3Gen s3gen(*src, backend, fc);
-        std::printf("S3Gen %s%s %s: %zu tensors, %.2f M parameters; backend %s; %d tokens (%.2f s) + %d prompt tokens, %d steps\n",
+        std::printf("S3Gen %s%s %s: %zu tensors, %.2f M parameters (%d flow matrices on the int8 panel kernels); backend %s; "
+                    "%d tokens (%.2f s) + %d prompt tokens, %d steps\n",
                     tiny ? "tiny" : "released size", meanflow ? " meanflow" : "", type.c_str(), shapes.size(), params / 1e6,
-                    backend.description().c_str(), tokens, tokens / 25.0, prompt,
+                    s3gen.flow().packed_matrices(), backend.description().c_str(), tokens, tokens / 25.0, prompt,
                     steps ? steps : s3gen.flow().default_steps());
         std::mt19937 rng(7);
         std::uniform_int_distribution<int32_t> tok(0, 6560);

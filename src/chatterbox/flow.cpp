@@ -110,6 +110,7 @@ struct Flow::Model {
     int64_t d = 0, heads = 0, vocab = 0;  // encoder width, heads
     int64_t channels = 0, est_heads = 0, est_head_dim = 0;
     bool meanflow = false;
+    int packed_matrices = 0;  // linear layers on core/packed_matmul
 
     ggml_tensor* token_table = nullptr;  // [D, vocab]
     std::vector<float> spk_w, spk_b;     // [80][192], [80]
@@ -369,6 +370,16 @@ struct Flow::Model {
     }
 };
 
+namespace {
+
+// The linear layers of an estimator stage: its resnet's time projection and its transformers.
+void stage_linears(StageW& s, std::vector<Linear*>& out) {
+    out.push_back(&s.resnet.mlp);
+    for (TfW& t : s.tf) out.insert(out.end(), {&t.q, &t.k, &t.v, &t.out, &t.ff1, &t.ff2});
+}
+
+}  // namespace
+
 Flow::Flow(const TensorSource& src, const Backend& backend, const FlowConfig& config) : m_(std::make_unique<Model>()) {
     Model& m = *m_;
     m.backend = &backend;
@@ -433,11 +444,20 @@ Flow::Flow(const TensorSource& src, const Backend& backend, const FlowConfig& co
         throw Error(ErrorKind::Format, "'" + src.label() + "': the flow estimator must take 320 channels and give 80");
     }
     m.weights.upload(backend, "the S3Gen flow of '" + src.label() + "'");
+    std::vector<Linear*> linears{&m.embed.lin, &m.up_embed.lin, &m.enc_proj, &m.time1, &m.time2, &m.mixer};
+    for (auto* layers : {&m.encoders, &m.up_encoders}) {
+        for (EncLayerW& w : *layers) linears.insert(linears.end(), {&w.q, &w.k, &w.v, &w.out, &w.pos, &w.w1, &w.w2});
+    }
+    for (StageW* st : {&m.down, &m.up}) stage_linears(*st, linears);
+    for (StageW& st : m.mids) stage_linears(st, linears);
+    m.packed_matrices = pack_for_cpu(backend, linears);
 }
 
 Flow::~Flow() = default;
 
 bool Flow::meanflow() const { return m_->meanflow; }
+
+int Flow::packed_matrices() const { return m_->packed_matrices; }
 
 void Flow::profile(StageTimes* times) { m_->profile = times; }
 

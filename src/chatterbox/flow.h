@@ -43,6 +43,9 @@ public:
     Flow& operator=(const Flow&) = delete;
 
     bool meanflow() const;    // Turbo's S3Gen (has time_embed_mixer)
+    // How many weight matrices run on the int8 panel kernels (core/packed_matmul): the Q8_0 / Q4_K
+    // ones with rows a multiple of 16, on the CPU backend of a build that has the kernels.
+    int packed_matrices() const;
     int default_steps() const { return meanflow() ? 2 : 10; }
 
     // x-vector [192] → spks [80] (normalised, projected).

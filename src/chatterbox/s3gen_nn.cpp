@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/ops.h"
+#include "core/packed_matmul.h"
 #include "ggml-backend.h"
 #include "talkbox/error.h"
 
@@ -147,8 +148,20 @@ Snake S3GenLoader::snake(const std::string& alpha_key) {
 }
 
 ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, const Linear& l) {
-    ggml_tensor* y = ggml_mul_mat(ctx, l.w, x);
+    ggml_tensor* y = l.packed ? packed::mul_mat(ctx, l.w, x) : ggml_mul_mat(ctx, l.w, x);
     return l.b ? ggml_add(ctx, y, l.b) : y;
+}
+
+int pack_for_cpu(const Backend& backend, const std::vector<Linear*>& layers) {
+    int n = 0;
+    for (Linear* l : layers) {
+        if (!l->packed && backend.is_cpu() && l->w && packed::can_pack(l->w)) {
+            packed::pack(l->w);
+            l->packed = true;
+        }
+        n += l->packed;
+    }
+    return n;
 }
 
 ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, const Norm& n, float eps) {

@@ -16,6 +16,7 @@ struct Linear {
     ggml_tensor* w = nullptr;  // [in, out]
     ggml_tensor* b = nullptr;  // [out] or null
     int64_t in = 0, out = 0;
+    bool packed = false;  // w re-laid for core/packed_matmul (pack_for_cpu)
 };
 
 struct Norm {
@@ -70,6 +71,11 @@ private:
 
 // y = W x + b over the leading dimension (any trailing dims).
 ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, const Linear& l);
+// Re-lays the uploaded weights of these layers for the int8 panel kernels (core/packed_matmul)
+// where the backend is the CPU and the weight can be packed (Q8_0 / Q4_K, rows a multiple of 16);
+// linear() then multiplies them with packed::mul_mat. The others stay on ggml_mul_mat.
+// Returns how many of them are packed.
+int pack_for_cpu(const Backend& backend, const std::vector<Linear*>& layers);
 ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, const Norm& n, float eps);
 // Conv1d on [Cin, T(, B)] with zero padding pad_l / pad_r; fused gathers on the CPU. With
 // `residual` [Cout, T'(, B)], conv + residual (fused into a direct conv).

@@ -28,57 +28,70 @@ constexpr size_t kQ4kRowBytes = 4 + 12 + kSuper / 2;  // fp16 d, fp16 dmin, 12 s
 constexpr size_t kQ4kPanelBytes = kPanelRows * kQ4kRowBytes;
 constexpr size_t kQ4kScales = 4 * kPanelRows, kQ4kNibbles = kQ4kScales + 12 * kPanelRows;  // offsets in a panel super-block
 
-// An input column quantised as ggml quantises Q8_0 activations: per 32-block d = max|x| / 127
-// (stored and used as fp16), q = round-to-nearest-even(x · 127 / max|x|), plus the block sum of q.
-struct QuantisedColumn {
-    std::vector<int8_t> q;
-    std::vector<float> d;
-    std::vector<int32_t> sum;
+#ifdef TALKBOX_PACKED_Q8
+// Input columns are multiplied kCols at a time: every weight vector loaded is used for each of them.
+constexpr int kCols = 8;
 
-    void set(const float* x, int64_t k) {
-        const int64_t blocks = k / kBlock;
-        q.resize(static_cast<size_t>(k));
-        d.resize(static_cast<size_t>(blocks));
-        sum.resize(static_cast<size_t>(blocks));
-        for (int64_t b = 0; b < blocks; ++b) {
-            const float* xb = x + b * kBlock;
-            float amax = 0;
-            for (int64_t i = 0; i < kBlock; ++i) amax = std::max(amax, std::fabs(xb[i]));
-            const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-            int32_t s = 0;
-            for (int64_t i = 0; i < kBlock; ++i) {
-                const auto v = static_cast<int8_t>(std::nearbyint(xb[i] * id));
-                q[static_cast<size_t>(b * kBlock + i)] = v;
-                s += v;
-            }
-            d[static_cast<size_t>(b)] = ggml_fp16_to_fp32(ggml_fp32_to_fp16(amax / 127.0f));
-            sum[static_cast<size_t>(b)] = s;
-        }
-    }
+// One 32-block of kCols input columns quantised as ggml quantises Q8_0 activations: per column
+// d = max|x| / 127 (stored and used as fp16), q = round-to-nearest-even(x · 127 / max|x|); the
+// groups of 4 values column-interleaved (the broadcast operands of VNNI), then per column d, 128 ×
+// the block sum of q (the Q8_0 offset) and d × that sum (the Q4_K minimum term).
+struct InputBlock {
+    int32_t q[kGroups][kCols];
+    float d[kCols];
+    int32_t sum128[kCols];
+    float dsum[kCols];
 };
 
-#ifdef TALKBOX_PACKED_Q8
-// 16 rows of one panel times one quantised column.
-void panel_times_column(const uint8_t* panel, int64_t blocks, const QuantisedColumn& x, float* out) {
-    __m512 acc = _mm512_setzero_ps();
+// Quantises columns [0, n) (n ≤ kCols; x(c) their data) of `blocks` 32-blocks into xs.
+template <typename Column>
+void quantise_columns(Column x, int n, int64_t blocks, InputBlock* xs) {
+    for (int c = 0; c < n; ++c) {
+        const float* col = x(c);
+        for (int64_t b = 0; b < blocks; ++b) {
+            const __m512 v0 = _mm512_loadu_ps(col + b * kBlock), v1 = _mm512_loadu_ps(col + b * kBlock + 16);
+            const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+            const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+            // x · id rounded to nearest even (the default rounding mode, as std::nearbyint), |q| ≤ 127.
+            const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(id)));
+            const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(id)));
+            alignas(64) int8_t q[kBlock];
+            _mm_store_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(q0));
+            _mm_store_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(q1));
+            InputBlock& xb = xs[b];
+            for (int64_t g = 0; g < kGroups; ++g) std::memcpy(&xb.q[g][c], q + 4 * g, 4);
+            const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            // fp16 round trip (round to nearest even, as ggml_fp32_to_fp16) with F16C.
+            xb.d[c] = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            xb.sum128[c] = 128 * sum;
+            xb.dsum[c] = xb.d[c] * static_cast<float>(sum);
+        }
+    }
+}
+
+// 16 rows of one Q8_0 panel times C quantised columns (c0 .. c0+C-1 of each input block).
+template <int C>
+void q8_panel_times_columns(const uint8_t* panel, int64_t blocks, const InputBlock* xs, int c0, float* const* out) {
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
         const uint8_t* p = panel + b * kPanelBlockBytes;
-        const int8_t* xq = x.q.data() + b * kBlock;
-        int32_t xg[kGroups];
-        std::memcpy(xg, xq, sizeof(xg));
-        __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512();
+        const InputBlock& x = xs[b];
+        __m512i dot[C];
+        for (int c = 0; c < C; ++c) dot[c] = _mm512_setzero_si512();
         const uint8_t* w = p + kPanelRows * 2;
-        for (int64_t g = 0; g < kGroups; g += 2) {
-            even = _mm512_dpbusd_epi32(even, _mm512_loadu_si512(w + g * 64), _mm512_set1_epi32(xg[g]));
-            odd = _mm512_dpbusd_epi32(odd, _mm512_loadu_si512(w + (g + 1) * 64), _mm512_set1_epi32(xg[g + 1]));
+        for (int64_t g = 0; g < kGroups; ++g) {
+            const __m512i wv = _mm512_loadu_si512(w + g * 64);
+            for (int c = 0; c < C; ++c) dot[c] = _mm512_dpbusd_epi32(dot[c], wv, _mm512_set1_epi32(x.q[g][c0 + c]));
         }
-        // Σ (q_w + 128) · q_x − 128 · Σ q_x = Σ q_w · q_x, exactly, in int32.
-        const __m512i dot = _mm512_sub_epi32(_mm512_add_epi32(even, odd), _mm512_set1_epi32(128 * x.sum[static_cast<size_t>(b)]));
-        const __m512 scale = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))),
-                                           _mm512_set1_ps(x.d[static_cast<size_t>(b)]));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc);
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        for (int c = 0; c < C; ++c) {
+            // Σ (q_w + 128) · q_x − 128 · Σ q_x = Σ q_w · q_x, exactly, in int32.
+            const __m512i d = _mm512_sub_epi32(dot[c], _mm512_set1_epi32(x.sum128[c0 + c]));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(dw, _mm512_set1_ps(x.d[c0 + c])), acc[c]);
+        }
     }
-    _mm512_storeu_ps(out, acc);
+    for (int c = 0; c < C; ++c) _mm512_storeu_ps(out[c], acc[c]);
 }
 
 // The 6-bit scales (sc) or mins (m) of block j of 16 rows, as floats, from the transposed scale
@@ -97,9 +110,12 @@ __m512 q4k_scale(const __m128i* q, int j, bool mins) {
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
 }
 
-void q4k_panel_times_column(const uint8_t* panel, int64_t supers, const QuantisedColumn& x, float* out) {
+// 16 rows of one Q4_K panel times C quantised columns.
+template <int C>
+void q4k_panel_times_columns(const uint8_t* panel, int64_t supers, const InputBlock* xs, int c0, float* const* out) {
     const __m512i nibble = _mm512_set1_epi8(15);
-    __m512 acc = _mm512_setzero_ps();
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t s = 0; s < supers; ++s) {
         const uint8_t* p = panel + s * kQ4kPanelBytes;
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -108,60 +124,87 @@ void q4k_panel_times_column(const uint8_t* panel, int64_t supers, const Quantise
         for (int i = 0; i < 12; ++i) q[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQ4kScales + i * kPanelRows));
         for (int pair = 0; pair < 4; ++pair) {
             const int64_t b0 = s * 8 + 2 * pair;  // the pair's first 32-block in the row
-            int32_t x0[kGroups], x1[kGroups];
-            std::memcpy(x0, x.q.data() + b0 * kBlock, sizeof(x0));
-            std::memcpy(x1, x.q.data() + (b0 + 1) * kBlock, sizeof(x1));
-            __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+            const InputBlock &x0 = xs[b0], &x1 = xs[b0 + 1];
+            __m512i lo[C], hi[C];
+            for (int c = 0; c < C; ++c) lo[c] = hi[c] = _mm512_setzero_si512();
             const uint8_t* w = p + kQ4kNibbles + pair * kGroups * 64;
             for (int64_t g = 0; g < kGroups; ++g) {
                 const __m512i v = _mm512_loadu_si512(w + g * 64);
-                lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(v, nibble), _mm512_set1_epi32(x0[g]));
-                hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble), _mm512_set1_epi32(x1[g]));
+                const __m512i vl = _mm512_and_si512(v, nibble), vh = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+                for (int c = 0; c < C; ++c) {
+                    lo[c] = _mm512_dpbusd_epi32(lo[c], vl, _mm512_set1_epi32(x0.q[g][c0 + c]));
+                    hi[c] = _mm512_dpbusd_epi32(hi[c], vh, _mm512_set1_epi32(x1.q[g][c0 + c]));
+                }
             }
             // Σ (d·sc·q − dmin·m)·dx·q_x = d·sc·dx·Σ q·q_x − dmin·m·dx·Σ q_x, per block.
             for (int half = 0; half < 2; ++half) {
                 const int j = 2 * pair + half;
-                const size_t b = static_cast<size_t>(b0 + half);
-                const __m512 dx = _mm512_set1_ps(x.d[b]);
-                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(half ? hi : lo), _mm512_mul_ps(_mm512_mul_ps(d, q4k_scale(q, j, false)), dx), acc);
-                acc = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, q4k_scale(q, j, true)), _mm512_set1_ps(x.d[b] * static_cast<float>(x.sum[b])), acc);
+                const InputBlock& x = half ? x1 : x0;
+                const __m512 dsc = _mm512_mul_ps(d, q4k_scale(q, j, false)), dm = _mm512_mul_ps(dmin, q4k_scale(q, j, true));
+                for (int c = 0; c < C; ++c) {
+                    acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(half ? hi[c] : lo[c]), _mm512_mul_ps(dsc, _mm512_set1_ps(x.d[c0 + c])), acc[c]);
+                    acc[c] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(x.dsum[c0 + c]), acc[c]);
+                }
             }
         }
     }
-    _mm512_storeu_ps(out, acc);
+    for (int c = 0; c < C; ++c) _mm512_storeu_ps(out[c], acc[c]);
 }
 
+// One panel times n ≤ kCols columns: register blocks of up to 8 (Q8_0) or 4 (Q4_K) columns.
+void panel_times_columns(bool q4k, const uint8_t* panel, int64_t k, const InputBlock* xs, int n, float* const* out) {
+    using Kernel = void (*)(const uint8_t*, int64_t, const InputBlock*, int, float* const*);
+    static constexpr Kernel q8[kCols] = {q8_panel_times_columns<1>, q8_panel_times_columns<2>, q8_panel_times_columns<3>,
+                                         q8_panel_times_columns<4>, q8_panel_times_columns<5>, q8_panel_times_columns<6>,
+                                         q8_panel_times_columns<7>, q8_panel_times_columns<8>};
+    static constexpr Kernel q4[4] = {q4k_panel_times_columns<1>, q4k_panel_times_columns<2>, q4k_panel_times_columns<3>,
+                                     q4k_panel_times_columns<4>};
+    const int step = q4k ? 4 : kCols;
+    for (int c0 = 0; c0 < n; c0 += step) {
+        const int m = std::min(step, n - c0);
+        if (q4k) {
+            q4[m - 1](panel, k / kSuper, xs, c0, out + c0);
+        } else {
+            q8[m - 1](panel, k / kBlock, xs, c0, out + c0);
+        }
+    }
+}
+
+// The work is (column block of kCols, panel) pairs, column block major, split evenly and
+// contiguously between the threads: a decode step (one column block) splits the panels, prefill
+// mostly whole column blocks. A thread quantises each column block it touches once (a block shared
+// by two threads is quantised by both) and multiplies it by its panels while it stays in L1.
 void packed_mul_mat(ggml_tensor* dst, int ith, int nth, void*) {
     const ggml_tensor* w = dst->src[0];
     const ggml_tensor* x = dst->src[1];
-    const int64_t k = w->ne[0], rows = w->ne[1], columns = x->ne[1], blocks = k / kBlock;
-    const int64_t panels = rows / kPanelRows;
-    // Decode steps (a column or two) split the panels between threads; prefill splits the columns,
-    // so that each thread quantises only its own.
-    const bool by_columns = columns >= 8 * nth;
-    const int64_t p0 = by_columns ? 0 : panels * ith / nth, p1 = by_columns ? panels : panels * (ith + 1) / nth;
-    const int64_t c0 = by_columns ? columns * ith / nth : 0, c1 = by_columns ? columns * (ith + 1) / nth : columns;
-    if (p0 == p1 || c0 == c1) return;
-    thread_local std::vector<QuantisedColumn> xs;
-    if (xs.size() < static_cast<size_t>(c1 - c0)) xs.resize(static_cast<size_t>(c1 - c0));
-    for (int64_t c = c0; c < c1; ++c) {
-        xs[static_cast<size_t>(c - c0)].set(reinterpret_cast<const float*>(static_cast<const char*>(x->data) + c * x->nb[1]), k);
-    }
+    const int64_t k = w->ne[0], rows = w->ne[1], ne1 = x->ne[1], columns = ne1 * x->ne[2], blocks = k / kBlock;
+    const int64_t panels = rows / kPanelRows, column_blocks = (columns + kCols - 1) / kCols;
+    const int64_t units = panels * column_blocks, u0 = units * ith / nth, u1 = units * (ith + 1) / nth;
+    if (u0 == u1) return;
+    thread_local std::vector<InputBlock> xs;
+    if (xs.size() < static_cast<size_t>(blocks)) xs.resize(static_cast<size_t>(blocks));
     const auto* base = static_cast<const uint8_t*>(w->data);
     const bool q4k = w->type == GGML_TYPE_Q4_K;
     const size_t panel_bytes = ggml_row_size(w->type, k) * kPanelRows;
-    for (int64_t p = p0; p < p1; ++p) {
-        const uint8_t* panel = base + static_cast<size_t>(p) * panel_bytes;
-        // Every column while the panel is in cache: each weight is read once per call.
-        for (int64_t c = c0; c < c1; ++c) {
-            float* out = reinterpret_cast<float*>(static_cast<char*>(dst->data) + c * dst->nb[1]) + p * kPanelRows;
-            const QuantisedColumn& xc = xs[static_cast<size_t>(c - c0)];
-            if (q4k) {
-                q4k_panel_times_column(panel, k / kSuper, xc, out);
-            } else {
-                panel_times_column(panel, blocks, xc, out);
-            }
+    int64_t quantised = -1;
+    for (int64_t u = u0; u < u1; ++u) {
+        const int64_t cb = u / panels, p = u % panels, first = cb * kCols;
+        const int n = static_cast<int>(std::min<int64_t>(kCols, columns - first));
+        if (cb != quantised) {
+            quantise_columns(
+                [&](int c) {
+                    const int64_t col = first + c;
+                    return reinterpret_cast<const float*>(static_cast<const char*>(x->data) + (col % ne1) * x->nb[1] +
+                                                          (col / ne1) * x->nb[2]);
+                },
+                n, blocks, xs.data());
+            quantised = cb;
         }
+        float* out[kCols];
+        for (int c = 0; c < n; ++c) {
+            out[c] = reinterpret_cast<float*>(static_cast<char*>(dst->data) + (first + c) * dst->nb[1]) + p * kPanelRows;
+        }
+        panel_times_columns(q4k, base + static_cast<size_t>(p) * panel_bytes, k, xs.data(), n, out);
     }
 }
 #endif
@@ -238,11 +281,11 @@ void pack(ggml_tensor* w) {
 
 ggml_tensor* mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x) {
 #ifdef TALKBOX_PACKED_Q8
-    if (x->type != GGML_TYPE_F32 || x->ne[0] != w->ne[0] || x->ne[2] != 1 || x->ne[3] != 1 || x->nb[0] != sizeof(float)) {
-        throw Error(ErrorKind::Internal, std::string("packed product of '") + w->name + "' needs F32 [K, N] input columns");
+    if (x->type != GGML_TYPE_F32 || x->ne[0] != w->ne[0] || x->ne[3] != 1 || x->nb[0] != sizeof(float)) {
+        throw Error(ErrorKind::Internal, std::string("packed product of '") + w->name + "' needs F32 [K, N(, B)] input columns");
     }
     ggml_tensor* args[2] = {w, x};
-    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, packed_mul_mat, GGML_N_TASKS_MAX, nullptr);
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], x->ne[2], 1, args, 2, packed_mul_mat, GGML_N_TASKS_MAX, nullptr);
 #else
     (void)ctx;
     (void)x;

@@ -2,7 +2,8 @@
 // products, the hot path of token-by-token decoding: a decode step multiplies every weight matrix
 // by one column per stream, and ggml's dot products (one row at a time) reach ~10 G MAC/s per core,
 // below the memory bandwidth. The panel kernels do 16 rows per instruction and leave the step
-// bound by memory traffic alone. Each packed matrix keeps its byte size; the input columns are
+// bound by memory traffic alone; products of many columns (prefill, S3Gen's flow) use each weight
+// vector loaded for up to 8 columns. Each packed matrix keeps its byte size; the input columns are
 // quantised per 32 values as ggml quantises Q8_0 activations.
 //
 // Q8_0 panel, per 32-column block: the 16 rows' fp16 scales, then 8 × [16 rows × 4 consecutive
@@ -33,8 +34,8 @@ bool can_pack(const ggml_tensor* w);
 // Re-lays w's data in place (same bytes). Afterwards only mul_mat() below may read w.
 void pack(ggml_tensor* w);
 
-// w (packed, [K, R]) × x (F32 [K, N], rows contiguous) → F32 [R, N], like ggml_mul_mat(w, x);
-// a ggml custom op on all the backend's threads.
+// w (packed, [K, R]) × x (F32 [K, N] or [K, N, B], rows contiguous) → F32 [R, N(, B)], like
+// ggml_mul_mat(w, x); a ggml custom op on all the backend's threads.
 ggml_tensor* mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x);
 
 }  // namespace talkbox::packed

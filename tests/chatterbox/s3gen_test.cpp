@@ -8,6 +8,7 @@
 #include "chatterbox/s3gen_goldens.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
+#include "core/packed_matmul.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
@@ -65,10 +66,11 @@ using namespace talkbox::testing;
 
 // The converted GGUF (s3gen.pt through the pickle reader for the multilingual folder,
 // s3gen.safetensors for English) gives the same S3Gen as the checkpoint.
-S3GenOutput run_case_a(const std::string& gguf, const S3GenCase& c) {
+S3GenOutput run_case_a(const std::string& gguf, const S3GenCase& c, int* packed_matrices = nullptr) {
     Backend backend(1);  // one thread: tiny graphs, barriers would dominate
     const GgufFile file(gguf);
     S3Gen s3gen(file, backend);
+    if (packed_matrices) *packed_matrices = s3gen.flow().packed_matrices();
     S3GenNoise noise;
     noise.cfm = c.cfm_noise.data;
     noise.hift.phase = c.sine_phase.data;
@@ -89,7 +91,11 @@ TEST(S3GenGguf, QuantisedMatricesStayClose) {
     // Not a parity check: how far F16 / Q8_0 flow matrices move the mel (reported).
     const S3GenCase c = load_s3gen_case("case_a");
     for (const std::string type : {"f16", "q8_0"}) {
-        const S3GenOutput out = run_case_a(converted_chatterbox("multilingual", type), c);
+        int packed_matrices = -1;
+        const S3GenOutput out = run_case_a(converted_chatterbox("multilingual", type), c, &packed_matrices);
+        // With AVX512-VNNI the Q8_0 flow multiplies its matrices with rows a multiple of 16 on the
+        // int8 panel kernels (core/packed_matmul), the F16 one none.
+        EXPECT_EQ(packed_matrices > 0, type == "q8_0" && packed::available()) << type << ": " << packed_matrices;
         const double rel = relative_error(type + " gguf mel", out.mel, c.mel.data);
         EXPECT_LE(rel, 0.05) << type;
         EXPECT_GE(cosine(out.mel, c.mel.data), 0.999) << type;

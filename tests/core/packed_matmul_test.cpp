@@ -34,6 +34,8 @@ std::vector<double> quantised_input(const float* x, int64_t k) {
 struct Product {
     std::vector<float> packed, ggml, weights;  // weights: the stored matrix, dequantised
     std::vector<float> middle_panel;           // the packed product of a view of rows 16..31 alone
+    std::vector<float> last_column;            // the packed product of the last column alone
+    std::vector<float> batched;                // the packed product of x as [k, columns / 2, 2] (even columns)
 };
 
 // w [k, rows] (F32 values, stored as `type`) times x [k, columns], once with the panel kernel and
@@ -52,15 +54,21 @@ Product multiply(ggml_type type, const std::vector<float>& w, const std::vector<
     EXPECT_TRUE(packed::can_pack(packed));
     packed::pack(packed);
 
-    ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 8, nullptr, true});
+    ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 16, nullptr, true});
     ggml_tensor* in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, columns);
     // A whole-panel row block of a packed matrix is a packed matrix (GPT-2's fused q|k|v).
     ggml_tensor* middle = ggml_view_2d(ctx, packed, k, packed::kPanelRows, packed->nb[1], packed::kPanelRows * packed->nb[1]);
-    auto out = testing::compute_outputs(backend, {{in, x}}, {packed::mul_mat(ctx, packed, in), ggml_mul_mat(ctx, plain, in),
-                                                             packed::mul_mat(ctx, middle, in)});
+    ggml_tensor* last = ggml_view_2d(ctx, in, k, 1, in->nb[1], static_cast<size_t>(columns - 1) * in->nb[1]);
+    std::vector<ggml_tensor*> outputs{packed::mul_mat(ctx, packed, in), ggml_mul_mat(ctx, plain, in),
+                                      packed::mul_mat(ctx, middle, in), packed::mul_mat(ctx, packed, last)};
+    if (columns % 2 == 0) outputs.push_back(packed::mul_mat(ctx, packed, ggml_reshape_3d(ctx, in, k, columns / 2, 2)));
+    auto out = testing::compute_outputs(backend, {{in, x}}, outputs);
     ggml_free(ctx);
     Product p;
-    if (out.size() == 3) p = {std::move(out[0]), std::move(out[1]), std::vector<float>(w.size()), std::move(out[2])};
+    if (out.size() == outputs.size()) {
+        p = {std::move(out[0]), std::move(out[1]), std::vector<float>(w.size()), std::move(out[2]), std::move(out[3])};
+        if (columns % 2 == 0) p.batched = std::move(out[4]);
+    }
     ggml_get_type_traits(type)->to_float(stored.data(), p.weights.data(), static_cast<int64_t>(w.size()));
     ggml_backend_buffer_free(wbuf);
     ggml_free(wctx);
@@ -76,15 +84,28 @@ TEST(PackedMatmul, MatchesAPlainProductAndGgml) {
     // ggml quantises the input of a Q4_K product per 256 values (Q8_K), the kernel per 32, so there
     // the two differ by that rounding and the kernel must be no further from the exact product;
     // Q8_0 inputs are quantised alike, so there they agree to float rounding.
+    // Decode steps (1-2 columns) split the panels between threads, many columns are multiplied 8
+    // (Q8_0) or 4 (Q4_K) at a time with the remainder in smaller register blocks, split mostly by
+    // column blocks; every column's result is the same whichever way (one column alone, a batch).
+    struct Case {
+        int64_t k, rows, columns;
+    };
+    const Case cases[] = {{512, 48, 1}, {512, 48, 2}, {512, 48, 5}, {512, 48, 7}, {512, 48, 40},
+                          {256, 32, 64}, {256, 32, 601}, {1024, 64, 7}, {1024, 64, 64}};
     for (const ggml_type type : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_K}) {
-        const int64_t k = 512, rows = 48;
-        const auto w = random_values(static_cast<size_t>(k * rows), 1);
-        for (int threads : {1, 2, 3}) {
-            for (int64_t columns : {1, 2, 5, 40}) {  // decode steps split rows; 40 columns split columns
+        for (const Case& shape : cases) {
+            const int64_t k = shape.k, rows = shape.rows, columns = shape.columns;
+            const auto w = random_values(static_cast<size_t>(k * rows), 1);
+            for (int threads : {1, 2, 3}) {
                 const auto x = random_values(static_cast<size_t>(k * columns), 2 + static_cast<uint32_t>(columns));
                 const Product p = multiply(type, w, x, k, rows, columns, threads);
                 ASSERT_EQ(p.packed.size(), static_cast<size_t>(rows * columns));
                 ASSERT_EQ(p.ggml.size(), p.packed.size());
+                ASSERT_EQ(p.last_column.size(), static_cast<size_t>(rows));
+                for (int64_t r = 0; r < rows; ++r) {
+                    ASSERT_EQ(p.last_column[static_cast<size_t>(r)], p.packed[static_cast<size_t>((columns - 1) * rows + r)]);
+                }
+                if (columns % 2 == 0) ASSERT_EQ(p.batched, p.packed);
                 for (int64_t c = 0; c < columns; ++c) {
                     for (int64_t r = 0; r < packed::kPanelRows; ++r) {
                         ASSERT_EQ(p.middle_panel[static_cast<size_t>(c * packed::kPanelRows + r)],
@@ -108,8 +129,8 @@ TEST(PackedMatmul, MatchesAPlainProductAndGgml) {
                         exact_ggml = std::max(exact_ggml, std::fabs(p.ggml[at] - exact));
                     }
                 }
-                const std::string where = std::string(ggml_type_name(type)) + ", " + std::to_string(threads) + " threads, " +
-                                          std::to_string(columns) + " columns";
+                const std::string where = std::string(ggml_type_name(type)) + ", k " + std::to_string(k) + ", " +
+                                          std::to_string(threads) + " threads, " + std::to_string(columns) + " columns";
                 EXPECT_LE(worst_plain, 1e-5 * scale) << where;
                 if (type == GGML_TYPE_Q8_0) EXPECT_LE(worst_ggml, 1e-5 * scale) << where;
                 EXPECT_LE(exact_packed, 1.1 * exact_ggml) << where << ": further from the exact product than ggml";
