@@ -1,0 +1,319 @@
+#include "core/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/fast_math.h"
+#include "talkbox/error.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace talkbox {
+
+namespace {
+
+constexpr int kMicro = 6;            // queries per register block (6 x 4 accumulators)
+constexpr int kBlock = 4 * kMicro;   // queries per work unit: its register blocks share each key tile in L1
+constexpr int64_t kKeys = 64;        // keys per tile (4 vectors of 16)
+constexpr int64_t kCols = 64;        // output columns per register pass of the value product
+
+// The op's userdata word: heads (24 bits), whether a mask / bias source follows, the scale's bits.
+struct Params {
+    int64_t heads;
+    bool mask, bias;
+    float scale;
+};
+
+void* pack_params(const Params& p) {
+    static_assert(sizeof(uintptr_t) >= 8, "the attention op packs its parameters into a 64-bit word");
+    uint32_t bits;
+    std::memcpy(&bits, &p.scale, 4);
+    return reinterpret_cast<void*>(static_cast<uintptr_t>(p.heads) | (uintptr_t{p.mask} << 24) |
+                                   (uintptr_t{p.bias} << 25) | (static_cast<uintptr_t>(bits) << 32));
+}
+
+Params unpack_params(void* userdata) {
+    const uintptr_t w = reinterpret_cast<uintptr_t>(userdata);
+    Params p{static_cast<int64_t>(w & 0xffffff), ((w >> 24) & 1) != 0, ((w >> 25) & 1) != 0, 0.0f};
+    const uint32_t bits = static_cast<uint32_t>(w >> 32);
+    std::memcpy(&p.scale, &bits, 4);
+    return p;
+}
+
+// Per-thread buffers, kept between calls (ggml's worker threads persist): no allocation per step.
+struct Scratch {
+    std::vector<float> kt;  // keys of one (batch, head), transposed in tiles: [tile][hd][kKeys], zero past Tk
+    std::vector<float> s;   // [kBlock][kKeys]: one tile's scores, then probabilities
+    std::vector<float> o;   // [kBlock][hd rounded up to kCols]: unnormalised outputs
+    float m[kBlock], l[kBlock];  // running max and sum of each query
+};
+thread_local Scratch scratch;
+
+// s[n][0..kKeys) = q[n] · keys of one transposed tile kt [hd][kKeys], for NQ queries.
+// v[0..nk) rows `v_stride` bytes apart: o[n][0..hd) += Σ_j p[n][j] v[j] (o rows ldo apart, ldo a
+// multiple of kCols).
+#if defined(__AVX512F__)
+template <int NQ>
+void scores_tile(const float* const* q, const float* kt, int64_t hd, float* s) {
+    __m512 acc[NQ][4];
+    for (int n = 0; n < NQ; ++n)
+        for (int r = 0; r < 4; ++r) acc[n][r] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < hd; ++d) {
+        const float* kd = kt + d * kKeys;
+        const __m512 k0 = _mm512_loadu_ps(kd), k1 = _mm512_loadu_ps(kd + 16), k2 = _mm512_loadu_ps(kd + 32),
+                     k3 = _mm512_loadu_ps(kd + 48);
+        for (int n = 0; n < NQ; ++n) {
+            const __m512 b = _mm512_set1_ps(q[n][d]);
+            acc[n][0] = _mm512_fmadd_ps(k0, b, acc[n][0]);
+            acc[n][1] = _mm512_fmadd_ps(k1, b, acc[n][1]);
+            acc[n][2] = _mm512_fmadd_ps(k2, b, acc[n][2]);
+            acc[n][3] = _mm512_fmadd_ps(k3, b, acc[n][3]);
+        }
+    }
+    for (int n = 0; n < NQ; ++n)
+        for (int r = 0; r < 4; ++r) _mm512_storeu_ps(s + n * kKeys + 16 * r, acc[n][r]);
+}
+
+template <int NQ>
+void values_tile(const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, float* o, int64_t ldo) {
+    for (int64_t c0 = 0; c0 < hd; c0 += kCols) {
+        __mmask16 mask[4];  // the head's columns in this pass (loads past hd read nothing)
+        for (int r = 0; r < 4; ++r) {
+            const int64_t lanes = std::clamp<int64_t>(hd - c0 - 16 * r, 0, 16);
+            mask[r] = static_cast<__mmask16>((1u << lanes) - 1u);
+        }
+        __m512 acc[NQ][4];
+        for (int n = 0; n < NQ; ++n)
+            for (int r = 0; r < 4; ++r) acc[n][r] = _mm512_loadu_ps(o + n * ldo + c0 + 16 * r);
+        for (int64_t j = 0; j < nk; ++j) {
+            const float* vr = reinterpret_cast<const float*>(v + j * v_stride) + c0;
+            const __m512 v0 = _mm512_maskz_loadu_ps(mask[0], vr), v1 = _mm512_maskz_loadu_ps(mask[1], vr + 16),
+                         v2 = _mm512_maskz_loadu_ps(mask[2], vr + 32), v3 = _mm512_maskz_loadu_ps(mask[3], vr + 48);
+            for (int n = 0; n < NQ; ++n) {
+                const __m512 b = _mm512_set1_ps(p[n * kKeys + j]);
+                acc[n][0] = _mm512_fmadd_ps(v0, b, acc[n][0]);
+                acc[n][1] = _mm512_fmadd_ps(v1, b, acc[n][1]);
+                acc[n][2] = _mm512_fmadd_ps(v2, b, acc[n][2]);
+                acc[n][3] = _mm512_fmadd_ps(v3, b, acc[n][3]);
+            }
+        }
+        for (int n = 0; n < NQ; ++n)
+            for (int r = 0; r < 4; ++r) _mm512_storeu_ps(o + n * ldo + c0 + 16 * r, acc[n][r]);
+    }
+}
+#else
+template <int NQ>
+void scores_tile(const float* const* q, const float* kt, int64_t hd, float* s) {
+    float acc[NQ][kKeys] = {};
+    for (int64_t d = 0; d < hd; ++d)
+        for (int n = 0; n < NQ; ++n) {
+            const float qd = q[n][d];
+            for (int64_t j = 0; j < kKeys; ++j) acc[n][j] += qd * kt[d * kKeys + j];
+        }
+    for (int n = 0; n < NQ; ++n) std::copy(acc[n], acc[n] + kKeys, s + n * kKeys);
+}
+
+template <int NQ>
+void values_tile(const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, float* o, int64_t ldo) {
+    for (int64_t j = 0; j < nk; ++j) {
+        const float* vr = reinterpret_cast<const float*>(v + j * v_stride);
+        for (int n = 0; n < NQ; ++n) {
+            const float pj = p[n * kKeys + j];
+            for (int64_t c = 0; c < hd; ++c) o[n * ldo + c] += pj * vr[c];
+        }
+    }
+}
+#endif
+
+// One register block of nq <= kMicro queries: its scores against a key tile, or its value product.
+void scores_block(int nq, const float* const* q, const float* kt, int64_t hd, float* s) {
+    static constexpr void (*table[kMicro])(const float* const*, const float*, int64_t, float*) = {
+        scores_tile<1>, scores_tile<2>, scores_tile<3>, scores_tile<4>, scores_tile<5>, scores_tile<6>};
+    table[nq - 1](q, kt, hd, s);
+}
+
+void values_block(int nq, const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, float* o, int64_t ldo) {
+    static constexpr void (*table[kMicro])(const float*, int64_t, const char*, size_t, int64_t, float*, int64_t) = {
+        values_tile<1>, values_tile<2>, values_tile<3>, values_tile<4>, values_tile<5>, values_tile<6>};
+    table[nq - 1](p, nk, v, v_stride, hd, o, ldo);
+}
+
+// Max and sum over n values in 16 independent lanes (so that the loops vectorise), then across them.
+float row_max(const float* x, int64_t n) {
+    float part[16];
+    std::fill(part, part + 16, -INFINITY);
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int c = 0; c < 16; ++c) part[c] = std::max(part[c], x[j + c]);
+    for (; j < n; ++j) part[0] = std::max(part[0], x[j]);
+    return *std::max_element(part, part + 16);
+}
+
+float row_sum(const float* x, int64_t n) {
+    float part[16] = {};
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int c = 0; c < 16; ++c) part[c] += x[j + c];
+    for (; j < n; ++j) part[0] += x[j];
+    float sum = 0.0f;
+    for (float v : part) sum += v;
+    return sum;
+}
+
+// dst [hd·H, Tq, B]; sources q, k, v, then [mask [Tk, Tq]], [bias [Tk, Tq, H|1, B|1]].
+void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
+    const Params prm = unpack_params(userdata);
+    const ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
+    const ggml_tensor* mask = prm.mask ? dst->src[3] : nullptr;
+    const ggml_tensor* bias = prm.bias ? dst->src[prm.mask ? 4 : 3] : nullptr;
+    const int64_t heads = prm.heads, hd = q->ne[0] / heads, tq = q->ne[1], tk = k->ne[1], batch = q->ne[2];
+    const int64_t blocks = (tq + kBlock - 1) / kBlock, units = batch * heads * blocks;
+    const int64_t per = (units + nth - 1) / nth, u0 = std::min(units, per * ith), u1 = std::min(units, u0 + per);
+    if (u0 >= u1) return;
+    const int64_t tiles = (tk + kKeys - 1) / kKeys, ldo = (hd + kCols - 1) / kCols * kCols;
+    Scratch& sc = scratch;
+    sc.kt.resize(static_cast<size_t>(tiles * hd * kKeys));
+    sc.s.resize(static_cast<size_t>(kBlock * kKeys));
+    sc.o.resize(static_cast<size_t>(kBlock * ldo));
+    float* kt = sc.kt.data();
+    float* s = sc.s.data();
+    float* o = sc.o.data();
+    int64_t loaded = -1;  // the (batch, head) whose keys kt holds
+    for (int64_t u = u0; u < u1; ++u) {
+        const int64_t bh = u / blocks, qb = u % blocks, b = bh / heads, h = bh % heads;
+        if (bh != loaded) {
+            for (int64_t j = 0; j < tiles * kKeys; ++j) {
+                float* col = kt + (j / kKeys) * hd * kKeys + j % kKeys;
+                if (j < tk) {
+                    const float* kr = reinterpret_cast<const float*>(static_cast<const char*>(k->data) + j * k->nb[1] +
+                                                                     b * k->nb[2]) + h * hd;
+                    for (int64_t d = 0; d < hd; ++d) col[d * kKeys] = kr[d];
+                } else {
+                    for (int64_t d = 0; d < hd; ++d) col[d * kKeys] = 0.0f;
+                }
+            }
+            loaded = bh;
+        }
+        const int64_t i0 = qb * kBlock, nq = std::min<int64_t>(kBlock, tq - i0);
+        const float* qrows[kBlock];
+        for (int64_t n = 0; n < nq; ++n) {
+            qrows[n] = reinterpret_cast<const float*>(static_cast<const char*>(q->data) + (i0 + n) * q->nb[1] +
+                                                      b * q->nb[2]) + h * hd;
+        }
+        std::fill(sc.m, sc.m + kBlock, -INFINITY);
+        std::fill(sc.l, sc.l + kBlock, 0.0f);
+        std::fill(o, o + nq * ldo, 0.0f);
+        const char* vhead = static_cast<const char*>(v->data) + b * v->nb[2] + h * hd * sizeof(float);
+        const char* brows = bias ? static_cast<const char*>(bias->data) + (bias->ne[2] == 1 ? 0 : h) * bias->nb[2] +
+                                       (bias->ne[3] == 1 ? 0 : b) * bias->nb[3]
+                                 : nullptr;
+        for (int64_t t = 0; t < tiles; ++t) {
+            const int64_t j0 = t * kKeys, nk = std::min(kKeys, tk - j0);
+            for (int64_t mb = 0; mb < nq; mb += kMicro) {
+                scores_block(static_cast<int>(std::min<int64_t>(kMicro, nq - mb)), qrows + mb, kt + t * hd * kKeys, hd,
+                             s + mb * kKeys);
+            }
+            // Online softmax: scores → probabilities against the running max, rescaling what came before.
+            for (int64_t n = 0; n < nq; ++n) {
+                float* sr = s + n * kKeys;
+                const int64_t i = i0 + n;
+                if (brows) {
+                    const float* br = reinterpret_cast<const float*>(brows + i * bias->nb[1]) + j0;
+                    for (int64_t j = 0; j < nk; ++j) sr[j] += br[j];
+                }
+                for (int64_t j = 0; j < nk; ++j) sr[j] *= prm.scale;
+                if (mask) {
+                    const float* mr = reinterpret_cast<const float*>(static_cast<const char*>(mask->data) + i * mask->nb[1]) + j0;
+                    for (int64_t j = 0; j < nk; ++j) sr[j] += mr[j];
+                }
+                const float mx = row_max(sr, nk);
+                if (mx == -INFINITY) {  // every key of this tile masked
+                    std::fill(sr, sr + nk, 0.0f);
+                    continue;
+                }
+                if (mx > sc.m[n]) {
+                    const float alpha = sc.m[n] == -INFINITY ? 0.0f : exp_nonpositive(sc.m[n] - mx);
+                    sc.l[n] *= alpha;
+                    for (int64_t c = 0; c < hd; ++c) o[n * ldo + c] *= alpha;
+                    sc.m[n] = mx;
+                }
+                const float m = sc.m[n];
+                for (int64_t j = 0; j < nk; ++j) sr[j] = sr[j] == -INFINITY ? 0.0f : exp_nonpositive(sr[j] - m);
+                sc.l[n] += row_sum(sr, nk);
+            }
+            for (int64_t mb = 0; mb < nq; mb += kMicro) {
+                values_block(static_cast<int>(std::min<int64_t>(kMicro, nq - mb)), s + mb * kKeys, nk,
+                             vhead + j0 * v->nb[1], v->nb[1], hd, o + mb * ldo, ldo);
+            }
+        }
+        for (int64_t n = 0; n < nq; ++n) {
+            float* out = reinterpret_cast<float*>(static_cast<char*>(dst->data) + (i0 + n) * dst->nb[1] + b * dst->nb[2]) +
+                         h * hd;
+            const float inv = sc.l[n] > 0.0f ? 1.0f / sc.l[n] : 0.0f;
+            for (int64_t c = 0; c < hd; ++c) out[c] = o[n * ldo + c] * inv;
+        }
+    }
+}
+
+std::string dims(const ggml_tensor* t) {
+    return "[" + std::to_string(t->ne[0]) + ", " + std::to_string(t->ne[1]) + ", " + std::to_string(t->ne[2]) + ", " +
+           std::to_string(t->ne[3]) + "]";
+}
+
+void check_shapes(const ggml_tensor* q, const ggml_tensor* k, const ggml_tensor* v, int64_t heads, const ggml_tensor* mask,
+                  const ggml_tensor* bias) {
+    auto fail = [&](const std::string& what) {
+        throw Error(ErrorKind::Internal, "attention: " + what + " (q " + dims(q) + ", k " + dims(k) + ", v " + dims(v) +
+                                             ", " + std::to_string(heads) + " heads)");
+    };
+    for (const ggml_tensor* t : {q, k, v}) {
+        if (t->type != GGML_TYPE_F32 || t->nb[0] != sizeof(float) || t->ne[3] != 1) fail("q, k, v must be F32 [hd·H, T, B] with contiguous rows");
+    }
+    if (heads < 1 || heads > 0xffffff || q->ne[0] % heads != 0) fail("the row width is not a multiple of the heads");
+    if (k->ne[0] != q->ne[0] || v->ne[0] != q->ne[0]) fail("q, k and v rows differ in width");
+    if (k->ne[1] != v->ne[1] || k->ne[1] < 1) fail("k and v differ in length");
+    if (k->ne[2] != q->ne[2] || v->ne[2] != q->ne[2]) fail("q, k and v differ in batch");
+    if (mask && (mask->type != GGML_TYPE_F32 || mask->nb[0] != sizeof(float) || mask->ne[0] != k->ne[1] ||
+                 mask->ne[1] != q->ne[1] || mask->ne[2] != 1 || mask->ne[3] != 1)) {
+        fail("the mask must be F32 [Tk, Tq], is " + dims(mask));
+    }
+    if (bias && (bias->type != GGML_TYPE_F32 || bias->nb[0] != sizeof(float) || bias->ne[0] != k->ne[1] ||
+                 bias->ne[1] != q->ne[1] || (bias->ne[2] != 1 && bias->ne[2] != heads) ||
+                 (bias->ne[3] != 1 && bias->ne[3] != q->ne[2]))) {
+        fail("the bias must be F32 [Tk, Tq, H or 1, B or 1], is " + dims(bias));
+    }
+}
+
+}  // namespace
+
+ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int64_t heads, float scale,
+                       ggml_tensor* mask, ggml_tensor* bias, bool fused) {
+    check_shapes(q, k, v, heads, mask, bias);
+    const int64_t hd = q->ne[0] / heads;
+    if (fused) {
+        std::vector<ggml_tensor*> args = {q, k, v};
+        if (mask) args.push_back(mask);
+        if (bias) args.push_back(bias);
+        return ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], q->ne[2], 1, args.data(), static_cast<int>(args.size()),
+                              attention_op, GGML_N_TASKS_MAX, pack_params({heads, mask != nullptr, bias != nullptr, scale}));
+    }
+    // Heads as a dimension of their own, then contiguous operands for ggml's blocked GEMM.
+    auto split = [&](ggml_tensor* x) {
+        return ggml_view_4d(ctx, x, hd, heads, x->ne[1], x->ne[2], hd * x->nb[0], x->nb[1], x->nb[2], 0);
+    };
+    ggml_tensor* qh = ggml_cont(ctx, ggml_permute(ctx, split(q), 0, 2, 1, 3));  // [hd, Tq, H, B]
+    ggml_tensor* kh = ggml_cont(ctx, ggml_permute(ctx, split(k), 0, 2, 1, 3));  // [hd, Tk, H, B]
+    ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, split(v), 1, 2, 0, 3));  // [Tk, hd, H, B]
+    ggml_tensor* scores = ggml_mul_mat(ctx, kh, qh);                           // [Tk, Tq, H, B]
+    if (bias) scores = ggml_add(ctx, scores, bias);
+    ggml_tensor* probs = ggml_soft_max_ext(ctx, scores, mask, scale, 0.0f);
+    ggml_tensor* o = ggml_permute(ctx, ggml_mul_mat(ctx, vt, probs), 0, 2, 1, 3);  // [hd, H, Tq, B]
+    return ggml_reshape_3d(ctx, ggml_cont(ctx, o), q->ne[0], q->ne[1], q->ne[2]);
+}
+
+}  // namespace talkbox
