@@ -48,6 +48,7 @@ Params unpack_params(void* userdata) {
 // Per-thread buffers, kept between calls (ggml's worker threads persist): no allocation per step.
 struct Scratch {
     std::vector<float> kt;  // keys of one (batch, head), transposed in tiles: [tile][hd][kKeys], zero past Tk
+    std::vector<float> vp;  // values of one (batch, head), packed: [Tk][hd] (strided rows would thrash L1)
     std::vector<float> s;   // [kBlock][kKeys]: one tile's scores, then probabilities
     std::vector<float> o;   // [kBlock][hd rounded up to kCols]: unnormalised outputs
     float m[kBlock], l[kBlock];  // running max and sum of each query
@@ -143,27 +144,99 @@ void values_block(int nq, const float* p, int64_t nk, const char* v, size_t v_st
     table[nq - 1](p, nk, v, v_stride, hd, o, ldo);
 }
 
-// Max and sum over n values in 16 independent lanes (so that the loops vectorise), then across them.
-float row_max(const float* x, int64_t n) {
-    float part[16];
-    std::fill(part, part + 16, -INFINITY);
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16)
-        for (int c = 0; c < 16; ++c) part[c] = std::max(part[c], x[j + c]);
-    for (; j < n; ++j) part[0] = std::max(part[0], x[j]);
-    return *std::max_element(part, part + 16);
+// One query's scores of a tile, sr[0..nk): scale · (sr + br) + mr (br, mr may be null), then the
+// online softmax step: raise the running max m (rescaling the sum l and the outputs o[0..hd) by
+// exp(old - new)), and replace the scores by exp(score - m), masked keys (-inf) by exactly 0.
+#if defined(__AVX512F__)
+// (The masked forms with all lanes set: the plain ones pass an undefined source that GCC 12 warns about.)
+constexpr __mmask16 kAll = 0xffff;
+
+inline __m512 exp_nonpositive16(__m512 x) {  // exp_nonpositive lane by lane, the same operations
+    const __m512 round = _mm512_set1_ps(12582912.0f);
+    x = _mm512_mask_max_ps(x, kAll, x, _mm512_set1_ps(-87.3f));
+    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), round), round);
+    const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x));
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    const __m512 e = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    const __m512i ni = _mm512_mask_cvttps_epi32(_mm512_setzero_si512(), kAll, n);
+    const __m512i bits = _mm512_mask_slli_epi32(ni, kAll, _mm512_add_epi32(ni, _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(e, _mm512_castsi512_ps(bits));
 }
 
-float row_sum(const float* x, int64_t n) {
-    float part[16] = {};
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16)
-        for (int c = 0; c < 16; ++c) part[c] += x[j + c];
-    for (; j < n; ++j) part[0] += x[j];
-    float sum = 0.0f;
-    for (float v : part) sum += v;
-    return sum;
+// The max / sum of the 16 lanes in every lane: a tree of swaps (halves, quarters, pairs, neighbours).
+template <bool Max>
+inline __m512 all_lanes(__m512 v) {
+    auto op = [](__m512 a, __m512 b) { return Max ? _mm512_mask_max_ps(a, kAll, a, b) : _mm512_add_ps(a, b); };
+    v = op(v, _mm512_mask_shuffle_f32x4(v, kAll, v, v, 0x4e));
+    v = op(v, _mm512_mask_shuffle_f32x4(v, kAll, v, v, 0xb1));
+    v = op(v, _mm512_mask_permute_ps(v, kAll, v, 0x4e));
+    return op(v, _mm512_mask_permute_ps(v, kAll, v, 0xb1));
 }
+
+void softmax_row(float* sr, int64_t nk, const float* br, const float* mr, float scale, float& m, float& l, float* o,
+                 int64_t hd) {
+    const __m512 ninf = _mm512_set1_ps(-INFINITY), vscale = _mm512_set1_ps(scale);
+    __m512 x[4];
+    __mmask16 lanes[4];
+    __m512 vmax = ninf;
+    for (int r = 0; r < 4; ++r) {
+        lanes[r] = static_cast<__mmask16>((1u << std::clamp<int64_t>(nk - 16 * r, 0, 16)) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(lanes[r], sr + 16 * r);
+        if (br) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(lanes[r], br + 16 * r));
+        v = _mm512_mul_ps(v, vscale);
+        if (mr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(lanes[r], mr + 16 * r));
+        x[r] = _mm512_mask_blend_ps(lanes[r], ninf, v);
+        vmax = _mm512_mask_max_ps(vmax, kAll, vmax, x[r]);
+    }
+    const float mx = _mm512_cvtss_f32(all_lanes<true>(vmax));
+    if (mx == -INFINITY) {  // every key of this tile masked
+        for (int r = 0; r < 4; ++r) _mm512_storeu_ps(sr + 16 * r, _mm512_setzero_ps());
+        return;
+    }
+    if (mx > m) {
+        const float alpha = m == -INFINITY ? 0.0f : exp_nonpositive(m - mx);
+        l *= alpha;
+        for (int64_t c = 0; c < hd; ++c) o[c] *= alpha;
+        m = mx;
+    }
+    const __m512 vm = _mm512_set1_ps(m);
+    __m512 sum = _mm512_setzero_ps();
+    for (int r = 0; r < 4; ++r) {
+        const __mmask16 live = _mm512_cmp_ps_mask(x[r], ninf, _CMP_NEQ_OQ);
+        const __m512 p = _mm512_maskz_mov_ps(live, exp_nonpositive16(_mm512_sub_ps(x[r], vm)));
+        sum = _mm512_add_ps(sum, p);
+        _mm512_storeu_ps(sr + 16 * r, p);
+    }
+    l += _mm512_cvtss_f32(all_lanes<false>(sum));
+}
+#else
+void softmax_row(float* sr, int64_t nk, const float* br, const float* mr, float scale, float& m, float& l, float* o,
+                 int64_t hd) {
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < nk; ++j) {
+        sr[j] = (sr[j] + (br ? br[j] : 0.0f)) * scale + (mr ? mr[j] : 0.0f);
+        mx = std::max(mx, sr[j]);
+    }
+    if (mx == -INFINITY) {  // every key of this tile masked
+        std::fill(sr, sr + nk, 0.0f);
+        return;
+    }
+    if (mx > m) {
+        const float alpha = m == -INFINITY ? 0.0f : exp_nonpositive(m - mx);
+        l *= alpha;
+        for (int64_t c = 0; c < hd; ++c) o[c] *= alpha;
+        m = mx;
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j < nk; ++j) sum += (sr[j] = sr[j] == -INFINITY ? 0.0f : exp_nonpositive(sr[j] - m));
+    l += sum;
+}
+#endif
 
 // dst [hd·H, Tq, B]; sources q, k, v, then [mask [Tk, Tq]], [bias [Tk, Tq, H|1, B|1]].
 void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
@@ -178,9 +251,11 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     const int64_t tiles = (tk + kKeys - 1) / kKeys, ldo = (hd + kCols - 1) / kCols * kCols;
     Scratch& sc = scratch;
     sc.kt.resize(static_cast<size_t>(tiles * hd * kKeys));
+    sc.vp.resize(static_cast<size_t>(tk * hd));
     sc.s.resize(static_cast<size_t>(kBlock * kKeys));
     sc.o.resize(static_cast<size_t>(kBlock * ldo));
     float* kt = sc.kt.data();
+    float* vp = sc.vp.data();
     float* s = sc.s.data();
     float* o = sc.o.data();
     int64_t loaded = -1;  // the (batch, head) whose keys kt holds
@@ -197,6 +272,10 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
                     for (int64_t d = 0; d < hd; ++d) col[d * kKeys] = 0.0f;
                 }
             }
+            for (int64_t j = 0; j < tk; ++j) {
+                std::memcpy(vp + j * hd, static_cast<const char*>(v->data) + j * v->nb[1] + b * v->nb[2] + h * hd * sizeof(float),
+                            hd * sizeof(float));
+            }
             loaded = bh;
         }
         const int64_t i0 = qb * kBlock, nq = std::min<int64_t>(kBlock, tq - i0);
@@ -208,7 +287,6 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
         std::fill(sc.m, sc.m + kBlock, -INFINITY);
         std::fill(sc.l, sc.l + kBlock, 0.0f);
         std::fill(o, o + nq * ldo, 0.0f);
-        const char* vhead = static_cast<const char*>(v->data) + b * v->nb[2] + h * hd * sizeof(float);
         const char* brows = bias ? static_cast<const char*>(bias->data) + (bias->ne[2] == 1 ? 0 : h) * bias->nb[2] +
                                        (bias->ne[3] == 1 ? 0 : b) * bias->nb[3]
                                  : nullptr;
@@ -220,35 +298,15 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
             }
             // Online softmax: scores → probabilities against the running max, rescaling what came before.
             for (int64_t n = 0; n < nq; ++n) {
-                float* sr = s + n * kKeys;
                 const int64_t i = i0 + n;
-                if (brows) {
-                    const float* br = reinterpret_cast<const float*>(brows + i * bias->nb[1]) + j0;
-                    for (int64_t j = 0; j < nk; ++j) sr[j] += br[j];
-                }
-                for (int64_t j = 0; j < nk; ++j) sr[j] *= prm.scale;
-                if (mask) {
-                    const float* mr = reinterpret_cast<const float*>(static_cast<const char*>(mask->data) + i * mask->nb[1]) + j0;
-                    for (int64_t j = 0; j < nk; ++j) sr[j] += mr[j];
-                }
-                const float mx = row_max(sr, nk);
-                if (mx == -INFINITY) {  // every key of this tile masked
-                    std::fill(sr, sr + nk, 0.0f);
-                    continue;
-                }
-                if (mx > sc.m[n]) {
-                    const float alpha = sc.m[n] == -INFINITY ? 0.0f : exp_nonpositive(sc.m[n] - mx);
-                    sc.l[n] *= alpha;
-                    for (int64_t c = 0; c < hd; ++c) o[n * ldo + c] *= alpha;
-                    sc.m[n] = mx;
-                }
-                const float m = sc.m[n];
-                for (int64_t j = 0; j < nk; ++j) sr[j] = sr[j] == -INFINITY ? 0.0f : exp_nonpositive(sr[j] - m);
-                sc.l[n] += row_sum(sr, nk);
+                const float* br = brows ? reinterpret_cast<const float*>(brows + i * bias->nb[1]) + j0 : nullptr;
+                const float* mr =
+                    mask ? reinterpret_cast<const float*>(static_cast<const char*>(mask->data) + i * mask->nb[1]) + j0 : nullptr;
+                softmax_row(s + n * kKeys, nk, br, mr, prm.scale, sc.m[n], sc.l[n], o + n * ldo, hd);
             }
             for (int64_t mb = 0; mb < nq; mb += kMicro) {
                 values_block(static_cast<int>(std::min<int64_t>(kMicro, nq - mb)), s + mb * kKeys, nk,
-                             vhead + j0 * v->nb[1], v->nb[1], hd, o + mb * ldo, ldo);
+                             reinterpret_cast<const char*>(vp + j0 * hd), hd * sizeof(float), hd, o + mb * ldo, ldo);
             }
         }
         for (int64_t n = 0; n < nq; ++n) {
