@@ -52,6 +52,7 @@ struct Scratch {
     std::vector<float> s;   // [kBlock][kKeys]: one tile's scores, then probabilities
     std::vector<float> o;   // [kBlock][hd rounded up to kCols]: unnormalised outputs
     float m[kBlock], l[kBlock];  // running max and sum of each query
+    float alpha[kBlock];         // this tile's rescaling of each query's outputs so far
 };
 thread_local Scratch scratch;
 
@@ -81,7 +82,8 @@ void scores_tile(const float* const* q, const float* kt, int64_t hd, float* s) {
 }
 
 template <int NQ>
-void values_tile(const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, float* o, int64_t ldo) {
+void values_tile(const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, const float* alpha, float* o,
+                 int64_t ldo) {
     for (int64_t c0 = 0; c0 < hd; c0 += kCols) {
         __mmask16 mask[4];  // the head's columns in this pass (loads past hd read nothing)
         for (int r = 0; r < 4; ++r) {
@@ -89,8 +91,10 @@ void values_tile(const float* p, int64_t nk, const char* v, size_t v_stride, int
             mask[r] = static_cast<__mmask16>((1u << lanes) - 1u);
         }
         __m512 acc[NQ][4];
-        for (int n = 0; n < NQ; ++n)
-            for (int r = 0; r < 4; ++r) acc[n][r] = _mm512_loadu_ps(o + n * ldo + c0 + 16 * r);
+        for (int n = 0; n < NQ; ++n) {
+            const __m512 a = _mm512_set1_ps(alpha[n]);
+            for (int r = 0; r < 4; ++r) acc[n][r] = _mm512_mul_ps(_mm512_loadu_ps(o + n * ldo + c0 + 16 * r), a);
+        }
         for (int64_t j = 0; j < nk; ++j) {
             const float* vr = reinterpret_cast<const float*>(v + j * v_stride) + c0;
             const __m512 v0 = _mm512_maskz_loadu_ps(mask[0], vr), v1 = _mm512_maskz_loadu_ps(mask[1], vr + 16),
@@ -120,7 +124,10 @@ void scores_tile(const float* const* q, const float* kt, int64_t hd, float* s) {
 }
 
 template <int NQ>
-void values_tile(const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, float* o, int64_t ldo) {
+void values_tile(const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, const float* alpha, float* o,
+                 int64_t ldo) {
+    for (int n = 0; n < NQ; ++n)
+        for (int64_t c = 0; c < hd; ++c) o[n * ldo + c] *= alpha[n];
     for (int64_t j = 0; j < nk; ++j) {
         const float* vr = reinterpret_cast<const float*>(v + j * v_stride);
         for (int n = 0; n < NQ; ++n) {
@@ -138,15 +145,29 @@ void scores_block(int nq, const float* const* q, const float* kt, int64_t hd, fl
     table[nq - 1](q, kt, hd, s);
 }
 
-void values_block(int nq, const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, float* o, int64_t ldo) {
-    static constexpr void (*table[kMicro])(const float*, int64_t, const char*, size_t, int64_t, float*, int64_t) = {
+void values_block(int nq, const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, const float* alpha,
+                  float* o, int64_t ldo) {
+    static constexpr void (*table[kMicro])(const float*, int64_t, const char*, size_t, int64_t, const float*, float*,
+                                           int64_t) = {
         values_tile<1>, values_tile<2>, values_tile<3>, values_tile<4>, values_tile<5>, values_tile<6>};
-    table[nq - 1](p, nk, v, v_stride, hd, o, ldo);
+    table[nq - 1](p, nk, v, v_stride, hd, alpha, o, ldo);
 }
 
 // One query's scores of a tile, sr[0..nk): scale · (sr + br) + mr (br, mr may be null), then the
-// online softmax step: raise the running max m (rescaling the sum l and the outputs o[0..hd) by
-// exp(old - new)), and replace the scores by exp(score - m), masked keys (-inf) by exactly 0.
+// online softmax step: raise the running max m to the tile's, and replace the scores by
+// exp(score - m), masked keys (-inf) by exactly 0, adding them to the running sum l. Returns the
+// factor exp(old m - new m) by which the sum (done here) and the outputs so far (by the value
+// product, as it loads them) are rescaled.
+
+// Raises the running max m to mx (if larger) and rescales the sum l: returns the factor.
+inline float raise_max(float mx, float& m, float& l) {
+    if (!(mx > m)) return 1.0f;
+    const float alpha = m == -INFINITY ? 0.0f : exp_nonpositive(m - mx);
+    l *= alpha;
+    m = mx;
+    return alpha;
+}
+
 #if defined(__AVX512F__)
 // (The masked forms with all lanes set: the plain ones pass an undefined source that GCC 12 warns about.)
 constexpr __mmask16 kAll = 0xffff;
@@ -178,8 +199,7 @@ inline __m512 all_lanes(__m512 v) {
     return op(v, _mm512_mask_permute_ps(v, kAll, v, 0xb1));
 }
 
-void softmax_row(float* sr, int64_t nk, const float* br, const float* mr, float scale, float& m, float& l, float* o,
-                 int64_t hd) {
+float softmax_row(float* sr, int64_t nk, const float* br, const float* mr, float scale, float& m, float& l) {
     const __m512 ninf = _mm512_set1_ps(-INFINITY), vscale = _mm512_set1_ps(scale);
     __m512 x[4];
     __mmask16 lanes[4];
@@ -196,14 +216,9 @@ void softmax_row(float* sr, int64_t nk, const float* br, const float* mr, float 
     const float mx = _mm512_cvtss_f32(all_lanes<true>(vmax));
     if (mx == -INFINITY) {  // every key of this tile masked
         for (int r = 0; r < 4; ++r) _mm512_storeu_ps(sr + 16 * r, _mm512_setzero_ps());
-        return;
+        return 1.0f;
     }
-    if (mx > m) {
-        const float alpha = m == -INFINITY ? 0.0f : exp_nonpositive(m - mx);
-        l *= alpha;
-        for (int64_t c = 0; c < hd; ++c) o[c] *= alpha;
-        m = mx;
-    }
+    const float alpha = raise_max(mx, m, l);
     const __m512 vm = _mm512_set1_ps(m);
     __m512 sum = _mm512_setzero_ps();
     for (int r = 0; r < 4; ++r) {
@@ -213,10 +228,10 @@ void softmax_row(float* sr, int64_t nk, const float* br, const float* mr, float 
         _mm512_storeu_ps(sr + 16 * r, p);
     }
     l += _mm512_cvtss_f32(all_lanes<false>(sum));
+    return alpha;
 }
 #else
-void softmax_row(float* sr, int64_t nk, const float* br, const float* mr, float scale, float& m, float& l, float* o,
-                 int64_t hd) {
+float softmax_row(float* sr, int64_t nk, const float* br, const float* mr, float scale, float& m, float& l) {
     float mx = -INFINITY;
     for (int64_t j = 0; j < nk; ++j) {
         sr[j] = (sr[j] + (br ? br[j] : 0.0f)) * scale + (mr ? mr[j] : 0.0f);
@@ -224,17 +239,13 @@ void softmax_row(float* sr, int64_t nk, const float* br, const float* mr, float 
     }
     if (mx == -INFINITY) {  // every key of this tile masked
         std::fill(sr, sr + nk, 0.0f);
-        return;
+        return 1.0f;
     }
-    if (mx > m) {
-        const float alpha = m == -INFINITY ? 0.0f : exp_nonpositive(m - mx);
-        l *= alpha;
-        for (int64_t c = 0; c < hd; ++c) o[c] *= alpha;
-        m = mx;
-    }
+    const float alpha = raise_max(mx, m, l);
     float sum = 0.0f;
     for (int64_t j = 0; j < nk; ++j) sum += (sr[j] = sr[j] == -INFINITY ? 0.0f : exp_nonpositive(sr[j] - m));
     l += sum;
+    return alpha;
 }
 #endif
 
@@ -302,11 +313,11 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
                 const float* br = brows ? reinterpret_cast<const float*>(brows + i * bias->nb[1]) + j0 : nullptr;
                 const float* mr =
                     mask ? reinterpret_cast<const float*>(static_cast<const char*>(mask->data) + i * mask->nb[1]) + j0 : nullptr;
-                softmax_row(s + n * kKeys, nk, br, mr, prm.scale, sc.m[n], sc.l[n], o + n * ldo, hd);
+                sc.alpha[n] = softmax_row(s + n * kKeys, nk, br, mr, prm.scale, sc.m[n], sc.l[n]);
             }
             for (int64_t mb = 0; mb < nq; mb += kMicro) {
                 values_block(static_cast<int>(std::min<int64_t>(kMicro, nq - mb)), s + mb * kKeys, nk,
-                             reinterpret_cast<const char*>(vp + j0 * hd), hd * sizeof(float), hd, o + mb * ldo, ldo);
+                             reinterpret_cast<const char*>(vp + j0 * hd), hd * sizeof(float), hd, sc.alpha + mb, o + mb * ldo, ldo);
             }
         }
         for (int64_t n = 0; n < nq; ++n) {
