@@ -203,23 +203,15 @@ struct Flow::Model {
 
     // ---- encoder graph ----
     ggml_tensor* rel_attention(ggml_context* ctx, ggml_tensor* x, const EncLayerW& w, ggml_tensor* pe) const {
-        const int64_t t = x->ne[1], dk = d / heads, p = 2 * t - 1;
+        const int64_t t = x->ne[1], dk = d / heads;
         auto heads3 = [&](ggml_tensor* y) { return ggml_reshape_3d(ctx, y, dk, heads, y->ne[1]); };
         ggml_tensor* q = heads3(linear(ctx, x, w.q));
-        ggml_tensor* pos = heads3(linear(ctx, pe, w.pos));  // [dk, H, 2T-1]
         ggml_tensor* bu = ggml_reshape_3d(ctx, w.bias_u, dk, heads, 1);
         ggml_tensor* bv = ggml_reshape_3d(ctx, w.bias_v, dk, heads, 1);
-        // The positional term bd = (q + bias_v)·posᵀ by ggml's blocked GEMM (contiguous operands).
-        ggml_tensor* qv = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, bv), 0, 2, 1, 3));  // [dk, T, H]
-        ggml_tensor* bd_full = ggml_mul_mat(ctx, ggml_permute(ctx, pos, 0, 2, 1, 3), qv);  // [2T-1, Tq, H]
-        // rel_shift: query i, key j reads row T-1-i+j of its own row, i.e. a view whose row
-        // stride is one element shorter than the full row.
-        ggml_tensor* bd = ggml_view_3d(ctx, bd_full, t, t, heads, (p - 1) * bd_full->nb[0], bd_full->nb[2],
-                                       (t - 1) * bd_full->nb[0]);
-        // softmax((ac + bd) / √dk) v with ac = (q + bias_u)·kᵀ, bd added as a bias of the scores.
-        ggml_tensor* qu = ggml_reshape_2d(ctx, ggml_add(ctx, q, bu), d, t);
-        ggml_tensor* o = attention(ctx, qu, linear(ctx, x, w.k), linear(ctx, x, w.v), heads,
-                                   1.0f / std::sqrt(static_cast<float>(dk)), nullptr, bd, fused());
+        // softmax((ac + bd) / √dk) v: ac = (q + bias_u)·kᵀ, bd = rel_shift((q + bias_v)·posᵀ).
+        ggml_tensor* o = talkbox::rel_attention(ctx, ggml_reshape_2d(ctx, ggml_add(ctx, q, bu), d, t), linear(ctx, x, w.k),
+                                                linear(ctx, x, w.v), ggml_reshape_2d(ctx, ggml_add(ctx, q, bv), d, t),
+                                                linear(ctx, pe, w.pos), heads, 1.0f / std::sqrt(static_cast<float>(dk)), fused());
         return linear(ctx, o, w.out);
     }
 

@@ -27,6 +27,7 @@ struct Params {
     int64_t heads;
     bool mask, bias;
     float scale;
+    bool rel = false;
 };
 
 void* pack_params(const Params& p) {
@@ -34,7 +35,7 @@ void* pack_params(const Params& p) {
     uint32_t bits;
     std::memcpy(&bits, &p.scale, 4);
     return reinterpret_cast<void*>(static_cast<uintptr_t>(p.heads) | (uintptr_t{p.mask} << 24) |
-                                   (uintptr_t{p.bias} << 25) | (static_cast<uintptr_t>(bits) << 32));
+                                   (uintptr_t{p.bias} << 25) | (uintptr_t{p.rel} << 26) | (static_cast<uintptr_t>(bits) << 32));
 }
 
 Params unpack_params(void* userdata) {
@@ -42,6 +43,7 @@ Params unpack_params(void* userdata) {
     Params p{static_cast<int64_t>(w & 0xffffff), ((w >> 24) & 1) != 0, ((w >> 25) & 1) != 0, 0.0f};
     const uint32_t bits = static_cast<uint32_t>(w >> 32);
     std::memcpy(&p.scale, &bits, 4);
+    p.rel = ((w >> 26) & 1) != 0;
     return p;
 }
 
@@ -49,6 +51,7 @@ Params unpack_params(void* userdata) {
 struct Scratch {
     std::vector<float> kt;  // keys of one (batch, head), transposed in tiles: [tile][hd][kKeys], zero past Tk
     std::vector<float> vp;  // values of one (batch, head), packed: [Tk][hd] (strided rows would thrash L1)
+    std::vector<float> pt;  // relative positions of one head, transposed: [hd][ldp], zero past 2T-1
     std::vector<float> s;   // [kBlock][kKeys]: one tile's scores, then probabilities
     std::vector<float> o;   // [kBlock][hd rounded up to kCols]: unnormalised outputs
     float m[kBlock], l[kBlock];  // running max and sum of each query
@@ -79,6 +82,27 @@ void scores_tile(const float* const* q, const float* kt, int64_t hd, float* s) {
     }
     for (int n = 0; n < NQ; ++n)
         for (int r = 0; r < 4; ++r) _mm512_storeu_ps(s + n * kKeys + 16 * r, acc[n][r]);
+}
+
+// s[n][0..kKeys) += qp[n] · positions base - n … base - n + kKeys - 1 of pt [hd][ldp] (query n's
+// keys sit one position further left than query n-1's).
+template <int NQ>
+void rel_tile(const float* const* qp, const float* pt, int64_t ldp, int64_t base, int64_t hd, float* s) {
+    __m512 acc[NQ][4];
+    for (int n = 0; n < NQ; ++n)
+        for (int r = 0; r < 4; ++r) acc[n][r] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < hd; ++d) {
+        const float* row = pt + d * ldp + base;
+        for (int n = 0; n < NQ; ++n) {
+            const __m512 b = _mm512_set1_ps(qp[n][d]);
+            for (int r = 0; r < 4; ++r) acc[n][r] = _mm512_fmadd_ps(_mm512_loadu_ps(row - n + 16 * r), b, acc[n][r]);
+        }
+    }
+    for (int n = 0; n < NQ; ++n)
+        for (int r = 0; r < 4; ++r) {
+            float* sr = s + n * kKeys + 16 * r;
+            _mm512_storeu_ps(sr, _mm512_add_ps(_mm512_loadu_ps(sr), acc[n][r]));
+        }
 }
 
 template <int NQ>
@@ -124,6 +148,16 @@ void scores_tile(const float* const* q, const float* kt, int64_t hd, float* s) {
 }
 
 template <int NQ>
+void rel_tile(const float* const* qp, const float* pt, int64_t ldp, int64_t base, int64_t hd, float* s) {
+    for (int n = 0; n < NQ; ++n)
+        for (int64_t j = 0; j < kKeys; ++j) {
+            float acc = 0.0f;
+            for (int64_t d = 0; d < hd; ++d) acc += qp[n][d] * pt[d * ldp + base - n + j];
+            s[n * kKeys + j] += acc;
+        }
+}
+
+template <int NQ>
 void values_tile(const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, const float* alpha, float* o,
                  int64_t ldo) {
     for (int n = 0; n < NQ; ++n)
@@ -143,6 +177,12 @@ void scores_block(int nq, const float* const* q, const float* kt, int64_t hd, fl
     static constexpr void (*table[kMicro])(const float* const*, const float*, int64_t, float*) = {
         scores_tile<1>, scores_tile<2>, scores_tile<3>, scores_tile<4>, scores_tile<5>, scores_tile<6>};
     table[nq - 1](q, kt, hd, s);
+}
+
+void rel_block(int nq, const float* const* qp, const float* pt, int64_t ldp, int64_t base, int64_t hd, float* s) {
+    static constexpr void (*table[kMicro])(const float* const*, const float*, int64_t, int64_t, int64_t, float*) = {
+        rel_tile<1>, rel_tile<2>, rel_tile<3>, rel_tile<4>, rel_tile<5>, rel_tile<6>};
+    table[nq - 1](qp, pt, ldp, base, hd, s);
 }
 
 void values_block(int nq, const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, const float* alpha,
@@ -249,12 +289,16 @@ float softmax_row(float* sr, int64_t nk, const float* br, const float* mr, float
 }
 #endif
 
-// dst [hd·H, Tq, B]; sources q, k, v, then [mask [Tk, Tq]], [bias [Tk, Tq, H|1, B|1]].
+// dst [hd·H, Tq, B]; sources q, k, v, then [mask [Tk, Tq]], [bias [Tk, Tq, H|1, B|1]], [qp [hd·H, T, B],
+// pos [hd·H, 2T-1]].
 void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     const Params prm = unpack_params(userdata);
     const ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
     const ggml_tensor* mask = prm.mask ? dst->src[3] : nullptr;
     const ggml_tensor* bias = prm.bias ? dst->src[prm.mask ? 4 : 3] : nullptr;
+    const int rel_at = 3 + prm.mask + prm.bias;
+    const ggml_tensor* qp = prm.rel ? dst->src[rel_at] : nullptr;
+    const ggml_tensor* pos = prm.rel ? dst->src[rel_at + 1] : nullptr;
     const int64_t heads = prm.heads, hd = q->ne[0] / heads, tq = q->ne[1], tk = k->ne[1], batch = q->ne[2];
     const int64_t blocks = (tq + kBlock - 1) / kBlock, units = batch * heads * blocks;
     const int64_t per = (units + nth - 1) / nth, u0 = std::min(units, per * ith), u1 = std::min(units, u0 + per);
@@ -265,6 +309,8 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     sc.vp.resize(static_cast<size_t>(tk * hd));
     sc.s.resize(static_cast<size_t>(kBlock * kKeys));
     sc.o.resize(static_cast<size_t>(kBlock * ldo));
+    const int64_t npos = pos ? pos->ne[1] : 0, ldp = (npos + kKeys + 15) / 16 * 16;  // room for the last tile's reads
+    if (pos) sc.pt.resize(static_cast<size_t>(hd * ldp));
     float* kt = sc.kt.data();
     float* vp = sc.vp.data();
     float* s = sc.s.data();
@@ -287,6 +333,14 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
                 std::memcpy(vp + j * hd, static_cast<const char*>(v->data) + j * v->nb[1] + b * v->nb[2] + h * hd * sizeof(float),
                             hd * sizeof(float));
             }
+            if (pos) {
+                float* pt = sc.pt.data();
+                std::fill(pt, pt + hd * ldp, 0.0f);
+                for (int64_t c = 0; c < npos; ++c) {
+                    const float* pr = reinterpret_cast<const float*>(static_cast<const char*>(pos->data) + c * pos->nb[1]) + h * hd;
+                    for (int64_t d = 0; d < hd; ++d) pt[d * ldp + c] = pr[d];
+                }
+            }
             loaded = bh;
         }
         const int64_t i0 = qb * kBlock, nq = std::min<int64_t>(kBlock, tq - i0);
@@ -294,6 +348,11 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
         for (int64_t n = 0; n < nq; ++n) {
             qrows[n] = reinterpret_cast<const float*>(static_cast<const char*>(q->data) + (i0 + n) * q->nb[1] +
                                                       b * q->nb[2]) + h * hd;
+        }
+        const float* qprows[kBlock];
+        for (int64_t n = 0; qp && n < nq; ++n) {
+            qprows[n] = reinterpret_cast<const float*>(static_cast<const char*>(qp->data) + (i0 + n) * qp->nb[1] +
+                                                       b * qp->nb[2]) + h * hd;
         }
         std::fill(sc.m, sc.m + kBlock, -INFINITY);
         std::fill(sc.l, sc.l + kBlock, 0.0f);
@@ -306,6 +365,9 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
             for (int64_t mb = 0; mb < nq; mb += kMicro) {
                 scores_block(static_cast<int>(std::min<int64_t>(kMicro, nq - mb)), qrows + mb, kt + t * hd * kKeys, hd,
                              s + mb * kKeys);
+                // Query i, key j: relative position row T-1-i+j (rel_shift).
+                if (pos) rel_block(static_cast<int>(std::min<int64_t>(kMicro, nq - mb)), qprows + mb, sc.pt.data(), ldp,
+                                   tk - 1 - (i0 + mb) + j0, hd, s + mb * kKeys);
             }
             // Online softmax: scores → probabilities against the running max, rescaling what came before.
             for (int64_t n = 0; n < nq; ++n) {
@@ -359,6 +421,34 @@ void check_shapes(const ggml_tensor* q, const ggml_tensor* k, const ggml_tensor*
 }
 
 }  // namespace
+
+ggml_tensor* rel_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* qp,
+                           ggml_tensor* pos, int64_t heads, float scale, bool fused) {
+    check_shapes(q, k, v, heads, nullptr, nullptr);
+    const int64_t t = q->ne[1], hd = q->ne[0] / heads;
+    if (k->ne[1] != t || qp->type != GGML_TYPE_F32 || qp->nb[0] != sizeof(float) || qp->ne[0] != q->ne[0] ||
+        qp->ne[1] != t || qp->ne[2] != q->ne[2] || qp->ne[3] != 1 || pos->type != GGML_TYPE_F32 ||
+        pos->nb[0] != sizeof(float) || pos->ne[0] != q->ne[0] || pos->ne[1] != 2 * t - 1 || pos->ne[2] != 1 || pos->ne[3] != 1) {
+        throw Error(ErrorKind::Internal, "rel_attention: needs Tq = Tk = T, qp like q and pos [hd·H, 2T-1] (q " + dims(q) +
+                                             ", k " + dims(k) + ", qp " + dims(qp) + ", pos " + dims(pos) + ")");
+    }
+    if (fused) {
+        ggml_tensor* args[] = {q, k, v, qp, pos};
+        return ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], t, q->ne[2], 1, args, 5, attention_op, GGML_N_TASKS_MAX,
+                              pack_params({heads, false, false, scale, true}));
+    }
+    // bd_full[c, i] = qp_i · pos_c per head by ggml's GEMM; rel_shift: query i, key j reads c = T-1-i+j of its
+    // own row, a view whose row stride is one element shorter than the full row.
+    auto split = [&](ggml_tensor* x) {
+        return ggml_view_4d(ctx, x, hd, heads, x->ne[1], x->ne[2], hd * x->nb[0], x->nb[1], x->nb[2], 0);
+    };
+    ggml_tensor* qph = ggml_cont(ctx, ggml_permute(ctx, split(qp), 0, 2, 1, 3));     // [hd, T, H, B]
+    ggml_tensor* posh = ggml_permute(ctx, split(pos), 0, 2, 1, 3);                    // [hd, 2T-1, H, 1]
+    ggml_tensor* bd_full = ggml_mul_mat(ctx, posh, qph);                              // [2T-1, T, H, B]
+    ggml_tensor* bd = ggml_view_4d(ctx, bd_full, t, t, heads, q->ne[2], (2 * t - 2) * bd_full->nb[0], bd_full->nb[2],
+                                   bd_full->nb[3], (t - 1) * bd_full->nb[0]);
+    return attention(ctx, q, k, v, heads, scale, nullptr, bd, false);
+}
 
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int64_t heads, float scale,
                        ggml_tensor* mask, ggml_tensor* bias, bool fused) {

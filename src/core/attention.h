@@ -23,4 +23,14 @@ namespace talkbox {
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int64_t heads, float scale,
                        ggml_tensor* mask, ggml_tensor* bias, bool fused);
 
+// The same with the relative-position scores of the Conformer encoder (ESPnet
+// RelPositionMultiHeadedAttention, rel_shift): bias(i, j) = qp_i · pos_{T-1-i+j} per head, from
+//   qp [hd · heads, T, B] (the queries plus pos_bias_v; q carries pos_bias_u) and
+//   pos [hd · heads, 2T-1] (the projected embeddings of relative positions T-1 … -(T-1)),
+// with T = Tq = Tk: softmax(scale · (q·kᵀ + bias)) · v. Fused: the positional products are taken in
+// the op, only for the T diagonals rel_shift keeps; not fused: a [2T-1, T] product per head and a
+// rel-shifted view as the bias of attention().
+ggml_tensor* rel_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* qp,
+                           ggml_tensor* pos, int64_t heads, float scale, bool fused);
+
 }  // namespace talkbox

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "core/attention.h"
@@ -111,6 +112,70 @@ TEST(Attention, FusedAndComposedMatchTheReference) {
     }
 }
 
+// The Conformer's relative-position attention: bias(i, j) = qp_i · pos_{T-1-i+j}, fused (the
+// positional products inside the op) and composed (GEMM + rel-shifted view) against double loops.
+TEST(Attention, RelativePositionsMatchTheReference) {
+    std::mt19937 rng(7);
+    for (const auto& [heads, hd, t, batch] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{2, 64, 37, 1}, {4, 24, 70, 2},
+                                             {1, 16, 1, 1}, {3, 64, 130, 1}}) {
+        const int64_t w = heads * hd, p = 2 * t - 1;
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        const std::vector<float> qv = random_values(rng, static_cast<size_t>(w * t * batch), 1.0f);
+        const std::vector<float> qpv = random_values(rng, static_cast<size_t>(w * t * batch), 1.0f);
+        const std::vector<float> kvv = random_values(rng, static_cast<size_t>(2 * w * t * batch), 1.0f);
+        const std::vector<float> posv = random_values(rng, static_cast<size_t>(w * p), 1.0f);
+        std::vector<double> ref(static_cast<size_t>(w * t * batch));
+        for (int64_t b = 0; b < batch; ++b)
+            for (int64_t h = 0; h < heads; ++h)
+                for (int64_t i = 0; i < t; ++i) {
+                    std::vector<double> s(static_cast<size_t>(t));
+                    double mx = -INFINITY, sum = 0;
+                    for (int64_t j = 0; j < t; ++j) {
+                        double ac = 0, bd = 0;
+                        for (int64_t d = 0; d < hd; ++d) {
+                            const size_t qi = static_cast<size_t>((b * t + i) * w + h * hd + d);
+                            ac += static_cast<double>(qv[qi]) * kvv[(b * t + j) * 2 * w + h * hd + d];
+                            bd += static_cast<double>(qpv[qi]) * posv[(t - 1 - i + j) * w + h * hd + d];
+                        }
+                        s[j] = scale * (ac + bd);
+                        mx = std::max(mx, s[j]);
+                    }
+                    for (double& x : s) sum += (x = std::exp(x - mx));
+                    for (int64_t d = 0; d < hd; ++d) {
+                        double acc = 0;
+                        for (int64_t j = 0; j < t; ++j) acc += s[j] * kvv[(b * t + j) * 2 * w + w + h * hd + d];
+                        ref[(b * t + i) * w + h * hd + d] = acc / sum;
+                    }
+                }
+        double scale_ref = 0;
+        for (double x : ref) scale_ref = std::max(scale_ref, std::fabs(x));
+        std::vector<float> first;
+        for (bool fused : {true, false}) {
+            for (int threads : {1, 2, 3}) {
+                Backend backend(threads);
+                ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 64, nullptr, true});
+                ggml_tensor* q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w, t, batch);
+                ggml_tensor* qp = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w, t, batch);
+                ggml_tensor* kv = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 2 * w, t, batch);
+                ggml_tensor* pos = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, w, p);
+                ggml_tensor* k = ggml_view_3d(ctx, kv, w, t, batch, kv->nb[1], kv->nb[2], 0);
+                ggml_tensor* v = ggml_view_3d(ctx, kv, w, t, batch, kv->nb[1], kv->nb[2], w * sizeof(float));
+                ggml_tensor* y = rel_attention(ctx, q, k, v, qp, pos, heads, scale, fused);
+                const std::vector<float> out =
+                    testing::compute_outputs(backend, {{q, qv}, {qp, qpv}, {kv, kvv}, {pos, posv}}, {y}).at(0);
+                ggml_free(ctx);
+                ASSERT_EQ(out.size(), ref.size());
+                double worst = 0;
+                for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(out[i] - ref[i]));
+                EXPECT_LE(worst / scale_ref, 1e-5) << (fused ? "fused" : "composed") << ", " << threads << " threads, " << heads
+                                                   << " heads x " << hd << ", T " << t << ", B " << batch;
+                if (fused && threads == 1) first = out;
+                if (fused && threads > 1) EXPECT_EQ(out, first) << threads << " threads";
+            }
+        }
+    }
+}
+
 // A query whose keys are all masked gets zeros (not NaN); the other queries are unaffected.
 TEST(Attention, FullyMaskedQueryGivesZeros) {
     const int64_t heads = 2, hd = 16, t = 20, w = heads * hd;
@@ -145,6 +210,10 @@ TEST(Attention, MismatchedShapesAreRejected) {
     EXPECT_THROW(attention(ctx, q, k1, k1, 4, 1.0f, nullptr, nullptr, true), Error);  // batch
     EXPECT_THROW(attention(ctx, q, k, k, 4, 1.0f, mask, nullptr, true), Error);       // mask rows
     EXPECT_NE(attention(ctx, q, k, k, 4, 1.0f, nullptr, nullptr, true), nullptr);
+    ggml_tensor* pos = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 19);
+    EXPECT_THROW(rel_attention(ctx, q, k, k, q, pos, 4, 1.0f, true), Error);  // Tq != Tk
+    EXPECT_THROW(rel_attention(ctx, q, q, q, q, k, 4, 1.0f, true), Error);    // pos [64, 12]: not 2T-1 rows
+    EXPECT_NE(rel_attention(ctx, q, q, q, q, pos, 4, 1.0f, true), nullptr);
     ggml_free(ctx);
 }
 
