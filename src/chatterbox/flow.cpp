@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/attention.h"
 #include "core/graph.h"
 #include "core/ops.h"
 #include "talkbox/error.h"
@@ -137,7 +138,6 @@ struct Flow::Model {
     int64_t est_frames = -1, est_batch = -1;
     bool est_taps_on = false;
     ggml_tensor *est_x = nullptr, *est_cond = nullptr, *est_t = nullptr, *est_r = nullptr, *est_out = nullptr;
-    ggml_tensor* est_mask = nullptr;  // [Tk, T]: 0 for the frames, -inf for the padding keys (null: none)
     std::unique_ptr<TapList> est_taps;
 
     StageTimes* profile = nullptr;
@@ -204,28 +204,15 @@ struct Flow::Model {
 
     // ---- encoder graph ----
     ggml_tensor* rel_attention(ggml_context* ctx, ggml_tensor* x, const EncLayerW& w, ggml_tensor* pe) const {
-        const int64_t t = x->ne[1], dk = d / heads, p = 2 * t - 1;
+        const int64_t t = x->ne[1], dk = d / heads;
         auto heads3 = [&](ggml_tensor* y) { return ggml_reshape_3d(ctx, y, dk, heads, y->ne[1]); };
         ggml_tensor* q = heads3(linear(ctx, x, w.q));
-        ggml_tensor* k = heads3(linear(ctx, x, w.k));
-        ggml_tensor* v = heads3(linear(ctx, x, w.v));
-        ggml_tensor* pos = heads3(linear(ctx, pe, w.pos));  // [dk, H, 2T-1]
         ggml_tensor* bu = ggml_reshape_3d(ctx, w.bias_u, dk, heads, 1);
         ggml_tensor* bv = ggml_reshape_3d(ctx, w.bias_v, dk, heads, 1);
-        // Contiguous operands for ggml's blocked GEMM (see the estimator's attention).
-        ggml_tensor* qu = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, bu), 0, 2, 1, 3));  // [dk, T, H]
-        ggml_tensor* qv = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, bv), 0, 2, 1, 3));
-        ggml_tensor* ac = ggml_mul_mat(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), qu);      // [Tk, Tq, H]
-        ggml_tensor* bd_full = ggml_mul_mat(ctx, ggml_permute(ctx, pos, 0, 2, 1, 3), qv);  // [2T-1, Tq, H]
-        // rel_shift: query i, key j reads row T-1-i+j of its own row, i.e. a view whose row
-        // stride is one element shorter than the full row.
-        ggml_tensor* bd = ggml_view_3d(ctx, bd_full, t, t, heads, (p - 1) * bd_full->nb[0], bd_full->nb[2],
-                                       (t - 1) * bd_full->nb[0]);
-        ggml_tensor* scores = ggml_add(ctx, ac, bd);
-        ggml_tensor* probs = ggml_soft_max_ext(ctx, scores, nullptr, 1.0f / std::sqrt(static_cast<float>(dk)), 0.0f);
-        ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));  // [T, dk, H]
-        ggml_tensor* o = ggml_permute(ctx, ggml_mul_mat(ctx, vt, probs), 0, 2, 1, 3);  // [dk, H, T]
-        o = ggml_reshape_2d(ctx, ggml_cont(ctx, o), d, t);
+        // softmax((ac + bd) / √dk) v: ac = (q + bias_u)·kᵀ, bd = rel_shift((q + bias_v)·posᵀ).
+        ggml_tensor* o = talkbox::rel_attention(ctx, ggml_reshape_2d(ctx, ggml_add(ctx, q, bu), d, t), linear(ctx, x, w.k),
+                                                linear(ctx, x, w.v), ggml_reshape_2d(ctx, ggml_add(ctx, q, bv), d, t),
+                                                linear(ctx, pe, w.pos), heads, 1.0f / std::sqrt(static_cast<float>(dk)), fused());
         return linear(ctx, o, w.out);
     }
 
@@ -297,26 +284,10 @@ struct Flow::Model {
         return ggml_add(ctx, y, conv1d(ctx, x, r.res_conv, 0, 0, fused()));
     }
 
-    // Keys per attention row: the frames rounded up to a multiple of 16, since ggml's blocked GEMM
-    // (llamafile sgemm) takes only such reduction lengths and the probabilities·values product
-    // reduces over the keys; the padding keys are zero and masked out (their weight is exactly 0).
-    static int64_t padded_keys(int64_t frames) { return (frames + 15) / 16 * 16; }
-
     ggml_tensor* transformer(ggml_context* ctx, ggml_tensor* h, const TfW& w) const {
-        const int64_t t = h->ne[1], b = h->ne[2], hd = est_head_dim, nh = est_heads, tk = padded_keys(t);
         ggml_tensor* x = layer_norm(ctx, h, w.norm1, kEstEps);
-        // Keys and values from the input padded with zero frames (one pad of the narrow input
-        // rather than two of the projections; the padding keys are masked whatever they hold).
-        ggml_tensor* xk = tk > t ? ggml_pad(ctx, x, 0, static_cast<int>(tk - t), 0, 0) : x;
-        auto split = [&](ggml_tensor* y) { return ggml_reshape_4d(ctx, y, hd, nh, y->ne[1], b); };
-        // Contiguous heads: ggml multiplies contiguous operands with its blocked GEMM, strided
-        // ones with a dot product per element.
-        ggml_tensor* q = ggml_cont(ctx, ggml_permute(ctx, split(linear(ctx, x, w.q)), 0, 2, 1, 3));   // [hd, T, H, B]
-        ggml_tensor* k = ggml_cont(ctx, ggml_permute(ctx, split(linear(ctx, xk, w.k)), 0, 2, 1, 3));  // [hd, Tk, H, B]
-        ggml_tensor* v = ggml_cont(ctx, ggml_permute(ctx, split(linear(ctx, xk, w.v)), 1, 2, 0, 3));  // [Tk, hd, H, B]
-        ggml_tensor* kq = ggml_soft_max_ext(ctx, ggml_mul_mat(ctx, k, q), est_mask, 1.0f / std::sqrt(static_cast<float>(hd)), 0.0f);
-        ggml_tensor* o = ggml_permute(ctx, ggml_mul_mat(ctx, v, kq), 0, 2, 1, 3);  // [hd, H, T, B]
-        o = ggml_reshape_3d(ctx, ggml_cont(ctx, o), hd * nh, t, b);
+        ggml_tensor* o = attention(ctx, linear(ctx, x, w.q), linear(ctx, x, w.k), linear(ctx, x, w.v), est_heads,
+                                   1.0f / std::sqrt(static_cast<float>(est_head_dim)), nullptr, nullptr, fused());
         h = ggml_add(ctx, h, linear(ctx, o, w.out));
         x = layer_norm(ctx, h, w.norm3, kEstEps);
         x = linear(ctx, gelu_erf(ctx, linear(ctx, x, w.ff1), fused()), w.ff2);
@@ -340,7 +311,6 @@ struct Flow::Model {
         est_cond = g.input(GGML_TYPE_F32, {3 * kMels, frames, batch}, "mu_spks_cond");
         est_t = g.input(GGML_TYPE_F32, {kTimeDim, batch}, "t_features");
         est_r = meanflow ? g.input(GGML_TYPE_F32, {kTimeDim, batch}, "r_features") : nullptr;
-        est_mask = padded_keys(frames) > frames ? g.input(GGML_TYPE_F32, {padded_keys(frames), frames}, "key_mask") : nullptr;
         auto time_mlp = [&](ggml_tensor* e) { return linear(ctx, ggml_silu(ctx, linear(ctx, e, time1)), time2); };
         ggml_tensor* temb = time_mlp(est_t);
         if (meanflow) temb = linear(ctx, ggml_concat(ctx, temb, time_mlp(est_r), 0), mixer);
@@ -540,13 +510,6 @@ std::vector<float> Flow::estimate(const std::vector<float>& x, const std::vector
         }
     }
     ggml_backend_tensor_set(m.est_t, tf.data(), 0, tf.size() * sizeof(float));
-    if (m.est_mask) {
-        const int64_t tk = m.est_mask->ne[0];
-        std::vector<float> mask(static_cast<size_t>(tk * frames), 0.0f);
-        for (int64_t q = 0; q < frames; ++q)
-            std::fill(mask.begin() + q * tk + frames, mask.begin() + (q + 1) * tk, -INFINITY);
-        ggml_backend_tensor_set(m.est_mask, mask.data(), 0, mask.size() * sizeof(float));
-    }
     if (m.meanflow) ggml_backend_tensor_set(m.est_r, rf.data(), 0, rf.size() * sizeof(float));
     compute_by_op(*m.backend, m.est_graph->cgraph(), m.profile, "estimator");
     std::vector<float> out(plane * batch);
