@@ -264,8 +264,7 @@ T3::T3(const GgufFile& file, const Backend& backend)
     check_tensor_specs(file, specs);
     weights_ = std::make_unique<WeightStore>(
         file, backend.get(), std::vector<std::string>{"t3."},
-        WeightStore::names_matching("tfmr.layers.", {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight",
-                                                     "gate_proj.weight", "up_proj.weight", "down_proj.weight"}));
+        lm::is_whole_layer_matrix);
     const auto get = [&](const std::string& key) { return weights_->get(gguf_name(key)); };
     Weights& w = *w_;
     w.output_norm = get("tfmr.norm.weight");
@@ -348,7 +347,7 @@ void T3::load_gpt2() {
     check_tensor_specs(file_, specs);
     weights_ = std::make_unique<WeightStore>(
         file_, backend_.get(), std::vector<std::string>{"t3."},
-        WeightStore::names_matching("tfmr.h.", {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"}));
+        lm::is_whole_layer_matrix);
     const auto get = [&](const std::string& key) { return weights_->get(gguf_name(key)); };
     Weights& w = *w_;
     w.output_norm = get("tfmr.ln_f.weight");

@@ -6,6 +6,7 @@
 
 #include "core/ops.h"
 #include "core/packed_matmul.h"
+#include "core/weights.h"
 
 namespace talkbox::lm {
 
@@ -61,6 +62,13 @@ void pack_for_cpu(std::vector<LayerWeights>& layers, bool cpu_backend) {
         for (ggml_tensor* m : matrices) packed::pack(m);
         w.packed = true;
     }
+}
+
+bool is_whole_layer_matrix(const std::string& gguf_name) {
+    static const WeightStore::MatmulOnly match = WeightStore::names_matching(
+        ".blk.", {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight", "ffn_gate.weight", "ffn_up.weight",
+                  "ffn_down.weight"});
+    return match(gguf_name);
 }
 
 ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::vector<LayerWeights>& layers,

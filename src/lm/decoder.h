@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ggml.h"
@@ -32,6 +33,12 @@ struct LayerWeights {  // one decoder layer
 // layer's matrices can be packed. Call once, after loading; build_decoder then multiplies packed
 // layers with the panel kernels.
 void pack_for_cpu(std::vector<LayerWeights>& layers, bool cpu_backend);
+
+// For WeightStore's MatmulOnly: the layer matrices a stack stored under llama.cpp names
+// ("<prefix>.blk.<i>.attn_q.weight", ...) only ever multiplies whole, so ggml's CPU_REPACK buffer may
+// re-lay them where the panel kernels are absent. GPT-2's fused attn_qkv is not one of them: it is
+// multiplied in row blocks (views), which a re-laid tensor cannot serve.
+bool is_whole_layer_matrix(const std::string& gguf_name);
 
 enum class StackFlavour { Llama, Gpt2 };
 

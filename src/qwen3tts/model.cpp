@@ -45,8 +45,7 @@ Model::Model(const std::string& gguf_path, const ModelOptions& options)
     check_tensors(file_, h);
     weights_ = std::make_unique<WeightStore>(
         file_, backend_.get(), std::vector<std::string>{"talker.", "code_pred."},
-        WeightStore::names_matching(".blk.", {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
-                                              "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"}));
+        lm::is_whole_layer_matrix);
     const WeightStore& w = *weights_;
 
     talker_.codec_embd = w.get("talker.codec_embd.weight");

@@ -161,5 +161,19 @@ TEST(PackedMatmul, PacksOnlyWholeLayers) {
     ggml_free(ctx);
 }
 
+// The layer matrices WeightStore may hand to ggml's CPU_REPACK buffer: whole products only, under
+// the GGUF names both families store (the Qwen talker and code predictor, Chatterbox T3).
+TEST(PackedMatmul, WholeLayerMatricesByGgufName) {
+    for (const char* name : {"talker.blk.0.attn_q.weight", "code_pred.blk.4.ffn_down.weight", "t3.blk.29.attn_output.weight",
+                             "t3.blk.0.ffn_gate.weight", "t3.blk.7.attn_v.weight", "t3.blk.1.ffn_up.weight"}) {
+        EXPECT_TRUE(lm::is_whole_layer_matrix(name)) << name;
+    }
+    for (const char* name : {"t3.blk.0.attn_qkv.weight",  // GPT-2's fused projection: multiplied in row blocks
+                             "t3.blk.0.attn_q.bias", "t3.speech_head.weight", "talker.codec_head.weight",
+                             "tfmr.layers.0.self_attn.q_proj.weight", "t3.blk.0.attn_norm.weight"}) {
+        EXPECT_FALSE(lm::is_whole_layer_matrix(name)) << name;
+    }
+}
+
 }  // namespace
 }  // namespace talkbox
