@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <string>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -26,6 +28,30 @@ std::vector<float> random_values(std::mt19937& rng, size_t n, float sigma) {
     std::vector<float> v(n);
     for (float& x : v) x = normal(rng);
     return v;
+}
+
+// Runs `run` (builds the op in the context and computes it) fused and composed on 1-3 threads and
+// compares each result with the double-precision reference, relative to its largest value; the
+// fused op computes each query block alone, so its result must not depend on the thread count.
+void expect_every_variant_matches(const std::vector<double>& ref, const std::string& what,
+                                  const std::function<std::vector<float>(bool fused, Backend&, ggml_context*)>& run) {
+    double scale_ref = 0;
+    for (double x : ref) scale_ref = std::max(scale_ref, std::fabs(x));
+    std::vector<float> first;
+    for (bool fused : {true, false}) {
+        for (int threads : {1, 2, 3}) {
+            Backend backend(threads);
+            ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 64, nullptr, true});
+            const std::vector<float> out = run(fused, backend, ctx);
+            ggml_free(ctx);
+            ASSERT_EQ(out.size(), ref.size());
+            double worst = 0;
+            for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(out[i] - ref[i]));
+            EXPECT_LE(worst / scale_ref, 1e-5) << (fused ? "fused" : "composed") << ", " << threads << " threads, " << what;
+            if (fused && threads == 1) first = out;
+            if (fused && threads > 1) EXPECT_EQ(out, first) << threads << " threads";
+        }
+    }
 }
 
 TEST(Attention, FusedAndComposedMatchTheReference) {
@@ -77,38 +103,23 @@ TEST(Attention, FusedAndComposedMatchTheReference) {
                         ref[(b * c.tq + i) * w + h * c.hd + d] = acc / sum;
                     }
                 }
-        double scale_ref = 0;
-        for (double x : ref) scale_ref = std::max(scale_ref, std::fabs(x));
-
-        std::vector<float> first;
-        for (bool fused : {true, false}) {
-            for (int threads : {1, 2, 3}) {
-                Backend backend(threads);
-                ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 64, nullptr, true});
-                ggml_tensor* q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w, c.tq, c.batch);
-                ggml_tensor* kv = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 2 * w, c.tk, c.batch);
-                ggml_tensor* mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, c.tk, c.tq);
-                ggml_tensor* bsrc = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, static_cast<int64_t>(biasv.size()));
-                ggml_tensor* k = ggml_view_3d(ctx, kv, w, c.tk, c.batch, kv->nb[1], kv->nb[2], 0);
-                ggml_tensor* v = ggml_view_3d(ctx, kv, w, c.tk, c.batch, kv->nb[1], kv->nb[2], w * sizeof(float));
-                ggml_tensor* bias = ggml_view_4d(ctx, bsrc, c.tk, c.tq, bh, bb, brow * sizeof(float), brow * c.tq * sizeof(float),
-                                                 brow * c.tq * bh * sizeof(float), sizeof(float));
-                ggml_tensor* y = attention(ctx, q, k, v, c.heads, scale, c.mask ? mask : nullptr, c.bias ? bias : nullptr, fused);
-                ASSERT_EQ(ggml_nelements(y), static_cast<int64_t>(ref.size()));
-                std::vector<std::pair<ggml_tensor*, std::vector<float>>> inputs = {{q, qv}, {kv, kvv}};
-                if (c.mask) inputs.push_back({mask, maskv});
-                if (c.bias) inputs.push_back({bsrc, biasv});
-                const std::vector<float> out = testing::compute_outputs(backend, inputs, {y}).at(0);
-                ggml_free(ctx);
-                double worst = 0;
-                for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(out[i] - ref[i]));
-                EXPECT_LE(worst / scale_ref, 1e-5) << (fused ? "fused" : "composed") << ", " << threads << " threads, " << c.heads
-                                                   << " heads x " << c.hd << ", Tq " << c.tq << ", Tk " << c.tk;
-                // The fused op computes each query block alone: the thread count changes nothing.
-                if (fused && threads == 1) first = out;
-                if (fused && threads > 1) EXPECT_EQ(out, first) << threads << " threads";
-            }
-        }
+        const std::string what = std::to_string(c.heads) + " heads x " + std::to_string(c.hd) + ", Tq " + std::to_string(c.tq) +
+                                 ", Tk " + std::to_string(c.tk);
+        expect_every_variant_matches(ref, what, [&](bool fused, Backend& backend, ggml_context* ctx) {
+            ggml_tensor* q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w, c.tq, c.batch);
+            ggml_tensor* kv = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 2 * w, c.tk, c.batch);
+            ggml_tensor* mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, c.tk, c.tq);
+            ggml_tensor* bsrc = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, static_cast<int64_t>(biasv.size()));
+            ggml_tensor* k = ggml_view_3d(ctx, kv, w, c.tk, c.batch, kv->nb[1], kv->nb[2], 0);
+            ggml_tensor* v = ggml_view_3d(ctx, kv, w, c.tk, c.batch, kv->nb[1], kv->nb[2], w * sizeof(float));
+            ggml_tensor* bias = ggml_view_4d(ctx, bsrc, c.tk, c.tq, bh, bb, brow * sizeof(float), brow * c.tq * sizeof(float),
+                                             brow * c.tq * bh * sizeof(float), sizeof(float));
+            ggml_tensor* y = attention(ctx, q, k, v, c.heads, scale, c.mask ? mask : nullptr, c.bias ? bias : nullptr, fused);
+            std::vector<std::pair<ggml_tensor*, std::vector<float>>> inputs = {{q, qv}, {kv, kvv}};
+            if (c.mask) inputs.push_back({mask, maskv});
+            if (c.bias) inputs.push_back({bsrc, biasv});
+            return testing::compute_outputs(backend, inputs, {y}).at(0);
+        });
     }
 }
 
@@ -147,32 +158,18 @@ TEST(Attention, RelativePositionsMatchTheReference) {
                         ref[(b * t + i) * w + h * hd + d] = acc / sum;
                     }
                 }
-        double scale_ref = 0;
-        for (double x : ref) scale_ref = std::max(scale_ref, std::fabs(x));
-        std::vector<float> first;
-        for (bool fused : {true, false}) {
-            for (int threads : {1, 2, 3}) {
-                Backend backend(threads);
-                ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 64, nullptr, true});
-                ggml_tensor* q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w, t, batch);
-                ggml_tensor* qp = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w, t, batch);
-                ggml_tensor* kv = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 2 * w, t, batch);
-                ggml_tensor* pos = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, w, p);
-                ggml_tensor* k = ggml_view_3d(ctx, kv, w, t, batch, kv->nb[1], kv->nb[2], 0);
-                ggml_tensor* v = ggml_view_3d(ctx, kv, w, t, batch, kv->nb[1], kv->nb[2], w * sizeof(float));
-                ggml_tensor* y = rel_attention(ctx, q, k, v, qp, pos, heads, scale, fused);
-                const std::vector<float> out =
-                    testing::compute_outputs(backend, {{q, qv}, {qp, qpv}, {kv, kvv}, {pos, posv}}, {y}).at(0);
-                ggml_free(ctx);
-                ASSERT_EQ(out.size(), ref.size());
-                double worst = 0;
-                for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(out[i] - ref[i]));
-                EXPECT_LE(worst / scale_ref, 1e-5) << (fused ? "fused" : "composed") << ", " << threads << " threads, " << heads
-                                                   << " heads x " << hd << ", T " << t << ", B " << batch;
-                if (fused && threads == 1) first = out;
-                if (fused && threads > 1) EXPECT_EQ(out, first) << threads << " threads";
-            }
-        }
+        const std::string what = std::to_string(heads) + " heads x " + std::to_string(hd) + ", T " + std::to_string(t) +
+                                 ", B " + std::to_string(batch);
+        expect_every_variant_matches(ref, what, [&](bool fused, Backend& backend, ggml_context* ctx) {
+            ggml_tensor* q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w, t, batch);
+            ggml_tensor* qp = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w, t, batch);
+            ggml_tensor* kv = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 2 * w, t, batch);
+            ggml_tensor* pos = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, w, p);
+            ggml_tensor* k = ggml_view_3d(ctx, kv, w, t, batch, kv->nb[1], kv->nb[2], 0);
+            ggml_tensor* v = ggml_view_3d(ctx, kv, w, t, batch, kv->nb[1], kv->nb[2], w * sizeof(float));
+            ggml_tensor* y = rel_attention(ctx, q, k, v, qp, pos, heads, scale, fused);
+            return testing::compute_outputs(backend, {{q, qv}, {qp, qpv}, {kv, kvv}, {pos, posv}}, {y}).at(0);
+        });
     }
 }
 
