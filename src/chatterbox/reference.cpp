@@ -73,7 +73,7 @@ ReferenceEncoder::~ReferenceEncoder() = default;
 
 ChatterboxConditionals ReferenceEncoder::prepare(const std::vector<float>& clip24, float exaggeration) const {
     const double seconds = double(clip24.size()) / 24000.0;
-    if (seconds <= recipe_.min_seconds) {
+    if (recipe_.min_seconds > 0 && seconds <= recipe_.min_seconds) {
         char msg[160];
         std::snprintf(msg, sizeof msg, "the reference clip is %.2f s long; this model needs more than %.0f s of audio", seconds,
                       recipe_.min_seconds);
@@ -82,7 +82,7 @@ ChatterboxConditionals ReferenceEncoder::prepare(const std::vector<float>& clip2
     std::vector<float> wav24 = clip24;
     if (recipe_.normalize_loudness) audio::normalize_loudness(wav24, 24000, -27.0);
     ChatterboxConditionals c;
-    // Two 16 kHz signals: soxr of the whole clip (VE; first 6 s → T3 prompt tokens) and torchaudio
+    // Two 16 kHz signals: soxr of the whole clip (VE; the recipe's first 6 or 15 s → T3 prompt tokens) and torchaudio
     // sinc of the first 10 s (x-vector; S3Gen prompt tokens).
     const std::vector<float> wav16 = audio::resample(wav24, 24000, 16000);
     const std::vector<float> ref24(wav24.begin(), wav24.begin() + std::min<int64_t>(int64_t(wav24.size()), kDecCondSamples));

@@ -710,14 +710,42 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 double cpu_ms_since(std::clock_t c) { return 1000.0 * static_cast<double>(std::clock() - c) / CLOCKS_PER_SEC; }
 
+// Wall and CPU time of a generate call's two phases (cond + prefill, then the token loop), written
+// into T3Timings when the caller asked for them.
+class PhaseClock {
+public:
+    explicit PhaseClock(T3Timings* timings) : timings_(timings) {}
+    void prefill_done() {
+        if (timings_) {
+            timings_->prefill_ms = ms_since(wall_);
+            timings_->prefill_cpu_ms = cpu_ms_since(cpu_);
+        }
+        restart();
+    }
+    void decode_done(size_t tokens) {
+        if (!timings_) return;
+        timings_->decode_ms = ms_since(wall_);
+        timings_->decode_cpu_ms = cpu_ms_since(cpu_);
+        timings_->tokens = static_cast<uint32_t>(tokens);
+    }
+
+private:
+    void restart() {
+        wall_ = Clock::now();
+        cpu_ = std::clock();
+    }
+    T3Timings* timings_;
+    Clock::time_point wall_ = Clock::now();
+    std::clock_t cpu_ = std::clock();
+};
+
 }  // namespace
 
 std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
                                   T3Trace* trace, T3Timings* timings) const {
     if (hp_.gpt2) return generate_turbo(text, cond, o, trace, timings);
     check_inputs(text, cond, o);
-    const auto start = Clock::now();
-    const std::clock_t cpu_start = std::clock();
+    PhaseClock phases(timings);
     const T3Hparams& h = hp_;
     const std::vector<float> cond_emb = conditioning(cond);
     const int64_t streams = o.cfg_weight > 0.0f ? 2 : 1;
@@ -726,12 +754,7 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     Decoder dec(*this, streams, prefill_len + 1);
     if (trace) trace->start(cond_emb);
     dec.prefill(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
-    const auto decode_start = Clock::now();
-    const std::clock_t decode_cpu_start = std::clock();
-    if (timings) {
-        timings->prefill_ms = ms_since(start);
-        timings->prefill_cpu_ms = cpu_ms_since(cpu_start);
-    }
+    phases.prefill_done();
 
     const size_t V = h.speech_vocab;
     lm::Sampler sampler(o.seed);
@@ -765,11 +788,7 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
         if (next == h.stop_speech) break;
         if (i + 1 < o.max_new_tokens) dec.step(next, static_cast<int32_t>(i + 1));
     }
-    if (timings) {
-        timings->decode_ms = ms_since(decode_start);
-        timings->decode_cpu_ms = cpu_ms_since(decode_cpu_start);
-        timings->tokens = static_cast<uint32_t>(predicted.size());
-    }
+    phases.decode_done(predicted.size());
     return predicted;
 }
 
@@ -816,8 +835,7 @@ std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t>& tokens, int
 
 std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
                                         T3Trace* trace, T3Timings* timings) const {
-    const auto start = Clock::now();
-    const std::clock_t cpu_start = std::clock();
+    PhaseClock phases(timings);
     const T3Hparams& h = hp_;
     if (text.empty()) throw Error(ErrorKind::InvalidArgument, "T3 text has no tokens");
     for (int32_t t : text) {
@@ -852,12 +870,7 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
     Decoder dec(*this, 1, prefill_len + 1);
     if (trace) trace->start(cond_emb);
     dec.prefill_turbo(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
-    const auto decode_start = Clock::now();
-    const std::clock_t decode_cpu_start = std::clock();
-    if (timings) {
-        timings->prefill_ms = ms_since(start);
-        timings->prefill_cpu_ms = cpu_ms_since(cpu_start);
-    }
+    phases.prefill_done();
 
     // inference_turbo: processors temperature → top-k → top-p → repetition penalty (history: [BOS]
     // for the first token, then the generated tokens only); the first token is sampled from the
@@ -883,11 +896,7 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
         predicted.push_back(next);
         if (i > 0 && next == h.stop_speech) break;
     }
-    if (timings) {
-        timings->decode_ms = ms_since(decode_start);
-        timings->decode_cpu_ms = cpu_ms_since(decode_cpu_start);
-        timings->tokens = static_cast<uint32_t>(predicted.size());
-    }
+    phases.decode_done(predicted.size());
     return predicted;
 }
 

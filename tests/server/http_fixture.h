@@ -96,23 +96,27 @@ protected:
         const std::regex re("(^|\n)" + std::regex_replace(name, std::regex(R"([{}"+.])"), R"(\$&)") + " ([0-9.e+-]+)");
         return std::regex_search(text, m, re) ? std::stod(m[2]) : -1;
     }
-    // Streams a request, returning the body and the number of chunks it came in.
-    static std::pair<std::string, size_t> stream(const nlohmann::json& body) {
-        httplib::Client c = client();
-        std::string received;
-        size_t chunks = 0;
+    // A speech request whose body arrives chunk by chunk through `receiver`.
+    static httplib::Request streaming_speech_request(const nlohmann::json& body, httplib::ContentReceiverWithProgress receiver) {
         httplib::Request req;
         req.method = "POST";
         req.path = "/v1/audio/speech";
         req.headers = auth();
         req.body = body.dump();
         req.set_header("Content-Type", "application/json");
-        req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+        req.content_receiver = std::move(receiver);
+        return req;
+    }
+    // Streams a request, returning the body and the number of chunks it came in.
+    static std::pair<std::string, size_t> stream(const nlohmann::json& body) {
+        httplib::Client c = client();
+        std::string received;
+        size_t chunks = 0;
+        auto r = c.send(streaming_speech_request(body, [&](const char* data, size_t n, uint64_t, uint64_t) {
             ++chunks;
             received.append(data, n);
             return true;
-        };
-        auto r = c.send(req);
+        }));
         if (!r || r->status != 200) {
             ADD_FAILURE() << "streaming failed: " << (r ? std::to_string(r->status) + " " + received : std::string("no response"));
             return {};

@@ -162,21 +162,14 @@ TEST_F(ServerTest, StreamingSendsAudioBeforeGenerationEnds) {
     httplib::Client c = client();
     const json body = {{"input", long_text()}, {"voice", "ryan"}, {"stream", true}, {"seed", 11}};
     Clock::time_point start = Clock::now(), first, last;
-    std::string received, transfer;
+    std::string received;
     size_t chunks = 0;
-    httplib::Request req;
-    req.method = "POST";
-    req.path = "/v1/audio/speech";
-    req.headers = auth();
-    req.body = body.dump();
-    req.set_header("Content-Type", "application/json");
-    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    auto r = c.send(streaming_speech_request(body, [&](const char* data, size_t n, uint64_t, uint64_t) {
         if (chunks++ == 0) first = Clock::now();
         last = Clock::now();
         received.append(data, n);
         return true;
-    };
-    auto r = c.send(req);
+    }));
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200);
     EXPECT_EQ(r->get_header_value("Transfer-Encoding"), "chunked");
