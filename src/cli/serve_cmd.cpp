@@ -22,9 +22,11 @@ namespace {
 struct ServeArgs {
     std::vector<std::string> models;
     std::string host = "127.0.0.1", api_key, voices_dir;
+    std::vector<std::string> cors_origins, allowed_hosts;
     int port = 8080, threads = 0;
     size_t max_concurrent = 1, max_queue = 16, max_text_chars = 4096, max_upload_mb = 20;
-    double request_timeout = 300, queue_timeout = 60;
+    double request_timeout = 300, queue_timeout = 60, read_timeout = 30;
+    size_t max_connections = 1024;
     bool quiet = false;
 };
 
@@ -52,6 +54,11 @@ void run_serve(const ServeArgs& a) {
     o.request_timeout_s = a.request_timeout;
     o.queue_timeout_s = a.queue_timeout;
     o.threads = a.threads;
+    if (a.read_timeout <= 0) throw Error(ErrorKind::InvalidArgument, "--read-timeout must be positive");
+    o.read_timeout_s = a.read_timeout;
+    o.max_connections = a.max_connections;
+    o.cors_origins = a.cors_origins;
+    o.allowed_hosts = a.allowed_hosts;
     if (!a.quiet) o.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
 
     // SIGINT/SIGTERM are taken by one thread (blocked everywhere else), which stops the server.
@@ -97,6 +104,13 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--max-upload-mb", a->max_upload_mb, "Largest request body, e.g. a reference clip (413 beyond)")
         ->capture_default_str();
     cmd->add_option("--request-timeout", a->request_timeout, "Seconds a synthesis may run before it is stopped")->capture_default_str();
+    cmd->add_option("--read-timeout", a->read_timeout, "Seconds a client may take to send one whole request (408 beyond)")
+        ->capture_default_str();
+    cmd->add_option("--max-connections", a->max_connections, "Open client connections at most (503 beyond)")->capture_default_str();
+    cmd->add_option("--cors-origin", a->cors_origins,
+                    "Let web pages of this origin (e.g. https://app.example; '*': any) call the server; repeatable. Default: none");
+    cmd->add_option("--allowed-host", a->allowed_hosts,
+                    "A Host name served without an API key besides localhost and --host (DNS-rebinding guard); repeatable");
     cmd->add_option("-T,--threads", a->threads, "Compute threads per engine (0: cores / --max-concurrent)")->capture_default_str();
     cmd->add_flag("-q,--quiet", a->quiet, "Do not log requests");
     cmd->footer("API, extensions and limits: docs/server.md. The page at / speaks, streams and clones voices.");

@@ -2,11 +2,12 @@
 // through the public Engine API (talkbox/engine.h, talkbox/long_form.h, talkbox/voice_file.h).
 #include "server/server.h"
 
-#include <httplib.h>
+#include <arpa/inet.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
@@ -16,9 +17,10 @@
 #include <thread>
 
 #include "server/api_error.h"
-#include "server/connection.h"
+#include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/models.h"
+#include "server/multipart.h"
 #include "server/scheduler.h"
 #include "server/voices.h"
 #include "server/web_page.h"
@@ -34,12 +36,22 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using Response = http::Response;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string lower(std::string s) {
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
+}
+
+// Client bytes for a log line: control characters replaced, at most 200 bytes.
+std::string printable(const std::string& s) {
+    std::string out = s.substr(0, 200);
+    for (char& c : out) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    }
+    return s.size() > 200 ? out + "..." : out;
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -135,9 +147,9 @@ struct Job {
         if (thread.joinable()) thread.join();
     }
     // Called while waiting: stops the engine when the client left or time is up.
-    void check(const ConnectionWatch& watch) {
+    void check(int socket) {
         if (cancel) return;
-        if (watch.closed()) {
+        if (http::peer_closed(socket)) {
             client_gone = true;
             cancel = true;
         } else if (Clock::now() > deadline) {
@@ -147,9 +159,10 @@ struct Job {
     }
 };
 
-void send_json(httplib::Response& res, int status, const json& body) {
+// Client text (paths, names, fields) may be any bytes: invalid UTF-8 is replaced, never thrown on.
+void send_json(http::Response& res, int status, const json& body) {
     res.status = status;
-    res.set_content(body.dump(), "application/json");
+    res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 json error_json(const ApiError& e) {
@@ -162,14 +175,28 @@ json error_json(const ApiError& e) {
 
 }  // namespace
 
-struct Server::Impl {
+struct Server::Impl : http::Handler {
+    // How a route takes a request body: none (a small cap for clients that send "{}" anyway), a
+    // JSON document, or an upload (a reference clip in multipart/form-data).
+    enum class Body { None, Json, Upload };
+    using RouteFn = std::function<void(const http::Request&, http::Response&)>;
+    struct Route {
+        const char* method;
+        const char* path;  // exact, or (captures) a prefix ending in '/' and then a non-empty rest
+        enum Match { Exact, Segment, Rest } captures;  // Segment: the rest holds no '/'
+        const char* name;  // for metrics
+        bool auth;
+        Body body;
+        RouteFn fn;
+    };
+
     ServerOptions options;
     std::vector<std::unique_ptr<ModelPool>> models;
     VoiceRegistry voices;
     Scheduler scheduler;
     Metrics metrics;
-    httplib::Server http;
-    std::atomic<bool> stopping{false};
+    std::vector<Route> table;
+    std::unique_ptr<http::HttpServer> http;
 
     explicit Impl(ServerOptions o)
         : options(std::move(o)), voices(options.voices_dir), scheduler(options.max_concurrent, options.max_queue) {
@@ -184,40 +211,186 @@ struct Server::Impl {
             models.push_back(std::make_unique<ModelPool>(m.id, m.path, eo, options.max_concurrent));
         }
         routes();
+        http::ServerLimits limits;
+        limits.request_timeout_s = options.read_timeout_s;
+        // Every queued and running synthesis holds a worker; a few more keep /health and the
+        // other quick routes answering while all synthesis slots are taken.
+        limits.workers = options.max_concurrent + options.max_queue + 8;
+        limits.max_pending = limits.workers;
+        limits.max_connections = options.max_connections;
+        http = std::make_unique<http::HttpServer>(*this, limits);
     }
 
-    void error(httplib::Response& res, const ApiError& e) {
+    // --- http::Handler ---
+
+    Response error(int status, const std::string& message) override {
+        const char* code = status == 408 ? "request_timeout" : status == 413 ? "payload_too_large" : status == 431 ? "headers_too_large"
+                         : status == 503 ? "server_busy" : status == 505 ? "http_version_not_supported" : "invalid_request";
+        return to_response(ApiError(status, status < 500 ? "invalid_request_error" : "server_error", code, message));
+    }
+
+    std::optional<Response> screen(http::Request& req, size_t& max_body) override {
+        try {
+            screen_or_throw(req, max_body);
+            return std::nullopt;
+        } catch (const ApiError& e) {
+            Response r = to_response(e);
+            add_cors_headers(req, r);
+            return r;
+        } catch (const std::exception& e) {
+            return to_response(ApiError(500, "server_error", "internal_error", std::string("internal error: ") + e.what()));
+        }
+    }
+
+    void handle(http::Request& req, Response& res) override {
+        const Route* route = match(req);  // screen() let only routed requests through
+        if (!route) throw ApiError(404, "invalid_request_error", "unknown_route", "no route");
+        metrics.request(route->name);
+        try {
+            route->fn(req, res);
+        } catch (const ApiError& e) {
+            res = to_response(e);
+        } catch (const Error& e) {
+            res = to_response(from_error(e));
+        } catch (const json::exception& e) {
+            res = to_response(bad_request(std::string("invalid JSON: ") + e.what()));
+        } catch (const http::HttpError& e) {
+            res = to_response(ApiError(e.status, "invalid_request_error", "invalid_request", e.what()));
+        } catch (const std::bad_alloc&) {
+            res = to_response(ApiError(503, "server_error", "out_of_memory", "the server ran out of memory for this request"));
+        } catch (const std::exception& e) {
+            res = to_response(ApiError(500, "server_error", "internal_error", std::string("internal error: ") + e.what()));
+        }
+        add_cors_headers(req, res);
+    }
+
+    void completed(const http::Request& req, const Response& res) override {
+        if (options.log) options.log(printable(req.method) + " " + printable(req.target) + " " + std::to_string(res.status));
+    }
+
+    // --- request screening (before the body is read) ---
+
+    Response to_response(const ApiError& e) {
         metrics.error(e.status);
-        send_json(res, e.status, error_json(e));
+        Response r;
+        send_json(r, e.status, error_json(e));
+        return r;
     }
 
-    void authorize(const httplib::Request& req) const {
+    const Route* match(const http::Request& req, bool any_method = false) const {
+        for (const auto& r : table) {
+            if (!any_method && req.method != r.method) continue;
+            const std::string_view path(req.path), pattern(r.path);
+            if (r.captures == Route::Exact ? path == pattern
+                                           : path.size() > pattern.size() && path.compare(0, pattern.size(), pattern) == 0 &&
+                                                 (r.captures == Route::Rest || path.find('/', pattern.size()) == std::string_view::npos)) {
+                return &r;
+            }
+        }
+        return nullptr;
+    }
+
+    void screen_or_throw(http::Request& req, size_t& max_body) {
+        check_host(req);
+        const std::string& origin = req.header("origin");
+        if (!origin.empty() && !origin_allowed(req, origin)) {
+            throw ApiError(403, "invalid_request_error", "origin_not_allowed",
+                           "requests from web pages of origin '" + origin + "' are not allowed (serve --cors-origin ORIGIN allows them)");
+        }
+        if (req.method == "OPTIONS") {  // a CORS preflight of an allowed origin (or a plain OPTIONS)
+            max_body = 0;
+            if (!match(req, true)) throw not_found("no route for " + req.path, "", "unknown_route");
+            return;
+        }
+        const Route* route = match(req);
+        if (!route) {
+            if (match(req, true)) {
+                throw ApiError(405, "invalid_request_error", "method_not_allowed", req.method + " is not allowed on " + req.path);
+            }
+            throw not_found("no route for " + req.method + " " + req.path, "", "unknown_route");
+        }
+        if (route->auth) authorize(req);
+        const std::string encoding = lower(req.header("content-encoding"));
+        if (!encoding.empty() && encoding != "identity") {
+            throw ApiError(415, "invalid_request_error", "unsupported_content_encoding",
+                           "compressed request bodies (Content-Encoding: " + encoding + ") are not accepted; send the body uncompressed");
+        }
+        // JSON bodies need room for the longest input, every character escaped (\uXXXX), plus fields.
+        const size_t json_limit = options.max_text_chars * 12 + (64 << 10);
+        max_body = route->body == Body::Upload ? options.max_upload_bytes + (64 << 10)
+                 : route->body == Body::Json   ? std::min(options.max_upload_bytes, json_limit)
+                                               : 64 << 10;
+    }
+
+    // DNS rebinding: without an API key, only requests addressed to this server by a name it
+    // answers to are served (a page on attacker.example resolving to 127.0.0.1 sends its own name).
+    void check_host(const http::Request& req) const {
+        if (!options.api_key.empty()) return;
+        if (!req.has_header("host")) {
+            if (req.version_minor >= 1) throw bad_request("the request has no Host header (HTTP/1.1 requires one)", "", "missing_host");
+            return;
+        }
+        const std::string host = host_name(req.header("host"));
+        const std::string bound = lower(options.host);
+        if (host == "localhost" || host == "127.0.0.1" || host == "::1" || host == bound) return;
+        for (const auto& h : options.allowed_hosts) {
+            if (lower(h) == host) return;
+        }
+        // Bound to every address: any IP literal names this machine (rebinding needs a name).
+        const bool wildcard = bound == "0.0.0.0" || bound == "::" || bound == "[::]";
+        in6_addr scratch;
+        if (wildcard && (inet_pton(AF_INET, host.c_str(), &scratch) == 1 || inet_pton(AF_INET6, host.c_str(), &scratch) == 1)) return;
+        throw ApiError(403, "invalid_request_error", "host_not_allowed",
+                       "Host '" + req.header("host") + "' is not a name of this server; without an API key only localhost and "
+                       "the listening address are served (serve --allowed-host NAME adds one)");
+    }
+
+    // "name:port", "[v6]:port" or "name" → the lower-case name.
+    static std::string host_name(const std::string& host) {
+        std::string h = lower(host);
+        if (!h.empty() && h.front() == '[') {
+            const size_t close = h.find(']');
+            return close == std::string::npos ? h : h.substr(1, close - 1);
+        }
+        const size_t colon = h.find(':');
+        return colon == std::string::npos ? h : h.substr(0, colon);
+    }
+
+    // A page of the server itself (its origin names the Host the request was sent to), or one
+    // allowed by --cors-origin.
+    bool origin_allowed(const http::Request& req, const std::string& origin) const {
+        const std::string o = lower(origin);
+        const std::string host = lower(req.header("host"));
+        if (!host.empty() && (o == "http://" + host || o == "https://" + host)) return true;
+        for (const auto& allowed : options.cors_origins) {
+            if (allowed == "*" || lower(allowed) == o) return true;
+        }
+        return false;
+    }
+
+    void add_cors_headers(const http::Request& req, Response& res) const {
+        const std::string& origin = req.header("origin");
+        if (origin.empty() || options.cors_origins.empty() || !origin_allowed(req, origin)) return;
+        const bool any = std::find(options.cors_origins.begin(), options.cors_origins.end(), "*") != options.cors_origins.end();
+        res.set_header("Access-Control-Allow-Origin", any ? "*" : origin);
+        res.set_header("Vary", "Origin");
+        res.set_header("Access-Control-Expose-Headers", "X-Talkbox-Model, X-Talkbox-Sample-Rate, X-Talkbox-Seed");
+        if (req.method == "OPTIONS") {
+            res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+            res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+            res.set_header("Access-Control-Max-Age", "600");
+        }
+    }
+
+    void authorize(const http::Request& req) const {
         if (options.api_key.empty()) return;
-        const std::string auth = req.get_header_value("Authorization");
+        const std::string& auth = req.header("authorization");
         const std::string prefix = "Bearer ";
         const std::string given = auth.rfind(prefix, 0) == 0 ? auth.substr(prefix.size()) : std::string();
         if (!constant_time_equal(given, options.api_key)) {
             throw ApiError(401, "invalid_request_error", "invalid_api_key",
                            auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'" : "incorrect API key");
         }
-    }
-
-    // Runs a handler: authorisation, metrics, ApiError/Error → JSON.
-    template <class F>
-    httplib::Server::Handler handler(const std::string& route, bool auth, F f) {
-        return [this, route, auth, f](const httplib::Request& req, httplib::Response& res) {
-            metrics.request(route);
-            try {
-                if (auth) authorize(req);
-                f(req, res);
-            } catch (const ApiError& e) {
-                error(res, e);
-            } catch (const Error& e) {
-                error(res, from_error(e));
-            } catch (const json::exception& e) {
-                error(res, bad_request(std::string("invalid JSON: ") + e.what()));
-            }
-        };
     }
 
     ModelPool* find_model(const std::string& id) const {
@@ -294,7 +467,7 @@ struct Server::Impl {
         return out;
     }
 
-    SpeechParams parse_speech(const httplib::Request& req) {
+    SpeechParams parse_speech(const http::Request& req) {
         json body;
         try {
             body = json::parse(req.body);
@@ -474,13 +647,13 @@ struct Server::Impl {
         return p;
     }
 
-    void speech(const httplib::Request& req, httplib::Response& res) {
+    void speech(const http::Request& req, Response& res) {
         SpeechParams p = parse_speech(req);
         auto job = std::make_shared<Job>();
         job->arrived = Clock::now();
-        const ConnectionWatch watch(req.local_port, req.remote_port, req.remote_addr);
+        const int socket = req.socket;
         const auto admit = scheduler.acquire(job->slot, std::chrono::milliseconds(static_cast<long>(options.queue_timeout_s * 1000)),
-                                             [&] { return watch.closed(); });
+                                             [&] { return req.peer_closed(); });
         if (admit == Scheduler::Admit::QueueFull) {
             throw ApiError(429, "rate_limit_error", "queue_full",
                            "the server is busy: " + std::to_string(scheduler.running()) + " requests running and " +
@@ -533,7 +706,7 @@ struct Server::Impl {
             while (!job->finished && !(job->streaming && !job->pending.empty())) {
                 job->cv.wait_for(lock, std::chrono::milliseconds(50));
                 lock.unlock();
-                job->check(watch);
+                job->check(socket);
                 lock.lock();
             }
         }
@@ -574,11 +747,9 @@ struct Server::Impl {
         res.set_header("X-Talkbox-Seed", std::to_string(*p.request.sampling.seed));
         const auto header = audio::stream_header(p.model->sample_rate(), p.format->format);
         const int rate = p.model->sample_rate();
-        auto watch_ptr = std::make_shared<ConnectionWatch>(watch);
-        res.set_chunked_content_provider(
-            p.format->content_type,
-            [job, header, watch_ptr](size_t, httplib::DataSink& sink) {
-                if (!header.empty() && !sink.write(reinterpret_cast<const char*>(header.data()), header.size())) {
+        res.set_header("Content-Type", p.format->content_type);
+        res.stream = [job, header, socket](const std::function<bool(const char*, size_t)>& write) {
+                if (!header.empty() && !write(reinterpret_cast<const char*>(header.data()), header.size())) {
                     job->client_gone = true;
                     job->cancel = true;
                     return false;
@@ -593,27 +764,26 @@ struct Server::Impl {
                         done = job->finished;
                         failed = job->error != nullptr || job->timed_out;
                     }
-                    if (!chunk.empty() && !sink.write(chunk.data(), chunk.size())) {
+                    if (!chunk.empty() && !write(chunk.data(), chunk.size())) {
                         job->client_gone = true;
                         job->cancel = true;
                         return false;
                     }
                     if (done) {
                         if (failed || job->client_gone) return false;  // cut off: no final chunk, the client sees an error
-                        sink.done();
                         return true;
                     }
-                    job->check(*watch_ptr);
+                    job->check(socket);
                 }
-            },
-            [this, job, rate](bool) {
+            };
+        res.on_done = [this, job, rate] {
                 job->stop();
                 if (job->client_gone || job->timed_out || job->result.cancelled) {
                     metrics.cancelled();
                 } else if (!job->error) {
                     metrics.synthesis(static_cast<double>(job->samples_out) / rate, seconds_since(job->arrived), job->first_audio_s);
                 }
-            });
+            };
     }
 
     json model_json(const ModelPool& m) const {
@@ -646,7 +816,7 @@ struct Server::Impl {
                 {"models", ms}};
     }
 
-    void list_voices(httplib::Response& res) {
+    void list_voices(Response& res) {
         json out = json::array();
         json builtin = json::array();
         for (const auto& m : models) {
@@ -662,15 +832,17 @@ struct Server::Impl {
         send_json(res, 200, {{"object", "list"}, {"voices", out}});
     }
 
-    void create_voice_route(const httplib::Request& req, httplib::Response& res) {
-        if (!req.is_multipart_form_data()) {
+    void create_voice_route(const http::Request& req, Response& res) {
+        const std::string& type = req.header("content-type");
+        if (lower(type).rfind("multipart/form-data", 0) != 0) {
             throw bad_request("send multipart/form-data with 'name', 'audio' (the reference clip) and optionally 'transcript'");
         }
-        const auto field = [&](std::initializer_list<const char*> keys) -> std::optional<httplib::MultipartFormData> {
+        const auto parts = http::parse_multipart(req.body, type);
+        const auto field = [&](std::initializer_list<const char*> keys) -> const http::FormPart* {
             for (const char* k : keys) {
-                if (req.has_file(k)) return req.get_file_value(k);
+                if (const auto* part = http::find_part(parts, k)) return part;
             }
-            return std::nullopt;
+            return nullptr;
         };
         const auto name = field({"name"});
         if (!name || name->content.empty()) throw bad_request("'name' is required", "name", "missing_field");
@@ -688,7 +860,7 @@ struct Server::Impl {
         // Base models clone from the clip (+ transcript), Chatterbox models from the clip alone.
         const auto clones = [&](const ModelPool& m) { return m.variant() == "base" || (m.chatterbox() && !ref_text); };
         ModelPool* model = nullptr;
-        if (const auto m = field({"model"}); m && !is_openai_model_alias(m->content)) {
+        if (const auto* m = field({"model"}); m && !is_openai_model_alias(m->content)) {
             model = find_model(m->content);
             if (!model) throw not_found("model '" + m->content + "' is not loaded", "model", "model_not_found");
             if (model->variant() != "base" && !model->chatterbox()) {
@@ -708,14 +880,20 @@ struct Server::Impl {
             throw bad_request("'transcript' is a Qwen3-TTS setting: Chatterbox model '" + model->id() + "' clones from the clip alone",
                               "transcript", "unsupported_field");
         }
-        if (voices.find(name->content)) {
-            throw ApiError(409, "invalid_request_error", "voice_exists", "a voice named '" + name->content + "' already exists", "name");
-        }
+        const auto refuse_taken = [&] {
+            if (voices.find(name->content)) {
+                throw ApiError(409, "invalid_request_error", "voice_exists", "a voice named '" + name->content + "' already exists", "name");
+            }
+        };
+        refuse_taken();
 
         Scheduler::Slot slot;
-        const auto admit = scheduler.acquire(slot, std::chrono::milliseconds(static_cast<long>(options.queue_timeout_s * 1000)));
+        const auto admit = scheduler.acquire(slot, std::chrono::milliseconds(static_cast<long>(options.queue_timeout_s * 1000)),
+                                             [&] { return req.peer_closed(); });
         if (admit == Scheduler::Admit::QueueFull) throw ApiError(429, "rate_limit_error", "queue_full", "the server is busy; retry later");
+        if (admit == Scheduler::Admit::Cancelled) throw ApiError(499, "invalid_request_error", "cancelled", "the client closed the connection while waiting");
         if (admit != Scheduler::Admit::Ok) throw ApiError(503, "server_error", "queue_timeout", "no slot became free in time; retry later");
+        refuse_taken();  // a request that waited may have lost the race while in the queue
 
         // The clip goes through a private temporary file (libsndfile reads files).
         namespace fs = std::filesystem;
@@ -760,98 +938,68 @@ struct Server::Impl {
     }
 
     void routes() {
-        http.set_payload_max_length(options.max_upload_bytes);
-        http.set_read_timeout(30);
-        http.set_write_timeout(30);
-        http.set_keep_alive_timeout(5);
-        // Every queued and running request holds a worker thread, plus a few for health/metrics.
-        const size_t workers = options.max_concurrent + options.max_queue + 8;
-        http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-        http.set_default_headers({{"Access-Control-Allow-Origin", "*"}});
-        http.Options(R"(.*)", [](const httplib::Request&, httplib::Response& res) {
-            res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
-            res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
-            res.status = 204;
+        const auto get = [this](const char* path, const char* name, bool auth, RouteFn fn) {
+            table.push_back({"GET", path, Route::Exact, name, auth, Body::None, std::move(fn)});
+        };
+        get("/", "page", false, [](const http::Request&, Response& res) {
+            res.set_content(std::string(web_page_html()), "text/html; charset=utf-8");
         });
-        http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-            if (!res.body.empty()) return;
-            if (res.status == 413) {
-                error(res, ApiError(413, "invalid_request_error", "payload_too_large",
-                                    "the request body is larger than this server's limit of " + std::to_string(options.max_upload_bytes) +
-                                        " bytes"));
-            } else if (res.status == 404) {
-                error(res, not_found("no route for " + req.method + " " + req.path, "", "unknown_route"));
-            } else if (res.status >= 400) {
-                error(res, ApiError(res.status, res.status < 500 ? "invalid_request_error" : "server_error", "http_error",
-                                    "HTTP error " + std::to_string(res.status)));
-            }
+        get("/health", "health", false, [this](const http::Request&, Response& res) {
+            json ids = json::array();
+            for (const auto& m : models) ids.push_back(m->id());
+            send_json(res, 200, {{"status", "ok"}, {"models", ids}, {"running", scheduler.running()}, {"waiting", scheduler.waiting()}});
         });
-        http.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-            std::string what = "unknown";
-            try {
-                std::rethrow_exception(ep);
-            } catch (const std::exception& e) {
-                what = e.what();
-            } catch (...) {
-            }
-            error(res, ApiError(500, "server_error", "internal_error", "internal error: " + what));
+        get("/metrics", "metrics", true, [this](const http::Request&, Response& res) {
+            res.set_content(metrics.render(scheduler.running(), scheduler.waiting()), "text/plain; version=0.0.4");
         });
-        if (options.log) {
-            http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-                options.log(req.method + " " + req.path + " " + std::to_string(res.status));
-            });
+        get("/v1/models", "models", true, [this](const http::Request&, Response& res) {
+            json data = json::array();
+            for (const auto& m : models) data.push_back(model_json(*m));
+            send_json(res, 200, {{"object", "list"}, {"data", data}});
+        });
+        table.push_back({"GET", "/v1/models/", Route::Segment, "models", true, Body::None, [this](const http::Request& req, Response& res) {
+                             const std::string id = req.path.substr(std::strlen("/v1/models/"));
+                             const auto* m = find_model(id);
+                             if (!m) throw not_found("model '" + id + "' is not loaded", "model", "model_not_found");
+                             send_json(res, 200, model_json(*m));
+                         }});
+        table.push_back({"POST", "/v1/audio/speech", Route::Exact, "speech", true, Body::Json,
+                         [this](const http::Request& req, Response& res) { speech(req, res); }});
+        get("/v1/audio/voices", "voices", true, [this](const http::Request&, Response& res) { list_voices(res); });
+        table.push_back({"POST", "/v1/audio/voices", Route::Exact, "voices_create", true, Body::Upload,
+                         [this](const http::Request& req, Response& res) { create_voice_route(req, res); }});
+        // The rest of the path is the name, '/' included, so "a/b" is refused as a name (400), not a route.
+        table.push_back({"DELETE", "/v1/audio/voices/", Route::Rest, "voices_delete", true, Body::None, [this](const http::Request& req, Response& res) {
+                             const std::string name = req.path.substr(std::strlen("/v1/audio/voices/"));
+                             if (!valid_voice_name(name)) {
+                                 throw bad_request("invalid voice name '" + name + "': use 1-64 letters, digits, '_' or '-'", "voice");
+                             }
+                             if (!voices.remove(name)) throw not_found("no registered voice named '" + name + "'", "voice", "voice_not_found");
+                             send_json(res, 200, {{"id", name}, {"object", "voice"}, {"deleted", true}});
+                         }});
+        // CORS preflights (only an allowed origin gets this far, see screen_or_throw).
+        for (const char* path : {"/", "/health", "/metrics", "/v1/models", "/v1/audio/speech", "/v1/audio/voices"}) {
+            table.push_back({"OPTIONS", path, Route::Exact, "preflight", false, Body::None, [](const http::Request&, Response& res) {
+                                 res.status = 204;
+                                 res.set_header("Allow", "GET, POST, DELETE, OPTIONS");
+                             }});
         }
-
-        http.Get("/", handler("page", false, [](const httplib::Request&, httplib::Response& res) {
-                     const auto page = web_page_html();
-                     res.set_content(std::string(page), "text/html; charset=utf-8");
-                 }));
-        http.Get("/health", handler("health", false, [this](const httplib::Request&, httplib::Response& res) {
-                     json ids = json::array();
-                     for (const auto& m : models) ids.push_back(m->id());
-                     send_json(res, 200, {{"status", "ok"}, {"models", ids}, {"running", scheduler.running()}, {"waiting", scheduler.waiting()}});
-                 }));
-        http.Get("/metrics", handler("metrics", true, [this](const httplib::Request&, httplib::Response& res) {
-                     res.set_content(metrics.render(scheduler.running(), scheduler.waiting()), "text/plain; version=0.0.4");
-                 }));
-        http.Get("/v1/models", handler("models", true, [this](const httplib::Request&, httplib::Response& res) {
-                     json data = json::array();
-                     for (const auto& m : models) data.push_back(model_json(*m));
-                     send_json(res, 200, {{"object", "list"}, {"data", data}});
-                 }));
-        http.Get(R"(/v1/models/([^/]+))", handler("models", true, [this](const httplib::Request& req, httplib::Response& res) {
-                     const auto* m = find_model(req.matches[1]);
-                     if (!m) throw not_found("model '" + std::string(req.matches[1]) + "' is not loaded", "model", "model_not_found");
-                     send_json(res, 200, model_json(*m));
-                 }));
-        http.Post("/v1/audio/speech", handler("speech", true, [this](const httplib::Request& req, httplib::Response& res) { speech(req, res); }));
-        http.Get("/v1/audio/voices", handler("voices", true, [this](const httplib::Request&, httplib::Response& res) { list_voices(res); }));
-        http.Post("/v1/audio/voices", handler("voices_create", true, [this](const httplib::Request& req, httplib::Response& res) {
-                      create_voice_route(req, res);
-                  }));
-        http.Delete(R"(/v1/audio/voices/(.*))", handler("voices_delete", true, [this](const httplib::Request& req, httplib::Response& res) {
-                        const std::string name = req.matches[1];
-                        if (!valid_voice_name(name)) {
-                            throw bad_request("invalid voice name '" + name + "': use 1-64 letters, digits, '_' or '-'", "voice");
-                        }
-                        if (!voices.remove(name)) throw not_found("no registered voice named '" + name + "'", "voice", "voice_not_found");
-                        send_json(res, 200, {{"id", name}, {"object", "voice"}, {"deleted", true}});
-                    }));
+        for (const char* path : {"/v1/models/", "/v1/audio/voices/"}) {
+            table.push_back({"OPTIONS", path, Route::Rest, "preflight", false, Body::None, [](const http::Request&, Response& res) {
+                                 res.status = 204;
+                                 res.set_header("Allow", "GET, DELETE, OPTIONS");
+                             }});
+        }
     }
 };
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Server::~Server() { stop(); }
 
-int Server::bind() {
-    auto& o = impl_->options;
-    const int port = o.port == 0 ? impl_->http.bind_to_any_port(o.host) : (impl_->http.bind_to_port(o.host, o.port) ? o.port : -1);
-    if (port <= 0) throw Error(ErrorKind::Io, "cannot listen on " + o.host + ":" + std::to_string(o.port) + " (in use, or no such address)");
-    return port;
-}
+int Server::bind() { return impl_->http->bind(impl_->options.host, impl_->options.port); }
 
-void Server::run() { impl_->http.listen_after_bind(); }
+void Server::run() { impl_->http->run(); }
 
-void Server::stop() { impl_->http.stop(); }
+void Server::stop() { impl_->http->stop(); }
 
 }  // namespace talkbox::server

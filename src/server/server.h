@@ -1,5 +1,5 @@
 // `talkbox serve`: an OpenAI-compatible speech server (POST /v1/audio/speech and friends, see
-// docs/server.md) over the public Engine API, with a voices registry, Prometheus metrics and an
+// docs/server.md) over the public Engine API over its own HTTP/1.1 layer (http_server.h), with a voices registry, Prometheus metrics and an
 // embedded web page.
 #pragma once
 
@@ -28,6 +28,12 @@ struct ServerOptions {
     size_t max_text_chars = 4096;   // code points of "input"; more: 413
     size_t max_upload_bytes = 20u << 20;  // request bodies (reference clips); more: 413
     double request_timeout_s = 300; // a synthesis running longer is stopped
+    double read_timeout_s = 30;     // receiving one whole request (head and body): 408 beyond
+    size_t max_connections = 1024;  // open client connections; more are answered 503 and closed
+    // Browser safety (docs/server.md): origins whose pages may call the server ("*": any), and
+    // Host names besides localhost and the listening address that are served without an API key.
+    std::vector<std::string> cors_origins;
+    std::vector<std::string> allowed_hosts;
     int threads = 0;                // compute threads per engine (0: cores / max_concurrent)
     std::function<void(const std::string&)> log;  // one line per request; empty: silent
 };

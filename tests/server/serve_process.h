@@ -19,6 +19,7 @@ public:
     ServeProcess& operator=(const ServeProcess&) = delete;
 
     int port() const { return port_; }
+    pid_t pid() const { return pid_; }
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
     std::string log() const;  // what the server wrote to stderr so far
     int stop();               // SIGTERM, then the exit status (0: clean shutdown)

@@ -1,0 +1,473 @@
+// Hostile input against a real `talkbox serve` on 127.0.0.1, sent byte for byte on raw sockets:
+// malformed paths, request lines, headers, framing, JSON, multipart and audio; oversized and
+// slow bodies; foreign origins and hosts; idle and trickling connections; races on one voice
+// name. Every case checks the status, the OpenAI error shape, and that the server is still alive;
+// the size cases also check that its peak RSS stayed flat.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "server/serve_process.h"
+#include "support/test_support.h"
+
+using namespace talkbox::testing;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const std::string kKey = "hostile-key";
+
+struct Reply {
+    int status = 0;  // 0: no (complete) answer
+    std::map<std::string, std::string> headers;  // names lower-cased
+    std::string body;
+};
+
+int connect_to(int port) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+bool send_all(int fd, const std::string& bytes) {
+    size_t off = 0;
+    while (off < bytes.size()) {
+        const ssize_t w = send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+        if (w <= 0) return false;
+        off += static_cast<size_t>(w);
+    }
+    return true;
+}
+
+// Reads one response (Content-Length, chunked or until close) within `timeout_s`.
+Reply read_reply(int fd, double timeout_s = 20) {
+    Reply r;
+    std::string buf;
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+    size_t head_end = std::string::npos;
+    const auto more = [&] {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0) return false;
+        pollfd p{fd, POLLIN, 0};
+        if (poll(&p, 1, static_cast<int>(left)) <= 0) return false;
+        char chunk[65536];
+        const ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+        if (n <= 0) return false;
+        buf.append(chunk, static_cast<size_t>(n));
+        return true;
+    };
+    for (;;) {  // skip interim 100 Continue answers
+        while ((head_end = buf.find("\r\n\r\n")) == std::string::npos) {
+            if (!more()) return r;
+        }
+        if (buf.compare(0, 12, "HTTP/1.1 100") != 0) break;
+        buf.erase(0, head_end + 4);
+    }
+    const std::string head = buf.substr(0, head_end);
+    buf.erase(0, head_end + 4);
+    if (head.size() < 12) return r;
+    size_t line = head.find("\r\n");
+    while (line != std::string::npos) {
+        const size_t next = head.find("\r\n", line + 2);
+        const std::string h = head.substr(line + 2, next == std::string::npos ? std::string::npos : next - line - 2);
+        const size_t colon = h.find(':');
+        if (colon != std::string::npos) {
+            std::string name = h.substr(0, colon);
+            for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            r.headers[name] = h.substr(colon + 2);
+        }
+        line = next;
+    }
+    const int status = std::stoi(head.substr(9, 3));
+    if (r.headers.count("content-length")) {
+        const size_t n = std::stoul(r.headers["content-length"]);
+        while (buf.size() < n) {
+            if (!more()) return r;
+        }
+        r.body = buf.substr(0, n);
+    } else if (r.headers["transfer-encoding"] == "chunked") {
+        for (;;) {
+            size_t nl;
+            while ((nl = buf.find("\r\n")) == std::string::npos) {
+                if (!more()) return r;
+            }
+            const size_t n = std::stoul(buf.substr(0, nl), nullptr, 16);
+            while (buf.size() < nl + 2 + n + 2) {
+                if (!more()) return r;  // cut off: no complete answer
+            }
+            r.body += buf.substr(nl + 2, n);
+            buf.erase(0, nl + 2 + n + 2);
+            if (n == 0) break;
+        }
+    } else {
+        while (more()) {
+        }
+        r.body = buf;
+    }
+    r.status = status;
+    return r;
+}
+
+// One request on a fresh connection.
+Reply exchange(int port, const std::string& bytes, double timeout_s = 20) {
+    const int fd = connect_to(port);
+    if (fd < 0) return {};
+    send_all(fd, bytes);
+    Reply r = read_reply(fd, timeout_s);
+    close(fd);
+    return r;
+}
+
+std::string request(const std::string& method, const std::string& target, const std::string& body = "",
+                    const std::string& headers = "Content-Type: application/json\r\n", const std::string& host = "127.0.0.1") {
+    return method + " " + target + " HTTP/1.1\r\nHost: " + host + "\r\n" + headers +
+           (body.empty() && method == "GET" ? "" : "Content-Length: " + std::to_string(body.size()) + "\r\n") + "\r\n" + body;
+}
+
+std::string speech_request(const std::string& body, const std::string& extra = "") {
+    return request("POST", "/v1/audio/speech", body, "Content-Type: application/json\r\n" + extra);
+}
+
+std::string multipart(const std::vector<std::pair<std::string, std::string>>& parts, const std::string& boundary = "tbx") {
+    std::string body;
+    for (const auto& [name, content] : parts) {
+        body += "--" + boundary + "\r\nContent-Disposition: form-data; name=\"" + name + "\"" +
+                (name == "audio" ? "; filename=\"clip.wav\"\r\nContent-Type: audio/wav" : "") + "\r\n\r\n" + content + "\r\n";
+    }
+    return body + "--" + boundary + "--\r\n";
+}
+
+std::string upload_request(const std::string& body, const std::string& extra = "", const std::string& boundary = "tbx") {
+    return request("POST", "/v1/audio/voices", body, "Content-Type: multipart/form-data; boundary=" + boundary + "\r\n" + extra);
+}
+
+// A 16-bit PCM WAV header with the given fields and `data_bytes` of zeros.
+std::string wav(uint32_t rate, uint16_t channels, uint32_t declared_data, size_t data_bytes) {
+    std::string w = "RIFF";
+    const auto u32 = [&](uint32_t v) { w.append(reinterpret_cast<const char*>(&v), 4); };
+    const auto u16 = [&](uint16_t v) { w.append(reinterpret_cast<const char*>(&v), 2); };
+    u32(36 + declared_data);
+    w += "WAVEfmt ";
+    u32(16);
+    u16(1);
+    u16(channels);
+    u32(rate);
+    u32(rate * channels * 2);
+    u16(static_cast<uint16_t>(channels * 2));
+    u16(16);
+    w += "data";
+    u32(declared_data);
+    return w + std::string(data_bytes, '\0');
+}
+
+uint64_t peak_rss_kb(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6));
+    }
+    return 0;
+}
+
+// An OpenAI-shaped error body.
+void expect_error_shape(const Reply& r, const std::string& what) {
+    const json j = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.is_object() && j.contains("error")) << what << ": not an OpenAI error: " << r.body.substr(0, 300);
+    EXPECT_TRUE(j["error"]["message"].is_string() && !j["error"]["message"].get<std::string>().empty()) << what;
+    EXPECT_TRUE(j["error"]["type"].is_string()) << what;
+    EXPECT_TRUE(j["error"].contains("code") && j["error"].contains("param")) << what;
+}
+
+class Hostile : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        voices_ = new TempDir;
+        server_ = new ServeProcess({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "-m", converted_fixture("tiny-0.6B-Base"),
+                                    "--max-upload-mb", "1", "--max-text-chars", "300", "--read-timeout", "2", "--max-concurrent",
+                                    "2", "--max-queue", "64", "-T", "1", "-q", "--voices-dir", voices_->path()});
+        keyed_ = new ServeProcess({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--api-key", kKey, "--max-upload-mb", "1",
+                                   "--cors-origin", "https://app.example", "-T", "1", "-q"});
+    }
+    static void TearDownTestSuite() {
+        delete keyed_;
+        delete server_;
+        delete voices_;
+    }
+    static int port() { return server_->port(); }
+    static void expect_alive(const std::string& what) {
+        const Reply r = exchange(port(), request("GET", "/health"), 5);
+        EXPECT_EQ(r.status, 200) << "the server did not answer /health after: " << what;
+        const Reply k = exchange(keyed_->port(), request("GET", "/health"), 5);
+        EXPECT_EQ(k.status, 200) << "the keyed server did not answer /health after: " << what;
+    }
+    // Sends one case and checks its status, the error shape (4xx/5xx) and that the server lives.
+    static Reply check(const std::string& what, int expected, const std::string& bytes, int on_port = 0) {
+        const Reply r = exchange(on_port ? on_port : port(), bytes);
+        EXPECT_EQ(r.status, expected) << what << ": " << r.body.substr(0, 300);
+        if (r.status >= 400) expect_error_shape(r, what);
+        EXPECT_LT(r.status, 500 + (expected >= 500 ? 100 : 0)) << what << ": bad input answered with a server error";
+        expect_alive(what);
+        return r;
+    }
+
+    inline static TempDir* voices_ = nullptr;
+    inline static ServeProcess* server_ = nullptr;
+    inline static ServeProcess* keyed_ = nullptr;
+};
+
+TEST_F(Hostile, Paths) {
+    check("invalid UTF-8 path (crashed the old server)", 404, request("GET", "/%ff"));
+    check("invalid UTF-8 model id", 404, request("GET", "/v1/models/%ff%fe"));
+    check("invalid UTF-8 voice name on delete", 400, request("DELETE", "/v1/audio/voices/%ff"));
+    check("malformed escape", 400, request("GET", "/v1/models/%zz"));
+    check("truncated escape", 400, request("GET", "/%"));
+    check("NUL in a decoded path", 404, request("GET", "/v1/models/a%00b"));
+    check("encoded slash in a voice name", 400, request("DELETE", "/v1/audio/voices/a%2Fb"));
+    check("dot segments", 404, request("GET", "/v1/../health"));
+    check("absolute-form target", 400, request("GET", "http://127.0.0.1/health"));
+    check("asterisk target on GET", 404, request("GET", "*"));
+    check("a 20 KB path", 431, request("GET", "/" + std::string(20000, 'a')));
+    check("wrong method on a known path", 405, request("PUT", "/v1/audio/speech", "{}"));
+    check("unknown method", 404, request("BREW", "/coffee"));
+}
+
+TEST_F(Hostile, RequestLinesAndHeaders) {
+    check("garbage request line", 400, "HELLO\r\n\r\n");
+    check("HTTP/2 preface", 505, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    check("bad method characters", 400, "G(T / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    check("header without a colon", 400, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nNoColonHere\r\n\r\n");
+    check("obsolete line folding", 400, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: b\r\n  c\r\n\r\n");
+    check("control character in a header", 400, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: \x01\r\n\r\n");
+    std::string many = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    for (int i = 0; i < 200; ++i) many += "X-H" + std::to_string(i) + ": v\r\n";
+    check("200 header fields", 431, many + "\r\n");
+    check("missing Host", 400, "GET /health HTTP/1.1\r\n\r\n");
+    check("conflicting Content-Length", 400, "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}");
+    check("negative Content-Length", 400, "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -5\r\n\r\n");
+    check("Transfer-Encoding and Content-Length together", 400,
+          "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+    check("unsupported transfer coding", 501, "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip\r\n\r\n");
+    check("compressed request body", 415, speech_request("\x1f\x8b\x08\x00", "Content-Encoding: gzip\r\n"));
+    check("pipelined garbage after a good request answers the good one first", 200,
+          request("GET", "/health") + "GARBAGE\r\n\r\n");
+}
+
+TEST_F(Hostile, BodiesAndLimitsHoldBeforeMemoryIsSpent) {
+    check("Content-Length of 300 MB, nothing sent", 413, "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 300000000\r\n\r\n");
+    check("body for an unknown route", 404, "POST /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n");
+    check("body without authentication (keyed server)", 401,
+          "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n", keyed_->port());
+    check("10 MB body on GET /health", 413, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10000000\r\n\r\n");
+    check("chunk size over the cap", 413, "POST /v1/audio/voices HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nfffffffff\r\n");
+    check("chunk size not hexadecimal", 400, "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n");
+    check("chunk data without its CRLF", 400, "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}XX");
+    {  // Expect: 100-continue for too large a body is refused without "100 Continue".
+        const int fd = connect_to(port());
+        send_all(fd, "POST /v1/audio/voices HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\nContent-Length: 50000000\r\n\r\n");
+        char buf[64] = {};
+        pollfd p{fd, POLLIN, 0};
+        ASSERT_EQ(poll(&p, 1, 5000), 1);
+        ASSERT_GT(recv(fd, buf, 12, MSG_PEEK), 0);
+        EXPECT_EQ(std::string(buf, 12), "HTTP/1.1 413");
+        close(fd);
+    }
+
+    // 1 GB chunked and 1 GB with a length, streamed as fast as loopback takes it.
+    for (const bool chunked : {true, false}) {
+        const uint64_t before = peak_rss_kb(server_->pid());
+        const int fd = connect_to(port());
+        ASSERT_GE(fd, 0);
+        const timeval tv{5, 0};
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        const uint64_t total = 1ull << 30;
+        std::string head = "POST /v1/audio/voices HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=b\r\n";
+        head += chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "Content-Length: " + std::to_string(total) + "\r\n\r\n";
+        Reply reply;
+        std::thread reader([&] { reply = read_reply(fd, 30); });
+        send_all(fd, head);
+        const std::string block(1 << 16, 'x');
+        const std::string frame = chunked ? "10000\r\n" + block + "\r\n" : block;
+        uint64_t sent = 0;
+        const auto started = Clock::now();
+        while (sent < total && Clock::now() - started < std::chrono::seconds(20) && send_all(fd, frame)) sent += block.size();
+        reader.join();
+        close(fd);
+        const std::string what = chunked ? "1 GB chunked upload" : "1 GB upload with a Content-Length";
+        EXPECT_EQ(reply.status, 413) << what;
+        if (reply.status) expect_error_shape(reply, what);
+        const uint64_t after = peak_rss_kb(server_->pid());
+        EXPECT_LT(after - before, 16u * 1024) << what << ": peak RSS grew from " << before << " to " << after << " kB";
+        std::printf("[ figure ] %s: %.1f MB sent before the server refused it, peak RSS %llu -> %llu kB\n", what.c_str(), sent / 1e6,
+                    static_cast<unsigned long long>(before), static_cast<unsigned long long>(after));
+        expect_alive(what);
+    }
+}
+
+TEST_F(Hostile, JsonBodies) {
+    check("not JSON", 400, speech_request("hello"));
+    check("a JSON array", 400, speech_request("[1, 2]"));
+    check("arrays nested 30000 levels deep", 400, speech_request(std::string(30000, '[') + std::string(30000, ']')));
+    check("objects nested 10000 deep in a field", 400,
+          speech_request("{\"input\": \"hi\", \"voice\": " + [] {
+              std::string s;
+              for (int i = 0; i < 10000; ++i) s += "{\"a\":";
+              return s + "1" + std::string(10000, '}');
+          }() + "}"));
+    check("invalid UTF-8 inside a string", 400, speech_request("{\"input\": \"\xff\xfe\", \"voice\": \"ryan\"}"));
+    check("lone surrogate escape", 400, speech_request(R"({"input": "\udc80", "voice": "ryan"})"));
+    check("input is a number", 400, speech_request(R"({"input": 5, "voice": "ryan"})"));
+    check("speed is a string", 400, speech_request(R"({"input": "hi", "voice": "ryan", "speed": "fast"})"));
+    check("seed is negative", 400, speech_request(R"({"input": "hi", "voice": "ryan", "seed": -1})"));
+    check("seed is 1e300", 400, speech_request(R"({"input": "hi", "voice": "ryan", "seed": 1e300})"));
+    check("voice object with a numeric id", 400, speech_request(R"({"input": "hi", "voice": {"id": 7}})"));
+    check("input over the character limit", 413, speech_request(json({{"input", std::string(400, 'a')}, {"voice", "ryan"}}).dump()));
+    check("model name with NUL and bidi control characters", 404,
+          speech_request(R"({"input": "hi", "voice": "ryan", "model": "a\u0000b\u202e"})"));
+    check("unknown voice made of escapes", 404, speech_request(R"({"input": "hi", "voice": "\u00ff\u0001"})"));
+    check("unknown response format", 400, speech_request(R"({"input": "hi", "voice": "ryan", "response_format": "xyz"})"));
+    check("temperature NaN-like huge", 400, speech_request(R"({"input": "hi", "voice": "ryan", "temperature": 1e999})"));
+    check("a good request still works", 200, speech_request(R"({"input": "Hi.", "voice": "ryan", "response_format": "pcm", "max_frames": 4})"));
+}
+
+TEST_F(Hostile, MultipartAndAudio) {
+    const std::string clip = read_text(fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
+    check("not multipart", 400, request("POST", "/v1/audio/voices", "{}"));
+    check("multipart without a boundary", 400, request("POST", "/v1/audio/voices", "--x\r\n", "Content-Type: multipart/form-data\r\n"));
+    check("multipart cut off", 400, upload_request("--tbx\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nabc"));
+    check("part without Content-Disposition", 400, upload_request("--tbx\r\nContent-Type: text/plain\r\n\r\nabc\r\n--tbx--\r\n"));
+    check("100 parts", 400, upload_request([] {
+              std::string b;
+              for (int i = 0; i < 100; ++i) b += "--tbx\r\nContent-Disposition: form-data; name=\"p\"\r\n\r\nx\r\n";
+              return b + "--tbx--\r\n";
+          }()));
+    check("voice name not UTF-8", 400, upload_request(multipart({{"name", "\xff\xfe"}, {"audio", clip}})));
+    check("voice name of 1000 characters", 400, upload_request(multipart({{"name", std::string(1000, 'a')}, {"audio", clip}})));
+    check("model field not UTF-8", 404, upload_request(multipart({{"name", "v1"}, {"model", "\xc3\x28"}, {"audio", clip}})));
+    check("audio that is not audio", 400, upload_request(multipart({{"name", "v2"}, {"audio", std::string(5000, '\x7f')}})));
+    check("WAV declaring 1000 channels", 400, upload_request(multipart({{"name", "v3"}, {"audio", wav(24000, 1000, 96000, 96000)}})));
+    check("WAV declaring rate 0", 400, upload_request(multipart({{"name", "v4"}, {"audio", wav(0, 1, 96000, 96000)}})));
+    check("WAV declaring far more data than it has", 400, upload_request(multipart({{"name", "v5"}, {"audio", wav(24000, 1, 4000000000u, 2000)}})));
+    check("WAV of silence", 400, upload_request(multipart({{"name", "v6"}, {"audio", wav(24000, 1, 96000, 96000)}})));
+    check("WAV cut inside its header", 400, upload_request(multipart({{"name", "v7"}, {"audio", wav(24000, 1, 96000, 0).substr(0, 30)}})));
+    namespace fs = std::filesystem;
+    for (const auto& e : fs::directory_iterator(voices_->path())) ADD_FAILURE() << "stray file in the voices folder: " << e.path();
+}
+
+TEST_F(Hostile, BrowserSafety) {
+    const std::string body = R"({"input": "Hi.", "voice": "ryan", "response_format": "pcm", "max_frames": 2})";
+    Reply r = check("a page on another origin", 403, speech_request(body, "Origin: http://evil.example\r\n"));
+    EXPECT_EQ(r.headers.count("access-control-allow-origin"), 0u);
+    r = check("a preflight from another origin", 403,
+              "OPTIONS /v1/audio/voices/x HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://evil.example\r\nAccess-Control-Request-Method: DELETE\r\n\r\n");
+    EXPECT_EQ(r.headers.count("access-control-allow-origin"), 0u);
+    check("a DNS-rebinding Host", 403, request("GET", "/v1/audio/voices", "", "", "evil.example:8080"));
+    check("the null origin", 403, speech_request(body, "Origin: null\r\n"));
+    check("localhost by name", 200, request("GET", "/health", "", "", "localhost:" + std::to_string(port())));
+    check("[::1] as Host", 200, request("GET", "/health", "", "", "[::1]:" + std::to_string(port())));
+    const std::string self = "127.0.0.1:" + std::to_string(port());
+    check("the page's own origin", 200,
+          request("POST", "/v1/audio/speech", body, "Content-Type: application/json\r\nOrigin: http://" + self + "\r\n", self));
+    // With an API key the Host is not checked (the key is the guard), but origins still are.
+    const int k = keyed_->port();
+    check("foreign Host with a key is fine", 200, request("GET", "/health", "", "", "tts.internal"), k);
+    r = check("allowed origin's preflight", 204,
+              "OPTIONS /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n\r\n", k);
+    EXPECT_EQ(r.headers["access-control-allow-origin"], "https://app.example");
+    EXPECT_NE(r.headers["access-control-allow-headers"].find("Authorization"), std::string::npos);
+    r = check("allowed origin's request", 200, request("GET", "/health", "", "Origin: https://app.example\r\n"), k);
+    EXPECT_EQ(r.headers["access-control-allow-origin"], "https://app.example");
+    check("other origin on the keyed server", 403, request("GET", "/health", "", "Origin: https://other.example\r\n"), k);
+    check("wrong key", 401, request("GET", "/v1/models", "", "Authorization: Bearer nope\r\n"), k);
+}
+
+TEST_F(Hostile, SlowAndIdleClientsDoNotStarveTheServer) {
+    std::vector<int> idle, trickling;
+    for (int i = 0; i < 100; ++i) idle.push_back(connect_to(port()));
+    for (int i = 0; i < 100; ++i) {
+        trickling.push_back(connect_to(port()));
+        send_all(trickling.back(), "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{");
+    }
+    const int slow = connect_to(port());  // sends part of a request, then nothing
+    send_all(slow, "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{");
+    std::atomic<bool> stop{false};
+    std::thread trickle([&] {
+        while (!stop) {
+            for (const int fd : trickling) send_all(fd, " ");
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+    });
+    double worst = 0;
+    for (int i = 0; i < 5; ++i) {
+        const auto t0 = Clock::now();
+        const Reply r = exchange(port(), request("GET", "/health"), 5);
+        worst = std::max(worst, std::chrono::duration<double>(Clock::now() - t0).count());
+        EXPECT_EQ(r.status, 200);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_LT(worst, 1.0) << "/health with 200 idle or trickling connections open";
+    std::printf("[ figure ] /health with 100 idle + 100 trickling connections: worst %.1f ms\n", worst * 1000);
+    // The whole-request deadline (--read-timeout 2) answers the trickling ones 408, however busy.
+    const Reply late = read_reply(slow, 10);
+    close(slow);
+    EXPECT_EQ(late.status, 408);
+    stop = true;
+    trickle.join();
+    for (const int fd : idle) close(fd);
+    for (const int fd : trickling) close(fd);
+    expect_alive("idle and trickling connections");
+}
+
+TEST_F(Hostile, RacesOnOneVoiceName) {
+    namespace fs = std::filesystem;
+    const std::string clip = read_text(fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
+    const std::string create = upload_request(multipart({{"name", "racer"}, {"audio", clip}}));
+    const std::string speak = speech_request(R"({"input": "Hi.", "voice": "racer", "response_format": "pcm", "max_frames": 3})");
+    const std::string remove = request("DELETE", "/v1/audio/voices/racer");
+    for (int round = 0; round < 2; ++round) {
+        std::vector<int> created(50), spoken(50), deleted(50);
+        {
+            std::vector<std::thread> t;
+            for (int i = 0; i < 50; ++i) t.emplace_back([&, i] { created[i] = exchange(port(), create, 120).status; });
+            for (auto& x : t) x.join();
+        }
+        {
+            std::vector<std::thread> t;
+            for (int i = 0; i < 50; ++i) {
+                t.emplace_back([&, i] { spoken[i] = exchange(port(), speak, 120).status; });
+                t.emplace_back([&, i] { deleted[i] = exchange(port(), remove, 120).status; });
+            }
+            for (auto& x : t) x.join();
+        }
+        const auto count = [](const std::vector<int>& v, int s) { return std::count(v.begin(), v.end(), s); };
+        EXPECT_EQ(count(created, 201), 1) << "exactly one create wins";
+        EXPECT_EQ(count(created, 201) + count(created, 409) + count(created, 429), 50) << "creates answer 201, 409 or 429";
+        EXPECT_EQ(count(spoken, 200) + count(spoken, 404) + count(spoken, 429), 50) << "speaks answer 200, 404 or 429";
+        EXPECT_EQ(count(deleted, 200), 1) << "exactly one delete wins";
+        EXPECT_EQ(count(deleted, 404), 49);
+        for (const auto& e : fs::directory_iterator(voices_->path())) ADD_FAILURE() << "stray file after the race: " << e.path();
+    }
+    expect_alive("voice name races");
+}
+
+}  // namespace
