@@ -29,9 +29,10 @@ Voice create_voice(const std::string& model_path, const std::string& ref_audio_p
 // (Voice::chatterbox). create_voice dispatches on it. Throws like GgufFile for an unreadable file.
 bool is_chatterbox_model(const std::string& model_path);
 
-// Writes the voice atomically. Throws Error (InvalidArgument) for an inconsistent voice, (Io) when
-// the file cannot be written.
-void save_voice(const Voice& voice, const std::string& path);
+// Writes the voice atomically. replace=false creates the file only if no file of that name exists
+// (atomically, also against other processes) and throws Error (Exists) otherwise. Throws Error
+// (InvalidArgument) for an inconsistent voice, (Io) when the file cannot be written.
+void save_voice(const Voice& voice, const std::string& path, bool replace = true);
 
 // Throws Error naming the file and the fault: NotFound (no such file; a missing key or tensor),
 // Format (not a voice file, a mistyped key or tensor, a bad shape or value), Unsupported (a newer
