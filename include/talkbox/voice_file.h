@@ -3,6 +3,8 @@
 // same size; the file format is docs/voice-format.md.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +12,16 @@
 #include "talkbox/voice.h"
 
 namespace talkbox {
+
+// When create_voice should give up: `cancel` (set by another thread) and `deadline` are checked
+// between the stages (reading the clip, loading the model, the speaker embedding, the codec
+// encoder) and between the codec encoder's windows.
+struct CloneStop {
+    const std::atomic<bool>* cancel = nullptr;
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    // Throws Error (Cancelled) saying which of the two fired and what was `next`.
+    void check(const std::string& next) const;
+};
 
 // Reads the reference clip (any libsndfile format; mixed to mono, resampled to 24 kHz as the
 // official code does). Chatterbox model: computes prepare_conditionals (ref_text must be nullopt).
@@ -20,9 +32,10 @@ namespace talkbox {
 // Throws Error: Unsupported for a model without a speaker encoder (CustomVoice, VoiceDesign);
 // NotFound / Format for a missing or unreadable file; InvalidArgument for a blank transcript or a
 // clip that is empty, silent, too short or too long (voice/reference_audio.h has the limits).
+// `stop` ends the work early (a client hang-up, a request timeout) with Error (Cancelled).
 Voice create_voice(const std::string& model_path, const std::string& ref_audio_path,
                    const std::optional<std::string>& ref_text, int threads = 0,
-                   std::vector<std::string>* warnings = nullptr);
+                   std::vector<std::string>* warnings = nullptr, const CloneStop& stop = {});
 
 // Whether the GGUF at model_path is a Chatterbox model (general.architecture "chatterbox"): its
 // voices come from the clip alone (no transcript, no mode) and hold Chatterbox's conditionals

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -248,6 +250,42 @@ TEST_F(VoiceFileTest, BadReferenceAudio) {
                          "notes.wav"));
 }
 
+TEST_F(VoiceFileTest, CloningStopsWhenCancelledOrPastItsDeadline) {
+    const std::string text = "The quick brown fox jumps over the lazy dog.";
+    const std::atomic<bool> cancelled{true};
+    EXPECT_EQ(error_of([&] { create_voice(model("tiny-0.6B-Base"), fixture("audio/en_3p5s.wav"), text, 1, nullptr, {&cancelled}); },
+                       ErrorKind::Cancelled),
+              "voice cloning was cancelled (before reading the model)");
+    const CloneStop late{nullptr, std::chrono::steady_clock::now()};
+    EXPECT_EQ(error_of([&] { create_voice(model("tiny-0.6B-Base"), fixture("audio/en_3p5s.wav"), text, 1, nullptr, late); },
+                       ErrorKind::Cancelled),
+              "voice cloning ran past its deadline (before reading the model)");
+    // A flag that is not set and a deadline ahead change nothing.
+    const std::atomic<bool> running{false};
+    const CloneStop ahead{&running, std::chrono::steady_clock::now() + std::chrono::hours(1)};
+    EXPECT_EQ(create_voice(model("tiny-0.6B-Base"), fixture("audio/en_3p5s.wav"), text, 1, nullptr, ahead).ref_codes,
+              icl_voice().ref_codes);
+}
+
+// The codec encoder is the long stage of in-context cloning: it polls before every window.
+TEST_F(VoiceFileTest, CodecEncoderPollsBetweenWindowsAndStopsWhenThePollThrows) {
+    const GgufFile file(model("tiny-0.6B-Base"));
+    const qwen3tts::Hparams hp = qwen3tts::Hparams::from_gguf(file.meta());
+    const Backend backend(1);
+    codec::CodecEncoder encoder(file, hp, backend);
+    const std::vector<float> clip(24000 * 12, 0.1f);  // 300 frames at 25 Hz: 5 windows of 60
+    int polls = 0;
+    encoder.encode(clip, nullptr, nullptr, [&] { ++polls; });
+    EXPECT_EQ(polls, 6);  // 5 windows + the transformer
+    polls = 0;
+    EXPECT_EQ(error_of([&] { encoder.encode(clip, nullptr, nullptr, [&] {
+                  if (++polls == 2) throw Error(ErrorKind::Cancelled, "stop");
+              }); },
+                       ErrorKind::Cancelled),
+              "stop");
+    EXPECT_EQ(polls, 2);
+}
+
 TEST_F(VoiceFileTest, SaveRefusesInconsistentVoicesAndLeavesNoFile) {
     testing::TempDir out;
     const Voice good = icl_voice();
@@ -285,7 +323,8 @@ TEST_F(VoiceFileTest, SaveRefusesInconsistentVoicesAndLeavesNoFile) {
     EXPECT_THROW(save_voice(v, path), Error);
     EXPECT_EQ(load_voice(path).ref_text, good.ref_text);
     EXPECT_EQ(error_of([&] { save_voice(good, out.file("no/such/dir/v.voice")); }, ErrorKind::Io),
-              "cannot write '" + out.file("no/such/dir/v.voice") + "': No such file or directory");
+              "cannot write '" + out.file("no/such/dir/v.voice") + "': cannot create a temporary file in '" +
+                  out.file("no/such/dir") + "': No such file or directory");
 }
 
 // Rewrites a valid voice file with `edit` applied to a copy of its metadata and tensor list.
