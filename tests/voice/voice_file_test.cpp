@@ -426,5 +426,107 @@ TEST_F(VoiceFileTest, CorruptVoiceFilesGivePreciseErrors) {
     EXPECT_EQ(one.ref_codes[0][15], 15);
 }
 
+// A Chatterbox voice made by hand (no model needed): the shapes of docs/voice-format.md.
+Voice chatterbox_voice() {
+    Voice v;
+    v.family = "chatterbox";
+    v.model_size = "chatterbox-0123456789abcdef";
+    ChatterboxConditionals& c = v.chatterbox;
+    c.speaker_emb.assign(256, 0.01f);
+    c.cond_prompt_speech_tokens = {1, 2, 3, 4};
+    c.prompt_token = {5, 6, 7, 8, 9, 10};
+    c.prompt_feat_frames = 12;
+    c.prompt_feat.assign(12 * 80, -3.0f);
+    c.embedding.assign(192, 0.02f);
+    return v;
+}
+
+// A raw GGUF v3 header: magic, version, tensor and key counts, then `rest` (keys, tensor infos).
+std::string le(uint64_t v, int bytes) {
+    std::string out;
+    for (int i = 0; i < bytes; ++i) out += char((v >> (8 * i)) & 0xff);
+    return out;
+}
+std::string gguf_header(uint64_t n_tensors, uint64_t n_kv, const std::string& rest = "") {
+    return "GGUF" + le(3, 4) + le(n_tensors, 8) + le(n_kv, 8) + rest;
+}
+std::string gguf_str(const std::string& s) { return le(s.size(), 8) + s; }
+constexpr uint32_t kGgufString = 8, kGgufArray = 9;
+
+// Crafted voice files: every one a precise error, none a crash or a huge allocation.
+TEST(CraftedVoiceFiles, LyingGgufHeadersAreFormatErrors) {
+    testing::TempDir tmp;
+    const std::string bad = tmp.file("bad.voice");
+    const auto refused = [&](const std::string& bytes) {
+        testing::write_text(bad, bytes);
+        const auto start = std::chrono::steady_clock::now();
+        const std::string msg = error_of([&] { load_voice(bad); }, ErrorKind::Format);
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+        return msg;
+    };
+    const std::string arch = gguf_str("general.architecture") + le(kGgufString, 4);
+    EXPECT_TRUE(contains(refused("GGU"), "is not a valid GGUF file"));                     // truncated magic
+    EXPECT_TRUE(contains(refused("GGUF" + le(3, 4) + le(1, 3)), "is not a valid GGUF file"));  // truncated counts
+    EXPECT_TRUE(contains(refused("GGUF" + le(99, 4) + le(0, 16)), "is not a valid GGUF file"));  // unknown version
+    EXPECT_TRUE(contains(refused(gguf_header(uint64_t(1) << 62, 0)), "is not a valid GGUF file"));  // 2^62 tensors
+    EXPECT_TRUE(contains(refused(gguf_header(0, uint64_t(1) << 62)), "is not a valid GGUF file"));  // 2^62 keys
+    // A key name and a string value claiming 2^60 bytes.
+    EXPECT_TRUE(contains(refused(gguf_header(0, 1, le(uint64_t(1) << 60, 8) + "general")), "is not a valid GGUF file"));
+    EXPECT_TRUE(contains(refused(gguf_header(0, 1, arch + le(uint64_t(1) << 60, 8) + "talkbox-voice")),
+                         "is not a valid GGUF file"));
+    // An array of 2^61 strings, and of 2^62 u32.
+    EXPECT_TRUE(contains(refused(gguf_header(0, 1, gguf_str("x") + le(kGgufArray, 4) + le(kGgufString, 4) + le(uint64_t(1) << 61, 8))),
+                         "is not a valid GGUF file"));
+    EXPECT_TRUE(contains(refused(gguf_header(0, 1, gguf_str("x") + le(kGgufArray, 4) + le(4, 4) + le(uint64_t(1) << 62, 8))),
+                         "is not a valid GGUF file"));
+    // A tensor of 2^31 x 2^31 floats in a 100-byte file.
+    const std::string tensor = gguf_str("voice.embedding") + le(2, 4) + le(uint64_t(1) << 31, 8) + le(uint64_t(1) << 31, 8) +
+                               le(0, 4) + le(0, 8);
+    const std::string msg = refused(gguf_header(1, 1, arch + gguf_str("talkbox-voice") + tensor));
+    EXPECT_TRUE(contains(msg, "is not a valid GGUF file") || contains(msg, "lies past the end of the file")) << msg;
+}
+
+TEST(CraftedVoiceFiles, BadChatterboxVoicesAreFormatErrors) {
+    testing::TempDir tmp;
+    const std::string good = tmp.file("good.voice"), bad = tmp.file("bad.voice");
+    save_voice(chatterbox_voice(), good);
+    ASSERT_EQ(load_voice(good).chatterbox.prompt_feat_frames, 12);
+    const std::string where = "'" + bad + "'";
+    const auto edited = [&](const std::function<void(GgufEdit&)>& edit, ErrorKind kind) {
+        rewrite(good, bad, edit);
+        return error_of([&] { load_voice(bad); }, kind);
+    };
+    const auto tensor = [](GgufEdit& e, const char* name) {
+        for (ggml_tensor*& t : e.tensors) {
+            if (std::string(ggml_get_name(t)) == name) return &t;
+        }
+        throw std::runtime_error(std::string("no tensor ") + name);
+    };
+    EXPECT_EQ(edited([&](GgufEdit& e) { static_cast<float*>((*tensor(e, "voice.gen.prompt_feat"))->data)[17] = NAN; },
+                     ErrorKind::Format),
+              where + ": the prompt mel value 17 is not finite");
+    EXPECT_EQ(edited([&](GgufEdit& e) { static_cast<float*>((*tensor(e, "voice.t3.speaker_emb"))->data)[0] = NAN; },
+                     ErrorKind::Format),
+              where + ": the speaker embedding value 0 is not finite");
+    EXPECT_EQ(edited([&](GgufEdit& e) { static_cast<int32_t*>((*tensor(e, "voice.gen.prompt_token"))->data)[2] = 6561; },
+                     ErrorKind::Format),
+              where + ": prompt speech token 6561 is outside the S3 codebook [0, 6561)");
+    EXPECT_EQ(edited([&](GgufEdit& e) { *tensor(e, "voice.gen.prompt_feat") = named(ggml_new_tensor_2d(e.scratch, GGML_TYPE_F32, 81, 12), "voice.gen.prompt_feat"); },
+                     ErrorKind::Format),
+              where + ": tensor 'voice.gen.prompt_feat' is [81, 12], expected [80, frames]");
+    EXPECT_EQ(edited([&](GgufEdit& e) { *tensor(e, "voice.t3.emotion_adv") = named(ggml_new_tensor_1d(e.scratch, GGML_TYPE_F32, 2), "voice.t3.emotion_adv"); },
+                     ErrorKind::Format),
+              where + ": tensor 'voice.t3.emotion_adv' must hold one value");
+    EXPECT_EQ(edited([](GgufEdit& e) { gguf_set_val_u32(e.meta, "talkbox-voice.version", 0); }, ErrorKind::Format),
+              where + ": voice format version 0 does not exist");
+    EXPECT_EQ(edited([](GgufEdit& e) { gguf_set_val_str(e.meta, "general.architecture", "talkbox-voicez"); }, ErrorKind::Format),
+              where + " is not a talkbox voice file (general.architecture is 'talkbox-voicez')");
+    const std::string bytes = testing::read_text(good);
+    for (const size_t cut : {size_t(10), size_t(40), bytes.size() / 2, bytes.size() - 1}) {
+        testing::write_text(bad, bytes.substr(0, cut));
+        EXPECT_TRUE(contains(error_of([&] { load_voice(bad); }, ErrorKind::Format), where)) << "cut at " << cut;
+    }
+}
+
 }  // namespace
 }  // namespace talkbox
