@@ -13,7 +13,8 @@ enum class ErrorKind {
     Format,           // a file exists but its content is malformed or inconsistent
     Io,               // the operating system refused a read or write
     Unsupported,      // well-formed input this build or model cannot handle
-    Cancelled,        // the caller asked to stop
+    Cancelled,        // the caller asked to stop (or its deadline passed)
+    Exists,           // a file that must be created anew is already there (no-replace writes)
     Internal,         // a bug in talkbox
 };
 

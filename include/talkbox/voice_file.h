@@ -3,6 +3,8 @@
 // same size; the file format is docs/voice-format.md.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +12,16 @@
 #include "talkbox/voice.h"
 
 namespace talkbox {
+
+// When create_voice should give up: `cancel` (set by another thread) and `deadline` are checked
+// between the stages (reading the clip, loading the model, the speaker embedding, the codec
+// encoder) and between the codec encoder's windows.
+struct CloneStop {
+    const std::atomic<bool>* cancel = nullptr;
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    // Throws Error (Cancelled) saying which of the two fired and what was `next`.
+    void check(const std::string& next) const;
+};
 
 // Reads the reference clip (any libsndfile format; mixed to mono, resampled to 24 kHz as the
 // official code does). Chatterbox model: computes prepare_conditionals (ref_text must be nullopt).
@@ -20,18 +32,20 @@ namespace talkbox {
 // Throws Error: Unsupported for a model without a speaker encoder (CustomVoice, VoiceDesign);
 // NotFound / Format for a missing or unreadable file; InvalidArgument for a blank transcript or a
 // clip that is empty, silent, too short or too long (voice/reference_audio.h has the limits).
+// `stop` ends the work early (a client hang-up, a request timeout) with Error (Cancelled).
 Voice create_voice(const std::string& model_path, const std::string& ref_audio_path,
                    const std::optional<std::string>& ref_text, int threads = 0,
-                   std::vector<std::string>* warnings = nullptr);
+                   std::vector<std::string>* warnings = nullptr, const CloneStop& stop = {});
 
 // Whether the GGUF at model_path is a Chatterbox model (general.architecture "chatterbox"): its
 // voices come from the clip alone (no transcript, no mode) and hold Chatterbox's conditionals
 // (Voice::chatterbox). create_voice dispatches on it. Throws like GgufFile for an unreadable file.
 bool is_chatterbox_model(const std::string& model_path);
 
-// Writes the voice atomically. Throws Error (InvalidArgument) for an inconsistent voice, (Io) when
-// the file cannot be written.
-void save_voice(const Voice& voice, const std::string& path);
+// Writes the voice atomically. replace=false creates the file only if no file of that name exists
+// (atomically, also against other processes) and throws Error (Exists) otherwise. Throws Error
+// (InvalidArgument) for an inconsistent voice, (Io) when the file cannot be written.
+void save_voice(const Voice& voice, const std::string& path, bool replace = true);
 
 // Throws Error naming the file and the fault: NotFound (no such file; a missing key or tensor),
 // Format (not a voice file, a mistyped key or tensor, a bad shape or value), Unsupported (a newer

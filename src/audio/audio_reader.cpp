@@ -26,15 +26,17 @@ std::string seconds_text(double s) {
 
 // Reads every frame, averaging channels as numpy's mean does on float32 (sum in order, then
 // one division), so the result matches librosa.to_mono bit for bit.
-MonoAudio read_all(SNDFILE* file, const SF_INFO& info, const std::string& label, double max_seconds) {
+MonoAudio read_all(SNDFILE* file, const SF_INFO& info, const std::string& label, const ReadLimits& limits) {
+    const std::string what = "audio file '" + label + "'";
     if (info.samplerate <= 0 || info.channels <= 0) {
-        throw Error(ErrorKind::Format, "audio file '" + label + "' declares " + std::to_string(info.samplerate) +
-                                           " Hz and " + std::to_string(info.channels) + " channels");
+        throw Error(ErrorKind::Format, what + " declares " + std::to_string(info.samplerate) + " Hz and " +
+                                           std::to_string(info.channels) + " channels");
     }
+    check_audio_format(info.samplerate, info.channels, limits, what);
+    const double max_seconds = limits.max_seconds;
     const double limit = max_seconds > 0 ? max_seconds * info.samplerate : 0;
     auto too_long = [&](double frames) {
-        return Error(ErrorKind::InvalidArgument, "audio file '" + label + "' is longer than the limit of " +
-                                                     seconds_text(max_seconds) + " (" +
+        return Error(ErrorKind::InvalidArgument, what + " is longer than the limit of " + seconds_text(max_seconds) + " (" +
                                                      seconds_text(frames / info.samplerate) + " or more)");
     };
     if (limit > 0 && info.frames > 0 && info.frames < SF_COUNT_MAX && double(info.frames) > limit) {
@@ -45,7 +47,8 @@ MonoAudio read_all(SNDFILE* file, const SF_INFO& info, const std::string& label,
     out.sample_rate = info.samplerate;
     out.channels = info.channels;
     const size_t channels = static_cast<size_t>(info.channels);
-    constexpr sf_count_t kBlock = 16384;
+    // The block holds a fixed number of samples, whatever the channel count.
+    const sf_count_t kBlock = std::max<sf_count_t>(1, 65536 / info.channels);
     std::vector<float> block(static_cast<size_t>(kBlock) * channels);
     for (;;) {
         const sf_count_t got = sf_readf_float(file, block.data(), kBlock);
@@ -101,24 +104,36 @@ sf_count_t mem_tell(void* user) { return static_cast<MemoryStream*>(user)->pos; 
 
 }  // namespace
 
-MonoAudio read_audio_file(const std::string& path, double max_seconds) {
+void check_audio_format(int sample_rate, int channels, const ReadLimits& limits, const std::string& what) {
+    if ((limits.min_rate > 0 && sample_rate < limits.min_rate) || (limits.max_rate > 0 && sample_rate > limits.max_rate)) {
+        throw Error(ErrorKind::InvalidArgument, what + " has a sample rate of " + std::to_string(sample_rate) +
+                                                    " Hz; supported: " + std::to_string(limits.min_rate) + " to " +
+                                                    std::to_string(limits.max_rate) + " Hz");
+    }
+    if (limits.max_channels > 0 && channels > limits.max_channels) {
+        throw Error(ErrorKind::InvalidArgument, what + " has " + std::to_string(channels) + " channels; at most " +
+                                                    std::to_string(limits.max_channels) + " are supported");
+    }
+}
+
+MonoAudio read_audio_file(const std::string& path, const ReadLimits& limits) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) throw Error(ErrorKind::NotFound, "audio file '" + path + "' does not exist");
     if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::InvalidArgument, "'" + path + "' is not a regular file");
     SF_INFO info{};
     std::unique_ptr<SNDFILE, SndFileCloser> file(sf_open(path.c_str(), SFM_READ, &info));
     if (!file) throw Error(ErrorKind::Format, "cannot read audio file '" + path + "': " + sf_strerror(nullptr));
-    return read_all(file.get(), info, path, max_seconds);
+    return read_all(file.get(), info, path, limits);
 }
 
-MonoAudio read_audio_memory(const void* data, size_t size, const std::string& label, double max_seconds) {
+MonoAudio read_audio_memory(const void* data, size_t size, const std::string& label, const ReadLimits& limits) {
     if (size == 0) throw Error(ErrorKind::Format, "audio file '" + label + "' is empty");
     MemoryStream stream{static_cast<const unsigned char*>(data), static_cast<sf_count_t>(size)};
     SF_VIRTUAL_IO io{mem_length, mem_seek, mem_read, mem_write, mem_tell};
     SF_INFO info{};
     std::unique_ptr<SNDFILE, SndFileCloser> file(sf_open_virtual(&io, SFM_READ, &info, &stream));
     if (!file) throw Error(ErrorKind::Format, "cannot read audio file '" + label + "': " + sf_strerror(nullptr));
-    return read_all(file.get(), info, label, max_seconds);
+    return read_all(file.get(), info, label, limits);
 }
 
 }  // namespace talkbox::audio

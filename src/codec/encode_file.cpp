@@ -15,7 +15,7 @@ namespace talkbox {
 
 EncodeSummary encode_audio_file(const EncodeOptions& options) {
     // Any clip the encoder takes: unlike reference audio, short or silent input is fine here.
-    const audio::MonoAudio clip = audio::read_audio_file(options.audio_path, codec::CodecEncoder::kMaxSeconds);
+    const audio::MonoAudio clip = audio::read_audio_file(options.audio_path, {codec::CodecEncoder::kMaxSeconds});
     if (clip.samples.empty()) throw Error(ErrorKind::InvalidArgument, "'" + options.audio_path + "' contains no samples");
     const GgufFile file(options.model_path);
     const qwen3tts::Hparams hp = qwen3tts::Hparams::from_gguf(file.meta());

@@ -289,7 +289,7 @@ int CodecEncoder::samples_per_frame() const { return static_cast<int>(model_->ho
 int CodecEncoder::num_quantizers() const { return model_->valid_q; }
 
 std::vector<std::vector<int32_t>> CodecEncoder::encode(const std::vector<float>& samples, EncoderTrace* trace,
-                                                       StageTimes* times) {
+                                                       StageTimes* times, const std::function<void()>& poll) {
     const Model& m = *model_;
     const auto& e = m.hp;
     Graphs& g = *graphs_;
@@ -312,6 +312,7 @@ std::vector<std::vector<int32_t>> CodecEncoder::encode(const std::vector<float>&
     std::vector<float> conv_out(static_cast<size_t>(hidden * frames25));  // [frames25][hidden]
     const int64_t window = m.margin + kChunkFrames;
     for (int64_t first = 0; first < frames25;) {
+        if (poll) poll();
         const int64_t start = first == 0 ? 0 : first - m.margin;
         const int64_t s0 = start * m.hop, s1 = std::min(n, (start + window) * m.hop);
         const int64_t len = s1 - s0, got = ceil_div(len, m.hop);
@@ -324,6 +325,7 @@ std::vector<std::vector<int32_t>> CodecEncoder::encode(const std::vector<float>&
         first = start + got;
     }
 
+    if (poll) poll();
     if (g.tail.key != frames25) build_tail_graph(frames25);
     std::vector<int32_t> positions(static_cast<size_t>(frames25));
     for (int64_t t = 0; t < frames25; ++t) positions[t] = static_cast<int32_t>(t);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -44,8 +45,10 @@ public:
     // Encodes one mono clip at sample_rate(). Returns frames[f][q]. Throws Error (InvalidArgument)
     // for an empty clip, a non-finite sample or a clip longer than kMaxSeconds. Not thread-safe.
     // `times`: wall time per stage (SEANet stages, transformer, downsample, quantisers) for benchmarks.
+    // `poll` runs before each conv-encoder window and before the transformer; it may throw to stop
+    // (a cancelled request).
     std::vector<std::vector<int32_t>> encode(const std::vector<float>& samples, EncoderTrace* trace = nullptr,
-                                             StageTimes* times = nullptr);
+                                             StageTimes* times = nullptr, const std::function<void()>& poll = {});
 
     static constexpr int kMaxSeconds = 600;      // attention cost grows with the square of the length
     static constexpr int64_t kChunkFrames = 60;  // new 25 Hz frames per conv-encoder window

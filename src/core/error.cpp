@@ -10,6 +10,7 @@ const char* error_kind_name(ErrorKind kind) {
         case ErrorKind::Io: return "I/O error";
         case ErrorKind::Unsupported: return "unsupported";
         case ErrorKind::Cancelled: return "cancelled";
+        case ErrorKind::Exists: return "already exists";
         case ErrorKind::Internal: return "internal error";
     }
     return "error";

@@ -62,7 +62,18 @@ private:
     FILE* file_ = nullptr;
 };
 
-void hash_prefix(const std::string& path, uint64_t bytes, Sha256& hash) {
+// A hash for checking `file` once complete: its sha256 for LFS files, its git blob id (SHA-1 of
+// the blob header and the bytes) for files stored in git; null when the hub listed neither.
+std::unique_ptr<Digest> new_hash(const RepoFile& file) {
+    if (!file.sha256.empty()) return std::make_unique<Digest>(Digest::Kind::Sha256);
+    if (file.git_oid.empty()) return nullptr;
+    auto hash = std::make_unique<Digest>(Digest::Kind::Sha1);
+    const std::string header = git_blob_header(file.size);
+    hash->update(header.data(), header.size());
+    return hash;
+}
+
+void hash_prefix(const std::string& path, uint64_t bytes, Digest& hash) {
     std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
     if (!f) throw Error(ErrorKind::Io, "cannot read '" + path + "': " + std::strerror(errno));
     std::vector<char> buf(size_t(1) << 20);
@@ -89,9 +100,8 @@ uint64_t download_file(HubApi& api, const std::string& commit, const RepoFile& f
     PartFile part(part_path);
     uint64_t have = fs::exists(part_path, ec) ? fs::file_size(part_path, ec) : 0;
     if (ec || have > file.size) have = 0;  // unreadable or longer than the file: start over
-    const bool check_hash = !file.sha256.empty();
-    auto hash = std::make_unique<Sha256>();
-    if (check_hash && have > 0) hash_prefix(part_path, have, *hash);
+    std::unique_ptr<Digest> hash = new_hash(file);
+    if (hash && have > 0) hash_prefix(part_path, have, *hash);
     part.open(have > 0);
 
     // Bad data: delete it so the next run starts afresh.
@@ -122,7 +132,7 @@ uint64_t download_file(HubApi& api, const std::string& commit, const RepoFile& f
                 if (head.status != 206 && have > 0) {
                     // The server ignored our Range and sends the whole file: start over.
                     part.open(false);
-                    hash = std::make_unique<Sha256>();
+                    hash = new_hash(file);
                     have = 0;
                 } else if (head.status == 206 && range.rfind("bytes " + std::to_string(have) + "-", 0) != 0) {
                     throw Error(ErrorKind::Format, "the server resumed at the wrong offset ('" + range + "', want byte " +
@@ -134,7 +144,7 @@ uint64_t download_file(HubApi& api, const std::string& commit, const RepoFile& f
                                                    " bytes the hub lists");
             }
             part.write(data, size);
-            if (check_hash) hash->update(data, size);
+            if (hash) hash->update(data, size);
             have += size;
             received += size;
             report(false);
@@ -163,9 +173,11 @@ uint64_t download_file(HubApi& api, const std::string& commit, const RepoFile& f
             reject("the server sent " + std::to_string(have) + " bytes, the hub lists " + std::to_string(file.size));
         }
     }
-    if (check_hash) {
+    if (hash) {
         const std::string got = hash->hex_digest();
-        if (got != file.sha256) reject("sha256 mismatch (got " + got + ", the hub lists " + file.sha256 + ")");
+        const bool lfs = !file.sha256.empty();
+        const std::string& want = lfs ? file.sha256 : file.git_oid;
+        if (got != want) reject(std::string(lfs ? "sha256" : "git blob id") + " mismatch (got " + got + ", the hub lists " + want + ")");
     }
     part.finish();
     if (std::rename(part_path.c_str(), dest.c_str()) != 0) {

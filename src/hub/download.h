@@ -1,7 +1,8 @@
 // Downloads one repository file into the cache. Bytes go to "<dest>.part"; an interrupted
 // transfer resumes from it (HTTP Range), within this run while each attempt makes progress and
-// in a later run from the .part left behind. The file is renamed into place only once its size,
-// and for LFS files its sha256, match what the hub lists; a mismatching download is deleted.
+// in a later run from the .part left behind. The file is renamed into place only once its size
+// and its hash (LFS files: sha256; files in git: the git blob id) match what the hub lists; a
+// mismatching download is deleted.
 #pragma once
 
 #include <cstdint>

@@ -79,6 +79,15 @@ struct SlistDeleter {
 
 }  // namespace
 
+std::string printable(const std::string& text, size_t max_chars) {
+    std::string out;
+    for (const char ch : text) {
+        if (out.size() == max_chars) return out + "...";
+        out += ch >= 0x20 && ch < 0x7f ? ch : '?';
+    }
+    return out;
+}
+
 std::string HttpResult::header(const std::string& lower_case_name) const {
     const auto it = headers.find(lower_case_name);
     return it == headers.end() ? "" : it->second;
@@ -124,7 +133,9 @@ HttpResult HttpClient::perform(const std::string& url, uint64_t range_from, cons
     curl_easy_setopt(curl, CURLOPT_USERAGENT, "talkbox/0.1.0");
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    // A redirect never downgrades: from https only to https (http endpoints are local mirrors and tests).
+    const bool secure = url.rfind("https://", 0) == 0;
+    curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, secure ? "https" : "http,https");
     curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 10L);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options_.stall_timeout_s);
@@ -141,6 +152,12 @@ HttpResult HttpClient::perform(const std::string& url, uint64_t range_from, cons
     if (transfer.failure) std::rethrow_exception(transfer.failure);
     if (transfer.too_large) throw Error(ErrorKind::Format, "the answer from " + url + " is larger than 64 MiB");
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result.status);
+    // libcurl stops at a redirect to a protocol it may not follow; the headers are still the 3xx's.
+    if (const std::string target = result.header("location"); rc == CURLE_UNSUPPORTED_PROTOCOL && !target.empty()) {
+        throw Error(ErrorKind::Io, "refused a redirect to " + printable(target) + " while fetching " + url +
+                                       (secure ? ": only https redirects are followed from https"
+                                               : ": only http and https redirects are followed"));
+    }
     if (rc != CURLE_OK) {
         result.error = error[0] ? error : curl_easy_strerror(rc);
         result.stalled = rc == CURLE_OPERATION_TIMEDOUT;

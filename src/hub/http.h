@@ -1,5 +1,6 @@
 // A small HTTP GET client over libcurl for the hub: bearer token, redirects (the hub sends LFS
-// files to a CDN), a stall timeout, optional "Range: bytes=N-", streamed bodies.
+// files to a CDN; from an https URL only to https, never to another scheme), a stall timeout,
+// optional "Range: bytes=N-", streamed bodies.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,10 @@
 #include <string>
 
 namespace talkbox::hub {
+
+// Untrusted text (a server's message, a URL it sent) made safe to print: bytes outside printable
+// ASCII become '?' (no terminal escapes), cut to max_chars with "...".
+std::string printable(const std::string& text, size_t max_chars = 200);
 
 struct HttpOptions {
     std::string token;          // "Authorization: Bearer <token>"; curl drops it when a redirect changes host

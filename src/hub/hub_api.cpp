@@ -63,6 +63,17 @@ nlohmann::json parse_json(const std::string& body, const std::string& url) {
 
 std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
 
+// What an error answer says, fit for a terminal: the X-Error-Message header, else the "error" field
+// of a JSON body. Any other body (an HTML page, a proxy's text, hostile bytes) is not shown.
+std::string error_summary(const HttpResult& r) {
+    std::string message = r.header("x-error-message");
+    if (message.empty()) {
+        const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+        if (j.is_object() && j.contains("error") && j["error"].is_string()) message = j["error"].get<std::string>();
+    }
+    return printable(message);
+}
+
 }  // namespace
 
 bool is_safe_repo_path(const std::string& path) {
@@ -118,8 +129,7 @@ void HubApi::check(const HttpResult& r, const std::string& url) const {
         throw Error(ErrorKind::NotFound, token ? "repository '" + repo_id_ + "' not found, or HF_TOKEN cannot read it"
                                               : "repository '" + repo_id_ + "' not found or gated: set HF_TOKEN");
     }
-    std::string message = r.header("x-error-message");
-    if (message.empty()) message = r.body.substr(0, 200);
+    const std::string message = error_summary(r);
     throw Error(ErrorKind::Io, "the hub answered HTTP " + std::to_string(r.status) + " to " + url +
                                    (message.empty() ? "" : ": " + message));
 }
@@ -185,6 +195,12 @@ std::map<std::string, RepoFile> HubApi::tree(const std::string& commit) {
                                                        " has malformed LFS metadata (want a sha256 'oid' and the file's 'size')");
                 }
                 f.sha256 = lfs["oid"].get<std::string>();
+            } else {
+                // The tree's "oid" of a git file is its blob id; the download is checked against it.
+                if (!e.contains("oid") || !e["oid"].is_string() || !is_hex(e["oid"].get<std::string>(), 40)) {
+                    throw Error(ErrorKind::Format, where + ": " + quoted(path) + " has no git blob id ('oid': 40 hex digits)");
+                }
+                f.git_oid = e["oid"].get<std::string>();
             }
             files[path] = f;
         }

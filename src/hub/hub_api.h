@@ -24,7 +24,8 @@ struct RepoInfo {
 struct RepoFile {
     std::string path;
     uint64_t size = 0;
-    std::string sha256;  // lower-case hex for LFS files; empty for files stored in git
+    std::string sha256;   // lower-case hex for LFS files; empty for files stored in git
+    std::string git_oid;  // files stored in git: their git blob id (40 hex); empty for LFS files
 };
 
 // A repository path safe to join under a folder: relative, no "." or ".." parts, no backslashes,

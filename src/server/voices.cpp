@@ -1,7 +1,10 @@
 #include "server/voices.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "server/api_error.h"
 #include "talkbox/error.h"
@@ -20,6 +23,20 @@ bool valid_voice_name(const std::string& name) {
     return true;
 }
 
+namespace {
+
+void check_name(const std::string& name) {
+    if (!valid_voice_name(name)) {
+        throw bad_request("invalid voice name '" + name + "': use 1-64 letters, digits, '_' or '-'", "voice");
+    }
+}
+
+}  // namespace
+
+bool VoiceRegistry::Stamp::operator==(const Stamp& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec;
+}
+
 VoiceRegistry::VoiceRegistry(std::string dir) : dir_(std::move(dir)) {
     std::error_code ec;
     fs::create_directories(dir_, ec);
@@ -34,6 +51,12 @@ std::vector<std::pair<std::string, std::shared_ptr<const Voice>>> VoiceRegistry:
         if (p.extension() == ".voice" && valid_voice_name(p.stem().string()) && e.is_regular_file()) names.push_back(p.stem().string());
     }
     std::sort(names.begin(), names.end());
+    {
+        // Forget voices whose files are gone, so the cache never outgrows the folder.
+        const std::set<std::string> present(names.begin(), names.end());
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto it = cache_.begin(); it != cache_.end();) it = present.count(it->first) ? std::next(it) : cache_.erase(it);
+    }
     std::vector<std::pair<std::string, std::shared_ptr<const Voice>>> out;
     for (const auto& n : names) {
         try {
@@ -46,32 +69,37 @@ std::vector<std::pair<std::string, std::shared_ptr<const Voice>>> VoiceRegistry:
 }
 
 std::shared_ptr<const Voice> VoiceRegistry::find(const std::string& name) {
-    if (!valid_voice_name(name)) {
-        throw bad_request("invalid voice name '" + name + "': use 1-64 letters, digits, '_' or '-'", "voice");
-    }
+    check_name(name);
     std::lock_guard<std::mutex> lock(mutex_);
     const std::string file = path(name);
-    if (!fs::is_regular_file(file)) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
         cache_.erase(name);
         return nullptr;
     }
-    if (auto it = cache_.find(name); it != cache_.end()) return it->second;
+    // Stamped before reading: should the file change in between, the next look-up sees another
+    // stamp and reads it again (stamping after could pair old contents with the new stamp).
+    const Stamp stamp{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+    if (auto it = cache_.find(name); it != cache_.end() && it->second.stamp == stamp) return it->second.voice;
     try {
         auto v = std::make_shared<const Voice>(load_voice(file));
-        cache_[name] = v;
+        cache_[name] = {stamp, v};
         return v;
     } catch (const Error& e) {
+        cache_.erase(name);
+        if (e.kind() == ErrorKind::NotFound && !fs::exists(file)) return nullptr;  // removed while being read
         throw ApiError(500, "server_error", "voice_unreadable", "voice '" + name + "' cannot be loaded: " + e.what(), "voice");
     }
 }
 
 void VoiceRegistry::add(const std::string& name, const Voice& voice) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (fs::exists(path(name))) {
+    check_name(name);
+    try {
+        save_voice(voice, path(name), /*replace=*/false);
+    } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Exists) throw;
         throw ApiError(409, "invalid_request_error", "voice_exists", "a voice named '" + name + "' already exists", "name");
     }
-    save_voice(voice, path(name));
-    cache_[name] = std::make_shared<const Voice>(voice);
 }
 
 bool VoiceRegistry::remove(const std::string& name) {

@@ -18,16 +18,19 @@ VoiceCloner::VoiceCloner(const GgufFile& file, const qwen3tts::Hparams& hparams,
     }
 }
 
-Voice VoiceCloner::clone(const ReferenceAudio& ref, const std::optional<std::string>& ref_text, const std::string& source) {
+Voice VoiceCloner::clone(const ReferenceAudio& ref, const std::optional<std::string>& ref_text, const std::string& source,
+                         const CloneStop& stop) {
     if (ref_text) check_transcript(*ref_text);
     Voice v;
     v.model_size = hparams_.size;
     v.embedding_dim = hparams_.talker.hidden;
     v.x_vector_only = !ref_text;
+    stop.check("the speaker embedding");
     v.embedding = speaker_.embed(mel_.compute(ref.samples));
     if (ref_text) {
+        stop.check("the codec encoder");
         if (!codec_) codec_ = std::make_unique<codec::CodecEncoder>(file_, hparams_, backend_);
-        v.ref_codes = codec_->encode(ref.samples);
+        v.ref_codes = codec_->encode(ref.samples, nullptr, nullptr, [&] { stop.check("the next codec encoder window"); });
         v.ref_text = *ref_text;
     }
     v.source_audio = source;
@@ -36,6 +39,13 @@ Voice VoiceCloner::clone(const ReferenceAudio& ref, const std::optional<std::str
 }
 
 }  // namespace voice
+
+void CloneStop::check(const std::string& next) const {
+    if (cancel && cancel->load()) throw Error(ErrorKind::Cancelled, "voice cloning was cancelled (before " + next + ")");
+    if (std::chrono::steady_clock::now() >= deadline) {
+        throw Error(ErrorKind::Cancelled, "voice cloning ran past its deadline (before " + next + ")");
+    }
+}
 
 namespace {
 
@@ -49,18 +59,23 @@ bool is_chatterbox(const GgufFile& file) {
 bool is_chatterbox_model(const std::string& model_path) { return is_chatterbox(GgufFile(model_path)); }
 
 Voice create_voice(const std::string& model_path, const std::string& ref_audio_path,
-                   const std::optional<std::string>& ref_text, int threads, std::vector<std::string>* warnings) {
+                   const std::optional<std::string>& ref_text, int threads, std::vector<std::string>* warnings,
+                   const CloneStop& stop) {
+    stop.check("reading the model");
     const GgufFile file(model_path);
     if (is_chatterbox(file)) {
         if (ref_text) {
             throw Error(ErrorKind::InvalidArgument,
                         "Chatterbox clones a voice from the audio alone: drop the reference transcript");
         }
+        stop.check("reading the reference audio");
         const voice::ReferenceAudio ref = voice::load_reference_audio(ref_audio_path);
+        stop.check("loading the reference encoder");
         const chatterbox::ReferenceEncoder encoder(file);
         Voice v;
         v.family = "chatterbox";
         v.model_size = encoder.identity();
+        stop.check("the reference encoder");
         v.chatterbox = encoder.prepare(ref.samples);
         v.source_audio = ref_audio_path;
         v.source_seconds = ref.seconds;
@@ -68,11 +83,13 @@ Voice create_voice(const std::string& model_path, const std::string& ref_audio_p
         return v;
     }
     if (ref_text) voice::check_transcript(*ref_text);  // before any slow work
+    stop.check("reading the reference audio");
     const voice::ReferenceAudio ref = voice::load_reference_audio(ref_audio_path);
+    stop.check("loading the speaker encoder");
     const qwen3tts::Hparams hparams = qwen3tts::Hparams::from_gguf(file.meta());
     const Backend backend(threads);
     voice::VoiceCloner cloner(file, hparams, backend);
-    Voice v = cloner.clone(ref, ref_text, ref_audio_path);
+    Voice v = cloner.clone(ref, ref_text, ref_audio_path, stop);
     if (warnings) warnings->insert(warnings->end(), ref.warnings.begin(), ref.warnings.end());
     return v;
 }

@@ -14,6 +14,7 @@
 #include "core/gguf_file.h"
 #include "qwen3tts/hparams.h"
 #include "talkbox/voice.h"
+#include "talkbox/voice_file.h"
 #include "voice/mel.h"
 #include "voice/reference_audio.h"
 #include "voice/speaker_encoder.h"
@@ -28,7 +29,9 @@ public:
 
     // ref_text: the clip's transcript for in-context cloning (checked by check_transcript);
     // nullopt: x-vector only. `source` is recorded as the voice's source_audio. Not thread-safe.
-    Voice clone(const ReferenceAudio& ref, const std::optional<std::string>& ref_text, const std::string& source);
+    // `stop` is checked between the stages and the codec encoder's windows.
+    Voice clone(const ReferenceAudio& ref, const std::optional<std::string>& ref_text, const std::string& source,
+                const CloneStop& stop = {});
 
 private:
     const GgufFile& file_;

@@ -20,17 +20,13 @@ std::string format(const char* fmt, double value) {
 }  // namespace
 
 ReferenceAudio load_reference_audio(const std::string& path) {
-    // The reader enforces the length limit itself so that it stops early on huge files.
-    return prepare_reference_audio(audio::read_audio_file(path, kMaxReferenceSeconds), path);
+    // The reader enforces the limits itself so that it refuses or stops early on huge files.
+    return prepare_reference_audio(audio::read_audio_file(path, kReferenceLimits), path);
 }
 
 ReferenceAudio prepare_reference_audio(const audio::MonoAudio& clip, const std::string& label) {
     const std::string where = "reference audio '" + label + "'";
-    if (clip.sample_rate < kMinSourceRate || clip.sample_rate > kMaxSourceRate) {
-        throw Error(ErrorKind::InvalidArgument, where + " has a sample rate of " + std::to_string(clip.sample_rate) +
-                                                    " Hz; supported: " + std::to_string(kMinSourceRate) + " to " +
-                                                    std::to_string(kMaxSourceRate) + " Hz");
-    }
+    audio::check_audio_format(clip.sample_rate, clip.channels, kReferenceLimits, where);
     ReferenceAudio ref;
     ref.source_rate = clip.sample_rate;
     ref.source_channels = clip.channels;

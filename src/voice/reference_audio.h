@@ -8,7 +8,8 @@
 //   - longer than 60 s: rejected, not trimmed, because in ICL mode the transcript must match the
 //     audio exactly and a silent cut would break that; the caller trims knowingly;
 //   - silent (peak below -60 dBFS) or holding NaN/Inf: rejected;
-//   - source rate outside 8 kHz .. 768 kHz: rejected;
+//   - source rate outside 8 kHz .. 192 kHz or more than 8 channels: rejected, files before decoding
+//     (no real recording needs more; a crafted header must not cost memory);
 //   - samples outside [-1, 1]: accepted with a warning (the official code only warns, too).
 #pragma once
 
@@ -25,7 +26,10 @@ constexpr double kShortReferenceSeconds = 1.0;
 constexpr double kMaxReferenceSeconds = 60.0;
 constexpr float kSilencePeak = 1e-3f;  // -60 dBFS
 constexpr int kMinSourceRate = 8000;
-constexpr int kMaxSourceRate = 768000;
+constexpr int kMaxSourceRate = 192000;
+constexpr int kMaxSourceChannels = 8;
+// What load_reference_audio lets the reader decode.
+constexpr audio::ReadLimits kReferenceLimits{kMaxReferenceSeconds, kMinSourceRate, kMaxSourceRate, kMaxSourceChannels};
 
 struct ReferenceAudio {
     std::vector<float> samples;  // mono, 24 kHz

@@ -187,7 +187,7 @@ void check_voice_fits(const Voice& voice, const qwen3tts::Hparams& model, const 
 
 }  // namespace voice
 
-void save_voice(const Voice& voice, const std::string& path) {
+void save_voice(const Voice& voice, const std::string& path, bool replace) {
     validate(voice, ErrorKind::InvalidArgument, "cannot save the voice as '" + path + "'");
     std::unique_ptr<gguf_context, GgufDeleter> gguf(gguf_init_empty());
     gguf_set_val_str(gguf.get(), "general.architecture", voice::kVoiceArchitecture);
@@ -228,7 +228,7 @@ void save_voice(const Voice& voice, const std::string& path) {
         }
     }
 
-    AtomicFileWriter out(path);
+    AtomicFileWriter out(path, replace);
     std::vector<uint8_t> meta(gguf_get_meta_size(gguf.get()));
     gguf_get_meta_data(gguf.get(), meta.data());
     out.write(meta.data(), meta.size());

@@ -156,7 +156,7 @@ TEST(AudioReader, CorruptMemory) {
 }
 
 TEST(AudioReader, LongerThanTheLimit) {
-    EXPECT_EQ(error_of([] { audio::read_audio_file(clip("en_3p5s.wav"), 2.0); }, ErrorKind::InvalidArgument),
+    EXPECT_EQ(error_of([] { audio::read_audio_file(clip("en_3p5s.wav"), {2.0}); }, ErrorKind::InvalidArgument),
               "audio file '" + clip("en_3p5s.wav") + "' is longer than the limit of 2.00 s (3.50 s or more)");
-    EXPECT_EQ(audio::read_audio_file(clip("en_3p5s.wav"), 3.5).samples.size(), 84000u);
+    EXPECT_EQ(audio::read_audio_file(clip("en_3p5s.wav"), {3.5}).samples.size(), 84000u);
 }

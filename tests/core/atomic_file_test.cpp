@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <stdexcept>
+#include <vector>
 
 #include "core/atomic_file.h"
 #include "support/test_support.h"
@@ -43,5 +46,89 @@ TEST(AtomicFileWriter, UnwritableLocationIsAnIoError) {
         EXPECT_EQ(e.kind(), ErrorKind::Io);
         EXPECT_NE(std::string(e.what()).find("cannot write"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("no/such/folder/out.bin"), std::string::npos) << e.what();
+    }
+}
+
+namespace {
+
+std::vector<std::string> entries(const std::string& dir) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+unsigned mode_of(const std::string& path) { return static_cast<unsigned>(fs::status(path).permissions() & fs::perms::all); }
+
+}  // namespace
+
+TEST(AtomicFileWriter, NoReplaceRefusesAnExistingFileAndKeepsIt) {
+    TempDir dir;
+    const std::string path = dir.file("voice.bin");
+    talkbox::testing::write_text(path, "first");
+    try {
+        AtomicFileWriter w(path, /*replace=*/false);
+        w.write("second", 6);
+        w.commit();
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Exists);
+        EXPECT_EQ(std::string(e.what()), "'" + path + "' already exists");
+    }
+    EXPECT_EQ(talkbox::testing::read_text(path), "first");
+    EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"voice.bin"}) << "temp file left behind";
+}
+
+TEST(AtomicFileWriter, NoReplaceCreatesAMissingFile) {
+    TempDir dir;
+    {
+        AtomicFileWriter w(dir.file("new.bin"), /*replace=*/false);
+        w.write("abc", 3);
+        w.commit();
+    }
+    EXPECT_EQ(talkbox::testing::read_text(dir.file("new.bin")), "abc");
+    EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"new.bin"});
+}
+
+TEST(AtomicFileWriter, TemporaryFileIsPrivate) {
+    TempDir dir;
+    AtomicFileWriter w(dir.file("out.bin"));
+    const auto names = entries(dir.path());
+    ASSERT_EQ(names.size(), 1u);
+    EXPECT_EQ(names[0].rfind("out.bin.tmp-", 0), 0u) << names[0];
+    EXPECT_EQ(mode_of(dir.file(names[0])), 0600u);
+}
+
+TEST(TempFile, IsPrivateAndRemovedOnEveryPath) {
+    TempDir dir;
+    std::string path;
+    {
+        TempFile t(dir.path(), ".upload-");
+        path = t.path();
+        EXPECT_EQ(path.rfind(dir.path() + "/.upload-", 0), 0u) << path;
+        EXPECT_EQ(mode_of(path), 0600u);
+        t.write("clip", 4);
+        t.close();
+        EXPECT_EQ(talkbox::testing::read_text(path), "clip");
+    }
+    EXPECT_FALSE(fs::exists(path));
+    try {
+        TempFile t(dir.path(), ".upload-");
+        path = t.path();
+        throw std::runtime_error("request failed");
+    } catch (const std::runtime_error&) {
+    }
+    EXPECT_FALSE(fs::exists(path));
+    EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+TEST(TempFile, MissingFolderIsAnIoErrorNamingIt) {
+    TempDir dir;
+    try {
+        TempFile t(dir.file("gone"), ".upload-");
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Io);
+        EXPECT_EQ(std::string(e.what()), "cannot create a temporary file in '" + dir.file("gone") + "': No such file or directory");
     }
 }

@@ -71,6 +71,8 @@ struct FakeHub::State {
     size_t page_size = 1000;
     std::map<std::string, size_t> drop_once;
     std::set<std::string> corrupted, stalled, range_ignored;
+    std::map<std::string, std::string> redirects;                 // path -> Location
+    std::map<std::string, std::pair<int, std::string>> failures;  // path -> status, body
     std::vector<Request> log;
 
     std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port); }
@@ -166,6 +168,19 @@ struct FakeHub::State {
             hub_error(res, auth.empty() ? 401 : 403, "GatedRepo",
                       "Access to model " + repo_id + " is restricted. You must have access to it and be authenticated.");
             return;
+        }
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            if (const auto r = redirects.find(path); r != redirects.end()) {
+                res.status = 302;
+                res.set_header("Location", r->second);
+                return;
+            }
+            if (const auto f = failures.find(path); f != failures.end()) {
+                res.status = f->second.first;
+                res.set_content(f->second.second, "text/html");
+                return;
+            }
         }
         const auto it = repo.files.find(path);
         if (it == repo.files.end()) {
@@ -358,6 +373,16 @@ void FakeHub::stall(const std::string& path) {
 void FakeHub::ignore_range(const std::string& path) {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->range_ignored.insert(path);
+}
+
+void FakeHub::redirect(const std::string& path, const std::string& location) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->redirects[path] = location;
+}
+
+void FakeHub::fail_with(const std::string& path, int status, const std::string& body) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->failures[path] = {status, body};
 }
 
 std::vector<FakeHub::Request> FakeHub::requests() const {

@@ -17,7 +17,7 @@
 //       (http://localhost:PORT/cdn-lfs/...), so clients must not send it their token.
 //   GET /cdn-lfs/repos/{sha256}?Expires=...&Signature=...   the LFS bytes; honours Range (206).
 //
-// Errors carry `X-Error-Code` and `X-Error-Message` like the hub: an unknown repository is 401
+// Errors carry `X-Error-Code` and `X-Error-Message` like the hub (except fail_with's): an unknown repository is 401
 // RepoNotFound for anonymous callers and 404 with a token; a gated repository answers its files
 // with 401 GatedRepo without a token and 403 GatedRepo with a token that was not granted access.
 #pragma once
@@ -55,6 +55,8 @@ public:
     void corrupt(const std::string& path);                        // one byte flipped
     void stall(const std::string& path);                          // headers, then nothing
     void ignore_range(const std::string& path);                   // always 200 with the whole file
+    void redirect(const std::string& path, const std::string& location);  // 302 there, whatever the scheme
+    void fail_with(const std::string& path, int status, const std::string& body);  // raw body, no X-Error-*
 
     struct Request {
         std::string path;  // without the query

@@ -249,6 +249,47 @@ TEST_F(Hub, ChecksumMismatchDeletesTheDownload) {
     EXPECT_TRUE(files_under(cache_.path(), ".gguf").empty());
 }
 
+// Files stored in git (config, tokenizer, index) are checked against their git blob id.
+TEST_F(Hub, GitFilesAreCheckedAgainstTheirBlobId) {
+    hub_.corrupt("config.json");
+    expect_error([&] { fetch(options()); }, ErrorKind::Format,
+                 {"config.json from ", "git blob id mismatch", "the download was deleted"});
+    EXPECT_FALSE(fs::exists(snapshot("config.json")));
+    EXPECT_TRUE(files_under(cache_.path(), ".part").empty());
+}
+
+TEST_F(Hub, RedirectsToOtherSchemesAreRefused) {
+    for (const std::string target : {"ftp://127.0.0.1/config.json", "file:///etc/passwd", "gopher://127.0.0.1/x"}) {
+        hub_.redirect("config.json", target);
+        expect_error([&] { fetch(options()); }, ErrorKind::Io,
+                     {"refused a redirect to " + target + " while fetching " + hub_.endpoint() + "/" + kRepo + "/resolve/",
+                      "/config.json: only http and https redirects are followed"});
+    }
+    EXPECT_FALSE(fs::exists(snapshot("config.json")));
+}
+
+TEST_F(Hub, AnErrorBodyIsSummarisedNotPrinted) {
+    hub_.fail_with("config.json", 500, "{\"error\": \"disk \\u001b[2Jfull\\r\\n" + std::string(400, 'x') + "\"}");
+    try {
+        fetch(options());
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("the hub answered HTTP 500 to "), std::string::npos) << msg;
+        EXPECT_NE(msg.find(": disk ?[2Jfull??" + std::string(200 - 15, 'x') + "..."), std::string::npos) << msg;
+        EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
+    }
+    hub_.fail_with("config.json", 502, "<html><body>\x1b]0;owned\x07 Bad gateway</body></html>");
+    try {
+        fetch(options());
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_EQ(msg.substr(msg.size() - 12), "/config.json") << "a non-JSON body must not be shown: " << msg;
+        EXPECT_NE(msg.find("the hub answered HTTP 502 to "), std::string::npos) << msg;
+    }
+}
+
 TEST_F(Hub, SizesMustMatchTheListing) {
     hub_.set_listed_size(kRepo, "config.json", fixture_size("config.json") + 10);
     expect_error([&] { fetch(options()); }, ErrorKind::Format, "the server sent " + std::to_string(fixture_size("config.json")) +
@@ -483,13 +524,37 @@ TEST(HubCache, DefaultCacheFolder) {
     if (saved) setenv("TALKBOX_HOME", keep.c_str(), 1);
 }
 
-TEST(HubSha256, KnownAnswersAndIncrementalUpdates) {
-    talkbox::hub::Sha256 empty;
+TEST(HubDigest, Sha256KnownAnswersAndIncrementalUpdates) {
+    using talkbox::hub::Digest;
+    Digest empty(Digest::Kind::Sha256);
     EXPECT_EQ(empty.hex_digest(), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    talkbox::hub::Sha256 abc;
+    Digest abc(Digest::Kind::Sha256);
     abc.update("a", 1);
     abc.update("bc", 2);
     EXPECT_EQ(abc.hex_digest(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+// FIPS 180 vectors, and git's own names: `git hash-object` of an empty file and of "hello\n".
+TEST(HubDigest, Sha1KnownAnswersAndGitBlobIds) {
+    using talkbox::hub::Digest;
+    const auto sha1 = [](const std::string& s) {
+        Digest d(Digest::Kind::Sha1);
+        for (const char ch : s) d.update(&ch, 1);  // byte by byte: incremental updates agree
+        return d.hex_digest();
+    };
+    EXPECT_EQ(sha1(""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+    EXPECT_EQ(sha1("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+    EXPECT_EQ(sha1("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"), "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+    EXPECT_EQ(sha1(std::string(1000000, 'a')), "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
+    EXPECT_EQ(talkbox::hub::git_blob_header(6), std::string("blob 6\0", 7));
+    EXPECT_EQ(sha1(talkbox::hub::git_blob_header(0)), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
+    EXPECT_EQ(sha1(talkbox::hub::git_blob_header(6) + "hello\n"), "ce013625030ba8dba906f756967f9e9ca394464a");
+}
+
+TEST(HubHttp, PrintableReplacesControlBytesAndTruncates) {
+    EXPECT_EQ(talkbox::hub::printable("ok \x1b[31mred\x1b[0m\r\n\xc3\xa9"), "ok ?[31mred?[0m????");
+    EXPECT_EQ(talkbox::hub::printable(std::string(300, 'x')), std::string(200, 'x') + "...");
+    EXPECT_EQ(talkbox::hub::printable(std::string(200, 'x')), std::string(200, 'x'));
 }
 
 }  // namespace

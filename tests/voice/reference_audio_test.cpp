@@ -107,7 +107,7 @@ TEST(ReferenceAudio, NonFinite) {
 
 TEST(ReferenceAudio, SampleRateOutOfRange) {
     EXPECT_EQ(error_of([] { voice::prepare_reference_audio(mono(tone(8000, 4000, 0.5f), 4000), "low"); }),
-              "reference audio 'low' has a sample rate of 4000 Hz; supported: 8000 to 768000 Hz");
+              "reference audio 'low' has a sample rate of 4000 Hz; supported: 8000 to 192000 Hz");
 }
 
 TEST(ReferenceAudio, Empty) {

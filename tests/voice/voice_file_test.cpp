@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -248,6 +250,42 @@ TEST_F(VoiceFileTest, BadReferenceAudio) {
                          "notes.wav"));
 }
 
+TEST_F(VoiceFileTest, CloningStopsWhenCancelledOrPastItsDeadline) {
+    const std::string text = "The quick brown fox jumps over the lazy dog.";
+    const std::atomic<bool> cancelled{true};
+    EXPECT_EQ(error_of([&] { create_voice(model("tiny-0.6B-Base"), fixture("audio/en_3p5s.wav"), text, 1, nullptr, {&cancelled}); },
+                       ErrorKind::Cancelled),
+              "voice cloning was cancelled (before reading the model)");
+    const CloneStop late{nullptr, std::chrono::steady_clock::now()};
+    EXPECT_EQ(error_of([&] { create_voice(model("tiny-0.6B-Base"), fixture("audio/en_3p5s.wav"), text, 1, nullptr, late); },
+                       ErrorKind::Cancelled),
+              "voice cloning ran past its deadline (before reading the model)");
+    // A flag that is not set and a deadline ahead change nothing.
+    const std::atomic<bool> running{false};
+    const CloneStop ahead{&running, std::chrono::steady_clock::now() + std::chrono::hours(1)};
+    EXPECT_EQ(create_voice(model("tiny-0.6B-Base"), fixture("audio/en_3p5s.wav"), text, 1, nullptr, ahead).ref_codes,
+              icl_voice().ref_codes);
+}
+
+// The codec encoder is the long stage of in-context cloning: it polls before every window.
+TEST_F(VoiceFileTest, CodecEncoderPollsBetweenWindowsAndStopsWhenThePollThrows) {
+    const GgufFile file(model("tiny-0.6B-Base"));
+    const qwen3tts::Hparams hp = qwen3tts::Hparams::from_gguf(file.meta());
+    const Backend backend(1);
+    codec::CodecEncoder encoder(file, hp, backend);
+    const std::vector<float> clip(24000 * 12, 0.1f);  // 300 frames at 25 Hz: 5 windows of 60
+    int polls = 0;
+    encoder.encode(clip, nullptr, nullptr, [&] { ++polls; });
+    EXPECT_EQ(polls, 6);  // 5 windows + the transformer
+    polls = 0;
+    EXPECT_EQ(error_of([&] { encoder.encode(clip, nullptr, nullptr, [&] {
+                  if (++polls == 2) throw Error(ErrorKind::Cancelled, "stop");
+              }); },
+                       ErrorKind::Cancelled),
+              "stop");
+    EXPECT_EQ(polls, 2);
+}
+
 TEST_F(VoiceFileTest, SaveRefusesInconsistentVoicesAndLeavesNoFile) {
     testing::TempDir out;
     const Voice good = icl_voice();
@@ -285,7 +323,8 @@ TEST_F(VoiceFileTest, SaveRefusesInconsistentVoicesAndLeavesNoFile) {
     EXPECT_THROW(save_voice(v, path), Error);
     EXPECT_EQ(load_voice(path).ref_text, good.ref_text);
     EXPECT_EQ(error_of([&] { save_voice(good, out.file("no/such/dir/v.voice")); }, ErrorKind::Io),
-              "cannot write '" + out.file("no/such/dir/v.voice") + "': No such file or directory");
+              "cannot write '" + out.file("no/such/dir/v.voice") + "': cannot create a temporary file in '" +
+                  out.file("no/such/dir") + "': No such file or directory");
 }
 
 // Rewrites a valid voice file with `edit` applied to a copy of its metadata and tensor list.
@@ -385,6 +424,108 @@ TEST_F(VoiceFileTest, CorruptVoiceFilesGivePreciseErrors) {
     const Voice one = load_voice(bad);
     ASSERT_EQ(one.ref_codes.size(), 1u);
     EXPECT_EQ(one.ref_codes[0][15], 15);
+}
+
+// A Chatterbox voice made by hand (no model needed): the shapes of docs/voice-format.md.
+Voice chatterbox_voice() {
+    Voice v;
+    v.family = "chatterbox";
+    v.model_size = "chatterbox-0123456789abcdef";
+    ChatterboxConditionals& c = v.chatterbox;
+    c.speaker_emb.assign(256, 0.01f);
+    c.cond_prompt_speech_tokens = {1, 2, 3, 4};
+    c.prompt_token = {5, 6, 7, 8, 9, 10};
+    c.prompt_feat_frames = 12;
+    c.prompt_feat.assign(12 * 80, -3.0f);
+    c.embedding.assign(192, 0.02f);
+    return v;
+}
+
+// A raw GGUF v3 header: magic, version, tensor and key counts, then `rest` (keys, tensor infos).
+std::string le(uint64_t v, int bytes) {
+    std::string out;
+    for (int i = 0; i < bytes; ++i) out += char((v >> (8 * i)) & 0xff);
+    return out;
+}
+std::string gguf_header(uint64_t n_tensors, uint64_t n_kv, const std::string& rest = "") {
+    return "GGUF" + le(3, 4) + le(n_tensors, 8) + le(n_kv, 8) + rest;
+}
+std::string gguf_str(const std::string& s) { return le(s.size(), 8) + s; }
+constexpr uint32_t kGgufString = 8, kGgufArray = 9;
+
+// Crafted voice files: every one a precise error, none a crash or a huge allocation.
+TEST(CraftedVoiceFiles, LyingGgufHeadersAreFormatErrors) {
+    testing::TempDir tmp;
+    const std::string bad = tmp.file("bad.voice");
+    const auto refused = [&](const std::string& bytes) {
+        testing::write_text(bad, bytes);
+        const auto start = std::chrono::steady_clock::now();
+        const std::string msg = error_of([&] { load_voice(bad); }, ErrorKind::Format);
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+        return msg;
+    };
+    const std::string arch = gguf_str("general.architecture") + le(kGgufString, 4);
+    EXPECT_TRUE(contains(refused("GGU"), "is not a valid GGUF file"));                     // truncated magic
+    EXPECT_TRUE(contains(refused("GGUF" + le(3, 4) + le(1, 3)), "is not a valid GGUF file"));  // truncated counts
+    EXPECT_TRUE(contains(refused("GGUF" + le(99, 4) + le(0, 16)), "is not a valid GGUF file"));  // unknown version
+    EXPECT_TRUE(contains(refused(gguf_header(uint64_t(1) << 62, 0)), "is not a valid GGUF file"));  // 2^62 tensors
+    EXPECT_TRUE(contains(refused(gguf_header(0, uint64_t(1) << 62)), "is not a valid GGUF file"));  // 2^62 keys
+    // A key name and a string value claiming 2^60 bytes.
+    EXPECT_TRUE(contains(refused(gguf_header(0, 1, le(uint64_t(1) << 60, 8) + "general")), "is not a valid GGUF file"));
+    EXPECT_TRUE(contains(refused(gguf_header(0, 1, arch + le(uint64_t(1) << 60, 8) + "talkbox-voice")),
+                         "is not a valid GGUF file"));
+    // An array of 2^61 strings, and of 2^62 u32.
+    EXPECT_TRUE(contains(refused(gguf_header(0, 1, gguf_str("x") + le(kGgufArray, 4) + le(kGgufString, 4) + le(uint64_t(1) << 61, 8))),
+                         "is not a valid GGUF file"));
+    EXPECT_TRUE(contains(refused(gguf_header(0, 1, gguf_str("x") + le(kGgufArray, 4) + le(4, 4) + le(uint64_t(1) << 62, 8))),
+                         "is not a valid GGUF file"));
+    // A tensor of 2^31 x 2^31 floats in a 100-byte file.
+    const std::string tensor = gguf_str("voice.embedding") + le(2, 4) + le(uint64_t(1) << 31, 8) + le(uint64_t(1) << 31, 8) +
+                               le(0, 4) + le(0, 8);
+    const std::string msg = refused(gguf_header(1, 1, arch + gguf_str("talkbox-voice") + tensor));
+    EXPECT_TRUE(contains(msg, "is not a valid GGUF file") || contains(msg, "lies past the end of the file")) << msg;
+}
+
+TEST(CraftedVoiceFiles, BadChatterboxVoicesAreFormatErrors) {
+    testing::TempDir tmp;
+    const std::string good = tmp.file("good.voice"), bad = tmp.file("bad.voice");
+    save_voice(chatterbox_voice(), good);
+    ASSERT_EQ(load_voice(good).chatterbox.prompt_feat_frames, 12);
+    const std::string where = "'" + bad + "'";
+    const auto edited = [&](const std::function<void(GgufEdit&)>& edit, ErrorKind kind) {
+        rewrite(good, bad, edit);
+        return error_of([&] { load_voice(bad); }, kind);
+    };
+    const auto tensor = [](GgufEdit& e, const char* name) {
+        for (ggml_tensor*& t : e.tensors) {
+            if (std::string(ggml_get_name(t)) == name) return &t;
+        }
+        throw std::runtime_error(std::string("no tensor ") + name);
+    };
+    EXPECT_EQ(edited([&](GgufEdit& e) { static_cast<float*>((*tensor(e, "voice.gen.prompt_feat"))->data)[17] = NAN; },
+                     ErrorKind::Format),
+              where + ": the prompt mel value 17 is not finite");
+    EXPECT_EQ(edited([&](GgufEdit& e) { static_cast<float*>((*tensor(e, "voice.t3.speaker_emb"))->data)[0] = NAN; },
+                     ErrorKind::Format),
+              where + ": the speaker embedding value 0 is not finite");
+    EXPECT_EQ(edited([&](GgufEdit& e) { static_cast<int32_t*>((*tensor(e, "voice.gen.prompt_token"))->data)[2] = 6561; },
+                     ErrorKind::Format),
+              where + ": prompt speech token 6561 is outside the S3 codebook [0, 6561)");
+    EXPECT_EQ(edited([&](GgufEdit& e) { *tensor(e, "voice.gen.prompt_feat") = named(ggml_new_tensor_2d(e.scratch, GGML_TYPE_F32, 81, 12), "voice.gen.prompt_feat"); },
+                     ErrorKind::Format),
+              where + ": tensor 'voice.gen.prompt_feat' is [81, 12], expected [80, frames]");
+    EXPECT_EQ(edited([&](GgufEdit& e) { *tensor(e, "voice.t3.emotion_adv") = named(ggml_new_tensor_1d(e.scratch, GGML_TYPE_F32, 2), "voice.t3.emotion_adv"); },
+                     ErrorKind::Format),
+              where + ": tensor 'voice.t3.emotion_adv' must hold one value");
+    EXPECT_EQ(edited([](GgufEdit& e) { gguf_set_val_u32(e.meta, "talkbox-voice.version", 0); }, ErrorKind::Format),
+              where + ": voice format version 0 does not exist");
+    EXPECT_EQ(edited([](GgufEdit& e) { gguf_set_val_str(e.meta, "general.architecture", "talkbox-voicez"); }, ErrorKind::Format),
+              where + " is not a talkbox voice file (general.architecture is 'talkbox-voicez')");
+    const std::string bytes = testing::read_text(good);
+    for (const size_t cut : {size_t(10), size_t(40), bytes.size() / 2, bytes.size() - 1}) {
+        testing::write_text(bad, bytes.substr(0, cut));
+        EXPECT_TRUE(contains(error_of([&] { load_voice(bad); }, ErrorKind::Format), where)) << "cut at " << cut;
+    }
 }
 
 }  // namespace

@@ -1,0 +1,156 @@
+// The voices folder as shared state: no-replace creation (one winner among threads and among
+// registries sharing the folder), look-ups that follow the folder, voices removed while in use.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "server/api_error.h"
+#include "server/voices.h"
+#include "support/test_support.h"
+#include "talkbox/voice_file.h"
+
+namespace fs = std::filesystem;
+using namespace talkbox;
+using talkbox::server::ApiError;
+using talkbox::server::VoiceRegistry;
+using talkbox::testing::TempDir;
+
+namespace {
+
+Voice voice(float first) {
+    Voice v;
+    v.model_size = "0.6b";
+    v.embedding_dim = 4;
+    v.embedding = {first, 0.5f, -0.25f, 1.0f};
+    return v;
+}
+
+std::vector<std::string> entries(const std::string& dir) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+    return out;
+}
+
+// Many threads add `name` through `registries` (round robin); returns how many succeeded, and
+// checks that every loser got 409 voice_exists.
+int race(std::vector<VoiceRegistry*> registries, const std::string& name, int threads) {
+    std::atomic<int> wins{0}, conflicts{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> pool;
+    for (int i = 0; i < threads; ++i) {
+        pool.emplace_back([&, i] {
+            while (!go) std::this_thread::yield();
+            try {
+                registries[i % registries.size()]->add(name, voice(float(i)));
+                ++wins;
+            } catch (const ApiError& e) {
+                if (e.status == 409 && e.code == "voice_exists") ++conflicts;
+            }
+        });
+    }
+    go = true;
+    for (auto& t : pool) t.join();
+    EXPECT_EQ(wins + conflicts, threads) << "a loser got another error than 409";
+    return wins;
+}
+
+}  // namespace
+
+TEST(VoiceRegistry, ConcurrentAddsOfOneNameHaveOneWinner) {
+    TempDir dir;
+    VoiceRegistry reg(dir.path());
+    EXPECT_EQ(race({&reg}, "anna", 16), 1);
+    EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"anna.voice"}) << "stray temporary files";
+    ASSERT_NE(reg.find("anna"), nullptr);
+}
+
+TEST(VoiceRegistry, TwoRegistriesSharingAFolderHaveOneWinner) {
+    TempDir dir;
+    VoiceRegistry a(dir.path()), b(dir.path());
+    for (const char* name : {"anna", "bob", "carl"}) EXPECT_EQ(race({&a, &b}, name, 12), 1) << name;
+    auto names = entries(dir.path());
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"anna.voice", "bob.voice", "carl.voice"})) << "stray temporary files";
+    // Both see the same winner: the one file on disk.
+    for (const char* name : {"anna", "bob", "carl"}) EXPECT_EQ(a.find(name)->embedding, b.find(name)->embedding) << name;
+}
+
+TEST(VoiceRegistry, AddNeverReplacesAFileWrittenByAnotherProcess) {
+    TempDir dir;
+    VoiceRegistry reg(dir.path());
+    save_voice(voice(7.0f), dir.file("anna.voice"));
+    try {
+        reg.add("anna", voice(1.0f));
+        FAIL() << "expected 409";
+    } catch (const ApiError& e) {
+        EXPECT_EQ(e.status, 409);
+        EXPECT_EQ(e.code, "voice_exists");
+        EXPECT_EQ(std::string(e.what()), "a voice named 'anna' already exists");
+    }
+    EXPECT_EQ(load_voice(dir.file("anna.voice")).embedding[0], 7.0f);
+}
+
+TEST(VoiceRegistry, VoiceRemovedWhileInUseStaysUsable) {
+    TempDir dir;
+    VoiceRegistry reg(dir.path());
+    reg.add("anna", voice(3.0f));
+    const std::shared_ptr<const Voice> speaking = reg.find("anna");  // what a running request holds
+    ASSERT_NE(speaking, nullptr);
+    EXPECT_TRUE(reg.remove("anna"));
+    EXPECT_EQ(reg.find("anna"), nullptr);
+    EXPECT_FALSE(reg.remove("anna"));
+    EXPECT_EQ(speaking->embedding, voice(3.0f).embedding);  // the request finishes with its voice
+    EXPECT_TRUE(reg.list().empty());
+}
+
+TEST(VoiceRegistry, LookUpsFollowTheFolder) {
+    TempDir dir;
+    VoiceRegistry reg(dir.path());
+    reg.add("anna", voice(1.0f));
+    EXPECT_EQ(reg.find("anna")->embedding[0], 1.0f);  // now cached
+
+    // Another process replaces the file (atomic rename: a new inode) ...
+    save_voice(voice(2.0f), dir.file("anna.voice"));
+    EXPECT_EQ(reg.find("anna")->embedding[0], 2.0f);
+    // ... rewrites it in place with the same size (mtime changes) ...
+    {
+        const Voice v3 = voice(4.0f);
+        save_voice(v3, dir.file("other.voice"));
+        const std::string bytes = talkbox::testing::read_text(dir.file("other.voice"));
+        fs::remove(dir.file("other.voice"));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a distinct mtime on coarse clocks
+        talkbox::testing::write_text(dir.file("anna.voice"), bytes);
+    }
+    EXPECT_EQ(reg.find("anna")->embedding[0], 4.0f);
+    // ... adds one, removes one.
+    save_voice(voice(5.0f), dir.file("bob.voice"));
+    auto listed = reg.list();
+    ASSERT_EQ(listed.size(), 2u);
+    EXPECT_EQ(listed[0].first, "anna");
+    EXPECT_EQ(listed[1].first, "bob");
+    fs::remove(dir.file("anna.voice"));
+    EXPECT_EQ(reg.find("anna"), nullptr);
+    listed = reg.list();
+    ASSERT_EQ(listed.size(), 1u);
+    EXPECT_EQ(listed[0].first, "bob");
+    EXPECT_EQ(listed[0].second->embedding[0], 5.0f);
+}
+
+TEST(VoiceRegistry, InvalidNamesAreRefusedBeforeTouchingTheFolder) {
+    TempDir dir;
+    VoiceRegistry reg(dir.path());
+    for (const char* name : {"", "../evil", "a/b", "a.voice"}) {
+        try {
+            reg.add(name, voice(1.0f));
+            FAIL() << name;
+        } catch (const ApiError& e) {
+            EXPECT_EQ(e.status, 400) << name;
+        }
+    }
+    EXPECT_TRUE(fs::is_empty(dir.path()));
+}
