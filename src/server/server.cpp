@@ -10,12 +10,12 @@
 #include <cstring>
 #include <condition_variable>
 #include <cstdio>
-#include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 
+#include "core/atomic_file.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -106,6 +106,7 @@ ApiError from_error(const Error& e) {
         case ErrorKind::InvalidArgument:
         case ErrorKind::Unsupported: return bad_request(e.what());
         case ErrorKind::Cancelled: return ApiError(499, "invalid_request_error", "cancelled", e.what());
+        case ErrorKind::Exists: return ApiError(409, "invalid_request_error", "exists", e.what());
         default: return ApiError(500, "server_error", "internal_error", e.what());
     }
 }
@@ -895,36 +896,43 @@ struct Server::Impl : http::Handler {
         if (admit != Scheduler::Admit::Ok) throw ApiError(503, "server_error", "queue_timeout", "no slot became free in time; retry later");
         refuse_taken();  // a request that waited may have lost the race while in the queue
 
-        // The clip goes through a private temporary file (libsndfile reads files).
-        namespace fs = std::filesystem;
-        std::mt19937_64 rng(std::random_device{}());
-        const fs::path tmp = fs::temp_directory_path() / ("talkbox-upload-" + std::to_string(rng()));
-        struct Remove {
-            fs::path p;
-            ~Remove() {
-                std::error_code ec;
-                fs::remove(p, ec);
+        // The clip goes through a private temporary file (libsndfile reads files) in the voices
+        // folder, removed on every path; ".upload-*" is never listed as a voice.
+        TempFile upload(voices.dir(), ".upload-");
+        upload.write(clip->content.data(), clip->content.size());
+        upload.close();
+        // Cloning stops when the client hangs up or the request timeout passes.
+        std::atomic<bool> cancel{false}, done{false};
+        std::thread watcher([&] {
+            while (!done) {
+                if (req.peer_closed()) cancel = true;
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
             }
-        } remove{tmp};
-        {
-            std::FILE* f = std::fopen(tmp.c_str(), "wb");
-            if (!f || std::fwrite(clip->content.data(), 1, clip->content.size(), f) != clip->content.size()) {
-                if (f) std::fclose(f);
-                throw ApiError(500, "server_error", "io_error", "cannot store the upload in a temporary file");
+        });
+        struct Join {
+            std::atomic<bool>& done;
+            std::thread& t;
+            ~Join() {
+                done = true;
+                t.join();
             }
-            std::fclose(f);
-        }
+        } join{done, watcher};
+        const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(options.request_timeout_s * 1000));
         std::vector<std::string> warnings;
         Voice v;
         try {
-            v = create_voice(model->path(), tmp.string(), ref_text, std::max(1, static_cast<int>(std::thread::hardware_concurrency())),
-                             &warnings);
+            v = create_voice(model->path(), upload.path(), ref_text, std::max(1, static_cast<int>(std::thread::hardware_concurrency())),
+                             &warnings, CloneStop{&cancel, deadline});
         } catch (const Error& e) {
+            if (e.kind() == ErrorKind::Cancelled && !cancel) {
+                throw ApiError(504, "server_error", "timeout",
+                               "cloning the voice took longer than this server's limit of " + json(options.request_timeout_s).dump() + " s");
+            }
             // Whatever the clip's fault (unreadable, too short or long, silent), it is the client's input.
             if (e.kind() == ErrorKind::Format || e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::InvalidArgument ||
                 e.kind() == ErrorKind::Unsupported) {
                 std::string msg = e.what();
-                const std::string path = tmp.string();
+                const std::string& path = upload.path();
                 for (size_t at = msg.find(path); at != std::string::npos; at = msg.find(path)) msg.replace(at, path.size(), "the uploaded clip");
                 throw bad_request(msg, "audio", "invalid_audio");
             }
