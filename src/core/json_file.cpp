@@ -5,15 +5,47 @@
 
 namespace talkbox {
 
+namespace {
+
+// The 1-based byte of the first bracket nested deeper than max_depth, or 0. Within the longest valid
+// prefix of the text (all the parser would build) this counts exactly the parser's nesting; past it
+// the parser fails anyway.
+size_t too_deep_at(std::string_view text, int max_depth) {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;  // the escaped character cannot end the string
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth) return i + 1;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
+nlohmann::json parse_json_text(std::string_view text, const std::string& what, int max_depth) {
+    if (const size_t at = too_deep_at(text, max_depth)) {
+        throw Error(ErrorKind::Format, what + ": JSON nested deeper than " + std::to_string(max_depth) +
+                                           " levels at byte " + std::to_string(at));
+    }
+    try {
+        return nlohmann::json::parse(text.begin(), text.end());
+    } catch (const nlohmann::json::parse_error& e) {
+        throw Error(ErrorKind::Format, what + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+    }
+}
+
 nlohmann::json read_json_file(const std::string& path) {
     MappedFile file(path);
-    const char* begin = reinterpret_cast<const char*>(file.data());
-    try {
-        return nlohmann::json::parse(begin, begin + file.size());
-    } catch (const nlohmann::json::parse_error& e) {
-        throw Error(ErrorKind::Format, "malformed JSON in '" + path + "' at byte " + std::to_string(e.byte) +
-                                           ": " + e.what());
-    }
+    return parse_json_text({reinterpret_cast<const char*>(file.data()), file.size()}, "'" + path + "'");
 }
 
 const nlohmann::json& json_member(const nlohmann::json& obj, const std::string& key, const std::string& where) {
