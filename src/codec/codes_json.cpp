@@ -55,13 +55,7 @@ Frames frames_from_json(const nlohmann::json& doc, const std::string& where) {
 Frames read_codes_json(const std::string& path) { return frames_from_json(read_json_file(path), "'" + path + "'"); }
 
 Frames parse_codes_json(const std::string& text, const std::string& where) {
-    nlohmann::json doc;
-    try {
-        doc = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw Error(ErrorKind::Format, "malformed JSON in " + where + " at byte " + std::to_string(e.byte) + ": " + e.what());
-    }
-    return frames_from_json(doc, where);
+    return frames_from_json(parse_json_text(text, where), where);
 }
 
 void write_codes_json(const std::string& path, const Frames& frames) {

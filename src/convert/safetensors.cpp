@@ -5,6 +5,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/json_file.h"
 #include "ggml.h"
 #include "talkbox/error.h"
 
@@ -67,12 +68,8 @@ void SafetensorsFile::parse(const uint8_t* data, size_t size) {
              std::to_string(size) + " bytes)");
     }
     const char* header = reinterpret_cast<const char*>(data + 8);
-    nlohmann::json root;
-    try {
-        root = nlohmann::json::parse(header, header + header_len);
-    } catch (const nlohmann::json::parse_error& e) {
-        fail("malformed JSON header at byte " + std::to_string(8 + e.byte) + ": " + e.what());
-    }
+    // Bytes in its messages count from the header's start (file byte 9).
+    const nlohmann::json root = parse_json_text({header, static_cast<size_t>(header_len)}, "'" + label_ + "': header");
     if (!root.is_object()) fail("header is not a JSON object");
 
     const uint8_t* payload = data + 8 + header_len;
