@@ -15,6 +15,8 @@ namespace {
 
 // A header larger than this is certainly not a real checkpoint (the format's own limit is 100 MB).
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+// No weight has more than 8 dimensions (ggml itself takes 4).
+constexpr size_t kMaxDims = 8;
 
 struct DtypeEntry {
     const char* name;
@@ -103,11 +105,14 @@ void SafetensorsFile::parse(const uint8_t* data, size_t size) {
         if (!found) fail(where + ": unknown dtype '" + dtype_name + "'");
         t.dtype = found->dtype;
 
+        if (sh->size() > kMaxDims) {
+            fail(where + ": shape has " + std::to_string(sh->size()) + " dimensions, more than " + std::to_string(kMaxDims));
+        }
         uint64_t elements = 1;
         for (const auto& d : *sh) {
-            if (!d.is_number_unsigned()) fail(where + ": shape " + sh->dump() + " has a non-integer or negative entry");
+            if (!d.is_number_unsigned()) fail(where + ": shape " + json_excerpt(*sh) + " has a non-integer or negative entry");
             const uint64_t v = d.get<uint64_t>();
-            if (v > 0 && elements > std::numeric_limits<int64_t>::max() / v) fail(where + ": shape " + sh->dump() + " overflows");
+            if (v > 0 && elements > std::numeric_limits<int64_t>::max() / v) fail(where + ": shape " + json_excerpt(*sh) + " overflows");
             elements *= v;
             t.shape.push_back(static_cast<int64_t>(v));
         }
@@ -123,7 +128,7 @@ void SafetensorsFile::parse(const uint8_t* data, size_t size) {
         if (elements > std::numeric_limits<uint64_t>::max() / found->size) fail(where + ": byte size overflows");
         const uint64_t expected = elements * found->size;
         if (end - begin != expected) {
-            fail(where + ": shape " + sh->dump() + " of " + dtype_name + " needs " + std::to_string(expected) +
+            fail(where + ": shape " + json_excerpt(*sh) + " of " + dtype_name + " needs " + std::to_string(expected) +
                  " bytes but data_offsets span " + std::to_string(end - begin));
         }
         t.data = payload + begin;

@@ -48,6 +48,15 @@ nlohmann::json read_json_file(const std::string& path) {
     return parse_json_text({reinterpret_cast<const char*>(file.data()), file.size()}, "'" + path + "'");
 }
 
+std::string json_excerpt(const nlohmann::json& v) {
+    std::string text = v.dump();
+    constexpr size_t kMax = 60;
+    if (text.size() <= kMax) return text;
+    size_t cut = kMax;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+    return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
 const nlohmann::json& json_member(const nlohmann::json& obj, const std::string& key, const std::string& where) {
     if (!obj.is_object()) throw Error(ErrorKind::Format, where + ": expected a JSON object");
     auto it = obj.find(key);
@@ -58,26 +67,26 @@ const nlohmann::json& json_member(const nlohmann::json& obj, const std::string& 
 int64_t json_int(const nlohmann::json& obj, const std::string& key, const std::string& where) {
     const auto& v = json_member(obj, key, where);
     if (!v.is_number_integer()) {
-        throw Error(ErrorKind::Format, where + ": '" + key + "' must be an integer, got " + v.dump());
+        throw Error(ErrorKind::Format, where + ": '" + key + "' must be an integer, got " + json_excerpt(v));
     }
     return v.get<int64_t>();
 }
 
 double json_number(const nlohmann::json& obj, const std::string& key, const std::string& where) {
     const auto& v = json_member(obj, key, where);
-    if (!v.is_number()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be a number, got " + v.dump());
+    if (!v.is_number()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be a number, got " + json_excerpt(v));
     return v.get<double>();
 }
 
 bool json_bool(const nlohmann::json& obj, const std::string& key, const std::string& where) {
     const auto& v = json_member(obj, key, where);
-    if (!v.is_boolean()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be true/false, got " + v.dump());
+    if (!v.is_boolean()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be true/false, got " + json_excerpt(v));
     return v.get<bool>();
 }
 
 std::string json_string(const nlohmann::json& obj, const std::string& key, const std::string& where) {
     const auto& v = json_member(obj, key, where);
-    if (!v.is_string()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be a string, got " + v.dump());
+    if (!v.is_string()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be a string, got " + json_excerpt(v));
     return v.get<std::string>();
 }
 

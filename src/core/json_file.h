@@ -20,6 +20,9 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& what, i
 // Parses a whole JSON file through parse_json_text; throws Error (NotFound/Io/Format).
 nlohmann::json read_json_file(const std::string& path);
 
+// `v` as JSON text for an error message, cut to about 60 bytes: crafted values may be megabytes.
+std::string json_excerpt(const nlohmann::json& v);
+
 // Typed access to a member of a JSON object; `where` names the object in messages
 // (e.g. "config.json: talker_config"). Missing members and wrong types throw Error (Format).
 const nlohmann::json& json_member(const nlohmann::json& obj, const std::string& key, const std::string& where);
