@@ -7,6 +7,7 @@
 
 #include "chatterbox/languages.h"
 #include "core/gguf_file.h"
+#include "core/json_file.h"
 #include "talkbox/error.h"
 #include "text/tokenizer.h"
 #include "text/unicode.h"
@@ -157,14 +158,6 @@ bool null_or_false(const json& obj, const char* key) {
     return v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_string() && v.get<std::string>().empty());
 }
 
-json parse_json(const std::string& text, const std::string& label) {
-    try {
-        return json::parse(text);
-    } catch (const json::exception& e) {
-        throw Error(ErrorKind::Format, label + ": invalid JSON: " + e.what());
-    }
-}
-
 // Japanese characters pykakasi converts through its kanji dictionary: the official is_kanji range
 // (U+4E00..U+9FFF) and the other CJK ideograph blocks and iteration marks.
 bool needs_kanji_dictionary(char32_t c) {
@@ -233,7 +226,7 @@ std::string punc_norm_turbo(const std::string& text) {
 // ---------------------------------------------------------------- GraphemeTokenizer
 
 GraphemeTokenizer::GraphemeTokenizer(const std::string& json_text, const std::string& label) {
-    const json spec = parse_json(json_text, label);
+    const json spec = parse_json_text(json_text, label);
     if (!spec.is_object()) throw Error(ErrorKind::Format, label + ": the tokenizer JSON must be an object");
     if (!null_or_false(spec, "normalizer")) throw Error(ErrorKind::Unsupported, label + ": tokenizer normalizers are not supported (expected null)");
     if (!null_or_false(spec, "post_processor")) {
@@ -387,7 +380,7 @@ std::vector<int32_t> GraphemeTokenizer::encode(const std::string& text) const {
 // ---------------------------------------------------------------- Cangjie
 
 CangjieTable::CangjieTable(const std::string& json_text, const std::string& label) {
-    const json list = parse_json(json_text, label);
+    const json list = parse_json_text(json_text, label);
     if (!list.is_array()) throw Error(ErrorKind::Format, label + ": expected a JSON list of \"glyph\\tcode\" strings");
     for (size_t i = 0; i < list.size(); ++i) {
         const std::string where = label + ": entry " + std::to_string(i);

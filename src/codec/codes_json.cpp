@@ -26,7 +26,7 @@ Frames frames_from_json(const nlohmann::json& doc, const std::string& where) {
     for (size_t t = 0; t < list->size(); ++t) {
         const nlohmann::json& f = (*list)[t];
         const std::string at = where + ": frame " + std::to_string(t);
-        if (!f.is_array()) throw Error(ErrorKind::Format, at + " must be a list of integer codes, got " + f.dump());
+        if (!f.is_array()) throw Error(ErrorKind::Format, at + " must be a list of integer codes, got " + json_excerpt(f));
         if (f.empty()) throw Error(ErrorKind::Format, at + " has no codes");
         if (t > 0 && f.size() != frames[0].size()) {
             throw Error(ErrorKind::Format, at + " has " + std::to_string(f.size()) + " codes but frame 0 has " +
@@ -37,12 +37,12 @@ Frames frames_from_json(const nlohmann::json& doc, const std::string& where) {
         for (size_t q = 0; q < f.size(); ++q) {
             const nlohmann::json& c = f[q];
             if (!c.is_number_integer()) {
-                throw Error(ErrorKind::Format, at + ", codebook " + std::to_string(q) + ": expected an integer, got " + c.dump());
+                throw Error(ErrorKind::Format, at + ", codebook " + std::to_string(q) + ": expected an integer, got " + json_excerpt(c));
             }
             constexpr int64_t lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
             const bool fits = c.is_number_unsigned() ? c.get<uint64_t>() <= static_cast<uint64_t>(hi)
                                                      : c.get<int64_t>() >= lo && c.get<int64_t>() <= hi;
-            if (!fits) throw Error(ErrorKind::Format, at + ", codebook " + std::to_string(q) + ": " + c.dump() + " is out of range");
+            if (!fits) throw Error(ErrorKind::Format, at + ", codebook " + std::to_string(q) + ": " + json_excerpt(c) + " is out of range");
             frame.push_back(static_cast<int32_t>(c.get<int64_t>()));
         }
         frames.push_back(std::move(frame));
@@ -55,13 +55,7 @@ Frames frames_from_json(const nlohmann::json& doc, const std::string& where) {
 Frames read_codes_json(const std::string& path) { return frames_from_json(read_json_file(path), "'" + path + "'"); }
 
 Frames parse_codes_json(const std::string& text, const std::string& where) {
-    nlohmann::json doc;
-    try {
-        doc = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw Error(ErrorKind::Format, "malformed JSON in " + where + " at byte " + std::to_string(e.byte) + ": " + e.what());
-    }
-    return frames_from_json(doc, where);
+    return frames_from_json(parse_json_text(text, where), where);
 }
 
 void write_codes_json(const std::string& path, const Frames& frames) {

@@ -31,7 +31,7 @@ void write_field(gguf_context* ctx, const nlohmann::json& obj, const std::string
     }
     const std::string key = prefix + f.gguf_key;
     const auto bad = [&](const char* expected) {
-        return Error(ErrorKind::Format, where + ": '" + f.json_key + "' must be " + expected + ", got " + value.dump());
+        return Error(ErrorKind::Format, where + ": '" + f.json_key + "' must be " + expected + ", got " + json_excerpt(value));
     };
     switch (f.kind) {
         case Kind::U32:

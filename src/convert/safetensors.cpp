@@ -5,6 +5,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/json_file.h"
 #include "ggml.h"
 #include "talkbox/error.h"
 
@@ -14,6 +15,8 @@ namespace {
 
 // A header larger than this is certainly not a real checkpoint (the format's own limit is 100 MB).
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+// No weight has more than 8 dimensions (ggml itself takes 4).
+constexpr size_t kMaxDims = 8;
 
 struct DtypeEntry {
     const char* name;
@@ -67,12 +70,8 @@ void SafetensorsFile::parse(const uint8_t* data, size_t size) {
              std::to_string(size) + " bytes)");
     }
     const char* header = reinterpret_cast<const char*>(data + 8);
-    nlohmann::json root;
-    try {
-        root = nlohmann::json::parse(header, header + header_len);
-    } catch (const nlohmann::json::parse_error& e) {
-        fail("malformed JSON header at byte " + std::to_string(8 + e.byte) + ": " + e.what());
-    }
+    // Bytes in its messages count from the header's start (file byte 9).
+    const nlohmann::json root = parse_json_text({header, static_cast<size_t>(header_len)}, "'" + label_ + "': header");
     if (!root.is_object()) fail("header is not a JSON object");
 
     const uint8_t* payload = data + 8 + header_len;
@@ -106,11 +105,14 @@ void SafetensorsFile::parse(const uint8_t* data, size_t size) {
         if (!found) fail(where + ": unknown dtype '" + dtype_name + "'");
         t.dtype = found->dtype;
 
+        if (sh->size() > kMaxDims) {
+            fail(where + ": shape has " + std::to_string(sh->size()) + " dimensions, more than " + std::to_string(kMaxDims));
+        }
         uint64_t elements = 1;
         for (const auto& d : *sh) {
-            if (!d.is_number_unsigned()) fail(where + ": shape " + sh->dump() + " has a non-integer or negative entry");
+            if (!d.is_number_unsigned()) fail(where + ": shape " + json_excerpt(*sh) + " has a non-integer or negative entry");
             const uint64_t v = d.get<uint64_t>();
-            if (v > 0 && elements > std::numeric_limits<int64_t>::max() / v) fail(where + ": shape " + sh->dump() + " overflows");
+            if (v > 0 && elements > std::numeric_limits<int64_t>::max() / v) fail(where + ": shape " + json_excerpt(*sh) + " overflows");
             elements *= v;
             t.shape.push_back(static_cast<int64_t>(v));
         }
@@ -126,7 +128,7 @@ void SafetensorsFile::parse(const uint8_t* data, size_t size) {
         if (elements > std::numeric_limits<uint64_t>::max() / found->size) fail(where + ": byte size overflows");
         const uint64_t expected = elements * found->size;
         if (end - begin != expected) {
-            fail(where + ": shape " + sh->dump() + " of " + dtype_name + " needs " + std::to_string(expected) +
+            fail(where + ": shape " + json_excerpt(*sh) + " of " + dtype_name + " needs " + std::to_string(expected) +
                  " bytes but data_offsets span " + std::to_string(end - begin));
         }
         t.data = payload + begin;

@@ -41,7 +41,7 @@ constexpr size_t kMaxVocab = 1u << 22;  // far above any real vocabulary; guards
 
 size_t checked_id(const nlohmann::json& v, const std::string& where) {
     if (!v.is_number_unsigned() || v.get<uint64_t>() >= kMaxVocab) {
-        throw Error(ErrorKind::Format, where + ": token id " + v.dump() + " is not a valid id");
+        throw Error(ErrorKind::Format, where + ": token id " + json_excerpt(v) + " is not a valid id");
     }
     return v.get<size_t>();
 }

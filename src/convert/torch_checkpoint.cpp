@@ -1,5 +1,6 @@
 #include "convert/torch_checkpoint.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -67,16 +68,30 @@ private:
             cd_offset = rd64(d_ + z64 + 48);
         }
         need(cd_offset, cd_size, "central directory");
+        if (count > cd_size / 46) {
+            fail("a central directory of " + std::to_string(cd_size) + " bytes cannot hold " + std::to_string(count) +
+                 " entries of 46 bytes or more");
+        }
+        const uint64_t cd_end = cd_offset + cd_size;
+        // Where each entry's local header and data lie: entries must not share bytes, nor reach
+        // into the central directory.
+        struct Span {
+            uint64_t begin, end;
+            std::string name;
+        };
+        std::vector<Span> spans;
         uint64_t pos = cd_offset;
         for (uint64_t i = 0; i < count; ++i) {
-            need(pos, 46, "central directory entry " + std::to_string(i));
+            if (pos + 46 > cd_end) fail("central directory entry " + std::to_string(i) + " runs past the central directory");
             const uint8_t* c = d_ + pos;
             if (rd32(c) != 0x02014b50) fail("bad central directory signature at byte " + std::to_string(pos));
             const uint16_t method = rd16(c + 10);
             uint64_t comp = rd32(c + 20), uncomp = rd32(c + 24);
             const uint16_t name_len = rd16(c + 28), extra_len = rd16(c + 30), comment_len = rd16(c + 32);
             uint64_t local = rd32(c + 42);
-            need(pos + 46, static_cast<uint64_t>(name_len) + extra_len + comment_len, "central directory entry name");
+            if (pos + 46 + name_len + extra_len + comment_len > cd_end) {
+                fail("central directory entry " + std::to_string(i) + " runs past the central directory");
+            }
             const std::string name(reinterpret_cast<const char*>(c + 46), name_len);
             // ZIP64 extended information: 8-byte values for each saturated field, in this order.
             const uint8_t* e = c + 46 + name_len;
@@ -106,6 +121,8 @@ private:
             if (rd32(d_ + local) != 0x04034b50) fail("bad local header signature for '" + name + "'");
             const uint64_t data = local + 30 + rd16(d_ + local + 26) + rd16(d_ + local + 28);
             need(data, uncomp, "data of '" + name + "'");
+            if (data + uncomp > cd_offset) fail("data of '" + name + "' reaches into the central directory");
+            spans.push_back({local, data + uncomp, name});
             if (!entries_.emplace(name, ZipEntry{d_ + data, static_cast<size_t>(uncomp)}).second) {
                 fail("entry '" + name + "' appears twice");
             }
@@ -113,6 +130,14 @@ private:
             pos += 46 + static_cast<uint64_t>(name_len) + extra_len + comment_len;
         }
         if (entries_.empty()) fail("the archive is empty");
+        std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+        for (size_t i = 1; i < spans.size(); ++i) {
+            if (spans[i].begin < spans[i - 1].end) {
+                fail("entries '" + spans[i - 1].name + "' (bytes " + std::to_string(spans[i - 1].begin) + " to " +
+                     std::to_string(spans[i - 1].end) + ") and '" + spans[i].name + "' (from byte " +
+                     std::to_string(spans[i].begin) + ") overlap");
+            }
+        }
     }
 
     const uint8_t* d_;
@@ -136,8 +161,10 @@ constexpr StorageType kStorages[] = {
     {"ByteStorage", SafetensorsDtype::U8},     {"BoolStorage", SafetensorsDtype::BOOL},
 };
 
-struct Value;
-using ValuePtr = std::shared_ptr<Value>;
+// Every value the pickle builds lives in one flat arena and refers to others by index: shared
+// (memo) references and cycles cost nothing to hold, and teardown never recurses however deep the
+// nesting.
+using Ref = uint32_t;
 
 struct Global {
     std::string module, name;
@@ -148,40 +175,34 @@ struct Storage {
     size_t bytes;
     std::string key;
 };
+// A tensor's view of its storage; non-contiguous ones are copied out when the result is built.
 struct TensorRef {
     SafetensorsDtype dtype;
-    std::vector<int64_t> shape;
-    std::vector<uint8_t> bytes;  // contiguous copy (or empty when `view` is set)
-    const uint8_t* view = nullptr;
-    size_t nbytes = 0;
+    std::vector<int64_t> shape, stride;
+    const uint8_t* data;  // the storage at the tensor's offset
+    size_t nbytes;
+    bool contiguous;
 };
 struct None {};
 struct Mark {};
 struct List {
-    std::vector<ValuePtr> items;
+    std::vector<Ref> items;
 };
 struct Tuple {
-    std::vector<ValuePtr> items;
+    std::vector<Ref> items;
 };
 struct Dict {
-    std::vector<std::pair<ValuePtr, ValuePtr>> items;
+    std::vector<std::pair<Ref, Ref>> items;
 };
 
 struct Value {
     std::variant<None, Mark, bool, int64_t, double, std::string, Global, Storage, TensorRef, List, Tuple, Dict> v;
 };
 
-template <class T>
-ValuePtr make(T x) {
-    auto p = std::make_shared<Value>();
-    p->v = std::move(x);
-    return p;
-}
-
-const char* kind(const ValuePtr& p) {
+const char* kind(const Value& x) {
     static const char* names[] = {"None", "mark", "bool", "int", "float", "str", "global", "storage", "tensor",
                                   "list", "tuple", "dict"};
-    return names[p->v.index()];
+    return names[x.v.index()];
 }
 
 class Unpickler {
@@ -190,13 +211,9 @@ public:
               std::function<const ZipEntry*(const std::string&)> storage_entry)
         : d_(data), n_(size), where_(where), storage_entry_(std::move(storage_entry)) {}
 
-    ~Unpickler() {
-        // Containers reachable twice (through the memo) may form cycles: empty them all.
-        for (auto& [k, v] : memo_) clear(v);
-        for (auto& v : stack_) clear(v);
-    }
+    const Value& operator[](Ref r) const { return arena_[r]; }
 
-    ValuePtr run() {
+    Ref run() {
         for (;;) {
             if (pos_ >= n_) fail("ends without STOP");
             const size_t at = pos_;
@@ -219,7 +236,7 @@ public:
                     Tuple t;
                     t.items.assign(stack_.end() - static_cast<long>(k), stack_.end());
                     stack_.resize(stack_.size() - k);
-                    for (const auto& x : t.items) no_mark(x, at);
+                    for (const Ref x : t.items) no_mark(x, at);
                     push(make(std::move(t)));
                     break;
                 }
@@ -264,29 +281,29 @@ public:
                     break;
                 }
                 case 0x93: {  // STACK_GLOBAL
-                    const ValuePtr name = pop(at), module = pop(at);
-                    const auto* m = std::get_if<std::string>(&module->v);
-                    const auto* n = std::get_if<std::string>(&name->v);
+                    const Ref name = pop(at), module = pop(at);
+                    const auto* m = std::get_if<std::string>(&arena_[module].v);
+                    const auto* n = std::get_if<std::string>(&arena_[name].v);
                     if (!m || !n) fail_at(at, "STACK_GLOBAL needs two strings");
                     push(make(check_global(*m, *n, at)));
                     break;
                 }
                 case 'R': {  // REDUCE
-                    const ValuePtr args = pop(at), callable = pop(at);
+                    const Ref args = pop(at), callable = pop(at);
                     push(reduce(callable, args, at));
                     break;
                 }
                 case 'b': {  // BUILD: only an OrderedDict's attribute dict (state_dict `_metadata`), ignored
-                    const ValuePtr state = pop(at);
-                    const ValuePtr& obj = top(at);
-                    if (!std::holds_alternative<Dict>(obj->v) || !std::holds_alternative<Dict>(state->v)) {
+                    const Value& state = arena_[pop(at)];
+                    const Value& obj = arena_[top(at)];
+                    if (!std::holds_alternative<Dict>(obj.v) || !std::holds_alternative<Dict>(state.v)) {
                         fail_at(at, std::string("BUILD of a ") + kind(obj) + " with a " + kind(state) +
                                         " state is not supported (only dict attributes of an OrderedDict)");
                     }
                     break;
                 }
                 case 'Q': {  // BINPERSID
-                    const ValuePtr pid = pop(at);
+                    const Ref pid = pop(at);
                     push(persistent_load(pid, at));
                     break;
                 }
@@ -296,7 +313,7 @@ public:
                 case 'h': push(memo_get(byte(), at)); break;           // BINGET
                 case 'j': push(memo_get(rd32(take(4)), at)); break;    // LONG_BINGET
                 case 's': {  // SETITEM
-                    const ValuePtr v = pop(at), k = pop(at);
+                    const Ref v = pop(at), k = pop(at);
                     dict_at(top(at), at).items.emplace_back(k, v);
                     break;
                 }
@@ -308,7 +325,7 @@ public:
                     break;
                 }
                 case 'a': {  // APPEND
-                    const ValuePtr v = pop(at);
+                    const Ref v = pop(at);
                     list_at(top(at), at).items.push_back(v);
                     break;
                 }
@@ -319,7 +336,7 @@ public:
                     break;
                 }
                 case '.': {  // STOP
-                    const ValuePtr result = pop(at);
+                    const Ref result = pop(at);
                     if (!stack_.empty()) fail_at(at, "STOP with " + std::to_string(stack_.size()) + " values left on the stack");
                     return result;
                 }
@@ -354,58 +371,61 @@ private:
         return std::string(reinterpret_cast<const char*>(d_ + start), pos_++ - start);
     }
 
-    void push(ValuePtr v) {
+    // Every opcode adds at most one value; the cap bounds the arena's memory (about 90 bytes a value)
+    // whatever the pickle's size (real checkpoints build some tens per tensor).
+    template <class T>
+    Ref make(T x) {
+        if (arena_.size() >= kMaxValues) fail("the pickle builds more than " + std::to_string(kMaxValues) + " values");
+        arena_.push_back(Value{std::move(x)});
+        return static_cast<Ref>(arena_.size() - 1);
+    }
+    void push(Ref v) {
         if (stack_.size() >= kMaxStack) fail("pickle stack deeper than " + std::to_string(kMaxStack));
-        stack_.push_back(std::move(v));
+        stack_.push_back(v);
     }
-    void no_mark(const ValuePtr& v, size_t at) const {
-        if (std::holds_alternative<Mark>(v->v)) fail_at(at, "unexpected MARK");
+    void no_mark(Ref v, size_t at) const {
+        if (std::holds_alternative<Mark>(arena_[v].v)) fail_at(at, "unexpected MARK");
     }
-    ValuePtr pop(size_t at) {
+    Ref pop(size_t at) {
         if (stack_.empty()) fail_at(at, "stack underflow");
-        ValuePtr v = std::move(stack_.back());
+        const Ref v = stack_.back();
         stack_.pop_back();
         no_mark(v, at);
         return v;
     }
-    const ValuePtr& top(size_t at) const {
+    Ref top(size_t at) const {
         if (stack_.empty()) fail_at(at, "stack underflow");
         no_mark(stack_.back(), at);
         return stack_.back();
     }
-    std::vector<ValuePtr> pop_mark() {
+    std::vector<Ref> pop_mark() {
         for (size_t i = stack_.size(); i-- > 0;) {
-            if (std::holds_alternative<Mark>(stack_[i]->v)) {
-                std::vector<ValuePtr> items(stack_.begin() + static_cast<long>(i) + 1, stack_.end());
+            if (std::holds_alternative<Mark>(arena_[stack_[i]].v)) {
+                std::vector<Ref> items(stack_.begin() + static_cast<long>(i) + 1, stack_.end());
                 stack_.resize(i);
                 return items;
             }
         }
         fail("no MARK on the stack (at byte " + std::to_string(pos_ - 1) + ")");
     }
-    Dict& dict_at(const ValuePtr& v, size_t at) {
-        auto* d = std::get_if<Dict>(&v->v);
-        if (!d) fail_at(at, std::string("setting an item of a ") + kind(v) + " (only dicts)");
+    Dict& dict_at(Ref v, size_t at) {
+        auto* d = std::get_if<Dict>(&arena_[v].v);
+        if (!d) fail_at(at, std::string("setting an item of a ") + kind(arena_[v]) + " (only dicts)");
         return *d;
     }
-    List& list_at(const ValuePtr& v, size_t at) {
-        auto* l = std::get_if<List>(&v->v);
-        if (!l) fail_at(at, std::string("appending to a ") + kind(v) + " (only lists)");
+    List& list_at(Ref v, size_t at) {
+        auto* l = std::get_if<List>(&arena_[v].v);
+        if (!l) fail_at(at, std::string("appending to a ") + kind(arena_[v]) + " (only lists)");
         return *l;
     }
     void memo_put(uint32_t key, size_t at) {
         if (memo_.size() >= kMaxMemo && !memo_.count(key)) fail_at(at, "more than " + std::to_string(kMaxMemo) + " memo entries");
         memo_[key] = top(at);
     }
-    ValuePtr memo_get(uint32_t key, size_t at) {
+    Ref memo_get(uint32_t key, size_t at) {
         const auto it = memo_.find(key);
         if (it == memo_.end()) fail_at(at, "memo key " + std::to_string(key) + " was never stored");
         return it->second;
-    }
-    static void clear(const ValuePtr& v) {
-        if (auto* l = std::get_if<List>(&v->v)) l->items.clear();
-        if (auto* t = std::get_if<Tuple>(&v->v)) t->items.clear();
-        if (auto* d = std::get_if<Dict>(&v->v)) d->items.clear();
     }
 
     Global check_global(const std::string& module, const std::string& name, size_t at) {
@@ -424,29 +444,29 @@ private:
         return nullptr;
     }
 
-    static int64_t as_int(const ValuePtr& v, bool& ok) {
-        if (const auto* i = std::get_if<int64_t>(&v->v)) return *i;
+    int64_t as_int(Ref v, bool& ok) const {
+        if (const auto* i = std::get_if<int64_t>(&arena_[v].v)) return *i;
         ok = false;
         return 0;
     }
-    std::vector<int64_t> int_tuple(const ValuePtr& v, const std::string& what, size_t at) {
-        const auto* t = std::get_if<Tuple>(&v->v);
-        if (!t) fail_at(at, what + " is a " + kind(v) + ", expected a tuple of integers");
+    std::vector<int64_t> int_tuple(Ref v, const std::string& what, size_t at) const {
+        const auto* t = std::get_if<Tuple>(&arena_[v].v);
+        if (!t) fail_at(at, what + " is a " + kind(arena_[v]) + ", expected a tuple of integers");
         std::vector<int64_t> out;
-        for (const auto& x : t->items) {
+        for (const Ref x : t->items) {
             bool ok = true;
             out.push_back(as_int(x, ok));
-            if (!ok) fail_at(at, what + " holds a " + kind(x) + ", expected integers");
+            if (!ok) fail_at(at, what + " holds a " + kind(arena_[x]) + ", expected integers");
         }
         return out;
     }
 
-    ValuePtr persistent_load(const ValuePtr& pid, size_t at) {
-        const auto* t = std::get_if<Tuple>(&pid->v);
+    Ref persistent_load(Ref pid, size_t at) {
+        const auto* t = std::get_if<Tuple>(&arena_[pid].v);
         if (!t || t->items.size() != 5) fail_at(at, "persistent id is not a 5-tuple ('storage', type, key, location, numel)");
-        const auto* tag = std::get_if<std::string>(&t->items[0]->v);
-        const auto* type = std::get_if<Global>(&t->items[1]->v);
-        const auto* key = std::get_if<std::string>(&t->items[2]->v);
+        const auto* tag = std::get_if<std::string>(&arena_[t->items[0]].v);
+        const auto* type = std::get_if<Global>(&arena_[t->items[1]].v);
+        const auto* key = std::get_if<std::string>(&arena_[t->items[2]].v);
         bool ok = true;
         const int64_t numel = as_int(t->items[4], ok);
         if (!tag || *tag != "storage" || !type || !key || !ok || numel < 0) {
@@ -464,24 +484,24 @@ private:
         return make(Storage{*dtype, entry->data, static_cast<size_t>(numel) * elem, *key});
     }
 
-    ValuePtr reduce(const ValuePtr& callable, const ValuePtr& args, size_t at) {
-        const auto* g = std::get_if<Global>(&callable->v);
-        const auto* a = std::get_if<Tuple>(&args->v);
-        if (!g) fail_at(at, std::string("REDUCE of a ") + kind(callable) + " (only allowed globals can be called)");
-        if (!a) fail_at(at, std::string("REDUCE arguments are a ") + kind(args) + ", expected a tuple");
+    Ref reduce(Ref callable, Ref args, size_t at) {
+        const auto* g = std::get_if<Global>(&arena_[callable].v);
+        const auto* a = std::get_if<Tuple>(&arena_[args].v);
+        if (!g) fail_at(at, std::string("REDUCE of a ") + kind(arena_[callable]) + " (only allowed globals can be called)");
+        if (!a) fail_at(at, std::string("REDUCE arguments are a ") + kind(arena_[args]) + ", expected a tuple");
         if (g->module == "collections") {
             if (!a->items.empty()) fail_at(at, "OrderedDict(...) with arguments is not supported");
             return make(Dict{});
         }
-        if (g->module == "torch._utils") return rebuild_tensor(*a, at);
+        if (g->module == "torch._utils") return make(rebuild_tensor(*a, at));
         fail_at(at, "'" + g->module + "." + g->name + "' cannot be called");
     }
 
-    ValuePtr rebuild_tensor(const Tuple& a, size_t at) {
+    TensorRef rebuild_tensor(const Tuple& a, size_t at) const {
         // (storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
         if (a.items.size() != 6 && a.items.size() != 7) fail_at(at, "_rebuild_tensor_v2 expects 6 or 7 arguments");
-        const auto* s = std::get_if<Storage>(&a.items[0]->v);
-        if (!s) fail_at(at, std::string("_rebuild_tensor_v2 storage is a ") + kind(a.items[0]));
+        const auto* s = std::get_if<Storage>(&arena_[a.items[0]].v);
+        if (!s) fail_at(at, std::string("_rebuild_tensor_v2 storage is a ") + kind(arena_[a.items[0]]));
         bool ok = true;
         const int64_t offset = as_int(a.items[1], ok);
         if (!ok || offset < 0) fail_at(at, "tensor storage offset must be a non-negative integer");
@@ -489,7 +509,7 @@ private:
         const auto stride = int_tuple(a.items[3], "tensor stride", at);
         if (shape.size() != stride.size()) fail_at(at, "tensor size and stride have different lengths");
         if (shape.size() > 8) fail_at(at, "tensor has more than 8 dimensions");
-        const auto* hooks = std::get_if<Dict>(&a.items[5]->v);
+        const auto* hooks = std::get_if<Dict>(&arena_[a.items[5]].v);
         if (!hooks || !hooks->items.empty()) fail_at(at, "tensor with backward hooks is not supported");
 
         const size_t elem = safetensors_dtype_size(s->dtype);
@@ -525,38 +545,23 @@ private:
             fail_at(at, "tensor of " + std::to_string(numel) + " elements views only " + std::to_string(storage_numel) +
                             " stored elements (an expanded view); save it with .contiguous()");
         }
-        TensorRef t;
-        t.dtype = s->dtype;
-        t.shape = shape;
-        t.nbytes = static_cast<size_t>(numel) * elem;
-        if (contiguous || numel == 0) {
-            t.view = s->data + static_cast<size_t>(offset) * elem;
-        } else {
-            t.bytes.resize(t.nbytes);
-            std::vector<int64_t> idx(shape.size(), 0);
-            for (uint64_t n = 0; n < numel; ++n) {
-                uint64_t src = static_cast<uint64_t>(offset);
-                for (size_t i = 0; i < shape.size(); ++i) src += static_cast<uint64_t>(idx[i] * stride[i]);
-                std::memcpy(t.bytes.data() + n * elem, s->data + src * elem, elem);
-                for (size_t i = shape.size(); i-- > 0;) {
-                    if (++idx[i] < shape[i]) break;
-                    idx[i] = 0;
-                }
-            }
-        }
-        return make(std::move(t));
+        const size_t nbytes = static_cast<size_t>(numel) * elem;
+        return TensorRef{s->dtype, shape, stride, s->data + static_cast<size_t>(offset) * elem, nbytes,
+                         contiguous || numel == 0};
     }
 
     static constexpr size_t kMaxStack = 1 << 20;
-    static constexpr size_t kMaxMemo = 1 << 22;
+    static constexpr size_t kMaxMemo = 1 << 20;
+    static constexpr size_t kMaxValues = 1 << 22;
 
     const uint8_t* d_;
     size_t n_;
     size_t pos_ = 0;
     std::string where_;
     std::function<const ZipEntry*(const std::string&)> storage_entry_;
-    std::vector<ValuePtr> stack_;
-    std::map<uint32_t, ValuePtr> memo_;
+    std::vector<Value> arena_;
+    std::vector<Ref> stack_;
+    std::map<uint32_t, Ref> memo_;
 };
 
 std::string number_text(double x) {
@@ -566,66 +571,125 @@ std::string number_text(double x) {
     return os.str();
 }
 
-struct FlattenState {
-    std::vector<SafetensorsTensor>* tensors;
-    std::vector<std::vector<uint8_t>>* owned;
-    std::map<std::string, std::string>* values;
-    std::map<std::string, size_t>* index;
-    std::string label;
+// A key as messages show it: crafted keys may be megabytes long.
+std::string shown(const std::string& key) { return key.size() <= 200 ? key : key.substr(0, 200) + "..."; }
+
+struct Output {
+    std::vector<SafetensorsTensor>& tensors;
+    std::vector<std::vector<uint8_t>>& owned;
+    std::map<std::string, std::string>& values;
+    std::map<std::string, size_t>& index;
 };
 
-void add_tensor(FlattenState& st, const std::string& key, TensorRef& t) {
-    SafetensorsTensor out;
-    out.name = key;
-    out.dtype = t.dtype;
-    out.shape = t.shape;
-    out.nbytes = t.nbytes;
-    if (t.view) {
-        out.data = t.view;
-    } else {
-        st.owned->push_back(t.bytes);  // a tensor may be reached twice (memo): copy, keep the source intact
-        out.data = st.owned->back().data();
-    }
-    if (!st.index->emplace(key, st.tensors->size()).second) {
-        throw Error(ErrorKind::Format, st.label + ": key '" + key + "' appears twice");
-    }
-    st.tensors->push_back(std::move(out));
-}
+// Turns the pickled object into named tensors and values. Memo references let a few bytes of pickle
+// name one object any number of times (a list of 100 references to a list of 100 references ...), so
+// the walk is metered: it may visit kWalkPerByte values and key bytes per pickle byte (real
+// checkpoints need about one), and copy out at most the archive's size of non-contiguous tensor
+// data. Past either budget it stops, after work proportional to the input.
+class Flattener {
+public:
+    Flattener(const Unpickler& up, Output out, const std::string& label, size_t pickle_bytes, size_t archive_bytes)
+        : up_(up), out_(out), label_(label), walk_left_(kWalkPerByte * pickle_bytes + kWalkFloor),
+          walk_budget_(walk_left_), copy_left_(archive_bytes), archive_bytes_(archive_bytes) {}
 
-void flatten(FlattenState& st, const ValuePtr& v, const std::string& key, int depth) {
-    if (depth > 16) throw Error(ErrorKind::Format, st.label + ": objects nested deeper than 16 levels at '" + key + "'");
-    auto child = [&](const std::string& k) { return key.empty() ? k : key + "." + k; };
-    if (auto* d = std::get_if<Dict>(&v->v)) {
-        for (auto& [k, x] : d->items) {
-            std::string name;
-            if (const auto* s = std::get_if<std::string>(&k->v)) name = *s;
-            else if (const auto* i = std::get_if<int64_t>(&k->v)) name = std::to_string(*i);
-            else throw Error(ErrorKind::Format, st.label + ": dict key of type " + kind(k) + " at '" + key + "'");
-            flatten(st, x, child(name), depth + 1);
+    void run(Ref root) { visit(root, "", 0); }
+
+private:
+    static constexpr size_t kWalkPerByte = 16;
+    static constexpr size_t kWalkFloor = size_t{1} << 20;
+    static constexpr int kMaxDepth = 16;
+
+    [[noreturn]] void fail(const std::string& what) const { throw Error(ErrorKind::Format, label_ + ": " + what); }
+
+    void charge(size_t cost, const std::string& key) {
+        if (cost > walk_left_) {
+            fail("the pickled object expands to more than " + std::to_string(walk_budget_) +
+                 " values and key bytes (memo references fanning out?) at '" + shown(key) + "'");
         }
-        return;
+        walk_left_ -= cost;
     }
-    if (key.empty()) throw Error(ErrorKind::Format, st.label + std::string(": the pickled object is a ") + kind(v) + ", expected a dict");
-    if (auto* l = std::get_if<List>(&v->v)) {
-        for (size_t i = 0; i < l->items.size(); ++i) flatten(st, l->items[i], child(std::to_string(i)), depth + 1);
-    } else if (auto* t = std::get_if<Tuple>(&v->v)) {
-        for (size_t i = 0; i < t->items.size(); ++i) flatten(st, t->items[i], child(std::to_string(i)), depth + 1);
-    } else if (auto* tensor = std::get_if<TensorRef>(&v->v)) {
-        add_tensor(st, key, *tensor);
-    } else if (std::holds_alternative<None>(v->v)) {
-        (*st.values)[key] = "None";
-    } else if (const auto* b = std::get_if<bool>(&v->v)) {
-        (*st.values)[key] = *b ? "True" : "False";
-    } else if (const auto* i = std::get_if<int64_t>(&v->v)) {
-        (*st.values)[key] = std::to_string(*i);
-    } else if (const auto* x = std::get_if<double>(&v->v)) {
-        (*st.values)[key] = number_text(*x);
-    } else if (const auto* s = std::get_if<std::string>(&v->v)) {
-        (*st.values)[key] = *s;
-    } else {
-        throw Error(ErrorKind::Format, st.label + ": value of type " + kind(v) + " at '" + key + "' is not supported");
+
+    void visit(Ref ref, const std::string& key, int depth) {
+        if (depth > kMaxDepth) fail("objects nested deeper than " + std::to_string(kMaxDepth) + " levels at '" + shown(key) + "'");
+        charge(1 + key.size(), key);
+        const Value& v = up_[ref];
+        auto child = [&](const std::string& k) { return key.empty() ? k : key + "." + k; };
+        if (const auto* d = std::get_if<Dict>(&v.v)) {
+            for (const auto& [k, x] : d->items) {
+                std::string name;
+                if (const auto* s = std::get_if<std::string>(&up_[k].v)) name = *s;
+                else if (const auto* i = std::get_if<int64_t>(&up_[k].v)) name = std::to_string(*i);
+                else fail(std::string("dict key of type ") + kind(up_[k]) + " at '" + shown(key) + "'");
+                visit(x, child(name), depth + 1);
+            }
+            return;
+        }
+        if (key.empty()) fail(std::string("the pickled object is a ") + kind(v) + ", expected a dict");
+        if (const auto* l = std::get_if<List>(&v.v)) {
+            for (size_t i = 0; i < l->items.size(); ++i) visit(l->items[i], child(std::to_string(i)), depth + 1);
+        } else if (const auto* t = std::get_if<Tuple>(&v.v)) {
+            for (size_t i = 0; i < t->items.size(); ++i) visit(t->items[i], child(std::to_string(i)), depth + 1);
+        } else if (const auto* tensor = std::get_if<TensorRef>(&v.v)) {
+            add_tensor(ref, *tensor, key);
+        } else if (std::holds_alternative<None>(v.v)) {
+            out_.values[key] = "None";
+        } else if (const auto* b = std::get_if<bool>(&v.v)) {
+            out_.values[key] = *b ? "True" : "False";
+        } else if (const auto* i = std::get_if<int64_t>(&v.v)) {
+            out_.values[key] = std::to_string(*i);
+        } else if (const auto* x = std::get_if<double>(&v.v)) {
+            out_.values[key] = number_text(*x);
+        } else if (const auto* s = std::get_if<std::string>(&v.v)) {
+            charge(s->size(), key);
+            out_.values[key] = *s;
+        } else {
+            fail(std::string("value of type ") + kind(v) + " at '" + shown(key) + "' is not supported");
+        }
     }
-}
+
+    void add_tensor(Ref ref, const TensorRef& t, const std::string& key) {
+        if (!out_.index.emplace(key, out_.tensors.size()).second) fail("key '" + shown(key) + "' appears twice");
+        SafetensorsTensor out;
+        out.name = key;
+        out.dtype = t.dtype;
+        out.shape = t.shape;
+        out.nbytes = t.nbytes;
+        out.data = t.contiguous ? t.data : copy_of(ref, t, key);
+        out_.tensors.push_back(std::move(out));
+    }
+
+    // The row-major copy of a non-contiguous tensor, made once however often the memo names it.
+    const uint8_t* copy_of(Ref ref, const TensorRef& t, const std::string& key) {
+        const auto [it, fresh] = copies_.emplace(ref, nullptr);
+        if (!fresh) return it->second;
+        if (t.nbytes > copy_left_) {
+            fail("non-contiguous tensors would copy out more than the archive's " + std::to_string(archive_bytes_) +
+                 " bytes (views overlapping their storage many times?) at '" + shown(key) + "'");
+        }
+        copy_left_ -= t.nbytes;
+        const size_t elem = safetensors_dtype_size(t.dtype);
+        std::vector<uint8_t> bytes(t.nbytes);
+        std::vector<int64_t> idx(t.shape.size(), 0);
+        for (size_t n = 0; n < t.nbytes / elem; ++n) {
+            uint64_t src = 0;
+            for (size_t i = 0; i < t.shape.size(); ++i) src += static_cast<uint64_t>(idx[i] * t.stride[i]);
+            std::memcpy(bytes.data() + n * elem, t.data + src * elem, elem);
+            for (size_t i = t.shape.size(); i-- > 0;) {
+                if (++idx[i] < t.shape[i]) break;
+                idx[i] = 0;
+            }
+        }
+        // owned holds vectors: their heap buffers survive the outer vector's growth.
+        out_.owned.push_back(std::move(bytes));
+        return it->second = out_.owned.back().data();
+    }
+
+    const Unpickler& up_;
+    Output out_;
+    const std::string& label_;
+    size_t walk_left_, walk_budget_, copy_left_, archive_bytes_;
+    std::map<Ref, const uint8_t*> copies_;
+};
 
 }  // namespace
 
@@ -666,14 +730,10 @@ void TorchCheckpoint::parse(const uint8_t* data, size_t size) {
         }
     }
 
-    // owned_ holds vectors: their heap buffers (what tensors point at) survive the outer vector's growth.
-    {
-        Unpickler up(pkl->data, pkl->size, label_ + ": " + stem + "data.pkl",
-                     [&](const std::string& key) { return entry("data/" + key); });
-        const ValuePtr root = up.run();
-        FlattenState st{&tensors_, &owned_, &values_, &index_, label_};
-        flatten(st, root, "", 0);
-    }
+    Unpickler up(pkl->data, pkl->size, label_ + ": " + stem + "data.pkl",
+                 [&](const std::string& key) { return entry("data/" + key); });
+    const Ref root = up.run();
+    Flattener(up, {tensors_, owned_, values_, index_}, label_, pkl->size, size).run(root);
 }
 
 }  // namespace talkbox

@@ -5,15 +5,56 @@
 
 namespace talkbox {
 
+namespace {
+
+// The 1-based byte of the first bracket nested deeper than max_depth, or 0. Within the longest valid
+// prefix of the text (all the parser would build) this counts exactly the parser's nesting; past it
+// the parser fails anyway.
+size_t too_deep_at(std::string_view text, int max_depth) {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;  // the escaped character cannot end the string
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth) return i + 1;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
+nlohmann::json parse_json_text(std::string_view text, const std::string& what, int max_depth) {
+    if (const size_t at = too_deep_at(text, max_depth)) {
+        throw Error(ErrorKind::Format, what + ": JSON nested deeper than " + std::to_string(max_depth) +
+                                           " levels at byte " + std::to_string(at));
+    }
+    try {
+        return nlohmann::json::parse(text.begin(), text.end());
+    } catch (const nlohmann::json::parse_error& e) {
+        throw Error(ErrorKind::Format, what + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+    }
+}
+
 nlohmann::json read_json_file(const std::string& path) {
     MappedFile file(path);
-    const char* begin = reinterpret_cast<const char*>(file.data());
-    try {
-        return nlohmann::json::parse(begin, begin + file.size());
-    } catch (const nlohmann::json::parse_error& e) {
-        throw Error(ErrorKind::Format, "malformed JSON in '" + path + "' at byte " + std::to_string(e.byte) +
-                                           ": " + e.what());
-    }
+    return parse_json_text({reinterpret_cast<const char*>(file.data()), file.size()}, "'" + path + "'");
+}
+
+std::string json_excerpt(const nlohmann::json& v) {
+    std::string text = v.dump();
+    constexpr size_t kMax = 60;
+    if (text.size() <= kMax) return text;
+    size_t cut = kMax;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+    return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
 const nlohmann::json& json_member(const nlohmann::json& obj, const std::string& key, const std::string& where) {
@@ -26,26 +67,26 @@ const nlohmann::json& json_member(const nlohmann::json& obj, const std::string& 
 int64_t json_int(const nlohmann::json& obj, const std::string& key, const std::string& where) {
     const auto& v = json_member(obj, key, where);
     if (!v.is_number_integer()) {
-        throw Error(ErrorKind::Format, where + ": '" + key + "' must be an integer, got " + v.dump());
+        throw Error(ErrorKind::Format, where + ": '" + key + "' must be an integer, got " + json_excerpt(v));
     }
     return v.get<int64_t>();
 }
 
 double json_number(const nlohmann::json& obj, const std::string& key, const std::string& where) {
     const auto& v = json_member(obj, key, where);
-    if (!v.is_number()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be a number, got " + v.dump());
+    if (!v.is_number()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be a number, got " + json_excerpt(v));
     return v.get<double>();
 }
 
 bool json_bool(const nlohmann::json& obj, const std::string& key, const std::string& where) {
     const auto& v = json_member(obj, key, where);
-    if (!v.is_boolean()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be true/false, got " + v.dump());
+    if (!v.is_boolean()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be true/false, got " + json_excerpt(v));
     return v.get<bool>();
 }
 
 std::string json_string(const nlohmann::json& obj, const std::string& key, const std::string& where) {
     const auto& v = json_member(obj, key, where);
-    if (!v.is_string()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be a string, got " + v.dump());
+    if (!v.is_string()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be a string, got " + json_excerpt(v));
     return v.get<std::string>();
 }
 

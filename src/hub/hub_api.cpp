@@ -4,6 +4,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "core/json_file.h"
 #include "hub/model_cache.h"
 #include "talkbox/error.h"
 
@@ -53,12 +54,7 @@ std::string next_link(const std::string& link) {
 }
 
 nlohmann::json parse_json(const std::string& body, const std::string& url) {
-    try {
-        return nlohmann::json::parse(body);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw Error(ErrorKind::Format, "the hub answered " + url + " with malformed JSON (byte " +
-                                           std::to_string(e.byte) + ")");
-    }
+    return parse_json_text(body, "the hub's answer to " + url);
 }
 
 std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }

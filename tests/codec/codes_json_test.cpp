@@ -51,7 +51,7 @@ TEST(CodesJson, ErrorsNameTheFrameAndTheFault) {
     expect_format_error("[[1, null]]", "frame 0, codebook 1: expected an integer, got null");
     expect_format_error("[[2147483648]]", "frame 0, codebook 0: 2147483648 is out of range");
     expect_format_error("[[-2147483649]]", "frame 0, codebook 0: -2147483649 is out of range");
-    expect_format_error("[[1, 2]", "malformed JSON in codes at byte");
+    expect_format_error("[[1, 2]", "codes: malformed JSON at byte 8");
     try {
         read_codes_json("/nonexistent/codes.json");
         ADD_FAILURE();

@@ -89,7 +89,7 @@ TEST_F(CorruptSnapshot, MissingWeights) {
 
 TEST_F(CorruptSnapshot, MalformedConfigJson) {
     talkbox::testing::write_text(snap_ + "/config.json", "{\"talker_config\": {\"hidden_size\": 64,,}}");
-    EXPECT_CONTAINS(convert_error(), "malformed JSON in '" + snap_ + "/config.json' at byte 38");
+    EXPECT_CONTAINS(convert_error(), "'" + snap_ + "/config.json': malformed JSON at byte 38");
 }
 
 TEST_F(CorruptSnapshot, ConfigMissingAKey) {
