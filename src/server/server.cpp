@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/atomic_file.h"
+#include "core/json_file.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -471,9 +472,9 @@ struct Server::Impl : http::Handler {
     SpeechParams parse_speech(const http::Request& req) {
         json body;
         try {
-            body = json::parse(req.body);
-        } catch (const json::exception&) {
-            throw bad_request("the request body is not valid JSON", "", "invalid_json");
+            body = parse_json_text(req.body, "the request body");
+        } catch (const Error& e) {
+            throw bad_request(e.what(), "", "invalid_json");
         }
         if (!body.is_object()) throw bad_request("the request body must be a JSON object", "", "invalid_json");
         const auto string_field = [&](const char* key, bool required) -> std::string {
