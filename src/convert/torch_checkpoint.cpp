@@ -552,7 +552,7 @@ private:
 
     static constexpr size_t kMaxStack = 1 << 20;
     static constexpr size_t kMaxMemo = 1 << 20;
-    static constexpr size_t kMaxValues = 1 << 22;
+    static constexpr size_t kMaxValues = 1 << 20;
 
     const uint8_t* d_;
     size_t n_;

@@ -1,6 +1,7 @@
 #include "core/gguf_file.h"
 
 #include <cstring>
+#include <iterator>
 
 #include "core/ggml_log.h"
 #include "talkbox/error.h"
@@ -96,7 +97,61 @@ std::string GgufMeta::value_to_string(const std::string& key, size_t max_items) 
 // ---- GgufFile ----
 
 namespace {
+
+// ggml's reader compares every key and tensor name with all earlier ones: its time grows with the
+// square of their number (and of the keys' length). Real talkbox models have about 100 keys and a
+// few thousand tensors; these bounds keep a crafted file's worst case well under a second.
+constexpr uint64_t kMaxKeys = 4096;
+constexpr uint64_t kMaxTensors = 16384;
+constexpr uint64_t kMaxKeyBytes = 256;
+
+// Checks the header's counts and the key lengths before ggml reads the file. Anything else that is
+// malformed (types, truncation) is left to ggml, which reports it; the walk stops there.
+void check_table_sizes(const uint8_t* d, size_t n, const std::string& path) {
+    const auto fail = [&](const std::string& what) {
+        throw Error(ErrorKind::Format, "'" + path + "' is not a valid GGUF file (" + what + ")");
+    };
+    size_t pos = 0;
+    const auto take = [&](size_t len, uint64_t& v) {
+        if (len > n - pos) return false;
+        v = 0;
+        for (size_t i = len; i-- > 0;) v = (v << 8) | d[pos + i];
+        pos += len;
+        return true;
+    };
+    uint64_t magic, version, n_tensors, n_kv;
+    if (!take(4, magic) || !take(4, version) || !take(8, n_tensors) || !take(8, n_kv)) return;
+    if (n_tensors > kMaxTensors) fail(std::to_string(n_tensors) + " tensors, more than " + std::to_string(kMaxTensors));
+    if (n_kv > kMaxKeys) fail(std::to_string(n_kv) + " metadata keys, more than " + std::to_string(kMaxKeys));
+    // Bytes of one element of each GGUF value type (0 for strings, arrays and unknown types).
+    constexpr size_t kSize[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    const auto skip_string = [&] {
+        uint64_t len;
+        if (!take(8, len) || len > n - pos) return false;
+        pos += len;
+        return true;
+    };
+    for (uint64_t i = 0; i < n_kv; ++i) {
+        uint64_t key_len, type, count = 1;
+        if (!take(8, key_len)) return;
+        if (key_len > kMaxKeyBytes) fail("metadata key " + std::to_string(i) + " is longer than " + std::to_string(kMaxKeyBytes) + " bytes");
+        if (key_len > n - pos) return;
+        pos += key_len;
+        if (!take(4, type)) return;
+        if (type == GGUF_TYPE_ARRAY && (!take(4, type) || !take(8, count))) return;
+        if (type == GGUF_TYPE_STRING) {
+            for (uint64_t k = 0; k < count; ++k)
+                if (!skip_string()) return;
+        } else if (type >= std::size(kSize) || kSize[type] == 0 || count > (n - pos) / kSize[type]) {
+            return;
+        } else {
+            pos += count * kSize[type];
+        }
+    }
+}
+
 gguf_context* open_gguf(const MappedFile& map) {
+    check_table_sizes(map.data(), map.size(), map.path());
     // gguf_init_from_buffer validates the header, key/value section and tensor table against
     // the buffer size; it returns null (never aborts) on malformed input.
     route_ggml_log();

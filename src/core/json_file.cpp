@@ -29,6 +29,14 @@ size_t too_deep_at(std::string_view text, int max_depth) {
     return 0;
 }
 
+// `text` cut to about `max` bytes for a message, never inside a UTF-8 character.
+std::string cut(const std::string& text, size_t max) {
+    if (text.size() <= max) return text;
+    size_t at = max;
+    while (at > 0 && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;
+    return text.substr(0, at) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
 }  // namespace
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& what, int max_depth) {
@@ -39,7 +47,8 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& what, i
     try {
         return nlohmann::json::parse(text.begin(), text.end());
     } catch (const nlohmann::json::parse_error& e) {
-        throw Error(ErrorKind::Format, what + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+        // nlohmann quotes the token it last read, which may be megabytes of the input.
+        throw Error(ErrorKind::Format, what + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + cut(e.what(), 300));
     }
 }
 
@@ -48,14 +57,7 @@ nlohmann::json read_json_file(const std::string& path) {
     return parse_json_text({reinterpret_cast<const char*>(file.data()), file.size()}, "'" + path + "'");
 }
 
-std::string json_excerpt(const nlohmann::json& v) {
-    std::string text = v.dump();
-    constexpr size_t kMax = 60;
-    if (text.size() <= kMax) return text;
-    size_t cut = kMax;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
-    return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " bytes)";
-}
+std::string json_excerpt(const nlohmann::json& v) { return cut(v.dump(), 60); }
 
 const nlohmann::json& json_member(const nlohmann::json& obj, const std::string& key, const std::string& where) {
     if (!obj.is_object()) throw Error(ErrorKind::Format, where + ": expected a JSON object");
