@@ -105,7 +105,13 @@ public:
         return it->second;
     }
     const GgufTensorInfo& info(const std::string& name) const { return file_.tensor(name, shape(name)); }
-    std::vector<float> floats(const std::string& name) const { return host_floats(info(name)); }
+    // The values as floats; the mapped pages they came from leave the process (re-read from the
+    // file if needed again), so a re-laid weight is never resident in three copies while it loads.
+    std::vector<float> floats(const std::string& name) const {
+        std::vector<float> v = host_floats(info(name));
+        file_.release(info(name));
+        return v;
+    }
 
     // A GGUF tensor copied as stored (any type; matrices for ggml_mul_mat, F32 vectors).
     ggml_tensor* raw(const std::string& name) {
@@ -224,7 +230,12 @@ public:
         if (!buf) throw Error(ErrorKind::Io, "cannot allocate backend memory for the codec decoder of '" + file_.path() + "'");
         ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         try {
-            for (auto& u : uploads_) u.second(u.first);
+            for (auto& u : uploads_) {
+                u.second(u.first);
+                // The weight now lives in `buf` (as stored or re-laid): the mapped pages it was
+                // read from leave the process at once, so the decoder is never resident twice.
+                if (file_.has_tensor(ggml_get_name(u.first))) file_.release(file_.tensor(ggml_get_name(u.first)));
+            }
         } catch (...) {
             ggml_backend_buffer_free(buf);
             throw;

@@ -61,6 +61,7 @@ public:
     const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
     // Drops a tensor's mapped pages from the process once its data has been copied elsewhere.
     void release(const GgufTensorInfo& t) const { map_.release(t.data, t.nbytes); }
+    const MappedFile& mapping() const { return map_; }
     bool has_tensor(const std::string& name) const;
     const GgufTensorInfo& tensor(const std::string& name) const;  // throws NotFound
     // Throws Format naming the tensor when its shape (ggml order) differs from `expected`.

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -43,7 +44,7 @@ bool ggml_repacks(const GgufTensorInfo& t) {
 }  // namespace
 
 WeightStore::WeightStore(const GgufFile& file, ggml_backend_t backend, const std::vector<std::string>& prefixes,
-                         const MatmulOnly& matmul_only)
+                         const MatmulOnly& matmul_only, const InPlace& in_place)
     : path_(file.path()) {
     std::vector<const GgufTensorInfo*> selected;
     for (const auto& t : file.tensors()) {
@@ -60,21 +61,45 @@ WeightStore::WeightStore(const GgufFile& file, ggml_backend_t backend, const std
     const auto repacked = [&](const GgufTensorInfo& t) {
         return repack && ggml_repacks(t) && !packed::packs(t.type) && matmul_only(t.name);
     };
-    ctx_ = ggml_init({ggml_tensor_overhead() * (selected.size() + 1), nullptr, /*no_alloc=*/true});
-    repack_ctx_ = ggml_init({ggml_tensor_overhead() * (selected.size() + 1), nullptr, /*no_alloc=*/true});
-    if (!ctx_ || !repack_ctx_) {
+    const auto mapped = [&](const GgufTensorInfo& t) { return cpu && in_place && in_place(t.name); };
+    const size_t overhead = ggml_tensor_overhead() * (selected.size() + 1);
+    ctx_ = ggml_init({overhead, nullptr, /*no_alloc=*/true});
+    repack_ctx_ = ggml_init({overhead, nullptr, /*no_alloc=*/true});
+    mapped_ctx_ = ggml_init({overhead, nullptr, /*no_alloc=*/true});
+    if (!ctx_ || !repack_ctx_ || !mapped_ctx_) {
         release();
         throw Error(ErrorKind::Internal, "cannot create a ggml context for weights");
     }
-    size_t n_repacked = 0;
+    size_t n_repacked = 0, n_mapped = 0;
+    std::vector<const GgufTensorInfo*> copied;
     for (const auto* info : selected) {
-        const bool r = repacked(*info);
+        const bool m = mapped(*info), r = !m && repacked(*info);
         n_repacked += r;
-        ggml_tensor* t = ggml_new_tensor(r ? repack_ctx_ : ctx_, info->type, static_cast<int>(info->shape.size()), info->shape.data());
+        n_mapped += m;
+        ggml_tensor* t = ggml_new_tensor(m ? mapped_ctx_ : r ? repack_ctx_ : ctx_, info->type, static_cast<int>(info->shape.size()),
+                                         info->shape.data());
         ggml_set_name(t, info->name.c_str());
         tensors_[info->name] = t;
+        if (!m) copied.push_back(info);
     }
-    if (selected.size() > n_repacked) {
+    if (n_mapped > 0) {
+        // The whole mapping as one host buffer; ggml only reads weights, so PROT_READ holds.
+        const MappedFile& map = file.mapping();
+        mapped_buffer_ = ggml_backend_cpu_buffer_from_ptr(const_cast<uint8_t*>(map.data()), map.size());
+        if (!mapped_buffer_) {
+            release();
+            throw Error(ErrorKind::Internal, "cannot wrap the mapping of '" + path_ + "' as a backend buffer");
+        }
+        ggml_backend_buffer_set_usage(mapped_buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        for (const auto* info : selected) {
+            if (!mapped(*info)) continue;
+            if (ggml_backend_tensor_alloc(mapped_buffer_, tensors_[info->name], const_cast<uint8_t*>(info->data)) != GGML_STATUS_SUCCESS) {
+                release();
+                throw Error(ErrorKind::Internal, "cannot place '" + info->name + "' of '" + path_ + "' in its mapping");
+            }
+        }
+    }
+    if (copied.size() > n_repacked) {
         buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend);
         if (buffer_) {
             ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
@@ -85,13 +110,13 @@ WeightStore::WeightStore(const GgufFile& file, ggml_backend_t backend, const std
         repack_buffer_ = ggml_backend_alloc_ctx_tensors_from_buft(repack_ctx_, repack);
         if (repack_buffer_) ggml_backend_buffer_set_usage(repack_buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
     }
-    if ((selected.size() > n_repacked && !buffer_) || (n_repacked > 0 && !repack_buffer_)) {
+    if ((copied.size() > n_repacked && !buffer_) || (n_repacked > 0 && !repack_buffer_)) {
         release();
         throw Error(ErrorKind::Io, "cannot allocate backend memory for the weights of '" + path_ + "'");
     }
     // The mapped copy leaves the process as soon as it is copied: peak RSS stays near one copy of
     // the weights rather than two.
-    for (const auto* info : selected) {
+    for (const auto* info : copied) {
         ggml_backend_tensor_set(tensors_[info->name], info->data, 0, info->nbytes);
         file.release(*info);
     }
@@ -102,10 +127,12 @@ WeightStore::~WeightStore() { release(); }
 void WeightStore::release() {
     if (buffer_) ggml_backend_buffer_free(buffer_);
     if (repack_buffer_) ggml_backend_buffer_free(repack_buffer_);
+    if (mapped_buffer_) ggml_backend_buffer_free(mapped_buffer_);  // frees nothing of the mapping itself
     if (ctx_) ggml_free(ctx_);
     if (repack_ctx_) ggml_free(repack_ctx_);
-    buffer_ = repack_buffer_ = nullptr;
-    ctx_ = repack_ctx_ = nullptr;
+    if (mapped_ctx_) ggml_free(mapped_ctx_);
+    buffer_ = repack_buffer_ = mapped_buffer_ = nullptr;
+    ctx_ = repack_ctx_ = mapped_ctx_ = nullptr;
 }
 
 WeightStore::MatmulOnly WeightStore::names_matching(std::string infix, std::vector<std::string> suffixes) {

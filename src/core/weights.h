@@ -21,8 +21,13 @@ public:
     // IQ4_NL with AVX2) go into ggml's CPU_REPACK buffer, which re-lays them at upload; nothing but
     // a matrix product may read them afterwards. Types our own panel kernels take
     // (core/packed_matmul: Q8_0, Q4_K with AVX512-VNNI) stay in host memory for lm::pack_for_cpu.
+    //
+    // On the CPU, tensors `in_place` selects (tables read a row at a time by ggml_get_rows, such as
+    // a 151k-token embedding) are used where the file maps them instead of copied: only the rows a
+    // request reads become resident. `file` must then outlive the store.
+    using InPlace = std::function<bool(const std::string& name)>;
     WeightStore(const GgufFile& file, ggml_backend_t backend, const std::vector<std::string>& prefixes,
-                const MatmulOnly& matmul_only = {});
+                const MatmulOnly& matmul_only = {}, const InPlace& in_place = {});
     ~WeightStore();
     WeightStore(const WeightStore&) = delete;
     WeightStore& operator=(const WeightStore&) = delete;
@@ -42,6 +47,8 @@ private:
     ggml_backend_buffer_t buffer_ = nullptr;
     ggml_context* repack_ctx_ = nullptr;
     ggml_backend_buffer_t repack_buffer_ = nullptr;
+    ggml_context* mapped_ctx_ = nullptr;  // tensors used in place from the file's mapping
+    ggml_backend_buffer_t mapped_buffer_ = nullptr;
     std::map<std::string, ggml_tensor*> tensors_;
 };
 

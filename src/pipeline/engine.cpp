@@ -2,6 +2,10 @@
 // streaming decoder → caller's audio callback.
 #include "talkbox/engine.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <exception>
@@ -279,6 +283,11 @@ Engine::Engine(const std::string& model_path, const EngineOptions& options) {
     } else {
         impl_ = std::make_unique<Impl>(model_path, options);
     }
+#if defined(__GLIBC__)
+    // Loading re-lays weights through large temporary vectors; glibc keeps the freed heap pages
+    // resident (~100 MB on the 0.6B model) unless asked to hand them back.
+    malloc_trim(0);
+#endif
 }
 Engine::~Engine() = default;
 

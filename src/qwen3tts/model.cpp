@@ -43,9 +43,13 @@ Model::Model(const std::string& gguf_path, const ModelOptions& options)
                                            "vocabulary " + std::to_string(h.code_predictor.vocab));
     }
     check_tensors(file_, h);
+    // The embedding tables are read a few rows at a time (the text table, 151k rows, is a third of
+    // the 0.6B talker), so they stay in the mapping and only rows in use become resident.
     weights_ = std::make_unique<WeightStore>(
-        file_, backend_.get(), std::vector<std::string>{"talker.", "code_pred."},
-        lm::is_whole_layer_matrix);
+        file_, backend_.get(), std::vector<std::string>{"talker.", "code_pred."}, lm::is_whole_layer_matrix,
+        [](const std::string& name) {
+            return name == "talker.text_embd.weight" || name == "talker.codec_embd.weight" || name.rfind("code_pred.codec_embd.", 0) == 0;
+        });
     const WeightStore& w = *weights_;
 
     talker_.codec_embd = w.get("talker.codec_embd.weight");
