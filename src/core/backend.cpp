@@ -20,9 +20,9 @@
 
 namespace talkbox {
 
-// One thread that runs the graphs of the backends sharing the cores, a `first` job before any
-// other waiting job. One thread, not a lock: ggml's CPU threads are a team per calling thread, and
-// an idle team spins for a while after its graph, stealing the cores from the other team.
+// One thread that runs the graphs of every CPU backend of the process, a `first` job before any
+// other waiting job. One thread, not a lock: ggml's CPU threads are an OpenMP team per calling
+// thread, and an idle team spins for a while after its graph, stealing the cores from the others.
 class CoreGate {
 public:
     CoreGate() : worker_([this] { serve(); }) {}
@@ -78,6 +78,11 @@ private:
     std::thread worker_;
 };
 
+std::shared_ptr<CoreGate> process_gate() {
+    static const std::shared_ptr<CoreGate> gate = std::make_shared<CoreGate>();
+    return gate;
+}
+
 int default_thread_count() {
     const unsigned n = std::thread::hardware_concurrency();
     return n == 0 ? 1 : static_cast<int>(n);
@@ -97,6 +102,7 @@ Backend::Backend(int threads, Device device) {
     backend_ = ggml_backend_cpu_init();
     if (!backend_) throw Error(ErrorKind::Internal, "cannot initialise the ggml CPU backend");
     ggml_backend_cpu_set_n_threads(backend_, threads_);
+    gate_ = process_gate();
 }
 
 Backend::~Backend() {
@@ -111,8 +117,6 @@ std::string Backend::description() const {
 
 void Backend::share_cores_with(const Backend& other) const {
     if (!is_cpu_ || !other.is_cpu_ || &other == this) return;
-    gate_ = other.gate_ ? other.gate_ : std::make_shared<CoreGate>();
-    other.gate_ = gate_;
     gate_first_ = true;
     other.gate_first_ = false;
 }

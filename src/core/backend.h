@@ -1,5 +1,6 @@
 // The compute backend a model runs on: ggml's CPU backend with a thread count, or (when built
-// with TALKBOX_CUDA and a device is present) CUDA. One Backend per loaded model.
+// with TALKBOX_CUDA and a device is present) CUDA. One Backend per loaded model; the CPU backends
+// of a process share one executor (see share_cores_with).
 #pragma once
 
 #include <memory>
@@ -60,17 +61,18 @@ public:
     // order, so the results are identical), adding each stage's wall time to `times`.
     void compute(ggml_cgraph* graph, const GraphStages& stages, StageTimes* times) const;
 
-    // From now on this CPU backend and `other` run one graph at a time, on one shared thread: two
-    // thread teams on the same cores spin at each other's barriers (a generator and its concurrent
-    // decoder ran 1.5x slower together than one after the other). When both wait, this one goes
-    // first. No-op unless both are CPU backends.
+    // Every CPU backend of the process runs its graphs on one executor thread, one graph at a time
+    // (one compute owner): two thread teams on the same cores spin at each other's barriers (a
+    // generator and its concurrent decoder ran 1.5x slower together than one after the other, and
+    // four engines of a server far worse). This makes this backend's waiting graphs go before
+    // `other`'s (the generator before its decoder). No-op unless both are CPU backends.
     void share_cores_with(const Backend& other) const;
 
 private:
     void run(ggml_cgraph* graph) const;
 
     ggml_backend_t backend_ = nullptr;
-    mutable std::shared_ptr<CoreGate> gate_;
+    std::shared_ptr<CoreGate> gate_;  // the process-wide executor (CPU backends)
     mutable bool gate_first_ = false;
     bool is_cpu_ = true;
     int threads_ = 1;
