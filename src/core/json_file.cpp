@@ -49,6 +49,8 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& what, i
     } catch (const nlohmann::json::parse_error& e) {
         // nlohmann quotes the token it last read, which may be megabytes of the input.
         throw Error(ErrorKind::Format, what + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + cut(e.what(), 300));
+    } catch (const nlohmann::json::exception& e) {  // out_of_range: a number beyond double (1e999)
+        throw Error(ErrorKind::Format, what + ": unreadable JSON: " + cut(e.what(), 300));
     }
 }
 

@@ -117,7 +117,7 @@ std::vector<T> read_tensor(const GgufFile& file, const char* name, ggml_type typ
     }
     shape = t.shape;
     std::vector<T> out(t.nbytes / sizeof(T));
-    std::memcpy(out.data(), t.data, out.size() * sizeof(T));
+    if (!out.empty()) std::memcpy(out.data(), t.data, out.size() * sizeof(T));  // an empty tensor has no data pointer
     return out;
 }
 

@@ -47,3 +47,7 @@ TEST(ParseJsonText, BracketsInsideStringsDoNotCount) {
 TEST(ParseJsonText, MalformedJsonNamesTheByte) {
     EXPECT_EQ(error_of("[1,,2]", 4).substr(0, 35), "doc: malformed JSON at byte 4: [jso");
 }
+
+TEST(ParseJsonText, NumbersBeyondDoubleAreFormatErrors) {
+    EXPECT_EQ(error_of("[[1e999]]", 4).substr(0, 24), "doc: unreadable JSON: [j");
+}
