@@ -9,10 +9,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 3 ] || { echo "usage: $0 fuzz DIR NAME | gtest DIR BINARY FILTER" >&2; exit 2; }
 step=$1 dir=$2
 
-# Any report fails the step; leaks too, except the third-party ones listed in fuzz/lsan.supp.
+# Any report fails the step (UBSan aborts: -fno-sanitize-recover, cmake/sanitize.cmake), leaks too
+# except the third-party ones in fuzz/lsan.supp.
 export ASAN_OPTIONS=detect_leaks=1
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export LSAN_OPTIONS=suppressions=$root/fuzz/lsan.supp:print_suppressions=0
+export UBSAN_OPTIONS=print_stacktrace=1
+export LSAN_OPTIONS=suppressions=$root/fuzz/lsan.supp
 export TALKBOX_FUZZ_MODEL=${TALKBOX_FUZZ_MODEL:-${TALKBOX_FIXTURES:-$root/../shared/fixtures}/qwen3tts/tiny-0.6B-Base}
 
 case $step in
