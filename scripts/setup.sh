@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine needs, fetches the pinned ggml source and builds
-# talkbox into build/ (Release). Idempotent: a second run only rebuilds what changed.
+# talkbox into build/ (Release) and the ASan + UBSan fuzz build into build-sanitize/ (clang), whose
+# fuzz runs and sanitized tests build/'s ctest runs (fuzz/ctest.cmake); TALKBOX_SANITIZE_BUILD=
+# (empty) skips the latter. Idempotent: a second run only rebuilds what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +13,7 @@ DEBIAN_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
   libsndfile1-dev libsoxr-dev libsleef-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
   chromium curl   # the server's tests: headless browser (driven by playwright-core), README curl lines
+  clang libclang-rt-dev llvm   # build-sanitize/: libFuzzer + sanitizer runtimes, llvm-symbolizer for reports
 )
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -56,7 +59,14 @@ fi
 jobs=$(nproc)
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTALKBOX_GGML_SOURCE="$PWD/$src/ggml" -DTALKBOX_NODE_DIR="$node_dir" "${launcher[@]}" \
+common=(-DTALKBOX_GGML_SOURCE="$PWD/$src/ggml" -DTALKBOX_NODE_DIR="$node_dir" "${launcher[@]}")
+sanitize=${TALKBOX_SANITIZE_BUILD-$PWD/build-sanitize}
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTALKBOX_SANITIZE_BUILD="$sanitize" "${common[@]}" \
   ${TALKBOX_CMAKE_ARGS:-} >/dev/null
 cmake --build build -j "$jobs"
 echo "setup: built build/bin/talkbox"
+if [ -n "$sanitize" ]; then
+  CC=clang CXX=clang++ cmake -S . -B "$sanitize" -DCMAKE_BUILD_TYPE=Release -DTALKBOX_FUZZ=ON "${common[@]}" >/dev/null
+  cmake --build "$sanitize" -j "$jobs" --target sanitize_all
+  echo "setup: built the fuzz targets and sanitized tests in $sanitize"
+fi

@@ -160,7 +160,7 @@ TEST(Attention, RelativePositionsMatchTheReference) {
                 }
         const std::string what = std::to_string(heads) + " heads x " + std::to_string(hd) + ", T " + std::to_string(t) +
                                  ", B " + std::to_string(batch);
-        expect_every_variant_matches(ref, what, [&](bool fused, Backend& backend, ggml_context* ctx) {
+        expect_every_variant_matches(ref, what, [&, heads = heads, t = t, batch = batch](bool fused, Backend& backend, ggml_context* ctx) {
             ggml_tensor* q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w, t, batch);
             ggml_tensor* qp = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w, t, batch);
             ggml_tensor* kv = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 2 * w, t, batch);

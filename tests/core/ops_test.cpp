@@ -201,7 +201,7 @@ TEST(GeluErfAndMish, FusedAndComposedAgree) {
             std::vector<std::vector<float>> outs;
             for (bool fused : {true, false}) {
                 outs.push_back(run_graph({{{rows, cols}, x}},
-                                         [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) { return op(ctx, t[0], fused); },
+                                         [&, op = op](ggml_context* ctx, const std::vector<ggml_tensor*>& t) { return op(ctx, t[0], fused); },
                                          threads));
             }
             EXPECT_LE(talkbox::testing::max_abs_diff(outs[0], outs[1]), 1e-6f) << name << ", " << threads << " threads";
@@ -342,7 +342,7 @@ TEST(ConvColumns, HistoryAndInputReadInPlace) {
             for (int threads : {1, 3}) {
                 const std::vector<float> y = run_graph(
                     {{{channels, h}, hist}, {{channels, length}, x}},
-                    [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
+                    [&, taps = taps, dilation = dilation](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
                         return conv_columns_history(ctx, t[0], t[1], taps, dilation, fused);
                     },
                     threads);
@@ -401,7 +401,7 @@ TEST(ConvDirect, MatchesTheReferenceAndDoesNotDependOnTheSteps) {
                     if (with_res) in.push_back({{cout, n}, std::vector<float>(res.begin() + t0 * cout, res.begin() + (t0 + n) * cout)});
                     const std::vector<float> y = run_graph(
                         in,
-                        [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
+                        [&, taps = taps, dilation = dilation](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
                             return conv_direct(ctx, t[0], t[1], t[2], h > 0 ? t[3] : nullptr,
                                                with_res ? t[h > 0 ? 4 : 3] : nullptr, taps, dilation);
                         },
@@ -561,7 +561,7 @@ TEST(ConvDirect, TransposedConvAsPaddedConvMatchesTheScatter) {
         for (int threads : {1, 3}) {
             const std::vector<float> y = run_graph(
                 {{{cin, length}, x}, {{cin * n, conv_panel_rows(cout * s)}, panels}, {{cout * s}, repeated}},
-                [&](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
+                [&, cout = cout, s = s, length = length](ggml_context* ctx, const std::vector<ggml_tensor*>& t) {
                     ggml_tensor* blocks = conv_direct_padded(ctx, t[0], t[1], t[2], nullptr, n, 1, 1, n - 1, length + n - 1);
                     ggml_tensor* samples = ggml_reshape_2d(ctx, blocks, cout, s * (length + n - 1));
                     return ggml_cont(ctx, ggml_view_2d(ctx, samples, cout, len, samples->nb[1], pad * samples->nb[1]));
