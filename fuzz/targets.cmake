@@ -11,6 +11,7 @@ set(TALKBOX_FUZZ_TARGETS
   voice_file         # voice/voice_file: load_voice
   audio              # audio/audio_reader: WAV, FLAC, Ogg, ... through libsndfile, from memory
   tokenizer          # text/tokenizer: encode / decode round trip
+  http_request       # server/http_request + multipart: the request path of `talkbox serve`
 )
 
 # Test binaries of the TALKBOX_FUZZ build run under the sanitizers, as BINARY=GTEST_FILTER: the
@@ -24,4 +25,7 @@ set(TALKBOX_SANITIZED_TESTS
   "voice_file_test=*"
   "voice_test=AudioReader*"
   "server_test=*"
+  "http_request_test=*"
+  "hostile_server_test=*"
+  "crafted_input_test=*"
 )

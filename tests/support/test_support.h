@@ -6,7 +6,23 @@
 #include <string>
 #include <vector>
 
+// Whether this build runs under AddressSanitizer (the TALKBOX_FUZZ build runs several suites):
+// it reserves terabytes of shadow memory (no RLIMIT_AS) and keeps freed memory in a quarantine
+// (peak RSS says nothing about the code's own buffering).
+#if defined(__SANITIZE_ADDRESS__)
+#define TALKBOX_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TALKBOX_TEST_ASAN 1
+#endif
+#endif
 namespace talkbox::testing {
+
+#ifdef TALKBOX_TEST_ASAN
+inline constexpr bool kUnderAsan = true;
+#else
+inline constexpr bool kUnderAsan = false;
+#endif
 
 // ../shared/fixtures (or $TALKBOX_FIXTURES). Throws when absent: tests never skip silently.
 std::string fixtures_dir();

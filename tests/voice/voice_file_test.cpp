@@ -444,7 +444,7 @@ Voice chatterbox_voice() {
 // A raw GGUF v3 header: magic, version, tensor and key counts, then `rest` (keys, tensor infos).
 std::string le(uint64_t v, int bytes) {
     std::string out;
-    for (int i = 0; i < bytes; ++i) out += char((v >> (8 * i)) & 0xff);
+    for (int i = 0; i < bytes; ++i) out += char(i < 8 ? (v >> (8 * i)) & 0xff : 0);  // wider fields: zero-extended
     return out;
 }
 std::string gguf_header(uint64_t n_tensors, uint64_t n_kv, const std::string& rest = "") {
