@@ -16,18 +16,6 @@ bool is_token_char(unsigned char c) {
     return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
 }
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
 int hex_value(char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -59,6 +47,18 @@ uint64_t parse_content_length(std::string_view v) {
 
 }  // namespace
 
+std::string lower_ascii(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+std::string_view trim_ows(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
 const std::string& Request::header(std::string_view name) const {
     static const std::string empty;
     for (const auto& [k, v] : headers) {
@@ -72,12 +72,12 @@ bool Request::has_header(std::string_view name) const {
 }
 
 bool Request::keep_alive() const {
-    const std::string c = lower(header("connection"));
+    const std::string c = lower_ascii(header("connection"));
     if (c.find("close") != std::string::npos) return false;
     return version_minor >= 1 || c.find("keep-alive") != std::string::npos;
 }
 
-bool Request::expects_continue() const { return lower(header("expect")) == "100-continue"; }
+bool Request::expects_continue() const { return lower_ascii(header("expect")) == "100-continue"; }
 
 bool Request::peer_closed() const { return http::peer_closed(socket); }
 
@@ -176,7 +176,7 @@ void RequestParser::parse_head() {
         if (!std::all_of(name.begin(), name.end(), [](char c) { return is_token_char(static_cast<unsigned char>(c)); })) {
             throw HttpError(400, "malformed header name");
         }
-        const std::string_view value = trim(h.substr(colon + 1));
+        const std::string_view value = trim_ows(h.substr(colon + 1));
         for (const char c : value) {
             const auto u = static_cast<unsigned char>(c);
             if ((u < 0x20 && c != '\t') || u == 0x7f) throw HttpError(400, "header '" + std::string(name) + "' holds a control character");
@@ -184,7 +184,7 @@ void RequestParser::parse_head() {
         if (request_.headers.size() >= limits_.max_headers) {
             throw HttpError(431, "more than " + std::to_string(limits_.max_headers) + " header fields");
         }
-        request_.headers.emplace_back(lower(name), std::string(value));
+        request_.headers.emplace_back(lower_ascii(name), std::string(value));
     }
 
     // Body framing (RFC 9112 6): chunked, or one Content-Length; both at once is refused, as
@@ -202,9 +202,9 @@ void RequestParser::parse_head() {
         if (request_.version_minor == 0) throw HttpError(400, "Transfer-Encoding is not allowed in HTTP/1.0");
         std::string codings;
         for (const auto& [k, v] : request_.headers) {
-            if (k == "transfer-encoding") codings += (codings.empty() ? "" : ",") + lower(v);
+            if (k == "transfer-encoding") codings += (codings.empty() ? "" : ",") + lower_ascii(v);
         }
-        if (std::string(trim(codings)) != "chunked") {
+        if (std::string(trim_ows(codings)) != "chunked") {
             throw HttpError(501, "Transfer-Encoding '" + codings.substr(0, 60) + "' is not supported (only 'chunked')");
         }
         content_length_ = -1;
@@ -272,7 +272,7 @@ size_t RequestParser::feed_chunked(const char* data, size_t size) {
                 } else if (chunk_ == Chunk::Trailer) {
                     if (line.empty()) state_ = State::Done;
                 } else {
-                    const std::string_view digits = trim(line.substr(0, line.find(';')));
+                    const std::string_view digits = trim_ows(line.substr(0, line.find(';')));
                     if (digits.empty() || digits.size() > 15) throw HttpError(400, "malformed chunked body: bad chunk size");
                     uint64_t n = 0;
                     for (const char d : digits) {

@@ -47,6 +47,11 @@ struct Request {
     bool peer_closed() const;
 };
 
+// ASCII lower case (header names and tokens are case-insensitive) and optional-whitespace trimming,
+// shared by the request and multipart readers.
+std::string lower_ascii(std::string_view s);
+std::string_view trim_ows(std::string_view s);
+
 // Whether the client on `socket` has closed or reset the connection.
 bool peer_closed(int socket);
 

@@ -12,27 +12,15 @@ namespace {
 constexpr size_t kMaxParts = 64;
 constexpr size_t kMaxPartHead = 8 << 10;
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
 // The value of `key` among "; key=value" parameters (quoted or not), or nullopt.
 std::optional<std::string> parameter(std::string_view header, std::string_view key) {
     size_t at = header.find(';');
     while (at != std::string_view::npos) {
-        std::string_view rest = trim(header.substr(at + 1));
+        std::string_view rest = trim_ows(header.substr(at + 1));
         const size_t eq = rest.find('=');
         if (eq == std::string_view::npos) return std::nullopt;
-        const std::string k = lower(trim(rest.substr(0, eq)));
-        rest = trim(rest.substr(eq + 1));
+        const std::string k = lower_ascii(trim_ows(rest.substr(0, eq)));
+        rest = trim_ows(rest.substr(eq + 1));
         std::string value;
         size_t end;
         if (!rest.empty() && rest.front() == '"') {
@@ -45,7 +33,7 @@ std::optional<std::string> parameter(std::string_view header, std::string_view k
             ++end;
         } else {
             end = std::min(rest.find(';'), rest.size());
-            value = std::string(trim(rest.substr(0, end)));
+            value = std::string(trim_ows(rest.substr(0, end)));
         }
         if (k == key) return value;
         const size_t next = rest.find(';', end);
@@ -93,10 +81,10 @@ std::vector<FormPart> parse_multipart(std::string_view body, std::string_view co
             head = nl == std::string_view::npos ? std::string_view() : head.substr(nl + 2);
             const size_t colon = line.find(':');
             if (colon == std::string_view::npos) throw HttpError(400, "multipart: malformed part header line");
-            const std::string name = lower(trim(line.substr(0, colon)));
-            const std::string_view value = trim(line.substr(colon + 1));
+            const std::string name = lower_ascii(trim_ows(line.substr(0, colon)));
+            const std::string_view value = trim_ows(line.substr(colon + 1));
             if (name == "content-disposition") {
-                if (lower(value.substr(0, value.find(';'))) != "form-data") {
+                if (lower_ascii(value.substr(0, value.find(';'))) != "form-data") {
                     throw HttpError(400, "multipart: a part's Content-Disposition is not form-data");
                 }
                 const auto n = parameter(value, "name");
