@@ -120,7 +120,10 @@ public:
         ggml_tensor* t = ggml_new_tensor(ctx_, i.type, static_cast<int>(ne.size()), ne.data());
         ggml_set_name(t, name.c_str());
         const GgufTensorInfo* ip = &i;
-        uploads_.push_back({t, [ip](ggml_tensor* dst) { ggml_backend_tensor_set(dst, ip->data, 0, ip->nbytes); }});
+        uploads_.push_back({t, [this, ip](ggml_tensor* dst) {
+                                ggml_backend_tensor_set(dst, ip->data, 0, ip->nbytes);
+                                file_.release(*ip);  // now in the backend buffer: the mapped pages leave the process
+                            }});
         return t;
     }
 
@@ -230,12 +233,7 @@ public:
         if (!buf) throw Error(ErrorKind::Io, "cannot allocate backend memory for the codec decoder of '" + file_.path() + "'");
         ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         try {
-            for (auto& u : uploads_) {
-                u.second(u.first);
-                // The weight now lives in `buf` (as stored or re-laid): the mapped pages it was
-                // read from leave the process at once, so the decoder is never resident twice.
-                if (file_.has_tensor(ggml_get_name(u.first))) file_.release(file_.tensor(ggml_get_name(u.first)));
-            }
+            for (auto& u : uploads_) u.second(u.first);
         } catch (...) {
             ggml_backend_buffer_free(buf);
             throw;

@@ -78,8 +78,8 @@ private:
     std::thread worker_;
 };
 
-std::shared_ptr<CoreGate> process_gate() {
-    static const std::shared_ptr<CoreGate> gate = std::make_shared<CoreGate>();
+static CoreGate& process_gate() {
+    static CoreGate gate;
     return gate;
 }
 
@@ -102,7 +102,6 @@ Backend::Backend(int threads, Device device) {
     backend_ = ggml_backend_cpu_init();
     if (!backend_) throw Error(ErrorKind::Internal, "cannot initialise the ggml CPU backend");
     ggml_backend_cpu_set_n_threads(backend_, threads_);
-    gate_ = process_gate();
 }
 
 Backend::~Backend() {
@@ -122,8 +121,8 @@ void Backend::share_cores_with(const Backend& other) const {
 }
 
 void Backend::compute(ggml_cgraph* graph) const {
-    if (!gate_) return run(graph);
-    gate_->run([&] { run(graph); }, gate_first_);
+    if (!is_cpu_) return run(graph);
+    process_gate().run([&] { run(graph); }, gate_first_);
 }
 
 void Backend::run(ggml_cgraph* graph) const {

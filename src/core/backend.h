@@ -3,7 +3,6 @@
 // of a process share one executor (see share_cores_with).
 #pragma once
 
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,8 +38,6 @@ private:
     std::vector<std::pair<std::string, int>> ends_;  // stage, first node after it
 };
 
-class CoreGate;
-
 class Backend {
 public:
     // threads <= 0 picks the number of physical cores. Device::Gpu throws Error (Unsupported)
@@ -72,7 +69,6 @@ private:
     void run(ggml_cgraph* graph) const;
 
     ggml_backend_t backend_ = nullptr;
-    std::shared_ptr<CoreGate> gate_;  // the process-wide executor (CPU backends)
     mutable bool gate_first_ = false;
     bool is_cpu_ = true;
     int threads_ = 1;

@@ -70,19 +70,18 @@ WeightStore::WeightStore(const GgufFile& file, ggml_backend_t backend, const std
         release();
         throw Error(ErrorKind::Internal, "cannot create a ggml context for weights");
     }
-    size_t n_repacked = 0, n_mapped = 0;
-    std::vector<const GgufTensorInfo*> copied;
+    size_t n_repacked = 0;
+    std::vector<const GgufTensorInfo*> copied, in_mapping;
     for (const auto* info : selected) {
         const bool m = mapped(*info), r = !m && repacked(*info);
         n_repacked += r;
-        n_mapped += m;
         ggml_tensor* t = ggml_new_tensor(m ? mapped_ctx_ : r ? repack_ctx_ : ctx_, info->type, static_cast<int>(info->shape.size()),
                                          info->shape.data());
         ggml_set_name(t, info->name.c_str());
         tensors_[info->name] = t;
-        if (!m) copied.push_back(info);
+        (m ? in_mapping : copied).push_back(info);
     }
-    if (n_mapped > 0) {
+    if (!in_mapping.empty()) {
         // The whole mapping as one host buffer; ggml only reads weights, so PROT_READ holds.
         const MappedFile& map = file.mapping();
         mapped_buffer_ = ggml_backend_cpu_buffer_from_ptr(const_cast<uint8_t*>(map.data()), map.size());
@@ -91,8 +90,7 @@ WeightStore::WeightStore(const GgufFile& file, ggml_backend_t backend, const std
             throw Error(ErrorKind::Internal, "cannot wrap the mapping of '" + path_ + "' as a backend buffer");
         }
         ggml_backend_buffer_set_usage(mapped_buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-        for (const auto* info : selected) {
-            if (!mapped(*info)) continue;
+        for (const auto* info : in_mapping) {
             if (ggml_backend_tensor_alloc(mapped_buffer_, tensors_[info->name], const_cast<uint8_t*>(info->data)) != GGML_STATUS_SUCCESS) {
                 release();
                 throw Error(ErrorKind::Internal, "cannot place '" + info->name + "' of '" + path_ + "' in its mapping");

@@ -79,15 +79,6 @@ struct SlistDeleter {
 
 }  // namespace
 
-std::string printable(const std::string& text, size_t max_chars) {
-    std::string out;
-    for (const char ch : text) {
-        if (out.size() == max_chars) return out + "...";
-        out += ch >= 0x20 && ch < 0x7f ? ch : '?';
-    }
-    return out;
-}
-
 std::string HttpResult::header(const std::string& lower_case_name) const {
     const auto it = headers.find(lower_case_name);
     return it == headers.end() ? "" : it->second;

@@ -8,11 +8,9 @@
 #include <map>
 #include <string>
 
-namespace talkbox::hub {
+#include "core/printable.h"  // hub messages quote what servers send
 
-// Untrusted text (a server's message, a URL it sent) made safe to print: bytes outside printable
-// ASCII become '?' (no terminal escapes), cut to max_chars with "...".
-std::string printable(const std::string& text, size_t max_chars = 200);
+namespace talkbox::hub {
 
 struct HttpOptions {
     std::string token;          // "Authorization: Bearer <token>"; curl drops it when a redirect changes host

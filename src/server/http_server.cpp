@@ -320,13 +320,11 @@ struct HttpServer::Impl {
                 bool keep = true, dispatched = false;
                 if (fds[i + 2].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) {
                     if (c->phase == Connection::Phase::Draining) {
-                        const ssize_t r = ::recv(c->fd, sink, sizeof sink, 0);
-                        keep = r > 0 || (r < 0 && (errno == EAGAIN || errno == EINTR));
-                        if (keep) {
-                            char drop[kReadBuffer];
-                            while (::recv(c->fd, drop, sizeof drop, MSG_DONTWAIT) > 0) {
-                            }
+                        char drop[kReadBuffer];
+                        ssize_t r;
+                        while ((r = ::recv(c->fd, drop, sizeof drop, MSG_DONTWAIT)) > 0) {
                         }
+                        keep = r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);  // 0: the client closed
                     } else {
                         keep = read_from(c, dispatched);
                     }
@@ -418,18 +416,11 @@ struct HttpServer::Impl {
             {
                 std::lock_guard<std::mutex> lock(m);
                 busy.erase(c->fd);
-                if (keep) {
+                if (keep) {  // the same connection waits for its next request (c->pending may hold it)
                     set_blocking(c->fd, false);
-                    std::string pending = std::move(c->pending);
-                    const std::string remote = c->remote;
-                    const int fd = c->fd;
-                    c->fd = -1;
-                    auto fresh = std::make_unique<Connection>(limits.parse);
-                    fresh->fd = fd;
-                    fresh->remote = remote;
-                    fresh->pending = std::move(pending);
-                    fresh->deadline = Clock::now() + seconds(limits.keep_alive_timeout_s);
-                    returned.push_back(std::move(fresh));
+                    c->parser = RequestParser(limits.parse);
+                    c->deadline = Clock::now() + seconds(limits.keep_alive_timeout_s);
+                    returned.push_back(std::move(c));
                 }
             }
             if (keep) wake_up();

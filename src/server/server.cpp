@@ -17,6 +17,7 @@
 
 #include "core/atomic_file.h"
 #include "core/json_file.h"
+#include "core/printable.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -44,15 +45,6 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 std::string lower(std::string s) {
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
-}
-
-// Client bytes for a log line: control characters replaced, at most 200 bytes.
-std::string printable(const std::string& s) {
-    std::string out = s.substr(0, 200);
-    for (char& c : out) {
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    }
-    return s.size() > 200 ? out + "..." : out;
 }
 
 std::string join(const std::vector<std::string>& v) {

@@ -552,9 +552,9 @@ TEST(HubDigest, Sha1KnownAnswersAndGitBlobIds) {
 }
 
 TEST(HubHttp, PrintableReplacesControlBytesAndTruncates) {
-    EXPECT_EQ(talkbox::hub::printable("ok \x1b[31mred\x1b[0m\r\n\xc3\xa9"), "ok ?[31mred?[0m????");
-    EXPECT_EQ(talkbox::hub::printable(std::string(300, 'x')), std::string(200, 'x') + "...");
-    EXPECT_EQ(talkbox::hub::printable(std::string(200, 'x')), std::string(200, 'x'));
+    EXPECT_EQ(talkbox::printable("ok \x1b[31mred\x1b[0m\r\n\xc3\xa9"), "ok ?[31mred?[0m????");
+    EXPECT_EQ(talkbox::printable(std::string(300, 'x')), std::string(200, 'x') + "...");
+    EXPECT_EQ(talkbox::printable(std::string(200, 'x')), std::string(200, 'x'));
 }
 
 }  // namespace
