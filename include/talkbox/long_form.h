@@ -1,5 +1,5 @@
 // Long text → speech: the text is split into sentence-sized segments (talkbox/segmenter.h) that
-// are synthesised in order on one Engine and joined with a pause, as `talkbox speak` and
+// are synthesised in order on one Session and joined with a pause, as `talkbox speak` and
 // `talkbox serve` do.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "talkbox/engine.h"
+#include "talkbox/model.h"
 
 namespace talkbox {
 
@@ -47,7 +47,7 @@ struct LongFormResult {
 // Speaks every segment with `request` (its text replaced; one seed for all segments, drawn when
 // the request has none), delivering audio and pauses through `on_audio` in order. `on_segment`
 // (optional) runs after each segment. Stops after the current frame when `cancel` becomes true.
-LongFormResult speak_long_form(Engine& engine, SpeechRequest request, const std::vector<std::string>& segments,
+LongFormResult speak_long_form(Session& session, SpeechRequest request, const std::vector<std::string>& segments,
                                const LongFormOptions& options, const AudioCallback& on_audio,
                                const std::function<void(const SegmentDone&)>& on_segment = {},
                                const StreamOptions& stream = {}, const std::atomic<bool>* cancel = nullptr);

@@ -33,7 +33,7 @@ struct ModelInfo {
     std::vector<ComponentInfo> components;
     std::vector<SpeakerInfo> speakers;
     std::vector<std::string> languages;
-    std::string builtin_voice;  // Chatterbox: what the built-in voice holds; empty when the file has none
+    std::string voice;  // how a request gives it a voice (presets, a description, a clone, a built-in voice), for display
     std::map<std::string, std::string> hyperparameters;  // selected values, for display
 };
 

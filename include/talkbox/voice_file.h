@@ -7,6 +7,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "talkbox/voice.h"
@@ -37,10 +38,6 @@ Voice create_voice(const std::string& model_path, const std::string& ref_audio_p
                    const std::optional<std::string>& ref_text, int threads = 0,
                    std::vector<std::string>* warnings = nullptr, const CloneStop& stop = {});
 
-// Whether the GGUF at model_path is a Chatterbox model (general.architecture "chatterbox"): its
-// voices come from the clip alone (no transcript, no mode) and hold Chatterbox's conditionals
-// (Voice::chatterbox). create_voice dispatches on it. Throws like GgufFile for an unreadable file.
-bool is_chatterbox_model(const std::string& model_path);
 
 // Writes the voice atomically. replace=false creates the file only if no file of that name exists
 // (atomically, also against other processes) and throws Error (Exists) otherwise. Throws Error
@@ -51,5 +48,11 @@ void save_voice(const Voice& voice, const std::string& path, bool replace = true
 // Format (not a voice file, a mistyped key or tensor, a bad shape or value), Unsupported (a newer
 // format version or another model family).
 Voice load_voice(const std::string& path);
+
+// How the voice conditions a model: "in_context", "x_vector" (Qwen3-TTS), "audio_prompt" (Chatterbox).
+const char* voice_mode(const Voice& voice);
+// For people: one line (what `voice create` reports) and labelled lines (`voice info`).
+std::string voice_summary(const Voice& voice);
+std::vector<std::pair<std::string, std::string>> voice_details(const Voice& voice);
 
 }  // namespace talkbox

@@ -7,6 +7,7 @@
 #include "core/attention.h"
 #include "core/graph.h"
 #include "core/ops.h"
+#include "core/cancel.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
@@ -534,7 +535,8 @@ std::vector<float> Flow::time_span(int steps) const {
 }
 
 std::vector<float> Flow::solve(const std::vector<float>& z, const std::vector<float>& mu, const std::vector<float>& spks,
-                               const std::vector<float>& cond, int64_t frames, int steps, std::vector<S3GenTap>* taps) {
+                               const std::vector<float>& cond, int64_t frames, int steps, std::vector<S3GenTap>* taps,
+                               const std::atomic<bool>* cancel) {
     const size_t plane = static_cast<size_t>(kMels * frames);
     if (steps < 1) throw Error(ErrorKind::InvalidArgument, "S3Gen: the ODE needs at least one step");
     if (z.size() != plane || mu.size() != plane || cond.size() != plane || spks.size() != kMels) {
@@ -557,6 +559,7 @@ std::vector<float> Flow::solve(const std::vector<float>& z, const std::vector<fl
     }
     std::vector<float> xb;
     for (int k = 0; k < steps; ++k) {
+        throw_if_cancelled(cancel);
         const float t = ts[static_cast<size_t>(k)], r = ts[static_cast<size_t>(k + 1)], dt = r - t;
         std::vector<S3GenTap> est_taps;
         std::vector<S3GenTap>* et = (taps && k == 0) ? &est_taps : nullptr;
@@ -585,7 +588,7 @@ std::vector<float> Flow::solve(const std::vector<float>& z, const std::vector<fl
 
 std::vector<float> Flow::inference(const std::vector<int32_t>& speech_tokens, const FlowPrompt& prompt,
                                    const std::vector<float>& z_in, uint64_t seed, int steps, std::vector<S3GenTap>* taps,
-                                   std::vector<float>* mu_out) {
+                                   std::vector<float>* mu_out, const std::atomic<bool>* cancel) {
     if (speech_tokens.empty()) throw Error(ErrorKind::InvalidArgument, "S3Gen: no speech tokens");
     check_tokens(prompt.tokens, "prompt");
     if (prompt.feat.size() % kMels != 0) {
@@ -613,7 +616,7 @@ std::vector<float> Flow::inference(const std::vector<int32_t>& speech_tokens, co
                                                     std::to_string(tm));
     }
     std::vector<S3GenTap> ode_taps;
-    const std::vector<float> full = solve(z, mu, spks, cond, tm, steps > 0 ? steps : default_steps(), taps ? &ode_taps : nullptr);
+    const std::vector<float> full = solve(z, mu, spks, cond, tm, steps > 0 ? steps : default_steps(), taps ? &ode_taps : nullptr, cancel);
     if (taps) {
         taps->clear();
         for (auto& t : enc_taps) taps->push_back(std::move(t));

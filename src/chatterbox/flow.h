@@ -4,6 +4,7 @@
 // meanflow steps without guidance (Turbo). docs/chatterbox-spec.md, S3Gen §4–§5.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -63,12 +64,13 @@ public:
     // step0_dxdt_uncond (meanflow: step0_dxdt) and the estimator's step-0 taps.
     std::vector<float> solve(const std::vector<float>& z, const std::vector<float>& mu, const std::vector<float>& spks,
                              const std::vector<float>& cond, int64_t frames, int steps,
-                             std::vector<S3GenTap>* taps = nullptr);
+                             std::vector<S3GenTap>* taps = nullptr, const std::atomic<bool>* cancel = nullptr);
     // Speech tokens → generated mel [80, M], M = 2·(Tp + T) − Tpf. z: [80, 2·(Tp + T)] start
     // noise (empty: drawn from `seed`).
     std::vector<float> inference(const std::vector<int32_t>& speech_tokens, const FlowPrompt& prompt,
                                  const std::vector<float>& z, uint64_t seed = 0, int steps = 0,
-                                 std::vector<S3GenTap>* taps = nullptr, std::vector<float>* mu_out = nullptr);
+                                 std::vector<S3GenTap>* taps = nullptr, std::vector<float>* mu_out = nullptr,
+                                 const std::atomic<bool>* cancel = nullptr);
 
     // From now on, run the graphs node by node and add each op's time to `times` (null: off).
     void profile(StageTimes* times);

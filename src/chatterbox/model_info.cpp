@@ -78,8 +78,10 @@ ModelInfo read_model_info(const GgufFile& file) {
     if (m.get_bool("chatterbox.builtin_voice")) {
         const auto& tokens = file.tensor("voice.t3.cond_prompt_speech_tokens");
         const auto& feat = file.tensor("voice.gen.prompt_feat");
-        info.builtin_voice = "speaker embedding, " + std::to_string(tokens.shape[0]) + " prompt speech tokens, " +
-                             std::to_string(feat.shape.size() > 1 ? feat.shape[1] : 0) + " reference mel frames";
+        info.voice = "built-in (speaker embedding, " + std::to_string(tokens.shape[0]) + " prompt speech tokens, " +
+                     std::to_string(feat.shape.size() > 1 ? feat.shape[1] : 0) + " reference mel frames)";
+    } else {
+        info.voice = "no built-in voice (clone one from reference audio)";
     }
     return info;
 }

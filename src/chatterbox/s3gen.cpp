@@ -4,6 +4,7 @@
 #include <string>
 
 #include "chatterbox/t3.h"
+#include "core/cancel.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
@@ -14,14 +15,15 @@ S3Gen::S3Gen(const TensorSource& src, const Backend& backend, const FlowConfig& 
 S3Gen::S3Gen(const GgufFile& file, const Backend& backend) : S3Gen(*gguf_source(file), backend, flow_config(file.meta())) {}
 
 S3GenOutput S3Gen::synthesize(const std::vector<int32_t>& tokens, const FlowPrompt& prompt, const S3GenNoise& noise,
-                              uint64_t seed, int steps) {
+                              uint64_t seed, int steps, const std::atomic<bool>* cancel) {
     S3GenOutput out;
     using Clock = std::chrono::steady_clock;
     const auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
     const auto start = Clock::now();
     // Independent streams for the two stages: the flow's start noise from `seed`, HiFT's from seed + 1.
-    out.mel = flow_.inference(tokens, prompt, noise.cfm, seed, steps, nullptr, &out.mu);
+    out.mel = flow_.inference(tokens, prompt, noise.cfm, seed, steps, nullptr, &out.mu, cancel);
     out.flow_ms = ms_since(start);
+    throw_if_cancelled(cancel);
     const auto hift_start = Clock::now();
     const int64_t frames = static_cast<int64_t>(out.mel.size() / Flow::kMels);
     const HiftNoise hn = noise.hift.phase.empty() && noise.hift.randn.empty()

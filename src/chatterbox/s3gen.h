@@ -3,6 +3,7 @@
 // (docs/chatterbox-spec.md, S3Gen). Every random draw can be injected; otherwise it is seeded.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -38,9 +39,10 @@ public:
     Hift& hift() { return hift_; }
 
     // tokens: speech tokens < 6561 (the caller drops T3's specials; Turbo appends 3 × 4299).
-    // steps 0: the model's default (10, Turbo 2).
+    // steps 0: the model's default (10, Turbo 2). `cancel` is checked before every flow step and
+    // before HiFT (Error Cancelled).
     S3GenOutput synthesize(const std::vector<int32_t>& tokens, const FlowPrompt& prompt, const S3GenNoise& noise = {},
-                           uint64_t seed = 0, int steps = 0);
+                           uint64_t seed = 0, int steps = 0, const std::atomic<bool>* cancel = nullptr);
 
 private:
     Flow flow_;

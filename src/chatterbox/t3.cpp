@@ -14,6 +14,7 @@
 #include "core/packed_matmul.h"
 #include "lm/kv_cache.h"
 #include "lm/sampler.h"
+#include "core/cancel.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
@@ -762,6 +763,7 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     std::vector<int32_t> history{h.start_speech}, predicted;
     std::vector<float> scores(V);
     for (uint32_t i = 0; i < o.max_new_tokens; ++i) {
+        throw_if_cancelled(o.cancel);
         std::optional<HostTimer> timer(std::in_place, profile_, "host: guidance + sampling");
         const float* c = dec.logits.data();
         const float* u = streams == 2 ? c + V : c;
@@ -882,6 +884,7 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
     std::vector<int32_t> predicted;
     std::vector<float> scores(V);
     for (uint32_t i = 0; i <= o.max_new_tokens; ++i) {
+        throw_if_cancelled(o.cancel);
         if (i > 0) dec.step(predicted.back(), 0);
         const HostTimer timer(profile_, "host: sampling");
         scores.assign(dec.logits.begin(), dec.logits.begin() + static_cast<std::ptrdiff_t>(V));

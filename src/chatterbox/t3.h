@@ -8,6 +8,7 @@
 // one row (no CFG), processors temperature → top-k → top-p → repetition penalty.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -71,6 +72,7 @@ struct T3Options {
     uint32_t min_new_tokens = 0;
     bool greedy = false;  // argmax of the processed distribution instead of a draw (tests)
     uint64_t seed = 0;
+    const std::atomic<bool>* cancel = nullptr;  // checked before every token (Error Cancelled)
 };
 
 // Where generate() spent its time (wall ms; *_cpu_ms: process CPU time, all threads).

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "talkbox/engine.h"
+#include "talkbox/model.h"
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
 #include "talkbox/model_info.h"
@@ -40,7 +40,7 @@ struct BenchArgs {
     uint64_t seed = 42;
     bool json = false;
     std::optional<float> exaggeration, cfg_weight;  // Chatterbox
-    std::vector<std::string> qwen_only_set;         // Qwen3-TTS-only options given on the command line
+    std::vector<std::string> decoder_options_set;   // streaming-decoder options given on the command line
 };
 
 // One figure per repeat, in the order of the table and the JSON keys.
@@ -77,50 +77,37 @@ double peak_rss_mib() {
     return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
-// Voice flags that do not fit the variant (display name from ModelInfo) are refused before the
-// model is loaded.
-void check_voice_args(const BenchArgs& a, const std::string& variant) {
-    if (variant == "Base" && (!a.speaker.empty() || !a.instruct.empty())) {
-        throw Error(ErrorKind::InvalidArgument, "a Base model takes --voice FILE, not --speaker or --instruct");
-    }
-    if (variant != "Base" && !a.voice.empty()) {
-        throw Error(ErrorKind::InvalidArgument, "--voice is for Base models; this model is " + variant);
-    }
-    if (variant == "VoiceDesign" && !a.speaker.empty()) {
-        throw Error(ErrorKind::InvalidArgument, "a VoiceDesign model takes --instruct, not --speaker");
-    }
-}
-
-// The voice each variant speaks with unless told otherwise (`voice_file`: Base, loaded from
-// --voice); returns what it is, for the output.
-std::string choose_voice(const BenchArgs& a, const Engine& engine, std::shared_ptr<const Voice> voice_file,
+// The voice a model speaks with unless told otherwise (`voice_file`: loaded from --voice); the
+// request's speaker, instruction and voice fields are checked by the model. Returns what it is.
+std::string choose_voice(const BenchArgs& a, const Capabilities& caps, std::shared_ptr<const Voice> voice_file,
                          SpeechRequest& r) {
-    const std::string& variant = engine.variant();
-    if (variant == "base") {
-        if (voice_file) {
-            r.voice = voice_file;
-            return "voice file " + a.voice + (voice_file->x_vector_only ? " (x-vector)" : " (in-context)");
-        }
-        // Speed depends on shapes only: an x-vector-only clone with a zero speaker embedding.
-        auto v = std::make_shared<Voice>();
-        v->model_size = engine.model_size();
-        v->embedding_dim = engine.talker_hidden();
-        v->embedding.assign(v->embedding_dim, 0.0f);
-        v->x_vector_only = true;
-        r.voice = v;
-        return "zero x-vector (built in; --voice FILE for another)";
-    }
+    r.speaker = a.speaker;
     r.instruct = a.instruct;
-    if (variant == "voice_design") {
+    if (voice_file) {
+        r.voice = voice_file;
+        return "voice file " + a.voice + (caps.clone_transcript ? voice_file->x_vector_only ? " (x-vector)" : " (in-context)" : "");
+    }
+    if (caps.designs_voice) {
         if (r.instruct.empty()) r.instruct = kDefaultInstruct;
         return "instruct \"" + r.instruct + "\"" + (a.instruct.empty() ? " (default)" : "");
     }
-    const auto speakers = engine.speakers();
-    if (a.speaker.empty() && speakers.empty()) throw Error(ErrorKind::Format, "this CustomVoice model lists no speakers");
-    r.speaker = a.speaker.empty() ? speakers.front() : a.speaker;
-    std::string description = "speaker " + r.speaker + (a.speaker.empty() ? " (first preset)" : "");
-    if (!r.instruct.empty()) description += ", instruct \"" + r.instruct + "\"";
-    return description;
+    if (!caps.speakers.empty()) {
+        if (r.speaker.empty()) r.speaker = caps.speakers.front();
+        std::string description = "speaker " + r.speaker + (a.speaker.empty() ? " (first preset)" : "");
+        if (!r.instruct.empty()) description += ", instruct \"" + r.instruct + "\"";
+        return description;
+    }
+    if (!caps.needs_voice) return "the model's built-in voice";
+    if (caps.voice_embedding_dim == 0) throw Error(ErrorKind::InvalidArgument, caps.description() + " needs a voice: give --voice FILE");
+    // Speed depends on shapes only: an x-vector-only clone with a zero speaker embedding.
+    auto v = std::make_shared<Voice>();
+    v->family = caps.architecture;
+    v->model_size = caps.size;
+    v->embedding_dim = caps.voice_embedding_dim;
+    v->embedding.assign(v->embedding_dim, 0.0f);
+    v->x_vector_only = true;
+    r.voice = v;
+    return "zero x-vector (built in; --voice FILE for another)";
 }
 
 void print_figure_table(const std::vector<Figure>& figures) {
@@ -151,9 +138,12 @@ struct Loaded {
     ModelInfo info;
     std::shared_ptr<const Voice> voice_file;
     double load_ms = 0;
+    const Model* model = nullptr;
 };
 
-void run_qwen_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
+// Models whose decoder streams alongside generation: figures per frame and per stage.
+void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
+    const Capabilities& caps = m.model->capabilities();
     const std::string& path = m.path;
     const ModelInfo& info = m.info;
     const double load_ms = m.load_ms;
@@ -162,9 +152,9 @@ void run_qwen_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
     request.language = a.language;
     request.max_frames = request.min_frames = a.frames;
     request.sampling.seed = a.seed;
-    request.exaggeration = a.exaggeration;  // Chatterbox settings: the engine refuses them with a message
+    request.exaggeration = a.exaggeration;  // refused with a message where the model does not take them
     request.cfg_weight = a.cfg_weight;
-    const std::string voice = choose_voice(a, engine, m.voice_file, request);
+    const std::string voice = choose_voice(a, caps, m.voice_file, request);
 
     std::vector<Figure> figures = {
         {"prefill_ms", "prefill ms", "%.1f", {}},
@@ -182,7 +172,7 @@ void run_qwen_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
     for (uint32_t run = 0; run <= a.repeat; ++run) {  // run 0: warm-up, excluded
         size_t samples = 0;
         const double cpu_start = process_cpu_ms();
-        const SpeechResult r = engine.speak(request, [&](const float*, size_t n) { samples += n; }, stream);
+        const SpeechResult r = session.speak(request, [&](const float*, size_t n) { samples += n; }, stream);
         if (r.frames.size() != a.frames || samples != r.samples) {
             throw Error(ErrorKind::Internal, "bench run gave " + std::to_string(r.frames.size()) + " frames (" +
                                                  r.stop_reason + "), expected " + std::to_string(a.frames));
@@ -190,7 +180,7 @@ void run_qwen_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
         if (run == 0) continue;
         const SpeechTimings& t = r.timings;
         const double n = a.frames;
-        audio_seconds = static_cast<double>(samples) / engine.sample_rate();
+        audio_seconds = static_cast<double>(samples) / caps.sample_rate;
         const double audio_ms = 1000.0 * audio_seconds;
         const double values[] = {t.prefill_ms,          t.talker_ms / n,   t.code_predictor_ms / n, t.decoder_ms / n,
                                  t.total_ms / n,        t.total_ms / audio_ms, t.first_audio_ms,  peak_rss_mib(),
@@ -200,12 +190,12 @@ void run_qwen_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
 
     if (a.json) {
         print_json({{"model", path},
-                    {"family", engine.family()},
+                    {"family", caps.architecture},
                     {"size", info.size},
-                    {"variant", engine.variant()},
+                    {"variant", caps.variant},
                     {"weight_type", info.weight_type},
-                    {"threads", engine.threads()},
-                    {"decoder_threads", engine.decoder_threads()},
+                    {"threads", m.model->threads()},
+                    {"decoder_threads", m.model->decoder_threads()},
                     {"kv_cache", a.kv_cache},
                     {"frames", a.frames},
                     {"repeat", a.repeat},
@@ -218,9 +208,9 @@ void run_qwen_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
         return;
     }
     std::printf("model:   %s\n", path.c_str());
-    std::printf("         %s %s, weights %s, %.1f MiB, loaded in %.0f ms\n", info.size.c_str(), engine.variant().c_str(),
+    std::printf("         %s, weights %s, %.1f MiB, loaded in %.0f ms\n", caps.description().c_str(),
                 info.weight_type.c_str(), info.file_bytes / 1048576.0, load_ms);
-    std::printf("threads: %d generator + %d decoder, talker KV cache %s\n", engine.threads(), engine.decoder_threads(),
+    std::printf("threads: %d generator + %d decoder, KV cache %s\n", m.model->threads(), m.model->decoder_threads(),
                 a.kv_cache.c_str());
     std::printf("voice:   %s\n", voice.c_str());
     std::printf("text:    \"%s\" (language %s)\n", a.text.c_str(), a.language.c_str());
@@ -239,22 +229,19 @@ void run_qwen_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
 }
 
 // Chatterbox: sentence by sentence, T3 then S3Gen (flow, HiFT) on one backend, nothing overlaps.
-void run_chatterbox_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
+// Models that make a sentence, then its audio: figures per token and per second of audio.
+void run_sentence_bench(const BenchArgs& a, const Loaded& m, Session& session) {
+    const Capabilities& caps = m.model->capabilities();
     SpeechRequest request;
     request.text = a.text;
     request.language = a.language;
-    // Turbo predicts max_frames + 1 tokens (the first comes from the prefill) and appends 3 silence
-    // tokens for S3Gen: --frames predicted speech tokens are max_frames = frames - 1, min_frames = frames.
-    const bool turbo = engine.variant() == "turbo";
-    if (turbo && a.frames < 2) throw Error(ErrorKind::InvalidArgument, "--frames must be >= 2 on a Turbo model");
-    request.max_frames = turbo ? a.frames - 1 : a.frames;
-    request.min_frames = a.frames;
-    const size_t per_sentence = turbo ? a.frames + 3 : a.frames;
+    // Exactly --frames predicted tokens per sentence (what the decoder receives may be padded).
+    request.max_frames = request.min_frames = a.frames;
+    const bool guidance = caps.field("cfg_weight") != nullptr;
     request.sampling.seed = a.seed;
     request.exaggeration = a.exaggeration;
     request.cfg_weight = a.cfg_weight;
-    request.voice = m.voice_file;
-    const std::string voice = m.voice_file ? "voice file " + a.voice : "the model's built-in voice";
+    const std::string voice = choose_voice(a, caps, m.voice_file, request);
     const float cfg_weight = a.cfg_weight.value_or(0.5f);
 
     std::vector<Figure> figures = {
@@ -274,19 +261,18 @@ void run_chatterbox_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
     for (uint32_t run = 0; run <= a.repeat; ++run) {  // run 0: warm-up, excluded
         size_t samples = 0;
         const double cpu_start = process_cpu_ms();
-        const SpeechResult r = engine.speak(request, [&](const float*, size_t n) { samples += n; });
+        const SpeechResult r = session.speak(request, [&](const float*, size_t n) { samples += n; });
         const SpeechTimings& t = r.timings;
         sentences = t.segments;
-        const size_t tokens = per_sentence * sentences;
-        if (sentences == 0 || r.frames.size() != tokens || samples != r.samples || samples == 0) {
-            throw Error(ErrorKind::Internal, "bench run gave " + std::to_string(r.frames.size()) + " speech tokens over " +
+        if (sentences == 0 || t.steps != a.frames * sentences || samples != r.samples || samples == 0) {
+            throw Error(ErrorKind::Internal, "bench run gave " + std::to_string(t.steps) + " speech tokens over " +
                                                  std::to_string(sentences) + " sentences (" + r.stop_reason + "), expected " +
                                                  std::to_string(a.frames) + " per sentence");
         }
         if (run == 0) continue;
-        audio_seconds = static_cast<double>(samples) / engine.sample_rate();
+        audio_seconds = static_cast<double>(samples) / caps.sample_rate;
         const double values[] = {t.prefill_ms / sentences,
-                                 (t.talker_ms - t.prefill_ms) / (static_cast<double>(a.frames) * sentences),
+                                 (t.talker_ms - t.prefill_ms) / t.steps,
                                  t.talker_ms / audio_seconds,
                                  t.flow_ms / audio_seconds,
                                  t.vocoder_ms / audio_seconds,
@@ -300,18 +286,18 @@ void run_chatterbox_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
 
     if (a.json) {
         print_json({{"model", m.path},
-                    {"family", engine.family()},
+                    {"family", caps.architecture},
                     {"size", m.info.size},
-                    {"variant", engine.variant()},
+                    {"variant", caps.variant},
                     {"weight_type", m.info.weight_type},
-                    {"threads", engine.threads()},
+                    {"threads", m.model->threads()},
                     {"frames", a.frames},
                     {"sentences", sentences},
                     {"repeat", a.repeat},
                     {"text", a.text},
                     {"language", a.language},
                     {"voice", voice},
-                    {"cfg_weight", turbo ? nlohmann::json() : nlohmann::json(cfg_weight)},
+                    {"cfg_weight", guidance ? nlohmann::json(cfg_weight) : nlohmann::json()},
                     {"seed", a.seed},
                     {"audio_seconds", audio_seconds},
                     {"load_ms", m.load_ms}},
@@ -319,11 +305,11 @@ void run_chatterbox_bench(const BenchArgs& a, const Loaded& m, Engine& engine) {
         return;
     }
     std::printf("model:   %s\n", m.path.c_str());
-    std::printf("         Chatterbox %s (%s), weights %s, %.1f MiB, loaded in %.0f ms\n", engine.variant().c_str(),
+    std::printf("         %s (%s), weights %s, %.1f MiB, loaded in %.0f ms\n", caps.description().c_str(),
                 m.info.size.c_str(), m.info.weight_type.c_str(), m.info.file_bytes / 1048576.0, m.load_ms);
-    std::printf("threads: %d (T3 and S3Gen run one after the other)\n", engine.threads());
-    if (turbo) {
-        std::printf("voice:   %s; no classifier-free guidance (Turbo: one T3 stream)\n", voice.c_str());
+    std::printf("threads: %d (generation and the decoder run one after the other)\n", m.model->threads());
+    if (!guidance) {
+        std::printf("voice:   %s; no classifier-free guidance (one T3 stream)\n", voice.c_str());
     } else {
         std::printf("voice:   %s; cfg_weight %.2f (%s)\n", voice.c_str(), cfg_weight,
                     cfg_weight > 0 ? "two T3 streams" : "one T3 stream");
@@ -347,25 +333,29 @@ void run_bench(const BenchArgs& a) {
     Loaded m;
     m.path = resolve_model(a.model);
     m.info = read_model_info(m.path);
-    const bool chatterbox = m.info.family == "Chatterbox";
-    if (chatterbox) {
-        if (!a.qwen_only_set.empty()) {
-            throw Error(ErrorKind::InvalidArgument, a.qwen_only_set.front() + " is a Qwen3-TTS option; this model is Chatterbox");
-        }
-    } else {
-        check_voice_args(a, m.info.variant);
-    }
-    if (!a.voice.empty()) m.voice_file = std::make_shared<Voice>(load_voice(a.voice));
-    EngineOptions eo;
-    eo.threads = a.threads;
-    eo.decoder_threads = a.decoder_threads;
-    eo.kv_cache = a.kv_cache;
+    ModelOptions mo;
+    mo.threads = a.threads;
+    mo.decoder_threads = a.decoder_threads;
+    mo.kv_cache = a.kv_cache;
     using Clock = std::chrono::steady_clock;
     const auto load_start = Clock::now();
-    Engine engine(m.path, eo);
+    const Model model(m.path, mo);
     m.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - load_start).count();
-    if (chatterbox) run_chatterbox_bench(a, m, engine);
-    else run_qwen_bench(a, m, engine);
+    m.model = &model;
+    const Capabilities& caps = model.capabilities();
+    if (!caps.concurrent_decoder && !a.decoder_options_set.empty()) {
+        throw Error(ErrorKind::InvalidArgument, a.decoder_options_set.front() + " sets up a streaming decoder; " +
+                                                    caps.description() + " decodes each sentence whole");
+    }
+    if (!a.voice.empty()) {
+        SpeechRequest probe;  // refused before the file is read when the model takes no voice files
+        probe.voice = std::make_shared<Voice>();
+        if (auto refusal = model.check(probe)) throw Error(ErrorKind::InvalidArgument, "--voice: " + refusal->message);
+        m.voice_file = std::make_shared<Voice>(load_voice(a.voice));
+    }
+    Session session(model);
+    if (caps.concurrent_decoder) run_frame_bench(a, m, session);
+    else run_sentence_bench(a, m, session);
 }
 
 }  // namespace
@@ -395,7 +385,7 @@ void register_bench(CLI::App& app) {
     cmd->add_option("--voice", a->voice,
                     "Base: a voice file (default: an x-vector-only voice with a zero embedding); Chatterbox: a Chatterbox "
                     "voice file (default: the built-in voice)");
-    auto* kv = cmd->add_option("--kv-cache", a->kv_cache, "Talker KV cache type: f32, f16, q8_0 (Qwen3-TTS)")->capture_default_str();
+    cmd->add_option("--kv-cache", a->kv_cache, "KV cache type: f32, f16, q8_0 (as the model offers; Chatterbox: f32)")->capture_default_str();
     auto* chunk = cmd->add_option("--chunk", a->chunk, "Frames per decoder step (as speak --chunk; Qwen3-TTS)")
         ->check(CLI::Range(size_t{1}, size_t{1000}))
         ->capture_default_str();
@@ -403,15 +393,13 @@ void register_bench(CLI::App& app) {
         ->check(CLI::Range(size_t{0}, size_t{1000}))
         ->capture_default_str();
     auto* dec = cmd->get_option("--decoder-threads");
-    auto* speaker = cmd->get_option("--speaker");
-    auto* instruct = cmd->get_option("--instruct");
     cmd->add_option("--seed", a->seed, "Sampling seed (the model's released sampling settings)")->capture_default_str();
     cmd->add_option("--exaggeration", a->exaggeration, "Chatterbox emotion intensity (default 0.5)");
     cmd->add_option("--cfg-weight", a->cfg_weight, "Chatterbox classifier-free guidance weight (default 0.5; 0: one T3 stream)");
-    cmd->callback([a, kv, chunk, first_chunk, dec, speaker, instruct] {
-        a->qwen_only_set.clear();
-        for (const auto* o : {speaker, instruct, kv, chunk, first_chunk, dec}) {
-            if (o->count() > 0) a->qwen_only_set.push_back(o->get_name());
+    cmd->callback([a, chunk, first_chunk, dec] {
+        a->decoder_options_set.clear();
+        for (const auto* o : {chunk, first_chunk, dec}) {
+            if (o->count() > 0) a->decoder_options_set.push_back(o->get_name());
         }
         run_bench(*a);
     });

@@ -45,22 +45,16 @@ void register_info(CLI::App& app) {
                         params(c.parameter_count).c_str(), mib(c.bytes).c_str(), types.c_str());
         }
         for (const auto& [k, v] : info.hyperparameters) std::printf("%-13s %s\n", (k + ":").c_str(), v.c_str());
-        if (info.family == "Chatterbox") {
-            std::printf("voice:        %s\n", info.builtin_voice.empty() ? "no built-in voice (clone one from reference audio)"
-                                                                         : ("built-in (" + info.builtin_voice + ")").c_str());
-            std::printf("languages:    ");
-            for (size_t i = 0; i < info.languages.size(); ++i) std::printf("%s%s", i ? ", " : "", info.languages[i].c_str());
+        std::printf("voice:        %s\n", info.voice.c_str());
+        if (!info.speakers.empty()) {
+            std::printf("speakers:     ");
+            for (size_t i = 0; i < info.speakers.size(); ++i) {
+                const auto& s = info.speakers[i];
+                std::printf("%s%s%s", i ? ", " : "", s.name.c_str(), s.dialect.empty() ? "" : (" (" + s.dialect + ")").c_str());
+            }
             std::printf("\n");
-            return;
         }
-        std::printf("speakers:     ");
-        if (info.speakers.empty()) std::printf("none (%s)", info.variant == "Base" ? "clone a voice from reference audio"
-                                                                                    : "describe the voice in the instruction");
-        for (size_t i = 0; i < info.speakers.size(); ++i) {
-            const auto& s = info.speakers[i];
-            std::printf("%s%s%s", i ? ", " : "", s.name.c_str(), s.dialect.empty() ? "" : (" (" + s.dialect + ")").c_str());
-        }
-        std::printf("\nlanguages:    auto");
+        std::printf("languages:    auto");
         for (const auto& l : info.languages) std::printf(", %s", l.c_str());
         std::printf("\n");
     });

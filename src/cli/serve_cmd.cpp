@@ -96,7 +96,7 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--port", a->port, "Port (0: any free port, printed at start)")->capture_default_str();
     cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer KEY' on /v1 and /metrics (default: $TALKBOX_API_KEY)");
     cmd->add_option("--voices-dir", a->voices_dir, "Folder of registered voices (default: $TALKBOX_HOME/voices)");
-    cmd->add_option("--max-concurrent", a->max_concurrent, "Syntheses running at once (each loads its own engine)")
+    cmd->add_option("--max-concurrent", a->max_concurrent, "Syntheses running at once (each a session on the one loaded model; they share its weights and the cores)")
         ->capture_default_str();
     cmd->add_option("--max-queue", a->max_queue, "Requests waiting for a slot before the server answers 429")->capture_default_str();
     cmd->add_option("--queue-timeout", a->queue_timeout, "Seconds a request may wait for a slot before 503")->capture_default_str();
@@ -111,7 +111,7 @@ void register_serve(CLI::App& app) {
                     "Let web pages of this origin (e.g. https://app.example; '*': any) call the server; repeatable. Default: none");
     cmd->add_option("--allowed-host", a->allowed_hosts,
                     "A Host name served without an API key besides localhost and --host (DNS-rebinding guard); repeatable");
-    cmd->add_option("-T,--threads", a->threads, "Compute threads per engine (0: cores / --max-concurrent)")->capture_default_str();
+    cmd->add_option("-T,--threads", a->threads, "Compute threads, shared by every request: graphs run one at a time on one team (0: one per core)")->capture_default_str();
     cmd->add_flag("-q,--quiet", a->quiet, "Do not log requests");
     cmd->footer("API, extensions and limits: docs/server.md. The page at / speaks, streams and clones voices.");
     cmd->callback([a] { run_serve(*a); });

@@ -16,7 +16,7 @@
 #include "cli/commands.h"
 #include "talkbox/audio.h"
 #include "talkbox/codes.h"
-#include "talkbox/engine.h"
+#include "talkbox/model.h"
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
 #include "talkbox/long_form.h"
@@ -157,30 +157,29 @@ void run_speak(const SpeakArgs& a) {
     long_form.pause_ms = a.pause_ms;
     const std::vector<std::string> segments = long_form_segments(text, long_form);
 
-    EngineOptions eo;
-    eo.threads = a.threads;
-    eo.decoder_threads = a.decoder_threads;
-    eo.kv_cache = a.kv_cache;
-    const std::string model_path = resolve_model(a.model);
-    Engine engine(model_path, eo);
-    const bool chatterbox = engine.family() == "chatterbox";
-    if (chatterbox && !a.codes_out.empty()) {
-        throw Error(ErrorKind::InvalidArgument, "--codes-out writes Qwen3-TTS codec frames; this model is Chatterbox");
+    ModelOptions mo;
+    mo.threads = a.threads;
+    mo.decoder_threads = a.decoder_threads;
+    mo.kv_cache = a.kv_cache;
+    const Model model(resolve_model(a.model), mo);
+    Session session(model);
+    const Capabilities& caps = model.capabilities();
+    if (!caps.codec_frames && !a.codes_out.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "--codes-out writes codec frames; " + caps.description() + " makes none");
     }
-    if (chatterbox && a.x_vector_only) {
-        throw Error(ErrorKind::InvalidArgument, "--x-vector-only is a Qwen3-TTS setting; Chatterbox clones from the audio alone");
+    if (!caps.clone_transcript && a.x_vector_only) {
+        throw Error(ErrorKind::InvalidArgument, "--x-vector-only chooses a cloning mode; " + caps.description() +
+                                                    " clones from the audio alone");
     }
     if (!a.voice.empty()) {
         request.voice = std::make_shared<Voice>(load_voice(a.voice));
     } else if (!a.ref_audio.empty()) {
-        if (!chatterbox && a.ref_text.empty() && !a.x_vector_only) {
+        if (caps.clone_transcript && a.ref_text.empty() && !a.x_vector_only) {
             throw Error(ErrorKind::InvalidArgument, "--ref-audio needs --ref-text (its transcript) or --x-vector-only");
         }
         std::vector<std::string> warnings;
-        request.voice = std::make_shared<Voice>(create_voice(
-            model_path, a.ref_audio,
-            a.x_vector_only || (chatterbox && a.ref_text.empty()) ? std::nullopt : std::optional<std::string>(a.ref_text), a.threads,
-            &warnings));
+        request.voice = std::make_shared<Voice>(model.create_voice(
+            a.ref_audio, a.x_vector_only || a.ref_text.empty() ? std::nullopt : std::optional<std::string>(a.ref_text), &warnings));
         if (!a.quiet) for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     }
 
@@ -189,19 +188,19 @@ void run_speak(const SpeakArgs& a) {
     SpeechTimings total;
     const bool progress = !a.quiet && stderr_is_tty() && segments.size() > 1;
     std::unique_ptr<AudioSink> sink;
-    if (!a.output.empty()) sink = std::make_unique<AudioSink>(a.output, format, engine.sample_rate());
+    if (!a.output.empty()) sink = std::make_unique<AudioSink>(a.output, format, caps.sample_rate);
     size_t audio_samples = 0, inserted = 0;
     const auto segment_done = [&](size_t i, const SpeechResult& r, uint32_t max_frames) {
         if (r.stop_reason == "stalled" && !a.quiet) {
             std::fprintf(stderr, "warning: segment %zu stopped: codebook 0 repeated a pattern for %u+ frames\n", i + 1,
                          a.stall_frames);
         }
-        if (r.stop_reason == "max_frames" && a.max_frames == 0 && !chatterbox && !a.quiet) {
+        if (r.stop_reason == "max_frames" && a.max_frames == 0 && !caps.own_frame_limit && !a.quiet) {
             std::fprintf(stderr, "warning: segment %zu reached its limit of %u frames before the model ended it\n", i + 1,
                          max_frames);
         }
         if (progress) {
-            const double secs = static_cast<double>(audio_samples) / engine.sample_rate();
+            const double secs = static_cast<double>(audio_samples) / caps.sample_rate;
             const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             std::fprintf(stderr, "\rsegment %zu/%zu | %.1f s of audio | real-time factor %.2f   ", i + 1, segments.size(),
                          secs, secs > 0 ? wall / secs : 0.0);
@@ -211,7 +210,7 @@ void run_speak(const SpeakArgs& a) {
     request.max_frames = a.max_frames;  // 0: the per-segment guard (default_max_frames)
     if (sink) {
         const LongFormResult r = speak_long_form(
-            engine, request, segments, long_form,
+            session, request, segments, long_form,
             [&](const float* pcm, size_t n) {
                 sink->write(pcm, n);
                 audio_samples += n;
@@ -227,8 +226,8 @@ void run_speak(const SpeakArgs& a) {
     } else {
         for (size_t i = 0; i < segments.size(); ++i) {
             request.text = segments[i];
-            request.max_frames = a.max_frames ? a.max_frames : chatterbox ? 0 : default_max_frames(segments[i]);
-            const SpeechResult r = engine.generate(request);
+            request.max_frames = a.max_frames ? a.max_frames : caps.own_frame_limit ? 0 : default_max_frames(segments[i]);
+            const SpeechResult r = session.generate(request);
             all_frames.insert(all_frames.end(), r.frames.begin(), r.frames.end());
             total.prefill_ms += r.timings.prefill_ms;
             total.talker_ms += r.timings.talker_ms;
@@ -239,7 +238,7 @@ void run_speak(const SpeakArgs& a) {
     if (sink) sink->finish(a.normalize, normalize_db);
     if (!a.codes_out.empty()) codec::write_codes_json(a.codes_out, all_frames);
     const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    const double seconds = static_cast<double>(all_frames.size()) / engine.frames_per_second();
+    const double seconds = static_cast<double>(all_frames.size()) / caps.frames_per_second;
     if (a.timings) {
         print_timings(total, all_frames.size(), seconds, wall_ms);
         std::fprintf(stderr, "         seed %llu\n", static_cast<unsigned long long>(*request.sampling.seed));

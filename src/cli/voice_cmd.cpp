@@ -9,18 +9,12 @@
 #include "cli/commands.h"
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
+#include "talkbox/model.h"
 #include "talkbox/voice_file.h"
 
 namespace talkbox::cli {
 
 namespace {
-
-constexpr double kFrameSeconds = 1920.0 / 24000;  // Qwen3-TTS 12 Hz codec: one frame per 1920 samples at 24 kHz
-
-const char* mode_description(const Voice& v) {
-    return v.x_vector_only ? "x-vector only (speaker embedding)"
-                           : "in-context (speaker embedding + reference frames and transcript)";
-}
 
 void register_voice_create(CLI::App& voice) {
     struct Args {
@@ -45,33 +39,25 @@ void register_voice_create(CLI::App& voice) {
     cmd->footer("The voice fits every model of the same size as the one that made it (talkbox speak --voice FILE).\n"
                 "Chatterbox: the clip alone (no --ref-text); Turbo needs more than 5 s and normalises it to -27 LUFS.");
     cmd->callback([args, text] {
-        const std::string model = resolve_model(args->model);
-        const bool chatterbox = is_chatterbox_model(model);
-        if (chatterbox && args->x_vector_only) {
-            throw Error(ErrorKind::InvalidArgument, "--x-vector-only is for Qwen3-TTS Base models; Chatterbox needs no mode");
+        ModelOptions options;
+        options.threads = args->threads;
+        const Model model(resolve_model(args->model), options);
+        const Capabilities& caps = model.capabilities();
+        if (caps.clones && !caps.clone_transcript && args->x_vector_only) {
+            throw Error(ErrorKind::InvalidArgument, "--x-vector-only chooses a cloning mode; " + caps.description() +
+                                                        " clones from the audio alone");
         }
-        if (!chatterbox && text->count() == 0 && !args->x_vector_only) {
+        if (caps.clone_transcript && text->count() == 0 && !args->x_vector_only) {
             throw Error(ErrorKind::InvalidArgument,
                         "give --ref-text with the clip's exact transcript (in-context cloning) or --x-vector-only");
         }
         std::vector<std::string> warnings;
         const std::optional<std::string> ref_text =
             args->x_vector_only || text->count() == 0 ? std::nullopt : std::optional(args->text);
-        const Voice v = create_voice(model, args->audio, ref_text, args->threads, &warnings);
+        const Voice v = model.create_voice(args->audio, ref_text, &warnings);
         for (const auto& w : warnings) std::fprintf(stderr, "talkbox: warning: %s\n", w.c_str());
         save_voice(v, args->output);
-        if (!args->quiet && chatterbox) {
-            std::fprintf(stderr, "wrote %s: Chatterbox voice (%s), %zu T3 prompt tokens, %zu S3Gen prompt tokens, %lld mel frames\n",
-                         args->output.c_str(), v.model_size.c_str(), v.chatterbox.cond_prompt_speech_tokens.size(),
-                         v.chatterbox.prompt_token.size(), static_cast<long long>(v.chatterbox.prompt_feat_frames));
-        } else if (!args->quiet) {
-            std::fprintf(stderr, "wrote %s: %s voice for %s models, embedding of %u values", args->output.c_str(),
-                         v.x_vector_only ? "x-vector-only" : "in-context", v.model_size.c_str(), v.embedding_dim);
-            if (!v.x_vector_only) {
-                std::fprintf(stderr, ", %zu reference frames (%.2f s)", v.ref_codes.size(), v.ref_codes.size() * kFrameSeconds);
-            }
-            std::fprintf(stderr, "\n");
-        }
+        if (!args->quiet) std::fprintf(stderr, "wrote %s: %s\n", args->output.c_str(), voice_summary(v).c_str());
     });
 }
 
@@ -82,25 +68,7 @@ void register_voice_info(CLI::App& voice) {
     cmd->callback([path] {
         const Voice v = load_voice(*path);
         std::printf("voice:        %s\n", path->c_str());
-        if (v.family == "chatterbox") {
-            const ChatterboxConditionals& c = v.chatterbox;
-            std::printf("family:       chatterbox (model %s)\n", v.model_size.c_str());
-            std::printf("T3:           speaker embedding of %zu values, %zu prompt speech tokens, exaggeration %.2f\n",
-                        c.speaker_emb.size(), c.cond_prompt_speech_tokens.size(), c.emotion_adv);
-            std::printf("S3Gen:        x-vector of %zu values, %zu prompt tokens, %lld mel frames (%.2f s)\n",
-                        c.embedding.size(), c.prompt_token.size(), static_cast<long long>(c.prompt_feat_frames),
-                        c.prompt_feat_frames * 0.02);
-            if (!v.source_audio.empty()) std::printf("source:       %s (%.2f s)\n", v.source_audio.c_str(), v.source_seconds);
-            return;
-        }
-        std::printf("mode:         %s\n", mode_description(v));
-        std::printf("model size:   %s (Base models)\n", v.model_size.c_str());
-        std::printf("embedding:    %u values\n", v.embedding_dim);
-        if (!v.x_vector_only) {
-            std::printf("reference:    %zu frames (%.2f s)\n", v.ref_codes.size(), v.ref_codes.size() * kFrameSeconds);
-            std::printf("transcript:   %s\n", v.ref_text.c_str());
-        }
-        if (!v.source_audio.empty()) std::printf("source:       %s (%.2f s)\n", v.source_audio.c_str(), v.source_seconds);
+        for (const auto& [label, value] : voice_details(v)) std::printf("%-13s %s\n", (label + ":").c_str(), value.c_str());
     });
 }
 

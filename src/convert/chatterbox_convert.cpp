@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "chatterbox/model_info.h"
 #include "chatterbox/languages.h"
 #include "chatterbox/text.h"
 #include "convert/chatterbox_names.h"
@@ -536,7 +537,7 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
 
     std::unique_ptr<gguf_context, GgufContextDeleter> gguf(gguf_init_empty());
     gguf_context* g = gguf.get();
-    gguf_set_val_str(g, "general.architecture", "chatterbox");
+    gguf_set_val_str(g, "general.architecture", chatterbox::kArchitecture);
     const std::string name = opt.name.empty() ? fs::path(dir).lexically_normal().filename().string() : opt.name;
     gguf_set_val_str(g, "general.name", name.c_str());
     if (!opt.source_url.empty()) gguf_set_val_str(g, "general.source.url", opt.source_url.c_str());

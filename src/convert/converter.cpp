@@ -135,7 +135,7 @@ ConvertSummary convert_snapshot(const ConvertOptions& opt) {
     configs.has_speaker_encoder_weights = sources.has_prefix("spk_enc.");
 
     std::unique_ptr<gguf_context, GgufContextDeleter> gguf(gguf_init_empty());
-    gguf_set_val_str(gguf.get(), "general.architecture", "qwen3tts");
+    gguf_set_val_str(gguf.get(), "general.architecture", qwen3tts::kArchitecture);
     const std::string name = opt.name.empty() ? fs::path(dir).lexically_normal().filename().string() : opt.name;
     gguf_set_val_str(gguf.get(), "general.name", name.c_str());
     if (!opt.source_url.empty()) gguf_set_val_str(gguf.get(), "general.source.url", opt.source_url.c_str());

@@ -19,16 +19,16 @@ std::vector<std::string> long_form_segments(const std::string& text, const LongF
 
 uint32_t default_max_frames(const std::string& segment) { return static_cast<uint32_t>(50 + 4 * code_point_count(segment)); }
 
-LongFormResult speak_long_form(Engine& engine, SpeechRequest request, const std::vector<std::string>& segments,
+LongFormResult speak_long_form(Session& session, SpeechRequest request, const std::vector<std::string>& segments,
                                const LongFormOptions& options, const AudioCallback& on_audio,
                                const std::function<void(const SegmentDone&)>& on_segment, const StreamOptions& stream,
                                const std::atomic<bool>* cancel) {
     if (!request.sampling.seed) request.sampling.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
     const uint32_t max_frames = request.max_frames;
-    const bool official_limit = engine.family() == "chatterbox";
+    const Capabilities& caps = session.model().capabilities();
     LongFormResult out;
     out.seed = *request.sampling.seed;
-    const size_t pause = options.pause_ms > 0 ? static_cast<size_t>(engine.sample_rate()) * static_cast<size_t>(options.pause_ms) / 1000 : 0;
+    const size_t pause = options.pause_ms > 0 ? static_cast<size_t>(caps.sample_rate) * static_cast<size_t>(options.pause_ms) / 1000 : 0;
     for (size_t i = 0; i < segments.size(); ++i) {
         if (cancel && cancel->load()) {
             out.cancelled = true;
@@ -40,10 +40,10 @@ LongFormResult speak_long_form(Engine& engine, SpeechRequest request, const std:
             out.samples += pause;
         }
         request.text = segments[i];
-        // Chatterbox keeps the official per-sentence limit (1000 speech tokens): 0 lets the engine apply it.
-        request.max_frames = max_frames ? max_frames : official_limit ? 0 : default_max_frames(segments[i]);
+        // A family with its own per-sentence limit keeps it (0 lets it apply it).
+        request.max_frames = max_frames ? max_frames : caps.own_frame_limit ? 0 : default_max_frames(segments[i]);
         const size_t first_sample = out.samples;
-        const SpeechResult r = engine.speak(request, [&](const float* pcm, size_t n) { on_audio(pcm, n); }, stream, cancel);
+        const SpeechResult r = session.speak(request, [&](const float* pcm, size_t n) { on_audio(pcm, n); }, stream, cancel);
         out.samples += r.samples;
         out.frames.insert(out.frames.end(), r.frames.begin(), r.frames.end());
         out.timings.prefill_ms += r.timings.prefill_ms;
@@ -53,6 +53,7 @@ LongFormResult speak_long_form(Engine& engine, SpeechRequest request, const std:
         out.timings.flow_ms += r.timings.flow_ms;
         out.timings.vocoder_ms += r.timings.vocoder_ms;
         out.timings.segments += r.timings.segments;
+        out.timings.steps += r.timings.steps;
         out.timings.total_ms += r.timings.total_ms;
         if (i == 0) out.timings.first_audio_ms = r.timings.first_audio_ms;
         ++out.segments;

@@ -11,6 +11,9 @@
 
 namespace talkbox::qwen3tts {
 
+// general.architecture of Qwen3-TTS models, and Voice::family of the voices they clone.
+constexpr const char* kArchitecture = "qwen3tts";
+
 enum class Variant { Base, CustomVoice, VoiceDesign };
 const char* variant_name(Variant v);          // "base", "custom_voice", "voice_design"
 const char* variant_display_name(Variant v);  // "Base", "CustomVoice", "VoiceDesign"

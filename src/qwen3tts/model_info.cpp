@@ -43,6 +43,11 @@ ModelInfo read_model_info(const GgufFile& file) {
         info.speakers.push_back({h.speaker_names[i], h.speaker_ids[i], h.speaker_dialects[i]});
     }
     info.languages = h.language_names;
+    switch (h.variant) {
+        case Variant::Base: info.voice = "cloned from reference audio (talkbox voice create)"; break;
+        case Variant::CustomVoice: info.voice = "preset speakers, with an optional instruction"; break;
+        case Variant::VoiceDesign: info.voice = "described in the instruction"; break;
+    }
     auto& hp = info.hyperparameters;
     hp["talker"] = std::to_string(h.talker.layers) + " layers, hidden " + std::to_string(h.talker.hidden) + ", " +
                    std::to_string(h.talker.heads) + "/" + std::to_string(h.talker.kv_heads) + " heads of " +

@@ -6,11 +6,11 @@
 
 namespace talkbox::server {
 
-EngineLease::~EngineLease() {
+SessionLease::~SessionLease() {
     if (pool_) pool_->give_back(index_);
 }
 
-EngineLease& EngineLease::operator=(EngineLease&& o) noexcept {
+SessionLease& SessionLease::operator=(SessionLease&& o) noexcept {
     if (this != &o) {
         if (pool_) pool_->give_back(index_);
         pool_ = o.pool_;
@@ -20,57 +20,27 @@ EngineLease& EngineLease::operator=(EngineLease&& o) noexcept {
     return *this;
 }
 
-Engine& EngineLease::operator*() const { return *pool_->engines_[index_]; }
+Session& SessionLease::operator*() const { return *pool_->sessions_[index_]; }
 
-ModelPool::ModelPool(std::string id, std::string path, const EngineOptions& options, size_t engines)
-    : id_(std::move(id)), path_(std::move(path)), options_(options), max_engines_(std::max<size_t>(1, engines)) {
-    engines_.reserve(max_engines_);  // never reallocated: leases read their engine without the lock
-    auto first = std::make_unique<Engine>(path_, options_);
-    family_ = first->family();
-    builtin_voice_ = first->has_builtin_voice();
-    variant_ = first->variant();
-    size_ = first->model_size();
-    speakers_ = first->speakers();
-    languages_ = first->languages();
-    sample_rate_ = first->sample_rate();
-    engines_.push_back(std::move(first));
-    busy_.push_back(false);
+ModelPool::ModelPool(std::string id, const std::string& path, const ModelOptions& options, size_t sessions)
+    : id_(std::move(id)), model_(path, options), max_sessions_(std::max<size_t>(1, sessions)) {
+    sessions_.reserve(max_sessions_);  // never reallocated: leases read their session without the lock
 }
 
-EngineLease ModelPool::lease() {
-    size_t index = 0;
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        for (size_t i = 0; i < engines_.size(); ++i) {
-            if (!busy_[i] && engines_[i]) {
-                busy_[i] = true;
-                return EngineLease(this, i);
-            }
+SessionLease ModelPool::lease() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < sessions_.size(); ++i) {
+        if (!busy_[i]) {
+            busy_[i] = true;
+            return SessionLease(this, i);
         }
-        // None free: load one into an empty slot (a failed earlier load leaves one) or a new one.
-        index = engines_.size();
-        for (size_t i = 0; i < engines_.size(); ++i) {
-            if (!busy_[i] && !engines_[i]) index = i;
-        }
-        if (index == engines_.size()) {
-            if (engines_.size() >= max_engines_) {
-                throw Error(ErrorKind::Internal, "model '" + id_ + "': every engine is busy (scheduler and pool disagree)");
-            }
-            engines_.push_back(nullptr);
-            busy_.push_back(false);
-        }
-        busy_[index] = true;  // reserved; loaded outside the lock (indices never move)
     }
-    try {
-        auto engine = std::make_unique<Engine>(path_, options_);
-        std::lock_guard<std::mutex> lock(mutex_);
-        engines_[index] = std::move(engine);
-    } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        busy_[index] = false;
-        throw;
+    if (sessions_.size() >= max_sessions_) {
+        throw Error(ErrorKind::Internal, "model '" + id_ + "': every session is busy (scheduler and pool disagree)");
     }
-    return EngineLease(this, index);
+    sessions_.push_back(std::make_unique<Session>(model_));  // cheap: caches grow with the request
+    busy_.push_back(true);
+    return SessionLease(this, sessions_.size() - 1);
 }
 
 void ModelPool::give_back(size_t index) {

@@ -1,6 +1,6 @@
-// The loaded models. Each model keeps up to `engines` Engine instances (an Engine runs one request
-// at a time), loaded lazily beyond the first; the scheduler guarantees that no more requests than
-// that run at once, so a lease always finds a free engine.
+// The loaded models. Each model is loaded once (its weights in memory once) and keeps up to
+// `sessions` Session objects, created as concurrent requests need them; the scheduler guarantees
+// that no more requests than that run at once, so a lease always finds a free session.
 #pragma once
 
 #include <memory>
@@ -8,21 +8,21 @@
 #include <string>
 #include <vector>
 
-#include "talkbox/engine.h"
+#include "talkbox/model.h"
 
 namespace talkbox::server {
 
 class ModelPool;
 
-class EngineLease {
+class SessionLease {
 public:
-    EngineLease() = default;
-    EngineLease(ModelPool* pool, size_t index) : pool_(pool), index_(index) {}
-    EngineLease(EngineLease&& o) noexcept : pool_(o.pool_), index_(o.index_) { o.pool_ = nullptr; }
-    EngineLease& operator=(EngineLease&& o) noexcept;
-    ~EngineLease();
-    Engine& operator*() const;
-    Engine* operator->() const { return &**this; }
+    SessionLease() = default;
+    SessionLease(ModelPool* pool, size_t index) : pool_(pool), index_(index) {}
+    SessionLease(SessionLease&& o) noexcept : pool_(o.pool_), index_(o.index_) { o.pool_ = nullptr; }
+    SessionLease& operator=(SessionLease&& o) noexcept;
+    ~SessionLease();
+    Session& operator*() const;
+    Session* operator->() const { return &**this; }
 
 private:
     ModelPool* pool_ = nullptr;
@@ -31,36 +31,26 @@ private:
 
 class ModelPool {
 public:
-    // Loads the first engine now (so that a broken model fails at start-up).
-    ModelPool(std::string id, std::string path, const EngineOptions& options, size_t engines);
+    // Loads the model now (so that a broken model fails at start-up).
+    ModelPool(std::string id, const std::string& path, const ModelOptions& options, size_t sessions);
 
     const std::string& id() const { return id_; }
-    const std::string& family() const { return family_; }  // "qwen3tts" / "chatterbox"
-    bool chatterbox() const { return family_ == "chatterbox"; }
-    bool has_builtin_voice() const { return builtin_voice_; }
-    // Empty when `voice` fits this model, else why not (Engine::voice_mismatch).
-    std::string voice_mismatch(const Voice& voice) const { return engines_[0]->voice_mismatch(voice); }
-    const std::string& path() const { return path_; }
-    const std::string& variant() const { return variant_; }
-    const std::string& size() const { return size_; }
-    const std::vector<std::string>& speakers() const { return speakers_; }
-    const std::vector<std::string>& languages() const { return languages_; }
-    int sample_rate() const { return sample_rate_; }
+    const Model& model() const { return model_; }
+    const Capabilities& capabilities() const { return model_.capabilities(); }
+    // Empty when `voice` fits this model, else why not (Model::voice_mismatch).
+    std::string voice_mismatch(const Voice& voice) const { return model_.voice_mismatch(voice); }
 
-    EngineLease lease();  // a free engine (loading another one when all loaded ones are busy)
+    SessionLease lease();  // a free session (a new one when all existing ones are busy)
 
 private:
-    friend class EngineLease;
+    friend class SessionLease;
     void give_back(size_t index);
 
-    std::string id_, path_, family_, variant_, size_;
-    bool builtin_voice_ = false;
-    std::vector<std::string> speakers_, languages_;
-    int sample_rate_ = 24000;
-    EngineOptions options_;
-    size_t max_engines_;
+    std::string id_;
+    Model model_;
+    size_t max_sessions_;
     std::mutex mutex_;
-    std::vector<std::unique_ptr<Engine>> engines_;
+    std::vector<std::unique_ptr<Session>> sessions_;
     std::vector<bool> busy_;
 };
 

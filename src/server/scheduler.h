@@ -3,7 +3,7 @@
 // slot until its Slot is destroyed.
 //
 // Batching concurrent requests into one graph would sit behind this: a batcher takes every
-// waiting ticket that fits instead of one, so the interface deals in tickets, not engines.
+// waiting ticket that fits instead of one, so the interface deals in tickets, not sessions.
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,5 @@
 // The HTTP front end: routes, request validation, admission, streaming. Everything numeric goes
-// through the public Engine API (talkbox/engine.h, talkbox/long_form.h, talkbox/voice_file.h).
+// through the public Model/Session API (talkbox/model.h, talkbox/long_form.h, talkbox/voice_file.h).
 #include "server/server.h"
 
 #include <arpa/inet.h>
@@ -84,11 +84,6 @@ constexpr OutputFormat kFormats[] = {
 // The voice name of a Chatterbox model's built-in voice (registered voices cannot take it).
 constexpr const char* kBuiltinVoice = "builtin";
 
-// Request fields that only one family takes (the rest apply to both).
-constexpr const char* kQwenOnlyFields[] = {"instructions", "top_k"};
-constexpr const char* kChatterboxOnlyFields[] = {"exaggeration", "cfg_weight", "min_p"};
-constexpr const char* kChatterboxFields = "language, exaggeration, cfg_weight, min_p, seed, temperature, top_p, repetition_penalty, max_frames";
-
 // OpenAI model names that clients send by default: they pick the loaded model that fits the voice.
 bool is_openai_model_alias(const std::string& m) {
     return m.empty() || m == "tts-1" || m == "tts-1-hd" || m == "gpt-4o-mini-tts" || m.rfind("gpt-4o", 0) == 0;
@@ -113,7 +108,7 @@ struct SpeechParams {
     std::vector<std::string> segments;
 };
 
-// One synthesis: the engine runs on its own thread; PCM formats hand encoded bytes to the
+// One synthesis: its session runs on its own thread; PCM formats hand encoded bytes to the
 // response as they come, others collect the samples.
 struct Job {
     std::mutex m;
@@ -132,7 +127,7 @@ struct Job {
     double first_audio_s = -1;
     size_t samples_out = 0;
     Scheduler::Slot slot;
-    EngineLease lease;
+    SessionLease lease;
     std::thread thread;
 
     ~Job() { stop(); }
@@ -140,7 +135,7 @@ struct Job {
         cancel = true;
         if (thread.joinable()) thread.join();
     }
-    // Called while waiting: stops the engine when the client left or time is up.
+    // Called while waiting: stops the synthesis when the client left or time is up.
     void check(int socket) {
         if (cancel) return;
         if (http::peer_closed(socket)) {
@@ -195,14 +190,14 @@ struct Server::Impl : http::Handler {
     explicit Impl(ServerOptions o)
         : options(std::move(o)), voices(options.voices_dir), scheduler(options.max_concurrent, options.max_queue) {
         if (options.models.empty()) throw Error(ErrorKind::InvalidArgument, "give at least one model (-m)");
-        EngineOptions eo;
-        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        eo.threads = options.threads > 0 ? options.threads : std::max(1, cores / static_cast<int>(std::max<size_t>(1, options.max_concurrent)));
+        // One executor runs every graph of the process in turn, so each uses all the threads.
+        ModelOptions mo;
+        mo.threads = options.threads;
         for (const auto& m : options.models) {
             for (const auto& other : models) {
                 if (other->id() == m.id) throw Error(ErrorKind::InvalidArgument, "two models are named '" + m.id + "'");
             }
-            models.push_back(std::make_unique<ModelPool>(m.id, m.path, eo, options.max_concurrent));
+            models.push_back(std::make_unique<ModelPool>(m.id, m.path, mo, options.max_concurrent));
         }
         routes();
         http::ServerLimits limits;
@@ -397,11 +392,12 @@ struct Server::Impl : http::Handler {
     // Whether `model` can speak with `voice`; fills the request's speaker or voice (the built-in
     // voice of a Chatterbox model leaves both empty).
     bool voice_fits(const ModelPool& model, const std::string& voice, const std::string& instructions, SpeechRequest& r) {
-        if (model.variant() == "voice_design") return !instructions.empty() || voice.empty();
+        const Capabilities& c = model.capabilities();
+        if (c.designs_voice) return !instructions.empty() || voice.empty();
         if (voice.empty()) return false;
-        if (model.chatterbox() && lower(voice) == kBuiltinVoice) return model.has_builtin_voice();
-        if (model.variant() == "custom_voice") {
-            for (const auto& s : model.speakers()) {
+        if (lower(voice) == kBuiltinVoice) return c.builtin_voice;
+        if (!c.speakers.empty()) {
+            for (const auto& s : c.speakers) {
                 if (lower(s) == lower(voice)) {
                     r.speaker = s;
                     return true;
@@ -409,7 +405,7 @@ struct Server::Impl : http::Handler {
             }
             return false;
         }
-        if (!valid_voice_name(voice)) return false;
+        if (!c.clones || !valid_voice_name(voice)) return false;
         auto v = voices.find(voice);
         if (!v || !model.voice_mismatch(*v).empty()) return false;
         r.voice = v;
@@ -422,7 +418,7 @@ struct Server::Impl : http::Handler {
         std::vector<std::string> fits;
         SpeechRequest scratch;
         for (const auto& m : models) {
-            if (m.get() != &model && m->variant() != "voice_design" && voice_fits(*m, voice, "", scratch)) fits.push_back(m->id());
+            if (m.get() != &model && !m->capabilities().designs_voice && voice_fits(*m, voice, "", scratch)) fits.push_back(m->id());
         }
         const auto registered = valid_voice_name(voice) ? voices.find(voice) : nullptr;
         std::string why;
@@ -431,11 +427,11 @@ struct Server::Impl : http::Handler {
         } else if (fits.empty()) {
             return;
         } else if (lower(voice) == kBuiltinVoice) {
-            why = "'builtin' is the built-in voice of Chatterbox models";
+            why = "'builtin' is the built-in voice of models that have one";
         } else {
-            why = "'" + voice + "' is a preset speaker of CustomVoice models";
+            why = "'" + voice + "' is a preset speaker of other models";
         }
-        if (why.empty()) why = "model '" + model.id() + "' is " + model.variant();
+        if (why.empty()) why = "model '" + model.id() + "' is " + model.capabilities().description();
         const auto takes = voice_names(&model);
         throw bad_request("voice '" + voice + "' does not fit model '" + model.id() + "': " + why + "; " +
                               (fits.empty() ? std::string("no loaded model takes it") : "it fits " + join(fits)) + " (model '" +
@@ -447,10 +443,10 @@ struct Server::Impl : http::Handler {
         std::vector<std::string> out;
         for (const auto& m : models) {
             if (only && m.get() != only) continue;
-            if (m->variant() == "custom_voice") {
-                for (const auto& s : m->speakers()) out.push_back(s);
-            } else if (m->variant() == "base" || m->chatterbox()) {
-                if (m->has_builtin_voice()) out.push_back(kBuiltinVoice);
+            const Capabilities& c = m->capabilities();
+            for (const auto& s : c.speakers) out.push_back(s);
+            if (c.builtin_voice) out.push_back(kBuiltinVoice);
+            if (c.clones) {
                 for (const auto& [name, v] : voices.list()) {
                     if (m->voice_mismatch(*v).empty()) out.push_back(name);
                 }
@@ -518,11 +514,11 @@ struct Server::Impl : http::Handler {
         const std::string model = string_field("model", false);
         if (auto* m = find_model(model)) {
             p.model = m;
-            if (voice.empty() && m->has_builtin_voice()) voice = kBuiltinVoice;  // a named Chatterbox model speaks without one
+            if (voice.empty() && m->capabilities().builtin_voice) voice = kBuiltinVoice;  // a named model with its own voice needs none
             if (!voice_fits(*m, voice, instructions, p.request)) {
                 if (voice.empty()) {
                     throw bad_request("'voice' is required for model '" + m->id() + "'" +
-                                          (m->chatterbox() ? " (it has no built-in voice: register one with POST /v1/audio/voices)" : ""),
+                                          (m->capabilities().clones ? " (register one with POST /v1/audio/voices)" : ""),
                                       "voice", "missing_field");
                 }
                 refuse_voice_mismatch(*m, voice);
@@ -532,13 +528,13 @@ struct Server::Impl : http::Handler {
             }
         } else if (is_openai_model_alias(model)) {
             for (const auto& m : models) {
-                if (m->variant() != "voice_design" && voice_fits(*m, voice, instructions, p.request)) {
+                if (!m->capabilities().designs_voice && voice_fits(*m, voice, instructions, p.request)) {
                     p.model = m.get();
                     break;
                 }
             }
             for (const auto& m : models) {
-                if (!p.model && m->variant() == "voice_design" && voice_fits(*m, voice, instructions, p.request)) p.model = m.get();
+                if (!p.model && m->capabilities().designs_voice && voice_fits(*m, voice, instructions, p.request)) p.model = m.get();
             }
             if (!p.model) {
                 if (voice.empty()) throw bad_request("'voice' is required", "voice", "missing_field");
@@ -551,35 +547,13 @@ struct Server::Impl : http::Handler {
             throw not_found("model '" + model + "' is not loaded (available: " + join(ids) + ")", "model", "model_not_found");
         }
 
-        // Fields of the other family are refused, naming the model.
-        const auto given = [&](const char* key) {
-            if (!body.contains(key) || body[key].is_null()) return false;
-            return !body[key].is_string() || body[key].get<std::string>().find_first_not_of(" \t\r\n") != std::string::npos;
-        };
-        if (p.model->chatterbox()) {
-            for (const char* key : kQwenOnlyFields) {
-                if (given(key)) {
-                    throw bad_request(std::string("'") + key + "' is a Qwen3-TTS setting; model '" + p.model->id() +
-                                          "' is Chatterbox (it takes " + kChatterboxFields + ")",
-                                      key, "unsupported_field");
-                }
-            }
-        } else {
-            for (const char* key : kChatterboxOnlyFields) {
-                if (given(key)) {
-                    throw bad_request(std::string("'") + key + "' is a Chatterbox setting; model '" + p.model->id() + "' is Qwen3-TTS (" +
-                                          p.model->variant() + ")",
-                                      key, "unsupported_field");
-                }
-            }
-        }
-
-        if (p.model->chatterbox()) p.request.instruct.clear();
+        const Capabilities& caps = p.model->capabilities();
+        if (instructions.find_first_not_of(" \t\r\n") == std::string::npos) p.request.instruct.clear();  // blank: none
         if (!language.empty() && lower(language) != "auto") {
             bool known = false;
-            for (const auto& l : p.model->languages()) known |= lower(l) == lower(language);
+            for (const auto& l : caps.languages) known |= lower(l) == lower(language);
             if (!known) {
-                throw bad_request("unsupported language '" + language + "' (supported: auto, " + join(p.model->languages()) + ")",
+                throw bad_request("unsupported language '" + language + "' (supported: auto, " + join(caps.languages) + ")",
                                   "language");
             }
             p.request.language = lower(language);
@@ -620,11 +594,7 @@ struct Server::Impl : http::Handler {
             if (v) return static_cast<float>(*v);
             return std::nullopt;
         };
-        if (p.model->chatterbox()) {
-            s.temperature = positive("temperature", 10);  // T3 samples always (0 is no greedy switch)
-        } else if (auto t = number_field("temperature", 0, 10)) {
-            s.temperature = static_cast<float>(*t);
-        }
+        if (auto t = number_field("temperature", 0, 10)) s.temperature = static_cast<float>(*t);
         if (auto k = integer_field("top_k", 100000)) s.top_k = static_cast<uint32_t>(*k);
         s.top_p = positive("top_p", 1);
         s.repetition_penalty = positive("repetition_penalty", 10);
@@ -634,6 +604,10 @@ struct Server::Impl : http::Handler {
         if (auto f = integer_field("max_frames", 100000)) {
             if (*f == 0) throw bad_request("'max_frames' must be at least 1", "max_frames");
             p.request.max_frames = static_cast<uint32_t>(*f);
+        }
+        // The model's own rules: which fields it takes, and their ranges.
+        if (auto refusal = p.model->model().check(p.request)) {
+            throw bad_request("model '" + p.model->id() + "': " + refusal->message, refusal->field, "unsupported_field");
         }
         // Drawn here when absent, so that every response reports the seed that reproduces it.
         if (!s.seed) s.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
@@ -664,13 +638,13 @@ struct Server::Impl : http::Handler {
         job->lease = p.model->lease();
         job->streaming = p.stream;
         job->format = p.format->format;
-        Engine& engine = *job->lease;
+        Session& session = *job->lease;
         // The worker holds a plain pointer: ~Job joins it, so the Job outlives it (a shared_ptr here
         // could make the worker drop the last reference and join itself).
-        job->thread = std::thread([job = job.get(), &engine, p] {
+        job->thread = std::thread([job = job.get(), &session, p] {
             try {
                 job->result = speak_long_form(
-                    engine, p.request, p.segments, LongFormOptions{},
+                    session, p.request, p.segments, LongFormOptions{},
                     [&](const float* pcm, size_t n) {
                         std::lock_guard<std::mutex> lock(job->m);
                         if (job->first_audio_s < 0) job->first_audio_s = seconds_since(job->arrived);
@@ -723,13 +697,13 @@ struct Server::Impl : http::Handler {
             }
         };
         res.set_header("X-Talkbox-Model", p.model->id());
-        res.set_header("X-Talkbox-Sample-Rate", std::to_string(p.model->sample_rate()));
+        res.set_header("X-Talkbox-Sample-Rate", std::to_string(p.model->capabilities().sample_rate));
         if (!job->streaming) {
             fail_before_audio();
             job->thread.join();
             const double wall = seconds_since(job->arrived);
-            metrics.synthesis(static_cast<double>(job->samples.size()) / p.model->sample_rate(), wall, job->first_audio_s);
-            const auto bytes = audio::encode_audio(job->samples, p.model->sample_rate(), p.format->format);
+            metrics.synthesis(static_cast<double>(job->samples.size()) / p.model->capabilities().sample_rate, wall, job->first_audio_s);
+            const auto bytes = audio::encode_audio(job->samples, p.model->capabilities().sample_rate, p.format->format);
             res.set_header("X-Talkbox-Seed", std::to_string(*p.request.sampling.seed));
             res.set_content(std::string(bytes.begin(), bytes.end()), p.format->content_type);
             return;
@@ -739,8 +713,8 @@ struct Server::Impl : http::Handler {
             if (job->pending.empty()) fail_before_audio();  // finished with an error or no audio yet
         }
         res.set_header("X-Talkbox-Seed", std::to_string(*p.request.sampling.seed));
-        const auto header = audio::stream_header(p.model->sample_rate(), p.format->format);
-        const int rate = p.model->sample_rate();
+        const auto header = audio::stream_header(p.model->capabilities().sample_rate, p.format->format);
+        const int rate = p.model->capabilities().sample_rate;
         res.set_header("Content-Type", p.format->content_type);
         res.stream = [job, header, socket](const std::function<bool(const char*, size_t)>& write) {
                 if (!header.empty() && !write(reinterpret_cast<const char*>(header.data()), header.size())) {
@@ -785,13 +759,13 @@ struct Server::Impl : http::Handler {
                 {"object", "model"},
                 {"created", 0},
                 {"owned_by", "talkbox"},
-                {"family", m.family()},
-                {"variant", m.variant()},
-                {"size", m.size()},
-                {"speakers", m.speakers()},
-                {"builtin_voice", m.has_builtin_voice() ? json(kBuiltinVoice) : json(nullptr)},
-                {"languages", m.languages()},
-                {"sample_rate", m.sample_rate()}};
+                {"family", m.capabilities().architecture},
+                {"variant", m.capabilities().variant},
+                {"size", m.capabilities().size},
+                {"speakers", m.capabilities().speakers},
+                {"builtin_voice", m.capabilities().builtin_voice ? json(kBuiltinVoice) : json(nullptr)},
+                {"languages", m.capabilities().languages},
+                {"sample_rate", m.capabilities().sample_rate}};
     }
 
     json voice_json(const std::string& name, const Voice& v) const {
@@ -799,12 +773,11 @@ struct Server::Impl : http::Handler {
         for (const auto& m : models) {
             if (m->voice_mismatch(v).empty()) ms.push_back(m->id());
         }
-        const bool chatterbox = v.family == "chatterbox";
         return {{"id", name},
                 {"name", name},
                 {"type", "cloned"},
                 {"family", v.family},
-                {"mode", chatterbox ? "audio_prompt" : v.x_vector_only ? "x_vector" : "in_context"},
+                {"mode", voice_mode(v)},
                 {"model_size", v.model_size},
                 {"reference_seconds", v.source_seconds},
                 {"models", ms}};
@@ -813,14 +786,19 @@ struct Server::Impl : http::Handler {
     void list_voices(Response& res) {
         json out = json::array();
         json builtin = json::array();
+        std::string builtin_family;
         for (const auto& m : models) {
-            for (const auto& s : m->speakers()) {
-                out.push_back({{"id", s}, {"name", s}, {"type", "preset"}, {"family", m->family()}, {"models", {m->id()}}});
+            const Capabilities& c = m->capabilities();
+            for (const auto& s : c.speakers) {
+                out.push_back({{"id", s}, {"name", s}, {"type", "preset"}, {"family", c.architecture}, {"models", {m->id()}}});
             }
-            if (m->has_builtin_voice()) builtin.push_back(m->id());
+            if (c.builtin_voice) {
+                builtin.push_back(m->id());
+                builtin_family = c.architecture;
+            }
         }
         if (!builtin.empty()) {
-            out.push_back({{"id", kBuiltinVoice}, {"name", kBuiltinVoice}, {"type", "builtin"}, {"family", "chatterbox"}, {"models", builtin}});
+            out.push_back({{"id", kBuiltinVoice}, {"name", kBuiltinVoice}, {"type", "builtin"}, {"family", builtin_family}, {"models", builtin}});
         }
         for (const auto& [name, v] : voices.list()) out.push_back(voice_json(name, *v));
         send_json(res, 200, {{"object", "list"}, {"voices", out}});
@@ -846,32 +824,33 @@ struct Server::Impl : http::Handler {
         const auto clip = field({"audio", "file"});
         if (!clip || clip->content.empty()) throw bad_request("'audio' (the reference clip) is required", "audio", "missing_field");
         if (lower(name->content) == kBuiltinVoice) {
-            throw bad_request("the name 'builtin' is reserved for Chatterbox's built-in voice; choose another", "name");
+            throw bad_request("the name 'builtin' is reserved for the built-in voices of models; choose another", "name");
         }
         const auto transcript = field({"transcript", "ref_text"});
         std::optional<std::string> ref_text;
         if (transcript && transcript->content.find_first_not_of(" \t\r\n") != std::string::npos) ref_text = transcript->content;
-        // Base models clone from the clip (+ transcript), Chatterbox models from the clip alone.
-        const auto clones = [&](const ModelPool& m) { return m.variant() == "base" || (m.chatterbox() && !ref_text); };
+        // Some models clone from the clip and a transcript, others from the clip alone.
+        const auto clones = [&](const ModelPool& m) { return m.capabilities().clones && (m.capabilities().clone_transcript || !ref_text); };
         ModelPool* model = nullptr;
         if (const auto* m = field({"model"}); m && !is_openai_model_alias(m->content)) {
             model = find_model(m->content);
             if (!model) throw not_found("model '" + m->content + "' is not loaded", "model", "model_not_found");
-            if (model->variant() != "base" && !model->chatterbox()) {
-                throw bad_request("model '" + m->content + "' cannot clone voices: use a Base or Chatterbox model", "model");
+            if (!model->capabilities().clones) {
+                throw bad_request("model '" + m->content + "' (" + model->capabilities().description() + ") cannot clone voices", "model");
             }
         } else {
             for (const auto& pm : models) {
                 if (!model && clones(*pm)) model = pm.get();
             }
             if (!model) {
-                throw bad_request(ref_text ? "no Base model is loaded: cloning with a transcript needs one (serve -m base.gguf)"
-                                           : "no Base or Chatterbox model is loaded: voice cloning needs one (serve -m base.gguf)",
+                throw bad_request(ref_text ? "no loaded model clones with a transcript (a Qwen3-TTS Base model does: serve -m base.gguf)"
+                                           : "no loaded model clones voices (Qwen3-TTS Base and Chatterbox models do: serve -m base.gguf)",
                                   "model");
             }
         }
-        if (model->chatterbox() && ref_text) {
-            throw bad_request("'transcript' is a Qwen3-TTS setting: Chatterbox model '" + model->id() + "' clones from the clip alone",
+        if (!model->capabilities().clone_transcript && ref_text) {
+            throw bad_request("'transcript' is not used by model '" + model->id() + "' (" + model->capabilities().description() +
+                                  "): it clones from the clip alone",
                               "transcript", "unsupported_field");
         }
         const auto refuse_taken = [&] {
@@ -914,8 +893,7 @@ struct Server::Impl : http::Handler {
         std::vector<std::string> warnings;
         Voice v;
         try {
-            v = create_voice(model->path(), upload.path(), ref_text, std::max(1, static_cast<int>(std::thread::hardware_concurrency())),
-                             &warnings, CloneStop{&cancel, deadline});
+            v = model->model().create_voice(upload.path(), ref_text, &warnings, CloneStop{&cancel, deadline});
         } catch (const Error& e) {
             if (e.kind() == ErrorKind::Cancelled && !cancel) {
                 throw ApiError(504, "server_error", "timeout",

@@ -1,5 +1,5 @@
 // `talkbox serve`: an OpenAI-compatible speech server (POST /v1/audio/speech and friends, see
-// docs/server.md) over the public Engine API over its own HTTP/1.1 layer (http_server.h), with a voices registry, Prometheus metrics and an
+// docs/server.md) over the public Model/Session API over its own HTTP/1.1 layer (http_server.h), with a voices registry, Prometheus metrics and an
 // embedded web page.
 #pragma once
 
@@ -34,7 +34,7 @@ struct ServerOptions {
     // Host names besides localhost and the listening address that are served without an API key.
     std::vector<std::string> cors_origins;
     std::vector<std::string> allowed_hosts;
-    int threads = 0;                // compute threads per engine (0: cores / max_concurrent)
+    int threads = 0;                // compute threads of the one executor every request shares (0: one per core)
     std::function<void(const std::string&)> log;  // one line per request; empty: silent
 };
 

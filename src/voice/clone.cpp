@@ -1,6 +1,5 @@
 #include "voice/clone.h"
 
-#include "chatterbox/reference.h"
 #include "talkbox/error.h"
 #include "talkbox/voice_file.h"
 #include "voice/voice_file.h"
@@ -45,53 +44,6 @@ void CloneStop::check(const std::string& next) const {
     if (std::chrono::steady_clock::now() >= deadline) {
         throw Error(ErrorKind::Cancelled, "voice cloning ran past its deadline (before " + next + ")");
     }
-}
-
-namespace {
-
-bool is_chatterbox(const GgufFile& file) {
-    const GgufMeta& meta = file.meta();
-    return meta.has_key("general.architecture") && meta.get_string("general.architecture") == "chatterbox";
-}
-
-}  // namespace
-
-bool is_chatterbox_model(const std::string& model_path) { return is_chatterbox(GgufFile(model_path)); }
-
-Voice create_voice(const std::string& model_path, const std::string& ref_audio_path,
-                   const std::optional<std::string>& ref_text, int threads, std::vector<std::string>* warnings,
-                   const CloneStop& stop) {
-    stop.check("reading the model");
-    const GgufFile file(model_path);
-    if (is_chatterbox(file)) {
-        if (ref_text) {
-            throw Error(ErrorKind::InvalidArgument,
-                        "Chatterbox clones a voice from the audio alone: drop the reference transcript");
-        }
-        stop.check("reading the reference audio");
-        const voice::ReferenceAudio ref = voice::load_reference_audio(ref_audio_path);
-        stop.check("loading the reference encoder");
-        const chatterbox::ReferenceEncoder encoder(file);
-        Voice v;
-        v.family = "chatterbox";
-        v.model_size = encoder.identity();
-        stop.check("the reference encoder");
-        v.chatterbox = encoder.prepare(ref.samples);
-        v.source_audio = ref_audio_path;
-        v.source_seconds = ref.seconds;
-        if (warnings) warnings->insert(warnings->end(), ref.warnings.begin(), ref.warnings.end());
-        return v;
-    }
-    if (ref_text) voice::check_transcript(*ref_text);  // before any slow work
-    stop.check("reading the reference audio");
-    const voice::ReferenceAudio ref = voice::load_reference_audio(ref_audio_path);
-    stop.check("loading the speaker encoder");
-    const qwen3tts::Hparams hparams = qwen3tts::Hparams::from_gguf(file.meta());
-    const Backend backend(threads);
-    voice::VoiceCloner cloner(file, hparams, backend);
-    Voice v = cloner.clone(ref, ref_text, ref_audio_path, stop);
-    if (warnings) warnings->insert(warnings->end(), ref.warnings.begin(), ref.warnings.end());
-    return v;
 }
 
 }  // namespace talkbox

@@ -1,11 +1,14 @@
 #include "voice/voice_file.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
+#include "chatterbox/model_info.h"
 #include "core/atomic_file.h"
 #include "core/gguf_file.h"
+#include "qwen3tts/hparams.h"
 #include "talkbox/error.h"
 #include "text/unicode.h"
 
@@ -13,8 +16,8 @@ namespace talkbox {
 
 namespace {
 
-constexpr const char* kFamily = "qwen3tts";
-constexpr const char* kChatterbox = "chatterbox";
+constexpr const char* kFamily = qwen3tts::kArchitecture;
+constexpr const char* kChatterbox = chatterbox::kArchitecture;
 // Chatterbox voices use the tensor names of a Chatterbox model's built-in voice (docs/gguf-format.md).
 constexpr const char* kSpeakerEmb = "voice.t3.speaker_emb";
 constexpr const char* kCondTokens = "voice.t3.cond_prompt_speech_tokens";
@@ -300,6 +303,61 @@ Voice load_voice(const std::string& path) {
     }
     validate(v, ErrorKind::Format, where);  // provenance (read above) is informational, may be absent
     return v;
+}
+
+namespace {
+
+constexpr double kFrameSeconds = 1920.0 / 24000;  // Qwen3-TTS 12 Hz codec: one frame per 1920 samples at 24 kHz
+
+std::string fixed(double v, int decimals) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+}  // namespace
+
+const char* voice_mode(const Voice& v) {
+    if (v.family == kChatterbox) return "audio_prompt";
+    return v.x_vector_only ? "x_vector" : "in_context";
+}
+
+std::string voice_summary(const Voice& v) {
+    if (v.family == kChatterbox) {
+        const ChatterboxConditionals& c = v.chatterbox;
+        return "Chatterbox voice (" + v.model_size + "), " + std::to_string(c.cond_prompt_speech_tokens.size()) +
+               " T3 prompt tokens, " + std::to_string(c.prompt_token.size()) + " S3Gen prompt tokens, " +
+               std::to_string(c.prompt_feat_frames) + " mel frames";
+    }
+    std::string s = std::string(v.x_vector_only ? "x-vector-only" : "in-context") + " voice for " + v.model_size +
+                    " models, embedding of " + std::to_string(v.embedding_dim) + " values";
+    if (!v.x_vector_only) s += ", " + std::to_string(v.ref_codes.size()) + " reference frames (" + fixed(v.ref_codes.size() * kFrameSeconds, 2) + " s)";
+    return s;
+}
+
+std::vector<std::pair<std::string, std::string>> voice_details(const Voice& v) {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (v.family == kChatterbox) {
+        const ChatterboxConditionals& c = v.chatterbox;
+        out.emplace_back("family", "chatterbox (model " + v.model_size + ")");
+        out.emplace_back("T3", "speaker embedding of " + std::to_string(c.speaker_emb.size()) + " values, " +
+                                   std::to_string(c.cond_prompt_speech_tokens.size()) + " prompt speech tokens, exaggeration " +
+                                   fixed(c.emotion_adv, 2));
+        out.emplace_back("S3Gen", "x-vector of " + std::to_string(c.embedding.size()) + " values, " + std::to_string(c.prompt_token.size()) +
+                                      " prompt tokens, " + std::to_string(c.prompt_feat_frames) + " mel frames (" +
+                                      fixed(c.prompt_feat_frames * 0.02, 2) + " s)");
+    } else {
+        out.emplace_back("mode", v.x_vector_only ? "x-vector only (speaker embedding)"
+                                                 : "in-context (speaker embedding + reference frames and transcript)");
+        out.emplace_back("model size", v.model_size + " (Base models)");
+        out.emplace_back("embedding", std::to_string(v.embedding_dim) + " values");
+        if (!v.x_vector_only) {
+            out.emplace_back("reference", std::to_string(v.ref_codes.size()) + " frames (" + fixed(v.ref_codes.size() * kFrameSeconds, 2) + " s)");
+            out.emplace_back("transcript", v.ref_text);
+        }
+    }
+    if (!v.source_audio.empty()) out.emplace_back("source", v.source_audio + " (" + fixed(v.source_seconds, 2) + " s)");
+    return out;
 }
 
 }  // namespace talkbox

@@ -19,6 +19,7 @@
 #include "support/tiny_turbo.h"
 #include "talkbox/audio.h"
 #include "talkbox/error.h"
+#include "talkbox/model.h"
 #include "talkbox/voice_file.h"
 #include "voice/voice_file.h"
 
@@ -338,7 +339,7 @@ TEST(ChatterboxRefAudio, SpeechTokensFromAudio) {
 // the goldens; then the voice file round trip and the model identity check.
 TEST(ChatterboxRefAudio, CreateVoiceMatchesPrepareConditionals) {
     const std::string model = tt::converted_chatterbox();
-    ASSERT_TRUE(is_chatterbox_model(model));
+    ASSERT_EQ(talkbox::Model(model).capabilities().architecture, "chatterbox");
     for (const char* key : {"en_3p5s", "long_12s"}) {
         SCOPED_TRACE(key);
         const Voice v = create_voice(model, clip_path(key), std::nullopt);
@@ -383,7 +384,7 @@ TEST(ChatterboxRefAudio, CreateVoiceRefusesATranscript) {
         FAIL() << "no error";
     } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
-        EXPECT_STREQ(e.what(), "Chatterbox clones a voice from the audio alone: drop the reference transcript");
+        EXPECT_STREQ(e.what(), "Chatterbox Multilingual clones a voice from the audio alone: drop the reference transcript");
     }
 }
 
@@ -404,7 +405,7 @@ TEST(ChatterboxRefAudio, VoiceCliCreateAndInfo) {
     const auto bad = tt::run_talkbox("voice create -m '" + model + "' --ref-audio '" + clip_path("zh_2s") +
                                      "' --x-vector-only -o '" + dir.file("y.voice") + "'");
     EXPECT_NE(bad.exit_code, 0);
-    EXPECT_NE(bad.err.find("--x-vector-only is for Qwen3-TTS Base models"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("--x-vector-only chooses a cloning mode; Chatterbox Multilingual clones from the audio alone"), std::string::npos) << bad.err;
 }
 
 // Turbo's recipe (tts_turbo.py prepare_conditionals): the clip normalised to -27 LUFS before both

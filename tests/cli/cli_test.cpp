@@ -60,7 +60,7 @@ TEST(Cli, ChatterboxConvertInfoTokenize) {
                              "HiFT vocoder", "S3 tokenizer", "CAMPPlus", "voice encoder", "built-in voice",
                              "T3:           2 layers, hidden 64, 4 heads of 16",
                              "voice:        built-in (speaker embedding, 88 prompt speech tokens, 175 reference mel frames)",
-                             "languages:    ar, da, de, el, en, es, fi, fr, he, hi, it, ja, ko, ms, nl, no, pl, pt, ru, sv, sw, tr, zh"}) {
+                             "languages:    auto, ar, da, de, el, en, es, fi, fr, he, hi, it, ja, ko, ms, nl, no, pl, pt, ru, sv, sw, tr, zh"}) {
         EXPECT_NE(i.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << i.out;
     }
     // The fr golden (goldens/t3/fr_e05_c05/case.json).

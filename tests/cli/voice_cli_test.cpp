@@ -101,7 +101,7 @@ TEST_F(VoiceCliTest, CreateRefusesAndWritesNothing) {
     refused("-m " + model() + " --ref-text ''", "the reference transcript is empty");
     refused("-m " + model() + " --ref-text hi --x-vector-only", "excludes");
     refused("-m " + model("tiny-0.6B-CustomVoice") + " --x-vector-only",
-            "has no speaker encoder (only Base models can clone a voice; this one is CustomVoice)");
+            "is Qwen3-TTS 0.6b CustomVoice, which does not clone voices");
     refused("-m " + out.file("missing.gguf") + " --x-vector-only", "missing.gguf' does not exist");
     const auto r = run_talkbox("voice create -m " + model() + " --ref-audio " + out.file("none.wav") +
                                " --x-vector-only -o " + path);

@@ -1,19 +1,23 @@
 // Chatterbox end to end (goldens/e2e: ChatterboxMultilingualTTS.generate on the tiny multilingual
 // folder, converted): the pipeline with the golden noise gives the golden speech tokens and
-// waveform; the Engine speaks Chatterbox GGUFs sentence by sentence behind the Qwen3-TTS API and
-// refuses the other family's settings; `talkbox speak` works on a Chatterbox GGUF.
+// waveform; a Session speaks Chatterbox GGUFs sentence by sentence behind the common API and
+// refuses what its capabilities do not list; cancellation stops inside T3 and the flow; `talkbox speak` works on a Chatterbox GGUF.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "pipeline/chatterbox_pipeline.h"
+#include "chatterbox/pipeline.h"
 #include "support/golden_json.h"
 #include "support/test_support.h"
 #include "audio/audio_reader.h"
-#include "talkbox/engine.h"
+#include "support/loaded_model.h"
+#include "talkbox/model.h"
 #include "talkbox/error.h"
 #include "talkbox/voice_file.h"
 
@@ -29,10 +33,11 @@ chatterbox::Pipeline& pipeline() {
     return p;
 }
 
-Engine& engine() {
-    static Engine e(converted_chatterbox("multilingual"), EngineOptions{1, 1});
-    return e;
+LoadedModel& loaded() {
+    static LoadedModel m(converted_chatterbox("multilingual"), ModelOptions{1, 1});
+    return m;
 }
+Session& engine() { return loaded().session; }
 
 class ChatterboxE2e : public ::testing::TestWithParam<std::string> {};
 
@@ -92,12 +97,20 @@ SpeechRequest greedy_request(const std::string& text, const std::string& languag
 
 TEST(ChatterboxEngine, SpeaksTheGoldenTokensThroughTheEngineApi) {
     const auto c = read_json(e2e_dir("builtin_fr") + "/case.json");
-    Engine& e = engine();
-    EXPECT_EQ(e.family(), "chatterbox");
-    EXPECT_EQ(e.variant(), "multilingual");
-    EXPECT_EQ(e.sample_rate(), 24000);
-    EXPECT_EQ(e.languages().size(), 23u);
-    EXPECT_TRUE(e.speakers().empty());
+    Session& e = engine();
+    const Capabilities& caps = e.model().capabilities();
+    EXPECT_EQ(caps.architecture, "chatterbox");
+    EXPECT_EQ(caps.variant, "multilingual");
+    EXPECT_EQ(caps.sample_rate, 24000);
+    EXPECT_EQ(caps.languages.size(), 23u);
+    EXPECT_TRUE(caps.speakers.empty());
+    EXPECT_TRUE(caps.builtin_voice && caps.clones && !caps.needs_voice && !caps.clone_transcript && caps.own_frame_limit);
+    EXPECT_FALSE(caps.frame_streaming || caps.codec_frames || caps.concurrent_decoder || caps.text_modes || caps.takes_instruct);
+    ASSERT_NE(caps.field("cfg_weight"), nullptr);
+    EXPECT_EQ(caps.field("cfg_weight")->default_value, 0.5);
+    EXPECT_EQ(caps.field("top_k"), nullptr);  // tts_turbo only
+    ASSERT_NE(caps.field("temperature"), nullptr);
+    EXPECT_TRUE(caps.field("temperature")->min_exclusive);
     size_t calls = 0, samples = 0;
     const auto r = e.speak(greedy_request(c["text"], "fr", 40), [&](const float*, size_t n) { ++calls, samples += n; });
     std::vector<int32_t> tokens;
@@ -110,14 +123,16 @@ TEST(ChatterboxEngine, SpeaksTheGoldenTokensThroughTheEngineApi) {
     EXPECT_EQ(calls, 1u);
     EXPECT_EQ(samples, size_t(c["wav_samples"]));
     EXPECT_EQ(r.samples, samples);
-    // generate(): the same tokens without audio
-    const auto g = e.generate(greedy_request(c["text"], "fr", 40));
+    // generate(): the same tokens without audio, handed to on_frame as the sentence is done
+    std::vector<Frame> seen;
+    const auto g = e.generate(greedy_request(c["text"], "fr", 40), [&](const Frame& f) { seen.push_back(f); });
     EXPECT_EQ(g.frames, r.frames);
+    EXPECT_EQ(seen, r.frames);
     EXPECT_EQ(g.samples, 0u);
 }
 
 TEST(ChatterboxEngine, LongTextIsSpokenAndStreamedSentenceBySentence) {
-    Engine& e = engine();
+    Session& e = engine();
     const std::string first = "Hello world, the sun is out again.", second = "We can test it now!";
     std::vector<size_t> chunks;
     const auto r = e.speak(greedy_request(first + " " + second, "en", 12), [&](const float*, size_t n) { chunks.push_back(n); });
@@ -135,7 +150,7 @@ TEST(ChatterboxEngine, LongTextIsSpokenAndStreamedSentenceBySentence) {
 // min_frames (bench's fixed-length runs) reaches T3 per sentence: a hot draw gives exactly that
 // many tokens per sentence, all of them speech ids; the timings split T3 and S3Gen into their stages.
 TEST(ChatterboxEngine, MinFramesGivesFixedLengthSentencesAndStageTimings) {
-    Engine& e = engine();
+    Session& e = engine();
     auto r = greedy_request("Hello world, the sun is out again. We can test it now!", "en", 20);
     r.sampling.greedy = false;
     r.sampling.temperature = 20.0f;
@@ -174,27 +189,93 @@ void expect_error(const std::function<void()>& fn, const std::string& fragment) 
 }
 
 TEST(ChatterboxEngine, RefusesTheOtherFamilysSettingsAndUnsupportedText) {
-    Engine& e = engine();
+    Session& e = engine();
     const auto silent = [](const float*, size_t) {};
     auto r = greedy_request("Hello.", "en", 4);
     r.speaker = "ryan";
-    expect_error([&] { e.speak(r, silent); }, "a preset speaker is a Qwen3-TTS setting; this model is Chatterbox");
+    expect_error([&] { e.speak(r, silent); }, "a preset speaker is not a setting of Chatterbox Multilingual (it takes voice, temperature");
     r = greedy_request("Hello.", "en", 4);
     r.sampling.top_k = 50;
-    expect_error([&] { e.speak(r, silent); }, "top-k is a Qwen3-TTS setting");
+    expect_error([&] { e.speak(r, silent); }, "top_k is not a setting of Chatterbox Multilingual");
     expect_error([&] { e.speak(greedy_request("Hello.", "xx", 4), silent); }, "xx");
     expect_error([&] { e.speak(greedy_request("日本語です。", "ja", 4), silent); }, "pykakasi");
     expect_error([&] { e.speak(greedy_request("   ", "en", 4), silent); }, "the text to speak is empty");
     r = greedy_request("Hello.", "en", 4);
     r.exaggeration = -1;
-    expect_error([&] { e.speak(r, silent); }, "exaggeration must be >= 0");
+    expect_error([&] { e.speak(r, silent); }, "exaggeration must be in [0, 100] for Chatterbox Multilingual, got -1");
+    r = greedy_request("Hello.", "en", 4);
+    r.sampling.temperature = 0;
+    expect_error([&] { e.speak(r, silent); }, "temperature must be in (0, 100]");
+    // The server asks the same rules (Model::check) and names the field.
+    const auto refusal = e.model().check(r);
+    ASSERT_TRUE(refusal.has_value());
+    EXPECT_EQ(refusal->field, "temperature");
 
-    Engine qwen(converted_fixture("tiny-0.6B-CustomVoice"), EngineOptions{1, 1});
-    EXPECT_EQ(qwen.family(), "qwen3tts");
+    LoadedModel qwen(converted_fixture("tiny-0.6B-CustomVoice"), ModelOptions{1, 1});
+    EXPECT_EQ(qwen.model.capabilities().architecture, "qwen3tts");
     auto q = greedy_request("Hello.", "auto", 4);
-    q.speaker = qwen.speakers().at(0);
+    q.speaker = qwen.model.capabilities().speakers.at(0);
     q.exaggeration = 0.7f;
-    expect_error([&] { qwen.speak(q, silent); }, "exaggeration is a Chatterbox setting; this model is Qwen3-TTS");
+    expect_error([&] { qwen.session.speak(q, silent); }, "exaggeration is not a setting of Qwen3-TTS 0.6b CustomVoice");
+}
+
+// Cancellation is honoured inside a sentence: before every T3 token and every flow step.
+TEST(ChatterboxEngine, CancelStopsInsideT3AndTheFlow) {
+    const std::atomic<bool> cancelled{true};
+    const auto r = engine().speak(greedy_request("Hello world, the sun is out again.", "en", 40), [](const float*, size_t) {},
+                                  {}, &cancelled);
+    EXPECT_EQ(r.stop_reason, "cancelled");
+    EXPECT_TRUE(r.frames.empty());
+    EXPECT_EQ(r.samples, 0u);
+    chatterbox::T3Options o = pipeline().t3().default_options();
+    o.cancel = &cancelled;
+    expect_error([&] { pipeline().synthesize("Hello.", "en", pipeline().builtin_voice(), o); }, "cancelled");
+    // The tokens are made; the flow's first step sees the flag.
+    expect_error([&] { pipeline().vocode({1, 2, 3, 4}, pipeline().builtin_voice(), {}, 0, nullptr, &cancelled); }, "cancelled");
+    // A flag set from another thread while T3 runs a long sentence stops it within a step.
+    std::atomic<bool> later{false};
+    auto longer = greedy_request("Hello world, the sun is out again.", "en", 1000);
+    longer.min_frames = 1000;
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        later = true;
+    });
+    const auto start = std::chrono::steady_clock::now();
+    const auto l = engine().generate(longer, {}, &later);
+    stopper.join();
+    EXPECT_EQ(l.stop_reason, "cancelled");
+    EXPECT_TRUE(l.frames.empty());
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+}
+
+// Sessions on one Chatterbox model from several threads: each result equals running it alone
+// (T3 keeps its state per call; the sessions take turns on S3Gen's cached graphs).
+TEST(ChatterboxEngine, SessionsSharingAModelRunConcurrentlyAndMatchRunningAlone) {
+    const Model& model = loaded().model;
+    std::vector<SpeechRequest> requests;
+    for (const char* text : {"Hello world, the sun is out again.", "We can test it now!", "Bonjour à tous."}) {
+        auto r = greedy_request(text, "en", 10 + 2 * static_cast<uint32_t>(requests.size()));
+        r.sampling.greedy = false;
+        r.sampling.seed = 11 + requests.size();
+        requests.push_back(r);
+    }
+    std::vector<std::vector<float>> alone(requests.size()), together(requests.size());
+    {
+        Session s(model);
+        for (size_t i = 0; i < requests.size(); ++i) s.speak(requests[i], [&](const float* p, size_t n) { alone[i].insert(alone[i].end(), p, p + n); });
+    }
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < requests.size(); ++i) {
+        threads.emplace_back([&, i] {
+            Session s(model);
+            s.speak(requests[i], [&](const float* p, size_t n) { together[i].insert(together[i].end(), p, p + n); });
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < requests.size(); ++i) {
+        EXPECT_FALSE(alone[i].empty());
+        EXPECT_EQ(together[i], alone[i]) << "request " << i;
+    }
 }
 
 TEST(ChatterboxCli, SpeakWritesAWav) {
@@ -212,7 +293,7 @@ TEST(ChatterboxCli, SpeakWritesAWav) {
     const auto bad = run_talkbox("speak -m '" + converted_chatterbox("multilingual") + "' --language fr -t Bonjour --speaker x -o '" +
                                  dir.file("x.wav") + "'");
     EXPECT_NE(bad.exit_code, 0);
-    EXPECT_NE(bad.err.find("a preset speaker is a Qwen3-TTS setting"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("a preset speaker is not a setting of Chatterbox Multilingual"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -1,15 +1,18 @@
-// The Engine API on the Base golden cases (x-vector and in-context clones built from the goldens'
+// The Model/Session API on the Base golden cases (x-vector and in-context clones built from the goldens'
 // embedding and reference codes), streaming delivery, cancellation and request errors.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <map>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "support/golden_cases.h"
 #include "support/test_support.h"
 #include "talkbox/convert.h"
-#include "talkbox/engine.h"
+#include "support/loaded_model.h"
+#include "talkbox/model.h"
 #include "talkbox/error.h"
 
 using namespace talkbox;
@@ -19,14 +22,13 @@ namespace {
 
 class EngineTest : public ::testing::Test {
 protected:
-    static void TearDownTestSuite() { engines_.clear(); }
-    static Engine& engine(const std::string& variant) {
-        auto& e = engines_[variant];
-        if (!e) {
-            e = std::make_unique<Engine>(converted_fixture(variant));
-        }
-        return *e;
+    static void TearDownTestSuite() { models_.clear(); }
+    static LoadedModel& loaded(const std::string& variant) {
+        auto& m = models_[variant];
+        if (!m) m = std::make_unique<LoadedModel>(converted_fixture(variant));
+        return *m;
     }
+    static Session& engine(const std::string& variant) { return loaded(variant).session; }
     static SpeechRequest request_for(const GoldenCase& c) {
         const auto& j = c.json;
         SpeechRequest r;
@@ -52,9 +54,9 @@ protected:
         r.voice = v;
         return r;
     }
-    static std::map<std::string, std::unique_ptr<Engine>> engines_;
+    static std::map<std::string, std::unique_ptr<LoadedModel>> models_;
 };
-std::map<std::string, std::unique_ptr<Engine>> EngineTest::engines_;
+std::map<std::string, std::unique_ptr<LoadedModel>> EngineTest::models_;
 
 }  // namespace
 
@@ -115,7 +117,7 @@ TEST_F(EngineTest, GenerateAloneGivesTheSameFrames) {
 }
 
 TEST_F(EngineTest, SeededSamplingIsReproducibleAndCancellationStops) {
-    Engine& e = engine("tiny-0.6B-CustomVoice");
+    Session& e = engine("tiny-0.6B-CustomVoice");
     SpeechRequest r;
     r.text = "A sampled sentence for the seed test.";
     r.speaker = "serena";
@@ -162,7 +164,7 @@ TEST_F(EngineTest, InvalidRequestsAreClearErrors) {
         }
         return "<no error>";
     };
-    Engine& base = engine("tiny-0.6B-Base");
+    Session& base = engine("tiny-0.6B-Base");
     SpeechRequest r;
     r.text = "Hello.";
     EXPECT_NE(error_of([&] { base.generate(r); }).find("give a voice file"), std::string::npos);
@@ -172,9 +174,9 @@ TEST_F(EngineTest, InvalidRequestsAreClearErrors) {
     v->embedding_dim = 128;
     r.voice = v;
     EXPECT_NE(error_of([&] { base.generate(r); }).find("made for a 1.7b model"), std::string::npos);
-    Engine& cv = engine("tiny-0.6B-CustomVoice");
+    Session& cv = engine("tiny-0.6B-CustomVoice");
     r.voice = v;
-    EXPECT_NE(error_of([&] { cv.generate(r); }).find("voice files work with Base models"), std::string::npos);
+    EXPECT_NE(error_of([&] { cv.generate(r); }).find("a cloned voice is not a setting of Qwen3-TTS 0.6b CustomVoice"), std::string::npos);
     r.voice = nullptr;
     r.text = "";
     EXPECT_NE(error_of([&] { cv.generate(r); }).find("empty"), std::string::npos);
@@ -184,14 +186,14 @@ TEST_F(EngineTest, InvalidRequestsAreClearErrors) {
 // (identical frames and codebook codes per case, printed for the record).
 TEST_F(EngineTest, ReportsAgreementOfQuantisedModels) {
     for (WeightType type : {WeightType::F16, WeightType::Q8_0}) {
-        std::map<std::string, std::unique_ptr<Engine>> engines;
+        std::map<std::string, std::unique_ptr<LoadedModel>> engines;
         size_t frames = 0, identical_frames = 0, codes = 0, identical_codes = 0;
         for (const auto& c : talker_golden_cases()) {
             auto& e = engines[c.variant];
             if (!e) {
-                e = std::make_unique<Engine>(converted_fixture(c.variant, weight_type_name(type)));
+                e = std::make_unique<LoadedModel>(converted_fixture(c.variant, weight_type_name(type)));
             }
-            const auto got = e->generate(request_for(c)).frames;
+            const auto got = e->session.generate(request_for(c)).frames;
             const auto want = c.frames();
             frames += want.size();
             for (size_t f = 0; f < want.size(); ++f) {
@@ -207,3 +209,45 @@ TEST_F(EngineTest, ReportsAgreementOfQuantisedModels) {
         EXPECT_GT(frames, 0u);
     }
 }
+
+namespace {
+
+// One Model, several Sessions on their own threads at once: each stream gives exactly what it gives
+// alone (the weights are shared and read only; each session has its own caches and decoder state).
+TEST_F(EngineTest, SessionsSharingAModelRunConcurrentlyAndMatchRunningAlone) {
+    const Model& model = loaded("tiny-0.6B-CustomVoice").model;
+    const auto& speakers = model.capabilities().speakers;
+    ASSERT_GE(speakers.size(), 2u);
+    std::vector<SpeechRequest> requests(4);
+    for (size_t i = 0; i < requests.size(); ++i) {
+        requests[i].text = i % 2 ? "A second, different sentence to speak." : "Hello there, this is the first stream.";
+        requests[i].speaker = speakers[i % 2];
+        requests[i].sampling.seed = 100 + i;
+        requests[i].max_frames = 10 + 2 * static_cast<uint32_t>(i);
+    }
+    std::vector<std::vector<float>> alone(requests.size()), together(requests.size());
+    std::vector<std::vector<Frame>> alone_frames(requests.size()), together_frames(requests.size());
+    {
+        Session s(model);
+        for (size_t i = 0; i < requests.size(); ++i) {
+            alone_frames[i] = s.speak(requests[i], [&](const float* p, size_t n) { alone[i].insert(alone[i].end(), p, p + n); }).frames;
+        }
+    }
+    std::vector<std::unique_ptr<Session>> sessions;
+    for (size_t i = 0; i < requests.size(); ++i) sessions.push_back(std::make_unique<Session>(model));
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < requests.size(); ++i) {
+        threads.emplace_back([&, i] {
+            together_frames[i] =
+                sessions[i]->speak(requests[i], [&](const float* p, size_t n) { together[i].insert(together[i].end(), p, p + n); }).frames;
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < requests.size(); ++i) {
+        EXPECT_EQ(together_frames[i], alone_frames[i]) << "stream " << i;
+        EXPECT_EQ(together[i], alone[i]) << "stream " << i;  // bit-identical audio
+        EXPECT_FALSE(alone[i].empty());
+    }
+}
+
+}  // namespace

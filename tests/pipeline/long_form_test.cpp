@@ -1,11 +1,11 @@
-// speak_long_form: segments spoken in order on one engine with one seed, pauses between them,
+// speak_long_form: segments spoken in order on one session with one seed, pauses between them,
 // per-segment frame guards, cancellation.
 #include <gtest/gtest.h>
 
 #include <atomic>
 
 #include "support/test_support.h"
-#include "talkbox/engine.h"
+#include "support/loaded_model.h"
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
 
@@ -21,7 +21,8 @@ TEST(LongForm, SegmentsAndGuards) {
 }
 
 TEST(LongForm, EqualsTheSegmentsSpokenOneByOneWithPauses) {
-    Engine engine(talkbox::testing::converted_fixture("tiny-0.6B-CustomVoice"));
+    talkbox::testing::LoadedModel loaded(talkbox::testing::converted_fixture("tiny-0.6B-CustomVoice"));
+    talkbox::Session& engine = loaded.session;
     SpeechRequest request;
     request.speaker = "ryan";
     request.sampling.seed = 21;

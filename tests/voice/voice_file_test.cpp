@@ -221,7 +221,7 @@ TEST_F(VoiceFileTest, OnlyBaseModelsCreateVoices) {
         [&] { create_voice(model("tiny-0.6B-CustomVoice"), fixture("audio/en_3p5s.wav"), std::nullopt, 1); },
         ErrorKind::Unsupported);
     EXPECT_EQ(msg, "'" + model("tiny-0.6B-CustomVoice") +
-                       "' has no speaker encoder (only Base models can clone a voice; this one is CustomVoice)");
+                       "' is Qwen3-TTS 0.6b CustomVoice, which does not clone voices (clone with a model that takes voice files)");
 }
 
 TEST_F(VoiceFileTest, InContextCloningNeedsATranscript) {
@@ -255,11 +255,11 @@ TEST_F(VoiceFileTest, CloningStopsWhenCancelledOrPastItsDeadline) {
     const std::atomic<bool> cancelled{true};
     EXPECT_EQ(error_of([&] { create_voice(model("tiny-0.6B-Base"), fixture("audio/en_3p5s.wav"), text, 1, nullptr, {&cancelled}); },
                        ErrorKind::Cancelled),
-              "voice cloning was cancelled (before reading the model)");
+              "voice cloning was cancelled (before loading the model)");
     const CloneStop late{nullptr, std::chrono::steady_clock::now()};
     EXPECT_EQ(error_of([&] { create_voice(model("tiny-0.6B-Base"), fixture("audio/en_3p5s.wav"), text, 1, nullptr, late); },
                        ErrorKind::Cancelled),
-              "voice cloning ran past its deadline (before reading the model)");
+              "voice cloning ran past its deadline (before loading the model)");
     // A flag that is not set and a deadline ahead change nothing.
     const std::atomic<bool> running{false};
     const CloneStop ahead{&running, std::chrono::steady_clock::now() + std::chrono::hours(1)};

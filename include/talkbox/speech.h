@@ -1,18 +1,8 @@
-// The talkbox engine: one loaded model, text in, codec frames or 24 kHz audio out. The CLI and the
-// server are thin front ends over this API. It loads Qwen3-TTS and Chatterbox GGUFs (dispatching on
-// general.architecture); family() tells which. Request fields of the other family are refused.
-//
-//   talkbox::Engine engine("model.gguf");
-//   talkbox::SpeechRequest req;
-//   req.text = "Hello!";
-//   req.speaker = "ryan";                       // CustomVoice; VoiceDesign takes req.instruct,
-//   engine.speak(req, [](const float* pcm, size_t n) { ... });  // Base takes req.voice
-//
-// An Engine runs one request at a time (calls are serialised); load several engines to serve
-// requests concurrently.
+// What a synthesis request asks for and what it returns: the types shared by talkbox::Session
+// (talkbox/model.h), long-form synthesis and the front ends. Which fields a loaded model takes is
+// in its Capabilities; a field it does not take is refused, never ignored.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -24,15 +14,6 @@
 #include "talkbox/voice.h"
 
 namespace talkbox {
-
-struct EngineOptions {
-    int threads = 0;                 // generator compute threads (0: one per core)
-    // Speech decoder threads; the decoder runs alongside the generator, so by default the two
-    // share the cores (0: half of `threads`, at least 1 — measured best on 2 cores).
-    int decoder_threads = 0;
-    bool gpu = false;                // CUDA backend (builds with -DTALKBOX_CUDA=ON)
-    std::string kv_cache = "f32";    // talker KV cache type: f32, f16, q8_0
-};
 
 // Overrides of the model's released generation defaults (generation_config.json).
 struct SamplingOptions {
@@ -85,6 +66,7 @@ struct SpeechTimings {
     double first_audio_ms = 0;  // request start → first PCM handed to the callback
     double total_ms = 0;
     uint32_t segments = 0;      // Chatterbox: sentences synthesised (one T3 + S3Gen run each)
+    uint32_t steps = 0;         // generation steps: frames made (Chatterbox: T3 tokens predicted, before S3Gen's padding)
 };
 
 struct SpeechResult {
@@ -107,53 +89,5 @@ struct StreamOptions {
 
 using FrameCallback = std::function<void(const Frame&)>;
 using AudioCallback = std::function<void(const float* samples, size_t count)>;
-
-class Engine {
-public:
-    explicit Engine(const std::string& model_path, const EngineOptions& options = {});
-    ~Engine();
-    Engine(const Engine&) = delete;
-    Engine& operator=(const Engine&) = delete;
-
-    int sample_rate() const;
-    const std::string& family() const;       // "qwen3tts" / "chatterbox"
-    double frames_per_second() const;        // 12.5 (Qwen3-TTS codec frames) / 25 (Chatterbox speech tokens)
-    const std::string& model_size() const;   // "0.6b" / "1.7b" (Chatterbox: "chatterbox")
-    const std::string& variant() const;      // "base" / "custom_voice" / "voice_design" (Chatterbox: "multilingual" / "english")
-    std::vector<std::string> speakers() const;
-    std::vector<std::string> languages() const;  // without "auto"
-    uint32_t talker_hidden() const;
-    // Chatterbox: whether the file holds the built-in voice that speaks when a request has none.
-    bool has_builtin_voice() const;
-    // Empty when `voice` can condition this model; otherwise why not (e.g. "the voice is a
-    // qwen3tts voice; this model is Chatterbox"), the message speak() would throw.
-    std::string voice_mismatch(const Voice& voice) const;
-    int threads() const;          // generator compute threads in use
-    int decoder_threads() const;  // speech decoder threads in use
-
-    // Text → codec frames; `on_frame` sees each frame as soon as it exists. `cancel` is checked
-    // before every frame. Throws Error for invalid requests before any computation.
-    SpeechResult generate(const SpeechRequest& request, const FrameCallback& on_frame = {},
-                          const std::atomic<bool>* cancel = nullptr);
-
-    // Text → audio: the generator runs on its own thread and hands frames through a bounded
-    // queue to the streaming decoder, whose PCM (clamped to [-1, 1]) reaches `on_audio` in order
-    // while generation continues. The audio equals one causal decoder pass over all frames
-    // (for up to 300 frames this is also the official decode). Chatterbox: the text is split into
-    // sentences, each one an official generate() call whose audio reaches `on_audio` when it is
-    // done (stream.* do not apply); no Perth watermark is added.
-    SpeechResult speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions& stream = {},
-                       const std::atomic<bool>* cancel = nullptr);
-
-    // Frames → audio with the official decode path (300-frame chunks, 25 frames of context).
-    // Chatterbox: speech tokens → S3Gen with the built-in voice.
-    std::vector<float> decode(const std::vector<Frame>& frames);
-
-private:
-    struct Impl;             // Qwen3-TTS
-    struct ChatterboxImpl;   // Chatterbox
-    std::unique_ptr<Impl> impl_;
-    std::unique_ptr<ChatterboxImpl> cb_;
-};
 
 }  // namespace talkbox

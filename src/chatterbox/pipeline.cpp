@@ -1,4 +1,4 @@
-#include "pipeline/chatterbox_pipeline.h"
+#include "chatterbox/pipeline.h"
 
 #include <algorithm>
 #include <chrono>
@@ -38,9 +38,13 @@ const PipelineVoice& Pipeline::builtin_voice() const {
 }
 
 std::vector<float> Pipeline::vocode(const std::vector<int32_t>& tokens, const PipelineVoice& voice, const S3GenNoise& noise,
-                                    uint64_t seed, PipelineResult* stages) {
+                                    uint64_t seed, PipelineResult* stages, const std::atomic<bool>* cancel) const {
     if (tokens.empty()) return {};
-    S3GenOutput out = s3gen_.synthesize(tokens, voice.flow, noise, seed);
+    S3GenOutput out;
+    {
+        std::lock_guard<std::mutex> lock(s3gen_busy_);
+        out = s3gen_.synthesize(tokens, voice.flow, noise, seed, 0, cancel);
+    }
     if (stages) {
         stages->flow_ms = out.flow_ms;
         stages->hift_ms = out.hift_ms;
@@ -52,7 +56,7 @@ std::vector<float> Pipeline::vocode(const std::vector<int32_t>& tokens, const Pi
 }
 
 PipelineResult Pipeline::synthesize(const std::string& text, const std::string& language, const PipelineVoice& voice,
-                                    const T3Options& options, const S3GenNoise& noise, bool with_audio) {
+                                    const T3Options& options, const S3GenNoise& noise, bool with_audio) const {
     PipelineResult r;
     const T3Hparams& h = t3_.hparams();
     r.text_tokens = text_.text_tokens(text_.encode(text, language), h.start_text, h.stop_text);
@@ -63,7 +67,7 @@ PipelineResult Pipeline::synthesize(const std::string& text, const std::string& 
     r.s3gen_tokens = t3_.postprocess(r.speech_tokens);
     if (!with_audio) return r;
     t = std::chrono::steady_clock::now();
-    r.wav = vocode(r.s3gen_tokens, voice, noise, options.seed, &r);
+    r.wav = vocode(r.s3gen_tokens, voice, noise, options.seed, &r, options.cancel);
     r.s3gen_ms = ms_since(t);
     return r;
 }

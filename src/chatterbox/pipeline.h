@@ -1,9 +1,13 @@
 // Chatterbox text → speech (mtl_tts.py / tts.py `generate`): text front end → T3 (speech tokens)
 // → drop_invalid_tokens → S3Gen (flow + HiFT) → the multilingual last-token cut. The Perth
-// watermark the official code applies last is omitted. Engine runs this per sentence.
+// watermark the official code applies last is omitted. Sessions (family.cpp) run this per sentence,
+// from any number of threads: T3 keeps its state per call; S3Gen's cached graphs are shared, so
+// calls take turns on it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -50,21 +54,23 @@ public:
 
     // One call of the official generate(): `language` empty (no tag) or a supported code.
     // `noise` holds injected S3Gen draws (tests); otherwise they come from `options.seed`.
-    // with_audio false: the speech tokens only.
+    // with_audio false: the speech tokens only. `options.cancel` is honoured at every T3 token and
+    // every flow step (Error Cancelled).
     PipelineResult synthesize(const std::string& text, const std::string& language, const PipelineVoice& voice,
-                              const T3Options& options, const S3GenNoise& noise = {}, bool with_audio = true);
+                              const T3Options& options, const S3GenNoise& noise = {}, bool with_audio = true) const;
 
     // Speech tokens (< 6561) → waveform with the multilingual last-token cut; `stages` (if given)
     // receives the flow and HiFT times in flow_ms / hift_ms.
     std::vector<float> vocode(const std::vector<int32_t>& tokens, const PipelineVoice& voice, const S3GenNoise& noise,
-                              uint64_t seed, PipelineResult* stages = nullptr);
+                              uint64_t seed, PipelineResult* stages = nullptr, const std::atomic<bool>* cancel = nullptr) const;
 
 private:
     GgufFile file_;
     Backend backend_;
     TextFrontEnd text_;
     T3 t3_;
-    S3Gen s3gen_;
+    mutable std::mutex s3gen_busy_;
+    mutable S3Gen s3gen_;
     bool has_builtin_ = false;
     PipelineVoice builtin_;
 };

@@ -1,0 +1,169 @@
+// The talkbox library: a Model is one loaded TTS model (weights in memory once, immutable, shared
+// by any number of sessions and threads); a Session is one synthesis at a time on it (its KV
+// caches, decoder state and sampler), cheap to create. Every CPU graph of the process runs on one
+// executor (core/backend.h), so sessions on different threads share the cores instead of fighting
+// for them. The model family (Qwen3-TTS, Chatterbox) is chosen from general.architecture; what a
+// model accepts is in its Capabilities, which the CLI and the server consult instead of knowing
+// families.
+//
+//   auto model = std::make_shared<talkbox::Model>("model.gguf");
+//   talkbox::Session session(*model);          // one per concurrent request
+//   talkbox::SpeechRequest req;
+//   req.text = "Hello!";
+//   req.speaker = "ryan";                       // see model->capabilities() for what fits
+//   session.speak(req, [](const float* pcm, size_t n) { ... });
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "talkbox/speech.h"
+#include "talkbox/voice.h"
+#include "talkbox/voice_file.h"
+
+namespace talkbox {
+
+class FamilyModel;    // one family's loaded model (src/pipeline/family.h)
+class FamilySession;  // one family's per-synthesis state
+
+struct ModelOptions {
+    int threads = 0;          // compute threads of the process-wide executor (0: one per core)
+    // Speech decoder threads, where the family decodes alongside generation (0: `threads`; the
+    // executor runs one graph at a time, so both use every core in turn).
+    int decoder_threads = 0;
+    bool gpu = false;              // CUDA backend (builds with -DTALKBOX_CUDA=ON)
+    std::string kv_cache = "f32";  // KV cache type, one of Capabilities::kv_cache_types
+};
+
+// A numeric request field a model takes, by its request name (the server's JSON key, the CLI's
+// flag without "--"): the accepted range and the model's default.
+struct RequestField {
+    std::string name;
+    double min = 0, max = 0;
+    bool min_exclusive = false;  // must be > min (not >=)
+    bool integer = false;
+    std::optional<double> default_value;  // nullopt: off unless given
+};
+
+// What a loaded model offers and accepts. Front ends ask this instead of comparing family names.
+struct Capabilities {
+    std::string architecture;  // general.architecture, the family registry's key
+    std::string family;        // for people: "Qwen3-TTS", "Chatterbox"
+    std::string variant;       // machine-readable: "base", "custom_voice", "voice_design", "multilingual", "english", "turbo"
+    std::string variant_name;  // for people: "Base", "CustomVoice", ..., "Turbo"
+    std::string size;          // "0.6b", "1.7b"; empty when the family has one size
+    int sample_rate = 24000;
+    double frames_per_second = 0;        // 12.5 codec frames / 25 speech tokens
+    std::vector<std::string> languages;  // besides "auto"
+    // Voices. A request names at most one: a preset speaker, a voice description, a cloned voice.
+    std::vector<std::string> speakers;   // presets (SpeechRequest::speaker)
+    bool designs_voice = false;          // SpeechRequest::instruct describes the voice to speak with
+    bool takes_instruct = false;         // SpeechRequest::instruct is accepted (a style or a description)
+    bool clones = false;                 // SpeechRequest::voice conditions it (voice_mismatch says which fit)
+    bool needs_voice = false;            // it cannot speak without one of the above
+    bool builtin_voice = false;          // speaks with a voice of its own when the request names none
+    // Cloning from reference audio: the transcript is used (in-context), optional (x-vector without it).
+    bool clone_transcript = false;
+    uint32_t voice_embedding_dim = 0;    // size of a Voice's speaker embedding for this model
+    bool text_modes = false;             // SpeechRequest::text_mode other than Default
+    // Frames are codec frames that `talkbox decode` and `--codes-out` exchange (otherwise
+    // decode() still takes what generate() made).
+    bool codec_frames = false;
+    // Generation hands out each frame as it is made (false: a sentence's frames at once, its audio
+    // when the sentence is done).
+    bool frame_streaming = false;
+    // The family splits text into sentences itself and applies its own per-sentence frame limit
+    // when max_frames is 0 (long-form synthesis then leaves the limit to it).
+    bool own_frame_limit = false;
+    // The speech decoder runs on its own backend alongside generation (decoder threads and the
+    // stream chunking of StreamOptions apply).
+    bool concurrent_decoder = false;
+    std::vector<std::string> kv_cache_types;  // ModelOptions::kv_cache values it takes
+    std::vector<RequestField> fields;         // numeric request fields it takes
+
+    const RequestField* field(const std::string& name) const;
+    std::string description() const;  // "Qwen3-TTS 0.6b CustomVoice"
+};
+
+// Why a request does not fit a model: the request field (its request name: "top_k", "speaker",
+// "instructions", "voice", "text_mode") and a message that names the model and what it takes.
+struct Refusal {
+    std::string field;
+    std::string message;
+};
+
+class Session;
+
+class Model {
+public:
+    // Loads a talkbox GGUF of any registered family. Throws Error naming the file and the problem.
+    explicit Model(const std::string& path, const ModelOptions& options = {});
+    ~Model();
+    Model(const Model&) = delete;
+    Model& operator=(const Model&) = delete;
+
+    const std::string& path() const { return path_; }
+    const Capabilities& capabilities() const;
+    int threads() const;          // generator compute threads
+    int decoder_threads() const;  // speech decoder threads (= threads() without a concurrent decoder)
+
+    // The first field of `request` this model does not take or whose value is out of range.
+    // Session::generate/speak throw Error (InvalidArgument) with the same message.
+    std::optional<Refusal> check(const SpeechRequest& request) const;
+    // Empty when `voice` can condition this model; otherwise why not (what speak() would throw).
+    std::string voice_mismatch(const Voice& voice) const;
+
+    // Frames → audio: the official decode (Qwen3-TTS: 300-frame chunks with 25 frames of context;
+    // Chatterbox: speech tokens → S3Gen with the built-in voice). Thread-safe.
+    std::vector<float> decode(const std::vector<Frame>& frames) const;
+
+    // Clones a voice from a reference clip (any libsndfile format; mixed to mono, resampled to
+    // 24 kHz) with this model's encoders, loaded on first use and kept. ref_text: the clip's exact
+    // transcript (in-context cloning, Capabilities::clone_transcript); nullopt: from the audio alone
+    // (an x-vector for Qwen3-TTS Base). Remarks on the clip (very short, clipped) go to `warnings`.
+    // Throws Error: Unsupported when the model does not clone, InvalidArgument for a transcript it
+    // cannot use or a clip that is empty, silent, too short or too long, Cancelled from `stop`.
+    Voice create_voice(const std::string& ref_audio_path, const std::optional<std::string>& ref_text,
+                       std::vector<std::string>* warnings = nullptr, const CloneStop& stop = {}) const;
+
+private:
+    friend class Session;
+    std::string path_;
+    std::unique_ptr<FamilyModel> impl_;
+};
+
+class Session {
+public:
+    // `model` must outlive the session. Cheap: caches grow as a request needs them.
+    explicit Session(const Model& model);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    const Model& model() const { return model_; }
+
+    // Text → frames; `on_frame` sees each frame as soon as it exists (Capabilities::frame_streaming;
+    // otherwise a sentence's frames when the sentence is done). `cancel` is checked before every
+    // model step. Throws Error for invalid requests before any computation.
+    SpeechResult generate(const SpeechRequest& request, const FrameCallback& on_frame = {},
+                          const std::atomic<bool>* cancel = nullptr);
+
+    // Text → audio, 24 kHz, clamped to [-1, 1], reaching `on_audio` in order while generation
+    // continues. Qwen3-TTS: the generator runs on its own thread and hands frames to the exact
+    // streaming decoder (the audio equals one causal decoder pass over all frames). Chatterbox:
+    // sentence by sentence, each an official generate() call (stream.* do not apply; no Perth
+    // watermark). One request at a time per session (calls are serialised).
+    SpeechResult speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions& stream = {},
+                       const std::atomic<bool>* cancel = nullptr);
+
+private:
+    const Model& model_;
+    std::unique_ptr<FamilySession> impl_;
+};
+
+}  // namespace talkbox

@@ -1,0 +1,234 @@
+// Chatterbox sessions: the text split into sentences, each one official generate() call (T3 →
+// S3Gen), its frames and audio handed out when the sentence is done.
+#include "chatterbox/family.h"
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <random>
+
+#include "chatterbox/flow.h"
+#include "chatterbox/languages.h"
+#include "chatterbox/model_info.h"
+#include "chatterbox/pipeline.h"
+#include "chatterbox/reference.h"
+#include "talkbox/error.h"
+#include "talkbox/segmenter.h"
+#include "voice/voice_file.h"
+
+namespace talkbox::chatterbox {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+uint64_t random_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
+
+Capabilities capabilities_of(const Pipeline& p) {
+    const T3& t3 = p.t3();
+    Capabilities c;
+    c.architecture = kArchitecture;
+    c.family = "Chatterbox";
+    c.variant = t3.turbo() ? "turbo" : p.multilingual() ? "multilingual" : "english";
+    c.variant_name = t3.turbo() ? "Turbo" : p.multilingual() ? "Multilingual" : "English";
+    c.sample_rate = p.sample_rate();
+    c.frames_per_second = 25;
+    c.languages = p.multilingual() ? supported_languages() : std::vector<std::string>{"en"};
+    const GgufMeta& m = p.file().meta();
+    c.builtin_voice = m.has_key("chatterbox.builtin_voice") && m.get_bool("chatterbox.builtin_voice");
+    c.clones = true;
+    c.needs_voice = !c.builtin_voice;
+    c.own_frame_limit = true;
+    c.kv_cache_types = {"f32"};
+    const T3Options d = t3.default_options();
+    const double positions = t3.hparams().speech_positions;
+    // max_frames counts the tokens T3 predicts per sentence; Turbo predicts max_new_tokens + 1.
+    const double turbo_extra = t3.turbo() ? 1 : 0;
+    c.fields = {
+        {"temperature", 0, 100, true, false, d.temperature},
+        {"top_p", 0, 1, true, false, d.top_p},
+        {"repetition_penalty", 0, 100, true, false, d.repetition_penalty},
+        {"max_frames", 1 + turbo_extra, positions + turbo_extra, false, true, d.max_new_tokens + turbo_extra},
+        {"min_frames", 0, positions + 1, false, true, std::nullopt},
+    };
+    if (t3.turbo()) {
+        // tts_turbo.generate: top_k and top_p; it has no guidance, min_p or emotion control.
+        c.fields.push_back({"top_k", 0, static_cast<double>(t3.hparams().speech_vocab), false, true, static_cast<double>(d.top_k)});
+    } else {
+        c.fields.push_back({"exaggeration", 0, 100, false, false, 0.5});
+        c.fields.push_back({"cfg_weight", 0, 100, false, false, d.cfg_weight});
+        c.fields.push_back({"min_p", 0, 1, false, false, d.min_p});
+    }
+    return c;
+}
+
+class ChatterboxModel final : public FamilyModel {
+public:
+    ChatterboxModel(const std::string& path, const ModelOptions& o)
+        : pipeline(path, o.threads, o.gpu ? Device::Gpu : Device::Cpu),
+          identity(model_identity(pipeline.file())),
+          caps(capabilities_of(pipeline)) {}
+
+    const Capabilities& capabilities() const override { return caps; }
+    // T3 and S3Gen run one after the other on one backend.
+    int threads() const override { return pipeline.threads(); }
+    int decoder_threads() const override { return pipeline.threads(); }
+
+    std::string voice_mismatch(const Voice& voice) const override {
+        try {
+            voice::check_chatterbox_voice_fits(voice, identity, "the voice");
+        } catch (const Error& e) {
+            return e.what();
+        }
+        return {};
+    }
+
+    std::vector<float> decode(const std::vector<Frame>& frames) const override {
+        std::vector<int32_t> tokens;
+        for (const auto& f : frames) {
+            if (f.size() != 1 || f[0] < 0 || f[0] >= Flow::kVocab) {
+                throw Error(ErrorKind::InvalidArgument, "Chatterbox decodes frames of one speech token below 6561");
+            }
+            tokens.push_back(f[0]);
+        }
+        return pipeline.vocode(tokens, pipeline.builtin_voice(), {}, 0);
+    }
+
+    Voice clone_voice(const voice::ReferenceAudio& ref, const std::optional<std::string>&, const std::string& source,
+                      const CloneStop& stop) const override {
+        std::lock_guard<std::mutex> lock(clone_busy);
+        if (!encoder) encoder = std::make_unique<ReferenceEncoder>(pipeline.file());
+        Voice v;
+        v.family = kArchitecture;
+        v.model_size = encoder->identity();
+        stop.check("the reference encoder");
+        v.chatterbox = encoder->prepare(ref.samples);
+        v.source_audio = source;
+        v.source_seconds = ref.seconds;
+        return v;
+    }
+
+    std::unique_ptr<FamilySession> new_session() const override;
+
+    std::string language(const SpeechRequest& r) const {
+        if (r.language.empty() || r.language == "auto") return "";  // official language_id=None: no tag
+        return r.language;
+    }
+
+    // Fills the T3 options from a request that passed the capability checks; throws Error before
+    // any computation.
+    T3Options options(const SpeechRequest& r, uint64_t& seed_used) const {
+        if (r.text.find_first_not_of(" \t\r\n") == std::string::npos) {
+            throw Error(ErrorKind::InvalidArgument, "the text to speak is empty");
+        }
+        const std::string lang = language(r);
+        if (!lang.empty() && !pipeline.multilingual() && lang != "en") {
+            throw Error(ErrorKind::InvalidArgument, "this English Chatterbox model speaks only 'en', not '" + lang + "'");
+        }
+        const SamplingOptions& s = r.sampling;
+        T3Options o = pipeline.t3().default_options();
+        if (s.top_k) o.top_k = *s.top_k;
+        if (r.cfg_weight) o.cfg_weight = *r.cfg_weight;
+        if (r.min_p) o.min_p = *r.min_p;
+        if (s.temperature) o.temperature = *s.temperature;
+        if (s.top_p) o.top_p = *s.top_p;
+        if (s.repetition_penalty) o.repetition_penalty = *s.repetition_penalty;
+        if (r.max_frames) o.max_new_tokens = pipeline.t3().turbo() ? r.max_frames - 1 : r.max_frames;  // see capabilities_of
+        o.min_new_tokens = r.min_frames;
+        o.greedy = s.greedy;
+        seed_used = s.seed ? *s.seed : random_seed();
+        o.seed = seed_used;
+        return o;
+    }
+
+    PipelineVoice voice(const SpeechRequest& r) const {
+        PipelineVoice v;
+        if (r.voice) {
+            voice::check_chatterbox_voice_fits(*r.voice, identity, "the voice");
+            v = pipeline_voice(r.voice->chatterbox);
+        } else {
+            v = pipeline.builtin_voice();
+        }
+        // generate(exaggeration=0.5) replaces the voice's emotion_adv.
+        v.t3.exaggeration = r.exaggeration ? *r.exaggeration : 0.5f;
+        return v;
+    }
+
+    Pipeline pipeline;
+    std::string identity;
+    Capabilities caps;
+    mutable std::mutex clone_busy;
+    mutable std::unique_ptr<ReferenceEncoder> encoder;  // voice encoder, S3 tokenizer, CAMPPlus: on the first clone
+};
+
+class ChatterboxSession final : public FamilySession {
+public:
+    explicit ChatterboxSession(const ChatterboxModel& m) : m_(m) {}
+
+    SpeechResult generate(const SpeechRequest& request, const FrameCallback& on_frame, const std::atomic<bool>* cancel) override {
+        return run(request, on_frame, nullptr, cancel);
+    }
+    SpeechResult speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions&,
+                       const std::atomic<bool>* cancel) override {
+        return run(request, {}, &on_audio, cancel);
+    }
+
+private:
+    SpeechResult run(const SpeechRequest& r, const FrameCallback& on_frame, const AudioCallback* on_audio,
+                     const std::atomic<bool>* cancel) {
+        const auto start = Clock::now();
+        SpeechResult result;
+        T3Options o = m_.options(r, result.seed);
+        o.cancel = cancel;
+        const PipelineVoice v = m_.voice(r);
+        const std::string lang = m_.language(r);
+        SegmenterOptions seg;
+        seg.join_up_to = 0;  // one sentence per official call: the official code hallucinates on long inputs
+        const std::vector<std::string> sentences = split_into_segments(r.text, seg);
+        for (const auto& s : sentences) m_.pipeline.text().encode(s, lang);  // front-end errors before any computation
+        result.stop_reason = "eos";
+        try {
+            for (const auto& sentence : sentences) {
+                const PipelineResult p = m_.pipeline.synthesize(sentence, lang, v, o, {}, on_audio != nullptr);
+                if (!p.stopped) result.stop_reason = "max_frames";
+                for (int32_t id : p.s3gen_tokens) {
+                    result.frames.push_back(Frame{id});
+                    if (on_frame) on_frame(result.frames.back());
+                }
+                result.timings.talker_ms += p.t3_ms;
+                result.timings.prefill_ms += p.t3_timings.prefill_ms;
+                result.timings.steps += p.t3_timings.tokens;
+                result.timings.decoder_ms += p.s3gen_ms;
+                result.timings.flow_ms += p.flow_ms;
+                result.timings.vocoder_ms += p.hift_ms;
+                ++result.timings.segments;
+                if (on_audio && !p.wav.empty()) {
+                    if (result.samples == 0) result.timings.first_audio_ms = ms_between(start, Clock::now());
+                    (*on_audio)(p.wav.data(), p.wav.size());  // S3Gen clamps to ±0.99
+                    result.samples += p.wav.size();
+                }
+            }
+        } catch (const Error& e) {
+            if (e.kind() != ErrorKind::Cancelled) throw;
+            result.stop_reason = "cancelled";
+        }
+        result.timings.total_ms = ms_between(start, Clock::now());
+        return result;
+    }
+
+    const ChatterboxModel& m_;
+};
+
+std::unique_ptr<FamilySession> ChatterboxModel::new_session() const { return std::make_unique<ChatterboxSession>(*this); }
+
+std::unique_ptr<FamilyModel> load(const std::string& path, const ModelOptions& options) {
+    return std::make_unique<ChatterboxModel>(path, options);
+}
+
+}  // namespace
+
+Family family() { return {kArchitecture, load, read_model_info}; }
+
+}  // namespace talkbox::chatterbox

@@ -1,0 +1,12 @@
+// Chatterbox as a talkbox model family (pipeline/family.h): T3, S3Gen and the text front end are
+// loaded once and keep no request state (every generate() call brings its own caches), so a
+// session is the request checks and the sentence loop.
+#pragma once
+
+#include "pipeline/family.h"
+
+namespace talkbox::chatterbox {
+
+Family family();
+
+}  // namespace talkbox::chatterbox

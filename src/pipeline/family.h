@@ -1,0 +1,60 @@
+// The interface every model family implements (its own folder: qwen3tts/, chatterbox/) and the
+// registry that picks one by general.architecture (families.cpp, one line per family). A
+// FamilyModel is immutable once loaded and is shared by its sessions across threads; a
+// FamilySession holds one synthesis's state. talkbox::Model and Session (model.cpp) wrap them and
+// check each request against the capabilities before the family sees it.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "talkbox/model.h"
+#include "talkbox/model_info.h"
+#include "talkbox/voice_file.h"
+#include "voice/reference_audio.h"
+
+namespace talkbox {
+
+class GgufFile;
+
+class FamilySession {
+public:
+    virtual ~FamilySession() = default;
+    // The request has passed Capabilities checks (check_request); the family checks the rest
+    // (speaker names, voice fit, text) before computing.
+    virtual SpeechResult generate(const SpeechRequest& request, const FrameCallback& on_frame, const std::atomic<bool>* cancel) = 0;
+    virtual SpeechResult speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions& stream,
+                               const std::atomic<bool>* cancel) = 0;
+};
+
+class FamilyModel {
+public:
+    virtual ~FamilyModel() = default;
+    virtual const Capabilities& capabilities() const = 0;
+    virtual int threads() const = 0;
+    virtual int decoder_threads() const = 0;
+    virtual std::string voice_mismatch(const Voice& voice) const = 0;
+    virtual std::vector<float> decode(const std::vector<Frame>& frames) const = 0;
+    // Reference audio → a voice for this model; its encoders load on first use and stay. Called
+    // only when Capabilities::clones (ref_text only with clone_transcript). Thread-safe.
+    virtual Voice clone_voice(const voice::ReferenceAudio& ref, const std::optional<std::string>& ref_text,
+                              const std::string& source, const CloneStop& stop) const = 0;
+    virtual std::unique_ptr<FamilySession> new_session() const = 0;
+};
+
+struct Family {
+    const char* architecture;  // general.architecture
+    std::unique_ptr<FamilyModel> (*load)(const std::string& path, const ModelOptions& options);
+    ModelInfo (*describe)(const GgufFile& file);  // `talkbox info`, without loading weights
+};
+
+// The family of a talkbox GGUF: throws Error (Unsupported) naming the file's architecture and the
+// registered ones (and, for a voice file, how to pass it).
+const Family& family_of(const GgufFile& file);
+
+// Capability checks shared by every family: the first request field `caps` does not take.
+std::optional<Refusal> check_request(const Capabilities& caps, const SpeechRequest& request);
+
+}  // namespace talkbox

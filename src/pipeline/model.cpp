@@ -1,0 +1,177 @@
+// talkbox::Model / Session over the family registry, and the request checks every family shares.
+#include "talkbox/model.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/gguf_file.h"
+#include "pipeline/family.h"
+#include "talkbox/error.h"
+#include "voice/reference_audio.h"
+#include "voice/voice_file.h"
+
+namespace talkbox {
+
+namespace {
+
+std::string number_text(double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+}
+
+// The numeric request fields by request name, with the value a request sets (nullopt: unset).
+std::vector<std::pair<const char*, std::optional<double>>> numeric_fields(const SpeechRequest& r) {
+    const auto f = [](const auto& o) -> std::optional<double> {
+        if (o) return static_cast<double>(*o);
+        return std::nullopt;
+    };
+    const auto nonzero = [](uint32_t v) -> std::optional<double> {
+        if (v) return static_cast<double>(v);
+        return std::nullopt;
+    };
+    const SamplingOptions& s = r.sampling;
+    return {{"temperature", f(s.temperature)},
+            {"top_k", f(s.top_k)},
+            {"top_p", f(s.top_p)},
+            {"repetition_penalty", f(s.repetition_penalty)},
+            {"subtalker_temperature", f(s.subtalker_temperature)},
+            {"subtalker_top_k", f(s.subtalker_top_k)},
+            {"subtalker_top_p", f(s.subtalker_top_p)},
+            {"exaggeration", f(r.exaggeration)},
+            {"cfg_weight", f(r.cfg_weight)},
+            {"min_p", f(r.min_p)},
+            {"max_frames", nonzero(r.max_frames)},
+            {"min_frames", nonzero(r.min_frames)}};
+}
+
+std::string accepted(const Capabilities& c) {
+    std::string out;
+    const auto add = [&](const std::string& name) { out += (out.empty() ? "" : ", ") + name; };
+    if (!c.speakers.empty()) add("speaker");
+    if (c.takes_instruct) add("instructions");
+    if (c.clones) add("voice");
+    if (c.text_modes) add("text_mode");
+    for (const auto& f : c.fields) add(f.name);
+    return out;
+}
+
+}  // namespace
+
+const RequestField* Capabilities::field(const std::string& name) const {
+    for (const auto& f : fields) {
+        if (f.name == name) return &f;
+    }
+    return nullptr;
+}
+
+std::string Capabilities::description() const { return family + " " + (size.empty() ? "" : size + " ") + variant_name; }
+
+std::optional<Refusal> check_request(const Capabilities& c, const SpeechRequest& r) {
+    const auto refuse = [&](const char* field, const std::string& what) {
+        return Refusal{field, what + " is not a setting of " + c.description() + " (it takes " + accepted(c) + ")"};
+    };
+    if (!r.speaker.empty() && c.speakers.empty()) return refuse("speaker", "a preset speaker");
+    if (r.instruct.find_first_not_of(" \t\r\n") != std::string::npos && !c.takes_instruct) return refuse("instructions", "an instruction");
+    if (r.voice && !c.clones) return refuse("voice", "a cloned voice");
+    if (r.text_mode != TextMode::Default && !c.text_modes) return refuse("text_mode", "the text mode");
+    for (const auto& [name, value] : numeric_fields(r)) {
+        if (!value) continue;
+        const RequestField* f = c.field(name);
+        if (!f) return refuse(name, name);
+        const double v = *value;
+        const bool low = f->min_exclusive ? !(v > f->min) : !(v >= f->min);
+        if (low || !(v <= f->max) || (f->integer && v != std::floor(v))) {
+            return Refusal{name, std::string(name) + " must be " + (f->integer ? "an integer " : "") + "in " +
+                                     (f->min_exclusive ? "(" : "[") + number_text(f->min) + ", " + number_text(f->max) + "] for " +
+                                     c.description() + ", got " + number_text(v)};
+        }
+    }
+    return std::nullopt;
+}
+
+Model::Model(const std::string& path, const ModelOptions& options) : path_(path) {
+    const Family* family = nullptr;
+    {
+        const GgufFile file(path);
+        family = &family_of(file);
+    }
+    impl_ = family->load(path, options);
+    const auto& kv = impl_->capabilities().kv_cache_types;
+    if (std::find(kv.begin(), kv.end(), options.kv_cache) == kv.end()) {
+        std::string list;
+        for (const auto& k : kv) list += (list.empty() ? "" : ", ") + k;
+        throw Error(ErrorKind::InvalidArgument, "the KV cache type '" + options.kv_cache + "' is not offered by " +
+                                                    impl_->capabilities().description() + " (it takes " + list + ")");
+    }
+#if defined(__GLIBC__)
+    // Loading re-lays weights through large temporary vectors; glibc keeps the freed heap pages
+    // resident (~100 MB on the 0.6B model) unless asked to hand them back.
+    malloc_trim(0);
+#endif
+}
+
+Model::~Model() = default;
+
+const Capabilities& Model::capabilities() const { return impl_->capabilities(); }
+int Model::threads() const { return impl_->threads(); }
+int Model::decoder_threads() const { return impl_->decoder_threads(); }
+std::optional<Refusal> Model::check(const SpeechRequest& request) const { return check_request(capabilities(), request); }
+std::string Model::voice_mismatch(const Voice& voice) const { return impl_->voice_mismatch(voice); }
+std::vector<float> Model::decode(const std::vector<Frame>& frames) const { return impl_->decode(frames); }
+
+Voice Model::create_voice(const std::string& ref_audio_path, const std::optional<std::string>& ref_text,
+                          std::vector<std::string>* warnings, const CloneStop& stop) const {
+    const Capabilities& c = capabilities();
+    if (!c.clones) {
+        throw Error(ErrorKind::Unsupported, "'" + path_ + "' is " + c.description() +
+                                                ", which does not clone voices (clone with a model that takes voice files)");
+    }
+    if (ref_text && !c.clone_transcript) {
+        throw Error(ErrorKind::InvalidArgument, c.description() + " clones a voice from the audio alone: drop the reference transcript");
+    }
+    if (ref_text) voice::check_transcript(*ref_text);  // before any slow work
+    stop.check("reading the reference audio");
+    const voice::ReferenceAudio ref = voice::load_reference_audio(ref_audio_path);
+    stop.check("the voice encoders");
+    Voice v = impl_->clone_voice(ref, ref_text, ref_audio_path, stop);
+    if (warnings) warnings->insert(warnings->end(), ref.warnings.begin(), ref.warnings.end());
+    return v;
+}
+
+Voice create_voice(const std::string& model_path, const std::string& ref_audio_path, const std::optional<std::string>& ref_text,
+                   int threads, std::vector<std::string>* warnings, const CloneStop& stop) {
+    stop.check("loading the model");
+    ModelOptions options;
+    options.threads = threads;
+    return Model(model_path, options).create_voice(ref_audio_path, ref_text, warnings, stop);
+}
+
+Session::Session(const Model& model) : model_(model), impl_(model.impl_->new_session()) {}
+Session::~Session() = default;
+
+namespace {
+
+void require_fit(const Model& model, const SpeechRequest& request) {
+    if (auto refusal = model.check(request)) throw Error(ErrorKind::InvalidArgument, refusal->message);
+}
+
+}  // namespace
+
+SpeechResult Session::generate(const SpeechRequest& request, const FrameCallback& on_frame, const std::atomic<bool>* cancel) {
+    require_fit(model_, request);
+    return impl_->generate(request, on_frame, cancel);
+}
+
+SpeechResult Session::speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions& stream,
+                            const std::atomic<bool>* cancel) {
+    require_fit(model_, request);
+    return impl_->speak(request, on_audio, stream, cancel);
+}
+
+}  // namespace talkbox

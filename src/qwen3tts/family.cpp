@@ -1,0 +1,321 @@
+// Qwen3-TTS sessions: tokenizer → prompt → frame generator (its own thread) → bounded queue →
+// streaming decoder → the caller's audio callback.
+#include "qwen3tts/family.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "codec/decoder.h"
+#include "core/backend.h"
+#include "lm/kv_cache.h"
+#include "pipeline/bounded_queue.h"
+#include "qwen3tts/frame_generator.h"
+#include "qwen3tts/model.h"
+#include "qwen3tts/model_info.h"
+#include "qwen3tts/prompt.h"
+#include "talkbox/error.h"
+#include "text/tokenizer.h"
+#include "voice/clone.h"
+#include "voice/voice_file.h"
+
+namespace talkbox::qwen3tts {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+TextMode to_text_mode(talkbox::TextMode m) {
+    switch (m) {
+        case talkbox::TextMode::Streaming: return TextMode::Streaming;
+        case talkbox::TextMode::NonStreaming: return TextMode::NonStreaming;
+        case talkbox::TextMode::Default: break;
+    }
+    return TextMode::Default;
+}
+
+void set_generation_timings(SpeechTimings& t, const GenerationResult& g) {
+    t.prefill_ms = g.prefill_ms;
+    t.talker_ms = g.talker_ms;
+    t.code_predictor_ms = g.code_predictor_ms;
+    t.steps = static_cast<uint32_t>(g.frames);
+}
+
+uint64_t random_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
+
+Capabilities capabilities_of(const Hparams& h, int sample_rate) {
+    Capabilities c;
+    c.architecture = kArchitecture;
+    c.family = "Qwen3-TTS";
+    c.variant = variant_name(h.variant);
+    c.variant_name = variant_display_name(h.variant);
+    c.size = h.size;
+    c.sample_rate = sample_rate;
+    c.frames_per_second = 12.5;
+    for (const auto& l : h.language_names) {
+        if (std::find(h.speaker_dialects.begin(), h.speaker_dialects.end(), l) == h.speaker_dialects.end()) c.languages.push_back(l);
+    }
+    if (h.variant == Variant::CustomVoice) c.speakers = h.speaker_names;
+    c.designs_voice = h.variant == Variant::VoiceDesign;
+    c.takes_instruct = true;  // a style (CustomVoice, Base) or the voice's description (VoiceDesign)
+    c.clones = c.needs_voice = c.clone_transcript = h.variant == Variant::Base;
+    c.voice_embedding_dim = h.talker.hidden;
+    c.text_modes = c.codec_frames = c.frame_streaming = c.concurrent_decoder = true;
+    c.kv_cache_types = {"f32", "f16", "q8_0"};
+    const GenerationOptions d = GenerationOptions::defaults(h);
+    const double vocab = h.talker.vocab, sub_vocab = h.code_predictor.vocab;
+    c.fields = {
+        {"temperature", 0, 100, false, false, d.talker.temperature},
+        {"top_k", 0, vocab, false, true, static_cast<double>(d.talker.top_k)},
+        {"top_p", 0, 1, true, false, d.talker.top_p},
+        {"repetition_penalty", 0, 100, true, false, d.repetition_penalty},
+        {"subtalker_temperature", 0, 100, false, false, d.subtalker.temperature},
+        {"subtalker_top_k", 0, sub_vocab, false, true, static_cast<double>(d.subtalker.top_k)},
+        {"subtalker_top_p", 0, 1, true, false, d.subtalker.top_p},
+        {"max_frames", 1, static_cast<double>(h.talker.max_positions), false, true, static_cast<double>(d.max_frames)},
+        {"min_frames", 0, static_cast<double>(h.talker.max_positions), false, true, std::nullopt},
+    };
+    return c;
+}
+
+// The decoder and the generator take turns on the executor, so each uses all of the cores.
+int decoder_thread_count(const talkbox::ModelOptions& o) {
+    if (o.decoder_threads > 0) return o.decoder_threads;
+    return o.threads > 0 ? o.threads : default_thread_count();
+}
+
+class QwenModel final : public FamilyModel {
+public:
+    QwenModel(const std::string& path, const talkbox::ModelOptions& o)
+        : model(path, qwen3tts::ModelOptions{o.threads, o.gpu ? Device::Gpu : Device::Cpu}),
+          tokenizer(Tokenizer::from_gguf(model.file().meta())),
+          decoder_backend(decoder_thread_count(o), o.gpu ? Device::Gpu : Device::Cpu),
+          decoder(model.file(), model.hparams(), decoder_backend),
+          kv_type(lm::parse_kv_type(o.kv_cache)),
+          caps(capabilities_of(model.hparams(), decoder.sample_rate())) {
+        // Decoded audio leaves as soon as possible: the decoder goes first when both wait.
+        decoder_backend.share_cores_with(model.backend());
+    }
+
+    const Capabilities& capabilities() const override { return caps; }
+    int threads() const override { return model.backend().threads(); }
+    int decoder_threads() const override { return decoder_backend.threads(); }
+
+    std::string voice_mismatch(const Voice& voice) const override {
+        try {
+            voice::check_voice_fits(voice, model.hparams(), "the voice");
+        } catch (const Error& e) {
+            return e.what();
+        }
+        return {};
+    }
+
+    std::vector<float> decode(const std::vector<Frame>& frames) const override {
+        std::lock_guard<std::mutex> lock(decode_busy);  // the official decode keeps one set of step graphs
+        return decoder.decode(frames);
+    }
+
+    Voice clone_voice(const voice::ReferenceAudio& ref, const std::optional<std::string>& ref_text, const std::string& source,
+                      const CloneStop& stop) const override {
+        std::lock_guard<std::mutex> lock(clone_busy);  // the encoders keep their step graphs
+        if (!cloner) cloner = std::make_unique<voice::VoiceCloner>(model.file(), model.hparams(), model.backend());
+        return cloner->clone(ref, ref_text, source, stop);
+    }
+
+    std::unique_ptr<FamilySession> new_session() const override;
+
+    std::vector<int32_t> tokenize(const std::string& text) const { return tokenizer.encode(text); }
+
+    PromptRequest prompt_request(const SpeechRequest& r) const {
+        const auto& h = model.hparams();
+        if (r.text.empty()) throw Error(ErrorKind::InvalidArgument, "the text to speak is empty");
+        PromptRequest p;
+        switch (h.variant) {
+            case Variant::CustomVoice: p.mode = Mode::CustomVoice; break;
+            case Variant::VoiceDesign: p.mode = Mode::VoiceDesign; break;
+            case Variant::Base: p.mode = Mode::VoiceClone; break;
+        }
+        p.input_ids = tokenize("<|im_start|>assistant\n" + r.text + "<|im_end|>\n<|im_start|>assistant\n");
+        if (!r.instruct.empty()) p.instruct_ids = tokenize("<|im_start|>user\n" + r.instruct + "<|im_end|>\n");
+        p.language = r.language.empty() ? "auto" : r.language;
+        p.speaker = r.speaker;
+        p.text_mode = to_text_mode(r.text_mode);
+        if (h.variant == Variant::Base) {
+            if (!r.voice) {
+                throw Error(ErrorKind::InvalidArgument,
+                            "this Base model clones a voice: give a voice file (--voice) or reference audio (--ref-audio)");
+            }
+            const Voice& v = *r.voice;
+            voice::check_voice_fits(v, h, "the voice");
+            p.speaker_embedding = v.embedding;
+            if (!v.x_vector_only) {
+                for (const auto& f : v.ref_codes) p.ref_codes.insert(p.ref_codes.end(), f.begin(), f.end());
+                p.ref_ids = tokenize("<|im_start|>assistant\n" + v.ref_text + "<|im_end|>\n");
+            }
+        }
+        return p;
+    }
+
+    GenerationOptions generation_options(const SpeechRequest& r, uint64_t& seed_used) const {
+        const auto& h = model.hparams();
+        const SamplingOptions& s = r.sampling;
+        auto o = s.greedy ? GenerationOptions::greedy(h) : GenerationOptions::defaults(h);
+        if (s.temperature) o.talker.temperature = *s.temperature;
+        if (s.top_k) o.talker.top_k = *s.top_k;
+        if (s.top_p) o.talker.top_p = *s.top_p;
+        if (s.repetition_penalty) o.repetition_penalty = *s.repetition_penalty;
+        if (s.subtalker_temperature) o.subtalker.temperature = *s.subtalker_temperature;
+        if (s.subtalker_top_k) o.subtalker.top_k = *s.subtalker_top_k;
+        if (s.subtalker_top_p) o.subtalker.top_p = *s.subtalker_top_p;
+        if (r.max_frames) o.max_frames = r.max_frames;
+        o.stall_frames = r.stall_frames;
+        o.min_frames = r.min_frames;
+        seed_used = s.seed ? *s.seed : random_seed();
+        o.seed = seed_used;
+        return o;
+    }
+
+    Model model;
+    Tokenizer tokenizer;
+    // The decoder runs concurrently with the generator, so it computes on a backend of its own.
+    Backend decoder_backend;
+    mutable codec::CodecDecoder decoder;
+    mutable std::mutex decode_busy;
+    lm::KvType kv_type;
+    Capabilities caps;
+    mutable std::mutex clone_busy;
+    mutable std::unique_ptr<voice::VoiceCloner> cloner;  // speaker and codec encoders, on the first clone
+};
+
+class QwenSession final : public FamilySession {
+public:
+    explicit QwenSession(const QwenModel& m) : m_(m), generator_(m.model, m.kv_type) {}
+
+    SpeechResult generate(const SpeechRequest& request, const FrameCallback& on_frame, const std::atomic<bool>* cancel) override {
+        std::lock_guard<std::mutex> lock(busy_);
+        const auto start = Clock::now();
+        SpeechResult result;
+        const auto prompt = build_prompt(m_.model, m_.prompt_request(request));
+        const auto options = m_.generation_options(request, result.seed);
+        const auto g = generator_.generate(
+            prompt, options,
+            [&](const std::vector<int32_t>& codes) {
+                result.frames.push_back(codes);
+                if (on_frame) on_frame(codes);
+            },
+            cancel);
+        result.stop_reason = stop_reason_name(g.stop);
+        set_generation_timings(result.timings, g);
+        result.timings.total_ms = ms_between(start, Clock::now());
+        return result;
+    }
+
+    SpeechResult speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions& stream,
+                       const std::atomic<bool>* cancel) override;
+
+private:
+    const QwenModel& m_;
+    std::mutex busy_;  // one request at a time
+    FrameGenerator generator_;
+};
+
+std::unique_ptr<FamilySession> QwenModel::new_session() const { return std::make_unique<QwenSession>(*this); }
+
+SpeechResult QwenSession::speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions& stream,
+                                const std::atomic<bool>* cancel) {
+    std::lock_guard<std::mutex> lock(busy_);
+    if (stream.frames_per_chunk == 0) throw Error(ErrorKind::InvalidArgument, "frames per chunk must be at least 1");
+    const auto start = Clock::now();
+    SpeechResult result;
+    const auto prompt = build_prompt(m_.model, m_.prompt_request(request));
+    const auto options = m_.generation_options(request, result.seed);
+
+    // In-context clones decode the reference frames first so that the generated audio has them as
+    // left context (official behaviour); their samples are not delivered.
+    codec::Frames reference;
+    if (request.voice && !request.voice->x_vector_only) reference = request.voice->ref_codes;
+    m_.decoder.validate(reference);
+
+    BoundedQueue<codec::Frame> queue(stream.queue_frames);
+    std::atomic<bool> stop{false};
+    std::exception_ptr generator_error;
+    GenerationResult g;
+    std::thread producer([&] {
+        try {
+            g = generator_.generate(prompt, options, [&](const std::vector<int32_t>& codes) { queue.push(codes); }, &stop);
+        } catch (...) {
+            generator_error = std::current_exception();
+        }
+        queue.close();
+    });
+
+    const size_t spf = static_cast<size_t>(m_.decoder.samples_per_frame());
+    size_t skip = reference.size() * spf;
+    float last_reference_sample = 0;
+    double decoder_ms = 0;
+    const auto deliver = [&](const std::vector<float>& pcm) {
+        size_t offset = 0;
+        if (skip > 0) {
+            offset = std::min(skip, pcm.size());
+            if (offset > 0) last_reference_sample = pcm[offset - 1];
+            skip -= offset;
+        }
+        if (offset == pcm.size()) return;
+        if (result.samples == 0) result.timings.first_audio_ms = ms_between(start, Clock::now());
+        on_audio(pcm.data() + offset, pcm.size() - offset);
+        result.samples += pcm.size() - offset;
+    };
+    try {
+        codec::StreamingDecoder decoder(m_.decoder, stream.frames_per_chunk);
+        const auto timed = [&](auto&& fn) {
+            const auto t = Clock::now();
+            auto pcm = fn();
+            decoder_ms += ms_between(t, Clock::now());
+            deliver(pcm);
+        };
+        if (!reference.empty()) timed([&] { return decoder.push(reference); });
+        while (auto frame = queue.pop()) {
+            result.frames.push_back(*frame);
+            timed([&] { return decoder.push(codec::Frames{std::move(*frame)}); });
+            // A short first chunk starts playback early; the decoder is exact for any chunking.
+            if (result.frames.size() == stream.first_chunk_frames && result.samples == 0) timed([&] { return decoder.flush(); });
+            if (cancel && cancel->load()) stop = true;
+        }
+        timed([&] { return decoder.flush(); });
+    } catch (...) {
+        stop = true;
+        queue.cancel();
+        producer.join();
+        throw;
+    }
+    producer.join();
+    if (generator_error) std::rethrow_exception(generator_error);
+
+    result.stop_reason = cancel && cancel->load() ? "cancelled" : stop_reason_name(g.stop);
+    if (!reference.empty()) {
+        // The official cut: int(R / (R + n) · len(wav)) evaluated in doubles.
+        const double r = static_cast<double>(reference.size()), n = static_cast<double>(result.frames.size());
+        const double total = static_cast<double>(spf) * (r + n);
+        const auto cut = static_cast<size_t>(r / std::max(r + n, 1.0) * total);
+        if (cut + 1 == reference.size() * spf) result.official_leading_sample = last_reference_sample;
+    }
+    set_generation_timings(result.timings, g);
+    result.timings.decoder_ms = decoder_ms;
+    result.timings.total_ms = ms_between(start, Clock::now());
+    return result;
+}
+
+std::unique_ptr<FamilyModel> load(const std::string& path, const talkbox::ModelOptions& options) {
+    return std::make_unique<QwenModel>(path, options);
+}
+
+}  // namespace
+
+Family family() { return {kArchitecture, load, read_model_info}; }
+
+}  // namespace talkbox::qwen3tts

@@ -1,0 +1,12 @@
+// Qwen3-TTS as a talkbox model family (pipeline/family.h): the model (talker, code predictor,
+// tokenizer, speech decoder) is loaded once; each session brings its own frame generator (KV
+// caches, step graphs) and, per request, its own streaming decoder state.
+#pragma once
+
+#include "pipeline/family.h"
+
+namespace talkbox::qwen3tts {
+
+Family family();
+
+}  // namespace talkbox::qwen3tts
