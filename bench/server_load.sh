@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Load test of `talkbox serve`: starts a server on a model, lets N clients send streaming requests
 # for S seconds, prints throughput and first-audio latency, and fails if any response is incomplete
-# or differs from the same request served alone.
-# Usage: bench/server_load.sh [model.gguf] [clients] [seconds] [max-concurrent] [threads-per-engine]
+# or differs from the same request served alone; then the server's peak resident memory (VmHWM).
+# Usage: bench/server_load.sh [model.gguf] [clients] [seconds] [max-concurrent] [threads]
 # Without a model it converts the tiny CustomVoice fixture (speed figures then mean little).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +10,7 @@ model=${1:-}
 clients=${2:-4}
 seconds=${3:-60}
 concurrent=${4:-2}
-threads=${5:-1}
+threads=${5:-0}
 cmake --build build -j 2 --target talkbox server_load >/dev/null
 work=$(mktemp -d /tmp/talkbox-server-load.XXXXXX)
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -26,3 +26,4 @@ port=$(sed -n 's|.*http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/log")
 [ -n "$port" ] || { cat "$work/log"; exit 1; }
 echo "model $(basename "$model"), $clients clients, --max-concurrent $concurrent, -T $threads, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 build/bin/server_load --port "$port" --clients "$clients" --seconds "$seconds"
+echo "server peak RSS: $(awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' "/proc/$server/status")"

@@ -87,6 +87,10 @@ struct StreamOptions {
     size_t first_chunk_frames = 1;  // the first audio leaves after this many frames (0: after a whole chunk)
 };
 
+// A sampling seed from the system's entropy source, for requests that give none (every result
+// reports the seed it used, so any run can be repeated).
+uint64_t random_seed();
+
 using FrameCallback = std::function<void(const Frame&)>;
 using AudioCallback = std::function<void(const float* samples, size_t count)>;
 

@@ -5,13 +5,13 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
-#include <random>
 
 #include "chatterbox/flow.h"
 #include "chatterbox/languages.h"
 #include "chatterbox/model_info.h"
 #include "chatterbox/pipeline.h"
 #include "chatterbox/reference.h"
+#include "core/clock.h"
 #include "talkbox/error.h"
 #include "talkbox/segmenter.h"
 #include "voice/voice_file.h"
@@ -19,12 +19,6 @@
 namespace talkbox::chatterbox {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
-
-uint64_t random_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
 
 Capabilities capabilities_of(const Pipeline& p) {
     const T3& t3 = p.t3();

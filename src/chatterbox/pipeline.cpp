@@ -3,17 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/clock.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
-
-namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
-}  // namespace
 
 PipelineVoice pipeline_voice(const ChatterboxConditionals& c) {
     return {T3Conditioning{c.speaker_emb, c.cond_prompt_speech_tokens, c.emotion_adv}, flow_prompt(c)};
@@ -60,13 +53,13 @@ PipelineResult Pipeline::synthesize(const std::string& text, const std::string& 
     PipelineResult r;
     const T3Hparams& h = t3_.hparams();
     r.text_tokens = text_.text_tokens(text_.encode(text, language), h.start_text, h.stop_text);
-    auto t = std::chrono::steady_clock::now();
+    auto t = Clock::now();
     r.speech_tokens = t3_.generate(r.text_tokens, voice.t3, options, nullptr, &r.t3_timings);
     r.t3_ms = ms_since(t);
     r.stopped = !r.speech_tokens.empty() && r.speech_tokens.back() == h.stop_speech;
     r.s3gen_tokens = t3_.postprocess(r.speech_tokens);
     if (!with_audio) return r;
-    t = std::chrono::steady_clock::now();
+    t = Clock::now();
     r.wav = vocode(r.s3gen_tokens, voice, noise, options.seed, &r, options.cancel);
     r.s3gen_ms = ms_since(t);
     return r;

@@ -5,6 +5,7 @@
 
 #include "chatterbox/t3.h"
 #include "core/cancel.h"
+#include "core/clock.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
@@ -17,8 +18,6 @@ S3Gen::S3Gen(const GgufFile& file, const Backend& backend) : S3Gen(*gguf_source(
 S3GenOutput S3Gen::synthesize(const std::vector<int32_t>& tokens, const FlowPrompt& prompt, const S3GenNoise& noise,
                               uint64_t seed, int steps, const std::atomic<bool>* cancel) {
     S3GenOutput out;
-    using Clock = std::chrono::steady_clock;
-    const auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
     const auto start = Clock::now();
     // Independent streams for the two stages: the flow's start noise from `seed`, HiFT's from seed + 1.
     out.mel = flow_.inference(tokens, prompt, noise.cfm, seed, steps, nullptr, &out.mu, cancel);

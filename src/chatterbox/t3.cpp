@@ -10,6 +10,7 @@
 
 #include "chatterbox/s3gen_nn.h"
 #include "convert/chatterbox_names.h"
+#include "core/clock.h"
 #include "core/graph.h"
 #include "core/packed_matmul.h"
 #include "lm/kv_cache.h"
@@ -707,8 +708,6 @@ void T3::check_inputs(const std::vector<int32_t>& text, const T3Conditioning&, c
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 double cpu_ms_since(std::clock_t c) { return 1000.0 * static_cast<double>(std::clock() - c) / CLOCKS_PER_SEC; }
 
 // Wall and CPU time of a generate call's two phases (cond + prefill, then the token loop), written

@@ -8,7 +8,6 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
-#include <random>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -149,7 +148,7 @@ void run_speak(const SpeakArgs& a) {
                         a.top_k,            a.subtalker_temperature, a.subtalker_top_p, a.subtalker_top_k};
 
     // One seed for every segment, so that a run is reproducible from the seed it reports.
-    if (!request.sampling.seed) request.sampling.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+    if (!request.sampling.seed) request.sampling.seed = random_seed();
 
     LongFormOptions long_form;
     long_form.split = !a.no_split;

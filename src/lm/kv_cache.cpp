@@ -1,5 +1,8 @@
 #include "lm/kv_cache.h"
 
+#include <sys/mman.h>
+
+#include "ggml-cpu.h"
 #include "talkbox/error.h"
 
 namespace talkbox::lm {
@@ -45,19 +48,51 @@ KvCache::KvCache(ggml_backend_t backend, uint32_t layers, uint32_t kv_heads, uin
         k_.push_back(ggml_new_tensor_4d(ctx_, gt, head_dim, capacity, kv_heads, streams));
         v_.push_back(ggml_new_tensor_4d(ctx_, gt, head_dim, capacity, kv_heads, streams));
     }
-    buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend);
-    if (!buffer_) {
-        ggml_free(ctx_);
-        throw Error(ErrorKind::Io, "cannot allocate a KV cache of " + std::to_string(capacity) + " positions");
+    // Rows past the current length are masked, but must not hold NaN patterns that a masked dot
+    // product could turn into NaN scores: fresh anonymous pages read as zeros, other buffers are cleared.
+    if (on_demand(backend)) {
+        const size_t align = 64;
+        size_t bytes = 0;
+        for (uint32_t l = 0; l < layers; ++l) bytes += 2 * ((ggml_nbytes(k_[l]) + align - 1) / align * align);
+        void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) {
+            ggml_free(ctx_);
+            throw Error(ErrorKind::Io, "cannot reserve a KV cache of " + std::to_string(capacity) + " positions");
+        }
+        reserved_ = p;
+        reserved_bytes_ = bytes;
+        buffer_ = ggml_backend_cpu_buffer_from_ptr(p, bytes);
+        size_t offset = 0;
+        for (uint32_t l = 0; l < layers; ++l) {
+            for (ggml_tensor* t : {k_[l], v_[l]}) {
+                ggml_backend_tensor_alloc(buffer_, t, static_cast<char*>(p) + offset);
+                offset += (ggml_nbytes(t) + align - 1) / align * align;
+            }
+        }
+    } else {
+        buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend);
+        if (!buffer_) {
+            ggml_free(ctx_);
+            throw Error(ErrorKind::Io, "cannot allocate a KV cache of " + std::to_string(capacity) + " positions");
+        }
+        ggml_backend_buffer_clear(buffer_, 0);
     }
-    // Rows past the current length are masked, but must not hold NaN patterns that a masked
-    // dot product could turn into NaN scores.
-    ggml_backend_buffer_clear(buffer_, 0);
 }
 
 KvCache::~KvCache() {
     if (buffer_) ggml_backend_buffer_free(buffer_);
+    if (reserved_) munmap(reserved_, reserved_bytes_);
     if (ctx_) ggml_free(ctx_);
+}
+
+bool KvCache::on_demand(ggml_backend_t backend) { return ggml_backend_is_cpu(backend); }
+
+void KvCache::release() {
+    if (reserved_) {
+        madvise(reserved_, reserved_bytes_, MADV_DONTNEED);  // private anonymous: zero-filled on the next touch
+    } else {
+        ggml_backend_buffer_clear(buffer_, 0);
+    }
 }
 
 size_t KvCache::bytes() const { return ggml_backend_buffer_get_size(buffer_); }

@@ -5,6 +5,10 @@
 // kv_heads, streams] views by flash attention. Head-major, so that attention reads each head's
 // keys and values as one contiguous run (position-major rows put consecutive positions of a head
 // a whole row apart, and a decode step waited on memory latency instead of streaming).
+//
+// On the CPU the buffer is reserved address space whose pages become resident when first written
+// (and read as zeros before), so a cache sized for a model's longest sequence costs only the
+// positions in use and never has to grow; release() hands the pages back between requests.
 #pragma once
 
 #include <cstdint>
@@ -42,9 +46,18 @@ public:
     // Copies positions [0, n) of every layer and stream from a cache of the same geometry (used to grow).
     void copy_prefix_from(const KvCache& other, uint32_t n);
 
+    // Whether caches on `backend` take memory only as positions are written (see above): size them
+    // for the longest sequence instead of growing them.
+    static bool on_demand(ggml_backend_t backend);
+    // Forgets every position and, for on-demand memory, returns its pages to the system (the
+    // contents read as zeros afterwards); otherwise clears the buffer.
+    void release();
+
 private:
     ggml_context* ctx_ = nullptr;
     ggml_backend_buffer_t buffer_ = nullptr;
+    void* reserved_ = nullptr;  // on-demand memory (mmap), or null when the backend allocated it
+    size_t reserved_bytes_ = 0;
     std::vector<ggml_tensor*> k_, v_;
     uint32_t capacity_, head_dim_, kv_heads_, streams_;
     KvType type_;

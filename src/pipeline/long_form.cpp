@@ -1,6 +1,5 @@
 #include "talkbox/long_form.h"
 
-#include <random>
 
 #include "talkbox/error.h"
 #include "talkbox/segmenter.h"
@@ -23,7 +22,7 @@ LongFormResult speak_long_form(Session& session, SpeechRequest request, const st
                                const LongFormOptions& options, const AudioCallback& on_audio,
                                const std::function<void(const SegmentDone&)>& on_segment, const StreamOptions& stream,
                                const std::atomic<bool>* cancel) {
-    if (!request.sampling.seed) request.sampling.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+    if (!request.sampling.seed) request.sampling.seed = random_seed();
     const uint32_t max_frames = request.max_frames;
     const Capabilities& caps = session.model().capabilities();
     LongFormResult out;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <sstream>
 
 #include "core/gguf_file.h"
@@ -62,6 +63,8 @@ std::string accepted(const Capabilities& c) {
 }
 
 }  // namespace
+
+uint64_t random_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
 
 const RequestField* Capabilities::field(const std::string& name) const {
     for (const auto& f : fields) {

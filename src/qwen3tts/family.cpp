@@ -6,11 +6,11 @@
 #include <chrono>
 #include <exception>
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include "codec/decoder.h"
 #include "core/backend.h"
+#include "core/clock.h"
 #include "lm/kv_cache.h"
 #include "pipeline/bounded_queue.h"
 #include "qwen3tts/frame_generator.h"
@@ -25,10 +25,6 @@
 namespace talkbox::qwen3tts {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 
 TextMode to_text_mode(talkbox::TextMode m) {
     switch (m) {
@@ -45,8 +41,6 @@ void set_generation_timings(SpeechTimings& t, const GenerationResult& g) {
     t.code_predictor_ms = g.code_predictor_ms;
     t.steps = static_cast<uint32_t>(g.frames);
 }
-
-uint64_t random_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
 
 Capabilities capabilities_of(const Hparams& h, int sample_rate) {
     Capabilities c;

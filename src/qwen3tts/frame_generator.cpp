@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 
+#include "core/clock.h"
 #include "talkbox/error.h"
 
 namespace talkbox::qwen3tts {
@@ -90,10 +91,6 @@ GenerationResult FrameGenerator::generate(const Prompt& prompt, const Generation
     Sampler sampler(options.seed);
     const auto select_sub = [&](size_t, std::vector<float>& logits) { return sampler.select(logits, options.subtalker); };
 
-    using Clock = std::chrono::steady_clock;
-    const auto ms_since = [](Clock::time_point t) {
-        return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-    };
     GenerationResult result;
     frame_.resize(h.talker.code_groups);
     auto t = Clock::now();

@@ -12,8 +12,10 @@ namespace talkbox::qwen3tts {
 namespace {
 
 // Attention windows (and cache capacities) come in multiples of this many positions, so the
-// per-step graph is rebuilt only when the sequence crosses a boundary.
-constexpr size_t kWindow = 256;
+// per-step graph is rebuilt only when the sequence crosses a boundary (every ~5 s of audio). 64,
+// as T3: a 0.6B F32 cache costs 229 KB per position, so 256-row windows held ~45 MB more per
+// session than a short request needs, and attention ran over up to 255 masked rows.
+constexpr size_t kWindow = 64;
 
 size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
@@ -29,8 +31,11 @@ struct Talker::StepGraph {
 Talker::Talker(const Model& model, lm::KvType kv_type)
     : model_(model), kv_type_(kv_type), logits_(model.hparams().talker.vocab), hidden_(model.hparams().talker.hidden) {
     const auto& hp = model.hparams().talker;
-    // Fails early (before any graph) when the cache type cannot hold this head size.
-    cache_ = std::make_unique<lm::KvCache>(model.backend().get(), hp.layers, hp.kv_heads, hp.head_dim, kWindow, kv_type);
+    // Fails early (before any graph) when the cache type cannot hold this head size. On-demand
+    // memory is sized for the longest sequence at once; otherwise the cache grows by doubling.
+    const ggml_backend_t backend = model.backend().get();
+    const uint32_t capacity = lm::KvCache::on_demand(backend) ? hp.max_positions : static_cast<uint32_t>(kWindow);
+    cache_ = std::make_unique<lm::KvCache>(backend, hp.layers, hp.kv_heads, hp.head_dim, capacity, kv_type);
 }
 
 Talker::~Talker() = default;
@@ -60,6 +65,7 @@ void Talker::prefill(const float* embeds, size_t n_tokens) {
     if (n_tokens == 0) throw Error(ErrorKind::InvalidArgument, "the talker prompt is empty");
     const auto& hp = model_.hparams().talker;
     const TalkerWeights& w = model_.talker();
+    if (length_ > 0) cache_->release();  // the previous request's positions: their pages go back
     length_ = 0;
     ensure_capacity(n_tokens);
     const int64_t n = static_cast<int64_t>(n_tokens);

@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <thread>
 
 #include "core/atomic_file.h"
@@ -610,7 +609,7 @@ struct Server::Impl : http::Handler {
             throw bad_request("model '" + p.model->id() + "': " + refusal->message, refusal->field, "unsupported_field");
         }
         // Drawn here when absent, so that every response reports the seed that reproduces it.
-        if (!s.seed) s.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+        if (!s.seed) s.seed = random_seed();
         p.segments = long_form_segments(input);
         return p;
     }
