@@ -3,7 +3,7 @@
 // response is complete and correct (status 200, chunked body complete, and the same bytes as a
 // reference fetched alone for the same seed).
 //
-//   server_load --port 8080 --clients 4 --seconds 60 [--voice ryan] [--key KEY] [--seeds 8]
+//   server_load --port 8080 --clients 4 --seconds 60 [--voice ryan] [--key KEY] [--seeds 8] [--max-frames N]
 #include <httplib.h>
 
 #include <CLI/CLI.hpp>
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     CLI::App app{"Load test for talkbox serve (streaming pcm requests from N clients)"};
     std::string host = "127.0.0.1", key, voice = "ryan", model = "tts-1";
     std::string text = "The quick brown fox jumps over the lazy dog. A second sentence follows the first one.";
-    int port = 8080, clients = 4, seeds = 8;
+    int port = 8080, clients = 4, seeds = 8, max_frames = 0;
     double seconds = 60;
     app.add_option("--host", host)->capture_default_str();
     app.add_option("--port", port)->capture_default_str();
@@ -80,12 +80,17 @@ int main(int argc, char** argv) {
     app.add_option("--text", text)->capture_default_str();
     app.add_option("--clients", clients, "Concurrent clients")->capture_default_str();
     app.add_option("--seconds", seconds, "How long the clients keep sending")->capture_default_str();
+    app.add_option("--max-frames", max_frames,
+                   "Frames per sentence at most (0: the server's default; random-weight models never stop early)")
+        ->capture_default_str();
     app.add_option("--seeds", seeds, "Distinct requests (seeds), each checked against a reference fetched alone")
         ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
 
     const auto body_for = [&](int seed) {
-        return nlohmann::json{{"model", model}, {"input", text}, {"voice", voice}, {"response_format", "pcm"}, {"seed", seed}}.dump();
+        nlohmann::json body{{"model", model}, {"input", text}, {"voice", voice}, {"response_format", "pcm"}, {"seed", seed}};
+        if (max_frames > 0) body["max_frames"] = max_frames;
+        return body.dump();
     };
     std::vector<std::string> reference(static_cast<size_t>(seeds));
     for (int s = 0; s < seeds; ++s) {

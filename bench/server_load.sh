@@ -2,7 +2,7 @@
 # Load test of `talkbox serve`: starts a server on a model, lets N clients send streaming requests
 # for S seconds, prints throughput and first-audio latency, and fails if any response is incomplete
 # or differs from the same request served alone; then the server's peak resident memory (VmHWM).
-# Usage: bench/server_load.sh [model.gguf] [clients] [seconds] [max-concurrent] [threads]
+# Usage: bench/server_load.sh [model.gguf] [clients] [seconds] [max-concurrent] [threads] [max-frames per sentence]
 # Without a model it converts the tiny CustomVoice fixture (speed figures then mean little).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,7 @@ clients=${2:-4}
 seconds=${3:-60}
 concurrent=${4:-2}
 threads=${5:-0}
+max_frames=${6:-0}
 cmake --build build -j 2 --target talkbox server_load >/dev/null
 work=$(mktemp -d /tmp/talkbox-server-load.XXXXXX)
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -25,5 +26,6 @@ for _ in $(seq 600); do grep -q "http://" "$work/log" && break; sleep 0.1; done
 port=$(sed -n 's|.*http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/log")
 [ -n "$port" ] || { cat "$work/log"; exit 1; }
 echo "model $(basename "$model"), $clients clients, --max-concurrent $concurrent, -T $threads, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-build/bin/server_load --port "$port" --clients "$clients" --seconds "$seconds"
+echo "server RSS after loading: $(awk '/VmRSS/ {printf "%.0f MiB", $2 / 1024}' "/proc/$server/status")"
+build/bin/server_load --port "$port" --clients "$clients" --seconds "$seconds" --max-frames "$max_frames" --seeds "$clients"
 echo "server peak RSS: $(awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' "/proc/$server/status")"
