@@ -25,7 +25,7 @@
 #include "core/gguf_file.h"
 #include "qwen3tts/hparams.h"
 #include "talkbox/error.h"
-#include "voice/mel.h"
+#include "audio/mel.h"
 #include "voice/reference_audio.h"
 #include "voice/speaker_encoder.h"
 
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
         const talkbox::GgufFile file(model);
         const auto hp = talkbox::qwen3tts::Hparams::from_gguf(file.meta());
         talkbox::Backend backend(threads);
-        const talkbox::voice::MelFrontEnd mel;
+        const talkbox::audio::MelFrontEnd mel;
         talkbox::voice::SpeakerEncoder speaker(file, hp, backend);
         talkbox::codec::CodecEncoder codec(file, hp, backend);
         std::printf("model %s, backend %s, clip %.2f s (%s), %d repeats, load %s\n", model.c_str(),
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
             Series mel_s, spk_s, codec_s, all_s;
             const Timer all;
             Timer t;
-            const talkbox::voice::MelSpectrogram m = mel.compute(clip);
+            const talkbox::audio::MelSpectrogram m = mel.compute(clip);
             t.stop(mel_s);
             t = Timer();
             speaker.embed(m);

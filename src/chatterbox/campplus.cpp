@@ -7,7 +7,7 @@
 
 #include "chatterbox/host_nn.h"
 #include "chatterbox/s3gen_weights.h"
-#include "voice/mel.h"
+#include "audio/mel.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
@@ -137,7 +137,7 @@ std::vector<float> kaldi_fbank(const std::vector<float>& wav, int64_t* frames_ou
                                                     " samples at 16 kHz (at least " + std::to_string(kWin) + ")");
     }
     static const std::vector<float> banks = kaldi_mel_banks();
-    static const voice::Dft dft(kPadded);
+    static const audio::Dft dft(kPadded);
     static const std::vector<double> window = [] {  // povey: hann(400, periodic=False)^0.85, float32
         std::vector<double> w(kWin);
         for (int i = 0; i < kWin; ++i) {

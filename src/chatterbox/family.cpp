@@ -35,7 +35,8 @@ Capabilities capabilities_of(const Pipeline& p) {
     c.clones = true;
     c.needs_voice = !c.builtin_voice;
     c.own_frame_limit = true;
-    c.kv_cache_types = {"f32"};
+    c.kv_cache_types = {"f32", "f16"};
+    if (t3.hparams().head_dim % 32 == 0) c.kv_cache_types.push_back("q8_0");  // whole Q8_0 blocks per row
     const T3Options d = t3.default_options();
     const double positions = t3.hparams().speech_positions;
     // max_frames counts the tokens T3 predicts per sentence; Turbo predicts max_new_tokens + 1.
@@ -63,6 +64,7 @@ public:
     ChatterboxModel(const std::string& path, const ModelOptions& o)
         : pipeline(path, o.threads, o.gpu ? Device::Gpu : Device::Cpu),
           identity(model_identity(pipeline.file())),
+          kv_type(lm::parse_kv_type(o.kv_cache)),
           caps(capabilities_of(pipeline)) {}
 
     const Capabilities& capabilities() const override { return caps; }
@@ -132,6 +134,7 @@ public:
         if (r.max_frames) o.max_new_tokens = pipeline.t3().turbo() ? r.max_frames - 1 : r.max_frames;  // see capabilities_of
         o.min_new_tokens = r.min_frames;
         o.greedy = s.greedy;
+        o.kv_cache = kv_type;
         seed_used = s.seed ? *s.seed : random_seed();
         o.seed = seed_used;
         return o;
@@ -152,6 +155,7 @@ public:
 
     Pipeline pipeline;
     std::string identity;
+    lm::KvType kv_type;
     Capabilities caps;
     mutable std::mutex clone_busy;
     mutable std::unique_ptr<ReferenceEncoder> encoder;  // voice encoder, S3 tokenizer, CAMPPlus: on the first clone

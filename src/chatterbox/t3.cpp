@@ -505,12 +505,15 @@ struct T3::Decoder {
     };
     std::unique_ptr<Step> step_graph;
 
-    Decoder(const T3& t, int64_t n_streams, int64_t capacity) : t3(t), streams(n_streams) {
+    // `capacity`: positions the prefill needs; `longest`: the most the generation can reach (the
+    // whole size at once where cache memory is taken on demand).
+    Decoder(const T3& t, int64_t n_streams, int64_t capacity, int64_t longest, lm::KvType kv_type) : t3(t), streams(n_streams) {
         const T3Hparams& h = t3.hp_;
         shape = {h.heads, h.kv_heads, h.head_dim, h.rms_eps, h.rope_theta, t3.w_->rope_factors,
                  h.gpt2 ? lm::StackFlavour::Gpt2 : lm::StackFlavour::Llama, t3.backend_.is_cpu()};
-        cache = std::make_unique<lm::KvCache>(t3.backend_.get(), h.layers, h.kv_heads, h.head_dim,
-                                              static_cast<uint32_t>(round_up(capacity, kWindow)), lm::KvType::F32,
+        const ggml_backend_t b = t3.backend_.get();
+        const int64_t rows = lm::KvCache::on_demand(b) ? std::max(capacity, longest) : round_up(capacity, kWindow);
+        cache = std::make_unique<lm::KvCache>(b, h.layers, h.kv_heads, h.head_dim, static_cast<uint32_t>(rows), kv_type,
                                               static_cast<uint32_t>(streams));
         logits.resize(static_cast<size_t>(streams) * h.speech_vocab);
     }
@@ -627,11 +630,8 @@ struct T3::Decoder {
         const T3Hparams& h = t3.hp_;
         const Weights& w = *t3.w_;
         if (length + 1 > cache->capacity()) {
-            auto grown = std::make_unique<lm::KvCache>(t3.backend_.get(), h.layers, h.kv_heads, h.head_dim,
-                                                       static_cast<uint32_t>(round_up(2 * cache->capacity(), kWindow)),
-                                                       lm::KvType::F32, static_cast<uint32_t>(streams));
-            grown->copy_prefix_from(*cache, static_cast<uint32_t>(length));
-            cache = std::move(grown);
+            cache = cache->grown(t3.backend_.get(), static_cast<uint32_t>(round_up(2 * cache->capacity(), kWindow)),
+                                 static_cast<uint32_t>(length));
             step_graph.reset();  // its graph points at the old cache
         }
         const int64_t n_kv = std::min<int64_t>(round_up(length + 1, kAttention), cache->capacity());
@@ -751,7 +751,7 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     const int64_t streams = o.cfg_weight > 0.0f ? 2 : 1;
     const int64_t prefill_len = h.cond_len() + static_cast<int64_t>(text.size()) + 2;
     // The cache starts with room for the prefill and grows in kWindow steps as tokens come.
-    Decoder dec(*this, streams, prefill_len + 1);
+    Decoder dec(*this, streams, prefill_len + 1, prefill_len + o.max_new_tokens + 1, o.kv_cache);
     if (trace) trace->start(cond_emb);
     dec.prefill(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
     phases.prefill_done();
@@ -868,7 +868,7 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
                                                     ") tokens Turbo predicts");
     }
     const std::vector<float> cond_emb = conditioning(cond);
-    Decoder dec(*this, 1, prefill_len + 1);
+    Decoder dec(*this, 1, prefill_len + 1, prefill_len + o.max_new_tokens + 2, o.kv_cache);
     if (trace) trace->start(cond_emb);
     dec.prefill_turbo(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
     phases.prefill_done();

@@ -18,6 +18,7 @@
 #include "core/gguf_file.h"
 #include "core/weights.h"
 #include "lm/decoder.h"
+#include "lm/kv_cache.h"
 
 namespace talkbox::chatterbox {
 
@@ -73,6 +74,7 @@ struct T3Options {
     bool greedy = false;  // argmax of the processed distribution instead of a draw (tests)
     uint64_t seed = 0;
     const std::atomic<bool>* cancel = nullptr;  // checked before every token (Error Cancelled)
+    lm::KvType kv_cache = lm::KvType::F32;      // the official computation keeps F32
 };
 
 // Where generate() spent its time (wall ms; *_cpu_ms: process CPU time, all threads).

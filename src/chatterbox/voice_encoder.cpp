@@ -5,7 +5,7 @@
 #include <string>
 
 #include "talkbox/error.h"
-#include "voice/mel.h"
+#include "audio/mel.h"
 
 namespace talkbox::chatterbox {
 
@@ -63,7 +63,7 @@ std::pair<size_t, size_t> ve_trim_interval(const std::vector<float>& y) {
 }
 
 std::vector<float> ve_mel(const std::vector<float>& y, int64_t* frames_out) {
-    static const std::vector<float> basis = voice::slaney_mel_filterbank(16000, kNfft, kMels, 0.0, 8000.0);
+    static const std::vector<float> basis = audio::slaney_mel_filterbank(16000, kNfft, kMels, 0.0, 8000.0);
     return power_mel_16k(y, basis, kMels, "the voice encoder (after trimming silence)", frames_out);
 }
 
@@ -80,7 +80,7 @@ std::vector<float> power_mel_16k(const std::vector<float>& y, const std::vector<
         throw Error(ErrorKind::Format, "mel basis of " + std::to_string(basis.size()) + " values for " + what +
                                            ", expected " + std::to_string(n_mels) + " x " + std::to_string(kBins));
     }
-    static const voice::Dft dft(kNfft);
+    static const audio::Dft dft(kNfft);
     static const std::vector<double> window = [] {
         std::vector<double> w(kNfft);
         for (int n = 0; n < kNfft; ++n) w[size_t(n)] = 0.5 - 0.5 * std::cos(2.0 * kPi * n / kNfft);  // periodic (scipy, float64)

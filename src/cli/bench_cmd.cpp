@@ -385,7 +385,7 @@ void register_bench(CLI::App& app) {
     cmd->add_option("--voice", a->voice,
                     "Base: a voice file (default: an x-vector-only voice with a zero embedding); Chatterbox: a Chatterbox "
                     "voice file (default: the built-in voice)");
-    cmd->add_option("--kv-cache", a->kv_cache, "KV cache type: f32, f16, q8_0 (as the model offers; Chatterbox: f32)")->capture_default_str();
+    cmd->add_option("--kv-cache", a->kv_cache, "KV cache type of the talker or T3: f32 (official), f16, q8_0 (heads of a multiple of 32 values)")->capture_default_str();
     auto* chunk = cmd->add_option("--chunk", a->chunk, "Frames per decoder step (as speak --chunk; Qwen3-TTS)")
         ->check(CLI::Range(size_t{1}, size_t{1000}))
         ->capture_default_str();

@@ -301,7 +301,7 @@ void register_speak(CLI::App& app) {
     cmd->add_option("--decoder-threads", a->decoder_threads, "Threads of the speech decoder, which takes turns on the "
                                                              "cores with generation (0: as --threads)")
         ->capture_default_str();
-    cmd->add_option("--kv-cache", a->kv_cache, "Talker KV cache type: f32, f16, q8_0")->capture_default_str();
+    cmd->add_option("--kv-cache", a->kv_cache, "KV cache type of the talker or T3: f32 (official), f16, q8_0 (heads of a multiple of 32 values)")->capture_default_str();
     auto* norm = cmd->add_option("--normalize", a->normalize, "Level normalisation of file output: none, peak, loudness")
                      ->check(CLI::IsMember({"none", "peak", "loudness"}))
                      ->capture_default_str();

@@ -34,7 +34,7 @@ ggml_type kv_ggml_type(KvType t) {
 
 KvCache::KvCache(ggml_backend_t backend, uint32_t layers, uint32_t kv_heads, uint32_t head_dim, uint32_t capacity,
                  KvType type, uint32_t streams)
-    : capacity_(capacity), head_dim_(head_dim), kv_heads_(kv_heads), streams_(streams), type_(type) {
+    : layers_(layers), capacity_(capacity), head_dim_(head_dim), kv_heads_(kv_heads), streams_(streams), type_(type) {
     if (streams == 0) throw Error(ErrorKind::InvalidArgument, "a KV cache needs at least one stream");
     const ggml_type gt = kv_ggml_type(type);
     if (head_dim % ggml_blck_size(gt) != 0) {
@@ -83,6 +83,12 @@ KvCache::~KvCache() {
     if (buffer_) ggml_backend_buffer_free(buffer_);
     if (reserved_) munmap(reserved_, reserved_bytes_);
     if (ctx_) ggml_free(ctx_);
+}
+
+std::unique_ptr<KvCache> KvCache::grown(ggml_backend_t backend, uint32_t capacity, uint32_t length) const {
+    auto bigger = std::make_unique<KvCache>(backend, layers_, kv_heads_, head_dim_, capacity, type_, streams_);
+    bigger->copy_prefix_from(*this, length);
+    return bigger;
 }
 
 bool KvCache::on_demand(ggml_backend_t backend) { return ggml_backend_is_cpu(backend); }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ public:
 
     // Copies positions [0, n) of every layer and stream from a cache of the same geometry (used to grow).
     void copy_prefix_from(const KvCache& other, uint32_t n);
+    // A cache of the same geometry with room for `capacity` positions, holding this one's first
+    // `length` (graphs that read this cache must be rebuilt for the new one).
+    std::unique_ptr<KvCache> grown(ggml_backend_t backend, uint32_t capacity, uint32_t length) const;
 
     // Whether caches on `backend` take memory only as positions are written (see above): size them
     // for the longest sequence instead of growing them.
@@ -59,7 +63,7 @@ private:
     void* reserved_ = nullptr;  // on-demand memory (mmap), or null when the backend allocated it
     size_t reserved_bytes_ = 0;
     std::vector<ggml_tensor*> k_, v_;
-    uint32_t capacity_, head_dim_, kv_heads_, streams_;
+    uint32_t layers_, capacity_, head_dim_, kv_heads_, streams_;
     KvType type_;
 };
 

@@ -60,7 +60,8 @@ Capabilities capabilities_of(const Hparams& h, int sample_rate) {
     c.clones = c.needs_voice = c.clone_transcript = h.variant == Variant::Base;
     c.voice_embedding_dim = h.talker.hidden;
     c.text_modes = c.codec_frames = c.frame_streaming = c.concurrent_decoder = true;
-    c.kv_cache_types = {"f32", "f16", "q8_0"};
+    c.kv_cache_types = {"f32", "f16"};
+    if (h.talker.head_dim % 32 == 0 && h.code_predictor.head_dim % 32 == 0) c.kv_cache_types.push_back("q8_0");  // whole Q8_0 blocks per row
     const GenerationOptions d = GenerationOptions::defaults(h);
     const double vocab = h.talker.vocab, sub_vocab = h.code_predictor.vocab;
     c.fields = {

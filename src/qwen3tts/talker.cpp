@@ -49,10 +49,7 @@ void Talker::ensure_capacity(size_t positions) {
     }
     if (positions <= cache_->capacity()) return;
     const size_t capacity = round_up(std::max(positions, size_t(cache_->capacity()) * 2), kWindow);
-    auto grown = std::make_unique<lm::KvCache>(model_.backend().get(), hp.layers, hp.kv_heads, hp.head_dim,
-                                           static_cast<uint32_t>(capacity), kv_type_);
-    grown->copy_prefix_from(*cache_, static_cast<uint32_t>(length_));
-    cache_ = std::move(grown);
+    cache_ = cache_->grown(model_.backend().get(), static_cast<uint32_t>(capacity), static_cast<uint32_t>(length_));
     step_.reset();  // its graph points at the old cache
 }
 

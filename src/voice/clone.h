@@ -15,7 +15,7 @@
 #include "qwen3tts/hparams.h"
 #include "talkbox/voice.h"
 #include "talkbox/voice_file.h"
-#include "voice/mel.h"
+#include "audio/mel.h"
 #include "voice/reference_audio.h"
 #include "voice/speaker_encoder.h"
 
@@ -37,7 +37,7 @@ private:
     const GgufFile& file_;
     const qwen3tts::Hparams hparams_;
     const Backend& backend_;
-    const MelFrontEnd mel_;
+    const audio::MelFrontEnd mel_;
     SpeakerEncoder speaker_;
     std::unique_ptr<codec::CodecEncoder> codec_;  // loaded by the first in-context clone
 };

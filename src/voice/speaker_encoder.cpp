@@ -43,7 +43,7 @@ SpeakerEncoder::SpeakerEncoder(const GgufFile& file, const qwen3tts::Hparams& hp
                                                 "Base models can clone a voice; this one is " +
                                                 qwen3tts::variant_display_name(hparams.variant) + ")");
     }
-    const MelConfig mel;
+    const audio::MelConfig mel;
     if (hp_.mel_dim != static_cast<uint32_t>(mel.n_mels) || hp_.sample_rate != static_cast<uint32_t>(mel.sample_rate)) {
         throw Error(ErrorKind::Unsupported, "'" + file.path() + "': the speaker encoder expects " +
                                                 std::to_string(hp_.mel_dim) + " mel bins at " +
@@ -118,7 +118,7 @@ ggml_tensor* SpeakerEncoder::tdnn(ggml_context* ctx, ggml_tensor* x, const Conv&
     return relu ? ggml_relu(ctx, y) : y;
 }
 
-std::vector<float> SpeakerEncoder::embed(const MelSpectrogram& mel, SpeakerEncoderTrace* trace, StageTimes* times) {
+std::vector<float> SpeakerEncoder::embed(const audio::MelSpectrogram& mel, SpeakerEncoderTrace* trace, StageTimes* times) {
     const int64_t frames = mel.frames;
     if (mel.n_mels != hp_.mel_dim || mel.data.size() != static_cast<size_t>(mel.n_mels * frames)) {
         throw Error(ErrorKind::InvalidArgument, "the speaker encoder needs " + std::to_string(hp_.mel_dim) +

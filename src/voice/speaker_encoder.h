@@ -12,7 +12,7 @@
 #include "core/weights.h"
 #include "ggml-alloc.h"
 #include "qwen3tts/hparams.h"
-#include "voice/mel.h"
+#include "audio/mel.h"
 
 namespace talkbox::voice {
 
@@ -37,7 +37,7 @@ public:
     // mel: MelFrontEnd output (128 bins). Throws Error (InvalidArgument) below min_frames().
     // Not thread-safe: the encoder keeps one compute buffer, grown to the longest input so far.
     // `times`: wall time per stage (TDNN, each SE-Res2Net block, MFA, pooling) for benchmarks.
-    std::vector<float> embed(const MelSpectrogram& mel, SpeakerEncoderTrace* trace = nullptr, StageTimes* times = nullptr);
+    std::vector<float> embed(const audio::MelSpectrogram& mel, SpeakerEncoderTrace* trace = nullptr, StageTimes* times = nullptr);
 
     int64_t min_frames() const { return min_frames_; }  // the reflect pads need more frames than they pad
     int64_t dim() const { return hp_.enc_dim; }

@@ -151,7 +151,7 @@ TEST(BenchCli, ChatterboxTableAndBadArguments) {
     const std::string b = "bench -m " + model + " --frames 4 --repeat 1 ";
     EXPECT_NE(error_of(b + "--speaker ryan").find("a preset speaker is not a setting of Chatterbox Multilingual"), std::string::npos);
     EXPECT_NE(error_of(b + "--chunk 2").find("--chunk sets up a streaming decoder; Chatterbox Multilingual decodes each sentence whole"), std::string::npos);
-    EXPECT_NE(error_of(b + "--kv-cache f16"). find("the KV cache type 'f16' is not offered by Chatterbox Multilingual (it takes f32)"), std::string::npos);
+    EXPECT_NE(error_of(b + "--kv-cache f64").find("unknown KV cache type 'f64' (choose one of f32, f16, q8_0)"), std::string::npos);
     EXPECT_NE(error_of(b + "--decoder-threads 1").find("--decoder-threads sets up a streaming decoder"), std::string::npos);
     EXPECT_NE(error_of(b + "--cfg-weight -1").find("cfg_weight must be in [0, 100]"), std::string::npos);
     EXPECT_NE(error_of(b + "--language xx").find("xx"), std::string::npos);

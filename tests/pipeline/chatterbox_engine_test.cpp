@@ -278,6 +278,34 @@ TEST(ChatterboxEngine, SessionsSharingAModelRunConcurrentlyAndMatchRunningAlone)
     }
 }
 
+// T3's KV cache takes the types the talker's does; the default stays the official F32.
+TEST(ChatterboxEngine, T3RunsOnF16AndQ8KvCaches) {
+    const auto request = [] {
+        auto r = greedy_request("Hello world, the sun is out again.", "en", 16);
+        r.min_frames = 16;
+        return r;
+    }();
+    const auto f32 = engine().generate(request);
+    const auto& types = loaded().model.capabilities().kv_cache_types;
+    EXPECT_EQ(types.front(), "f32");
+    EXPECT_EQ(types.size(), 2u) << "the tiny T3's 16-wide heads hold no whole Q8_0 block";
+    for (const std::string& type : types) {
+        if (type == "f32") continue;
+        SCOPED_TRACE(type);
+        ModelOptions o{1, 1};
+        o.kv_cache = type;
+        LoadedModel m(converted_chatterbox("multilingual"), o);
+        size_t samples = 0;
+        const auto r = m.session.speak(request, [&](const float*, size_t n) { samples += n; });
+        ASSERT_EQ(r.frames.size(), f32.frames.size());
+        EXPECT_GT(samples, 0u);
+        size_t same = 0;
+        while (same < r.frames.size() && r.frames[same] == f32.frames[same]) ++same;
+        std::printf("[ report ] %s KV cache: the first %zu of %zu greedy tokens equal the F32 cache's\n", type.c_str(), same,
+                    r.frames.size());
+    }
+}
+
 TEST(ChatterboxCli, SpeakWritesAWav) {
     TempDir dir;
     const std::string out = dir.file("fr.wav");

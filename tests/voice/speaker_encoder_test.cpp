@@ -28,7 +28,7 @@ std::string fixture(const std::string& rel) { return talkbox::testing::fixtures_
 std::string golden(const std::string& name) { return fixture("goldens/speaker/" + name + ".npy"); }
 
 
-voice::MelSpectrogram golden_mel(const std::string& clip) {
+audio::MelSpectrogram golden_mel(const std::string& clip) {
     const auto g = talkbox::testing::load_npy(golden("mel_" + clip));
     return {g.shape[1], g.shape[2], g.data};
 }
@@ -143,11 +143,11 @@ TEST_F(SpeakerEncoderTest, IntermediatesFromTheGoldenMel) {
 // Every clip and copy through the whole path; the resampled copies are checked by cosine only
 // tighter than 1e-5 in 1 - cos would need the same libsoxr build.
 TEST_F(SpeakerEncoderTest, EmbeddingsOfEveryClip) {
-    const voice::MelFrontEnd mel;
+    const audio::MelFrontEnd mel;
     for (const std::string clip : {"en_3p5s.wav", "en_3p5s.flac", "en_3p5s_44k1.wav", "en_3p5s_48k.wav",
                                    "en_3p5s_stereo.wav", "en_odd_29999.wav", "en_short_0p3s.wav", "zh_2s.wav"}) {
         const voice::ReferenceAudio ref = voice::load_reference_audio(fixture("audio/" + clip));
-        const voice::MelSpectrogram m = mel.compute(ref.samples);
+        const audio::MelSpectrogram m = mel.compute(ref.samples);
         std::string key = clip.substr(0, clip.find('.'));
         if (clip.find(".flac") != std::string::npos) key += "_flac";
         for (int width : {64, 128}) {
@@ -167,7 +167,7 @@ TEST_F(SpeakerEncoderTest, EmbeddingsOfEveryClip) {
 
 TEST_F(SpeakerEncoderTest, GraphsOfDifferentLengthsReuseTheEncoder) {
     // A long input after a short one and back: the allocator grows and the results stay the same.
-    const voice::MelSpectrogram a = golden_mel("en_short_0p3s"), b = golden_mel("en_3p5s");
+    const audio::MelSpectrogram a = golden_mel("en_short_0p3s"), b = golden_mel("en_3p5s");
     const std::vector<float> first = encoder(64).embed(a);
     encoder(64).embed(b);
     EXPECT_EQ(encoder(64).embed(a), first);
@@ -175,7 +175,7 @@ TEST_F(SpeakerEncoderTest, GraphsOfDifferentLengthsReuseTheEncoder) {
 
 TEST_F(SpeakerEncoderTest, TooFewFrames) {
     EXPECT_EQ(encoder(64).min_frames(), 5);  // the dilation-4 reflect pad of block 3
-    voice::MelSpectrogram m = golden_mel("en_3p5s");
+    audio::MelSpectrogram m = golden_mel("en_3p5s");
     m.frames = 4;
     m.data.resize(128 * 4);
     try {
@@ -191,7 +191,7 @@ TEST_F(SpeakerEncoderTest, TooFewFrames) {
 }
 
 TEST_F(SpeakerEncoderTest, WrongMelShape) {
-    voice::MelSpectrogram m = golden_mel("en_3p5s");
+    audio::MelSpectrogram m = golden_mel("en_3p5s");
     m.n_mels = 80;
     EXPECT_THROW(encoder(64).embed(m), Error);
 }
@@ -239,7 +239,7 @@ TEST_F(SpeakerEncoderTest, FullSizeEncoder) {
     std::vector<float> ten;
     while (ten.size() < 240000) ten.insert(ten.end(), ref.samples.begin(), ref.samples.end());
     ten.resize(240000);
-    const voice::MelSpectrogram m = voice::MelFrontEnd().compute(ten);
+    const audio::MelSpectrogram m = audio::MelFrontEnd().compute(ten);
     enc.embed(m);  // warm-up: plans the compute buffer
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<float> e = enc.embed(m);
@@ -255,10 +255,10 @@ TEST_F(SpeakerEncoderTest, TimeForTenSeconds) {
     std::vector<float> ten;
     while (ten.size() < 240000) ten.insert(ten.end(), ref.samples.begin(), ref.samples.end());
     ten.resize(240000);
-    const voice::MelFrontEnd fe;
+    const audio::MelFrontEnd fe;
     encoder(128).embed(fe.compute(ten));  // warm-up: plans the compute buffer
     const auto t0 = std::chrono::steady_clock::now();
-    const voice::MelSpectrogram m = fe.compute(ten);
+    const audio::MelSpectrogram m = fe.compute(ten);
     const auto t1 = std::chrono::steady_clock::now();
     const std::vector<float> e = encoder(128).embed(m);
     const auto t2 = std::chrono::steady_clock::now();

@@ -1,5 +1,5 @@
 // The speaker mel front end against the goldens of the official mel_spectrogram (torch float32).
-#include "voice/mel.h"
+#include "audio/mel.h"
 
 #include <gtest/gtest.h>
 
@@ -22,7 +22,7 @@ std::string fixture(const std::string& rel) { return talkbox::testing::fixtures_
 TEST(Mel, FilterbankMatchesLibrosa) {
     const auto g = talkbox::testing::load_npy(fixture("goldens/speaker/mel_filterbank.npy"));
     ASSERT_EQ(g.shape, (std::vector<int64_t>{128, 513}));
-    const std::vector<float> fb = voice::slaney_mel_filterbank(24000, 1024, 128, 0, 12000);
+    const std::vector<float> fb = audio::slaney_mel_filterbank(24000, 1024, 128, 0, 12000);
     size_t exact = 0;
     for (size_t i = 0; i < fb.size(); ++i) exact += fb[i] == g.data[i];
     const float err = talkbox::testing::max_abs_diff(fb, g.data);
@@ -34,7 +34,7 @@ TEST(Mel, FilterbankMatchesLibrosa) {
 
 TEST(Mel, HannWindowMatchesTorch) {
     const auto g = talkbox::testing::load_npy(fixture("goldens/speaker/hann_window.npy"));
-    const std::vector<float> w = voice::hann_window(1024);
+    const std::vector<float> w = audio::hann_window(1024);
     size_t exact = 0;
     for (size_t i = 0; i < w.size(); ++i) exact += w[i] == g.data[i];
     const float err = talkbox::testing::max_abs_diff(w, g.data);
@@ -48,7 +48,7 @@ TEST(Mel, RealFftMatchesTheDft) {
     std::mt19937 rng(9);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     for (int n : {2, 4, 8, 32, 512, 1024, 2048}) {  // powers of 4 and 2 * powers of 4
-        const voice::RealFft fft(n);
+        const audio::RealFft fft(n);
         std::vector<float> x(n), work(n);
         for (float& v : x) v = normal(rng);
         std::vector<std::complex<double>> ref(n / 2 + 1);
@@ -62,7 +62,7 @@ TEST(Mel, RealFftMatchesTheDft) {
         for (int k = 1; k < n / 2; ++k) err = std::max(err, std::abs(std::complex<double>(x[2 * k - 1], x[2 * k]) - ref[k]));
         EXPECT_LE(err, 2e-6 * peak) << "n = " << n;
     }
-    EXPECT_THROW(voice::RealFft(12), Error);
+    EXPECT_THROW(audio::RealFft(12), Error);
 }
 
 // The golden is torch's float32 STFT (pocketfft), whose error is absolute relative to each frame's
@@ -78,7 +78,7 @@ TEST_P(MelClip, MatchesGoldenWithTorchsWindow) {
     const auto g = talkbox::testing::load_npy(fixture("goldens/speaker/mel_" + name + ".npy"));
     const auto window = talkbox::testing::load_npy(fixture("goldens/speaker/hann_window.npy"));
     const audio::MonoAudio a = audio::read_audio_file(fixture("audio/" + name + ".wav"));
-    const voice::MelSpectrogram mel = voice::MelFrontEnd({}, window.data).compute(a.samples);
+    const audio::MelSpectrogram mel = audio::MelFrontEnd({}, window.data).compute(a.samples);
     ASSERT_EQ(mel.data.size(), g.data.size());
     const float err = talkbox::testing::max_abs_diff(mel.data, g.data);
     std::cout << name << " with torch's window: max abs error " << err << "\n";
@@ -89,7 +89,7 @@ TEST_P(MelClip, MatchesGolden) {
     const std::string name = GetParam();
     const auto g = talkbox::testing::load_npy(fixture("goldens/speaker/mel_" + name + ".npy"));
     const audio::MonoAudio a = audio::read_audio_file(fixture("audio/" + name + ".wav"));
-    const voice::MelSpectrogram mel = voice::MelFrontEnd().compute(a.samples);
+    const audio::MelSpectrogram mel = audio::MelFrontEnd().compute(a.samples);
     ASSERT_EQ(g.shape.size(), 3u);
     ASSERT_EQ(mel.n_mels, 128);
     ASSERT_EQ(mel.frames, g.shape[2]);
@@ -121,7 +121,7 @@ TEST_P(MelClip, MatchesGolden) {
 INSTANTIATE_TEST_SUITE_P(Clips, MelClip, ::testing::Values("en_3p5s", "en_odd_29999", "en_short_0p3s", "zh_2s"));
 
 TEST(Mel, FramesAndMinimumLength) {
-    const voice::MelFrontEnd fe;
+    const audio::MelFrontEnd fe;
     EXPECT_EQ(fe.min_samples(), 385u);  // reflect padding of 384 needs 385 samples
     EXPECT_EQ(fe.compute(std::vector<float>(385, 0.1f)).frames, 1);
     EXPECT_EQ(fe.compute(std::vector<float>(1280, 0.1f)).frames, 5);
@@ -135,16 +135,16 @@ TEST(Mel, FramesAndMinimumLength) {
 }
 
 TEST(Mel, SilenceSitsOnTheFloor) {
-    const voice::MelSpectrogram mel = voice::MelFrontEnd().compute(std::vector<float>(2560, 0.0f));
+    const audio::MelSpectrogram mel = audio::MelFrontEnd().compute(std::vector<float>(2560, 0.0f));
     for (float v : mel.data) ASSERT_FLOAT_EQ(v, std::log(1e-5f));
 }
 
 TEST(Mel, BadConfig) {
-    voice::MelConfig c;
+    audio::MelConfig c;
     c.n_fft = 1001;  // odd (even sizes that are not powers of two take the DFT)
-    EXPECT_THROW(voice::MelFrontEnd{c}, Error);
+    EXPECT_THROW(audio::MelFrontEnd{c}, Error);
     c = {};
     c.fmax = 13000;
-    EXPECT_THROW(voice::MelFrontEnd{c}, Error);
-    EXPECT_THROW(voice::MelFrontEnd({}, std::vector<float>(1000, 1.0f)), Error);
+    EXPECT_THROW(audio::MelFrontEnd{c}, Error);
+    EXPECT_THROW(audio::MelFrontEnd({}, std::vector<float>(1000, 1.0f)), Error);
 }

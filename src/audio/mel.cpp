@@ -1,4 +1,4 @@
-#include "voice/mel.h"
+#include "audio/mel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "talkbox/error.h"
 
-namespace talkbox::voice {
+namespace talkbox::audio {
 
 namespace {
 
@@ -322,4 +322,4 @@ MelSpectrogram MelFrontEnd::compute(const std::vector<float>& samples) const {
     return out;
 }
 
-}  // namespace talkbox::voice
+}  // namespace talkbox::audio

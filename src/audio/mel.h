@@ -1,4 +1,5 @@
-// The log-mel front end of the Qwen3-TTS speaker encoder (official `mel_spectrogram`):
+// The log-mel front end shared by the speaker encoders (Qwen3-TTS `mel_spectrogram`; Chatterbox
+// reuses its FFT and filterbank):
 // reflect padding by (n_fft - hop) / 2 on both sides, STFT without centring (periodic Hann window),
 // magnitude sqrt(re² + im² + 1e-9), librosa's Slaney mel filterbank (htk=False, norm="slaney"),
 // then ln(max(mel, 1e-5)). No per-utterance normalisation. Computed in float32 in the order of
@@ -13,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-namespace talkbox::voice {
+namespace talkbox::audio {
 
 struct MelConfig {  // the official call-site constants
     int sample_rate = 24000;
@@ -91,4 +92,4 @@ private:
     void compute_dft_frame(const float* samples, int64_t length, int64_t start, float* out, int64_t stride) const;
 };
 
-}  // namespace talkbox::voice
+}  // namespace talkbox::audio
