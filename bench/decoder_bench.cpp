@@ -19,7 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "codec/decoder.h"
+#include "qwen3tts/codec/decoder.h"
 #include "core/backend.h"
 #include "timing.h"
 #include "core/gguf_file.h"

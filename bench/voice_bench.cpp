@@ -20,14 +20,14 @@
 
 #include <CLI/CLI.hpp>
 
-#include "codec/encoder.h"
+#include "qwen3tts/codec/encoder.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "qwen3tts/hparams.h"
 #include "talkbox/error.h"
 #include "audio/mel.h"
 #include "voice/reference_audio.h"
-#include "voice/speaker_encoder.h"
+#include "qwen3tts/speaker_encoder.h"
 
 namespace {
 

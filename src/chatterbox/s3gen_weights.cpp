@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "convert/chatterbox_names.h"
+#include "chatterbox/checkpoint_names.h"
 #include "convert/safetensors.h"
 #include "convert/weight_type.h"
 #include "ggml-alloc.h"

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "chatterbox/s3gen_nn.h"
-#include "convert/chatterbox_names.h"
+#include "chatterbox/checkpoint_names.h"
 #include "core/clock.h"
 #include "core/graph.h"
 #include "core/packed_matmul.h"
@@ -758,7 +758,9 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
 
     const size_t V = h.speech_vocab;
     lm::Sampler sampler(o.seed);
-    const lm::SamplingParams warp{true, o.temperature, 0, o.top_p, o.min_p};
+    // T3.inference: repetition penalty, then temperature → min-p → top-p.
+    lm::SamplerChain warp;
+    warp.temperature(o.temperature).min_p(o.min_p).top_p(o.top_p);
     std::vector<int32_t> history{h.start_speech}, predicted;
     std::vector<float> scores(V);
     for (uint32_t i = 0; i < o.max_new_tokens; ++i) {
@@ -769,15 +771,10 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
         for (size_t j = 0; j < V; ++j) scores[j] = c[j] + o.cfg_weight * (c[j] - u[j]);
         if (i < o.min_new_tokens) std::fill(scores.begin() + h.start_speech, scores.end(), -INFINITY);
         lm::apply_repetition_penalty(scores, history, o.repetition_penalty);
-        // The official loop always runs the warpers (select() leaves their output in `scores`);
-        // greedy takes the argmax of that distribution instead of a draw.
-        int32_t next;
-        if (o.greedy) {
-            sampler.warp(scores, warp);
-            next = lm::argmax(scores);
-        } else {
-            next = sampler.select(scores, warp);
-        }
+        // The official loop always runs the warpers; greedy takes the argmax of that distribution
+        // instead of a draw.
+        warp.apply(scores);
+        const int32_t next = o.greedy ? lm::argmax(scores) : sampler.draw(scores);
         if (trace && i < trace->steps) {
             trace->logits_cond.emplace_back(c, c + V);
             trace->logits_uncond.emplace_back(u, u + V);
@@ -852,8 +849,7 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
         throw Error(ErrorKind::InvalidArgument, "repetition_penalty must be a finite value > 0, got " +
                                                     std::to_string(o.repetition_penalty));
     }
-    const lm::SamplingParams warp{true, o.temperature, o.top_k, o.top_p, 0.0f};
-    warp.validate("T3");
+    lm::SamplingParams{true, o.temperature, o.top_k, o.top_p, 0.0f}.validate("T3");
     // The whole stream (prefill, first token, max_new_tokens steps) takes wpe positions.
     const int64_t prefill_len = 1 + static_cast<int64_t>(cond.prompt_speech_tokens.size()) + static_cast<int64_t>(text.size()) + 1;
     if (o.max_new_tokens == 0 || prefill_len + o.max_new_tokens > h.speech_positions) {
@@ -879,7 +875,8 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
     // processed score is -inf or after sampling the stop token.
     const size_t V = h.speech_vocab;
     lm::Sampler sampler(o.seed);
-    const lm::SamplingParams draw{true, 1.0f, 0, 1.0f, 0.0f};  // the processed scores as they are
+    lm::SamplerChain warp;
+    warp.temperature(o.temperature).top_k(o.top_k).top_p(o.top_p);
     std::vector<int32_t> predicted;
     std::vector<float> scores(V);
     for (uint32_t i = 0; i <= o.max_new_tokens; ++i) {
@@ -890,11 +887,11 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
         if (trace && i < trace->steps) trace->logits_cond.push_back(scores);
         // Fixed-length runs (T3Options::min_new_tokens): speech ids only until then.
         if (i < o.min_new_tokens) std::fill(scores.begin() + h.start_speech, scores.end(), -INFINITY);
-        sampler.warp(scores, warp);
+        warp.apply(scores);
         lm::apply_repetition_penalty(scores, i == 0 ? std::vector<int32_t>{h.start_speech} : predicted, o.repetition_penalty);
         if (trace && i < trace->steps) trace->logits_processed.push_back(scores);
         if (i > 0 && std::all_of(scores.begin(), scores.end(), [](float v) { return v == -INFINITY; })) break;
-        const int32_t next = o.greedy ? lm::argmax(scores) : sampler.select(scores, draw);
+        const int32_t next = o.greedy ? lm::argmax(scores) : sampler.draw(scores);
         predicted.push_back(next);
         if (i > 0 && next == h.stop_speech) break;
     }

@@ -17,7 +17,7 @@
 #include "chatterbox/model_info.h"
 #include "chatterbox/languages.h"
 #include "chatterbox/text.h"
-#include "convert/chatterbox_names.h"
+#include "chatterbox/checkpoint_names.h"
 #include "convert/gguf_writer.h"
 #include "convert/safetensors.h"
 #include "convert/tokenizer_meta.h"

@@ -67,50 +67,85 @@ int32_t argmax(const std::vector<float>& scores) {
     return best;
 }
 
-void Sampler::warp(std::vector<float>& scores, const SamplingParams& p) {
+SamplerChain& SamplerChain::temperature(float t) {
+    if (t != 1.0f && t != 0.0f) steps_.push_back({Kind::Temperature, t, 0});
+    return *this;
+}
+SamplerChain& SamplerChain::top_k(uint32_t k) {
+    if (k != 0) steps_.push_back({Kind::TopK, 0, k});
+    return *this;
+}
+SamplerChain& SamplerChain::top_p(float p) {
+    if (p < 1.0f) steps_.push_back({Kind::TopP, p, 0});
+    return *this;
+}
+SamplerChain& SamplerChain::min_p(float p) {
+    if (p > 0.0f) steps_.push_back({Kind::MinP, p, 0});
+    return *this;
+}
+
+void SamplerChain::apply(std::vector<float>& scores) {
     const size_t n = scores.size();
-    if (p.temperature != 1.0f && p.temperature != 0.0f) {
-        for (float& s : scores) s /= p.temperature;
-    }
-    if (p.top_k != 0 && p.top_k < n) {
-        scratch_.assign(scores.begin(), scores.end());
-        std::nth_element(scratch_.begin(), scratch_.begin() + (p.top_k - 1), scratch_.end(), std::greater<float>());
-        const float kth = scratch_[p.top_k - 1];
-        for (float& s : scores) {
-            if (s < kth) s = kNegInf;
-        }
-    }
-    if (p.min_p > 0.0f) {
-        // MinPLogitsWarper: p_i < min_p · p_max  ⇔  exp(s_i - s_max) < min_p; the top id always stays.
-        const int32_t top = argmax(scores);
-        const double max = scores[top];
-        for (size_t i = 0; i < n; ++i) {
-            if (static_cast<int32_t>(i) != top && std::exp(static_cast<double>(scores[i]) - max) < p.min_p) scores[i] = kNegInf;
-        }
-    }
-    if (p.top_p < 1.0f) {
-        // Ascending order; drop the low tail whose cumulative probability stays <= 1 - top_p,
-        // always keeping the most likely token.
-        softmax(scores, probs_);
-        // Ids already removed (-inf, e.g. by top-k) would sort first and add nothing to the sum, so
-        // only the others are ordered: the same result without sorting the whole vocabulary.
-        order_.clear();
-        for (size_t i = 0; i < n; ++i) {
-            if (scores[i] != kNegInf) order_.push_back(static_cast<int32_t>(i));
-        }
-        std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) { return scores[a] < scores[b]; });
-        double cum = 0.0;
-        for (size_t i = 0; i + 1 < order_.size(); ++i) {
-            cum += probs_[order_[i]];
-            if (cum > 1.0 - p.top_p) break;
-            scores[order_[i]] = kNegInf;
+    for (const Step& step : steps_) {
+        switch (step.kind) {
+            case Kind::Temperature:
+                for (float& s : scores) s /= step.value;
+                break;
+            case Kind::TopK: {
+                if (step.k >= n) break;
+                scratch_.assign(scores.begin(), scores.end());
+                std::nth_element(scratch_.begin(), scratch_.begin() + (step.k - 1), scratch_.end(), std::greater<float>());
+                const float kth = scratch_[step.k - 1];
+                for (float& s : scores) {
+                    if (s < kth) s = kNegInf;
+                }
+                break;
+            }
+            case Kind::MinP: {
+                // MinPLogitsWarper: p_i < min_p · p_max  ⇔  exp(s_i - s_max) < min_p; the top id always stays.
+                const int32_t top = argmax(scores);
+                const double max = scores[top];
+                for (size_t i = 0; i < n; ++i) {
+                    if (static_cast<int32_t>(i) != top && std::exp(static_cast<double>(scores[i]) - max) < step.value) scores[i] = kNegInf;
+                }
+                break;
+            }
+            case Kind::TopP: {
+                // Ascending order; drop the low tail whose cumulative probability stays <= 1 - top_p,
+                // always keeping the most likely token.
+                softmax(scores, probs_);
+                // Ids already removed (-inf, e.g. by top-k) would sort first and add nothing to the sum, so
+                // only the others are ordered: the same result without sorting the whole vocabulary.
+                order_.clear();
+                for (size_t i = 0; i < n; ++i) {
+                    if (scores[i] != kNegInf) order_.push_back(static_cast<int32_t>(i));
+                }
+                std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) { return scores[a] < scores[b]; });
+                double cum = 0.0;
+                for (size_t i = 0; i + 1 < order_.size(); ++i) {
+                    cum += probs_[order_[i]];
+                    if (cum > 1.0 - step.value) break;
+                    scores[order_[i]] = kNegInf;
+                }
+                break;
+            }
         }
     }
 }
 
+SamplerChain warpers(const SamplingParams& p) {
+    SamplerChain chain;
+    chain.temperature(p.temperature).top_k(p.top_k).min_p(p.min_p).top_p(p.top_p);
+    return chain;
+}
+
 int32_t Sampler::select(std::vector<float>& scores, const SamplingParams& p) {
     if (p.greedy()) return argmax(scores);
-    warp(scores, p);
+    warpers(p).apply(scores);
+    return draw(scores);
+}
+
+int32_t Sampler::draw(const std::vector<float>& scores) {
     const size_t n = scores.size();
     const double total = softmax(scores, probs_);
     if (!(total > 0.0 && std::isfinite(total))) throw Error(ErrorKind::Internal, "no finite score to sample a token from");

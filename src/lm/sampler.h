@@ -1,6 +1,6 @@
 // Token selection with transformers' semantics, shared by the model families: the repetition
-// penalty, then greedy argmax or the warpers (temperature → top-k → min-p → top-p, each optional)
-// and a multinomial draw from a seeded generator.
+// penalty, a chain of warpers each model composes in its official order, then greedy argmax or a
+// multinomial draw from a seeded generator.
 #pragma once
 
 #include <cstdint>
@@ -28,20 +28,44 @@ void apply_repetition_penalty(std::vector<float>& scores, const std::vector<int3
 // First index of the maximum (torch.argmax). Throws Error (Internal) if no score is finite.
 int32_t argmax(const std::vector<float>& scores);
 
+// The warpers a model's official code applies, in its order; each step in place, removed ids -inf.
+class SamplerChain {
+public:
+    SamplerChain& temperature(float t);  // scores / t (0 and 1: no change; 0 means greedy elsewhere)
+    SamplerChain& top_k(uint32_t k);     // 0: off; ties with the k-th largest score survive
+    SamplerChain& top_p(float p);        // 1: off; the low tail whose probability is <= 1 - p goes, the top id stays
+    SamplerChain& min_p(float p);        // 0: off; ids below p · the top probability go, the top id stays
+    void apply(std::vector<float>& scores);
+
+private:
+    enum class Kind { Temperature, TopK, TopP, MinP };
+    struct Step {
+        Kind kind;
+        float value;
+        uint32_t k;
+    };
+    std::vector<Step> steps_;
+    std::vector<float> scratch_;
+    std::vector<int32_t> order_;
+    std::vector<double> probs_;
+};
+
+// transformers' warper order for `params`: temperature → top-k → min-p → top-p.
+SamplerChain warpers(const SamplingParams& params);
+
+// A seeded multinomial draw over softmax(scores). The same seed and inputs give the same tokens.
 class Sampler {
 public:
     explicit Sampler(uint64_t seed) : rng_(seed) {}
 
-    // Greedy argmax of the raw scores, or warp() and a draw. The same seed and inputs give the same tokens.
-    int32_t select(std::vector<float>& scores, const SamplingParams& params);
+    // Draws from the scores as they are (warp them first). Throws Error (Internal) when no score is finite.
+    int32_t draw(const std::vector<float>& scores);
 
-    // The warpers in place (temperature, top-k, min-p, top-p); removed ids become -inf.
-    void warp(std::vector<float>& scores, const SamplingParams& params);
+    // Greedy argmax of the raw scores, or warpers(params) and a draw.
+    int32_t select(std::vector<float>& scores, const SamplingParams& params);
 
 private:
     std::mt19937_64 rng_;
-    std::vector<float> scratch_;
-    std::vector<int32_t> order_;
     std::vector<double> probs_;
 };
 

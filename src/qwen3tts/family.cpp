@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "codec/decoder.h"
+#include "qwen3tts/codec/decoder.h"
 #include "core/backend.h"
 #include "core/clock.h"
 #include "lm/kv_cache.h"
@@ -19,7 +19,7 @@
 #include "qwen3tts/prompt.h"
 #include "talkbox/error.h"
 #include "text/tokenizer.h"
-#include "voice/clone.h"
+#include "qwen3tts/voice_cloner.h"
 #include "voice/voice_file.h"
 
 namespace talkbox::qwen3tts {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "talkbox/codes.h"
-#include "codec/decoder.h"
+#include "qwen3tts/codec/decoder.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "qwen3tts/hparams.h"

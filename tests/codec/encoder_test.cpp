@@ -1,9 +1,9 @@
-// Speech encoder (src/codec/encoder): codes of every 24 kHz fixture clip against the goldens, the
+// Speech encoder (src/qwen3tts/codec/encoder): codes of every 24 kHz fixture clip against the goldens, the
 // float intermediates of en_3p5s / en_short_0p3s / long_12s, the batch goldens as far as they
 // apply to one clip at a time, the distance margin of every argmin decision, bad input, speed.
 // The 44.1/48 kHz and FLAC copies of en_3p5s need the audio reader and resampler (src/audio/),
 // so they are tested with voice cloning (tests/voice/voice_file_test.cpp), not here.
-#include "codec/encoder.h"
+#include "qwen3tts/codec/encoder.h"
 
 #include <gtest/gtest.h>
 

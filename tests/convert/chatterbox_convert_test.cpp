@@ -8,7 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "convert/chatterbox_names.h"
+#include "chatterbox/checkpoint_names.h"
 #include "convert/safetensors.h"
 #include "core/gguf_file.h"
 #include "core/json_file.h"

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "convert/chatterbox_names.h"
+#include "chatterbox/checkpoint_names.h"
 #include "convert/safetensors.h"
 #include "support/test_support.h"
 

@@ -84,22 +84,38 @@ TEST(Sampler, TopKKeepsTiesWithTheKthScore) {
 }
 
 TEST(Sampler, MinPDropsIdsBelowAFractionOfTheTopProbability) {
-    Sampler sampler(8);
     // Probabilities 0.5, 0.3, 0.03, 0.17: with min_p 0.1 the threshold is 0.05, so only id 2 goes.
     const std::vector<float> probs = {0.5f, 0.3f, 0.03f, 0.17f};
     std::vector<float> s;
     for (float p : probs) s.push_back(std::log(p));
     SamplingParams p = sample();
     p.min_p = 0.1f;
-    sampler.warp(s, p);
+    lm::warpers(p).apply(s);
     EXPECT_EQ(s[2], -kInf);
     for (int i : {0, 1, 3}) EXPECT_FLOAT_EQ(s[i], std::log(probs[i]));
     p.min_p = 1.0f;  // only the top id survives
-    sampler.warp(s, p);
+    lm::warpers(p).apply(s);
     EXPECT_EQ(argmax(s), 0);
     EXPECT_EQ(s[1], -kInf);
     p.min_p = 1.5f;
     EXPECT_THROW(p.validate("test"), Error);
+}
+
+// A chain applies its warpers in the order they were added: min-p after temperature sees the
+// flattened distribution, min-p before it the raw one.
+TEST(Sampler, AChainAppliesItsWarpersInOrder) {
+    const std::vector<float> raw = {std::log(0.4f), std::log(0.3f), std::log(0.2f), std::log(0.1f)};
+    std::vector<float> c = raw;
+    lm::SamplerChain().temperature(2.0f).min_p(0.6f).apply(c);  // relative probabilities sqrt(p / 0.4)
+    EXPECT_NE(c[2], -kInf) << "after temperature 2, 0.2 has sqrt(0.5) = 0.71 of the top probability";
+    EXPECT_EQ(c[3], -kInf);
+    std::vector<float> d = raw;
+    lm::SamplerChain().min_p(0.6f).temperature(2.0f).apply(d);  // 0.2 has 0.5 of the top probability
+    EXPECT_EQ(d[2], -kInf);
+    EXPECT_FLOAT_EQ(d[1], raw[1] / 2.0f);
+    std::vector<float> e = raw;
+    lm::SamplerChain().apply(e);  // empty: no change
+    EXPECT_EQ(e, raw);
 }
 
 TEST(Sampler, TopPKeepsTheSmallestHeadAboveP) {

@@ -200,9 +200,11 @@ double cosine(const std::vector<float>& a, const std::vector<float>& b) {
     return ab / std::sqrt(aa * bb);
 }
 
-CommandResult run_talkbox(const std::string& args, const std::string& cwd) {
+CommandResult run_talkbox(const std::string& args, const std::string& cwd) { return run_program(TALKBOX_BINARY, args, cwd); }
+
+CommandResult run_program(const std::string& binary, const std::string& args, const std::string& cwd) {
     TempDir tmp;
-    const std::string cmd = (cwd.empty() ? std::string() : "cd '" + cwd + "' && ") + std::string(TALKBOX_BINARY) + " " + args + " >" + tmp.file("out") + " 2>" + tmp.file("err") +
+    const std::string cmd = (cwd.empty() ? std::string() : "cd '" + cwd + "' && ") + binary + " " + args + " >" + tmp.file("out") + " 2>" + tmp.file("err") +
                             " </dev/null";
     const int status = std::system(cmd.c_str());
     CommandResult r;

@@ -91,7 +91,9 @@ struct CommandResult {
     std::string out;  // stdout
     std::string err;  // stderr
 };
-// Runs build/bin/talkbox with the given shell-quoted argument string (in `cwd` when given).
+// Runs `binary` with the given shell-quoted argument string (in `cwd` when given).
+CommandResult run_program(const std::string& binary, const std::string& args, const std::string& cwd = "");
+// The same for build/bin/talkbox.
 CommandResult run_talkbox(const std::string& args, const std::string& cwd = "");
 
 }  // namespace talkbox::testing

@@ -1,7 +1,7 @@
 // The ECAPA-TDNN speaker encoder against the goldens of the official model (float32, tiny weights):
 // intermediates from the golden mel (the encoder alone), then x-vectors through the whole
 // preparation path (read, mono, resample, mel, encoder) for every clip and both widths.
-#include "voice/speaker_encoder.h"
+#include "qwen3tts/speaker_encoder.h"
 
 #include <gtest/gtest.h>
 

@@ -16,7 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "codec/encoder.h"
+#include "qwen3tts/codec/encoder.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "qwen3tts/hparams.h"

@@ -1,4 +1,4 @@
-#include "voice/clone.h"
+#include "qwen3tts/voice_cloner.h"
 
 #include "talkbox/error.h"
 #include "talkbox/voice_file.h"

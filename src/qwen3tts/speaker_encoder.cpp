@@ -1,4 +1,4 @@
-#include "voice/speaker_encoder.h"
+#include "qwen3tts/speaker_encoder.h"
 
 #include <algorithm>
 #include <cfloat>

@@ -1,4 +1,4 @@
-#include "convert/chatterbox_names.h"
+#include "chatterbox/checkpoint_names.h"
 
 #include <regex>
 #include <utility>

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "codec/encoder.h"
+#include "qwen3tts/codec/encoder.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "qwen3tts/hparams.h"
@@ -17,7 +17,7 @@
 #include "talkbox/voice_file.h"
 #include "audio/mel.h"
 #include "voice/reference_audio.h"
-#include "voice/speaker_encoder.h"
+#include "qwen3tts/speaker_encoder.h"
 
 namespace talkbox::voice {
 

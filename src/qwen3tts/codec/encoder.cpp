@@ -1,4 +1,4 @@
-#include "codec/encoder.h"
+#include "qwen3tts/codec/encoder.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 #include "audio/audio_reader.h"
 #include "audio/resample.h"
 #include "talkbox/codes.h"
-#include "codec/encoder.h"
+#include "qwen3tts/codec/encoder.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "qwen3tts/hparams.h"

@@ -1,4 +1,4 @@
-#include "codec/decoder.h"
+#include "qwen3tts/codec/decoder.h"
 
 #include <algorithm>
 #include <cmath>
