@@ -1,5 +1,6 @@
 // talkbox serve -m MODEL [-m MODEL ...] [--host H] [--port P] [--api-key K] [--voices-dir D] ...
 // The OpenAI-compatible speech server (src/server, docs/server.md) until SIGINT/SIGTERM.
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -25,7 +26,7 @@ struct ServeArgs {
     std::vector<std::string> cors_origins, allowed_hosts;
     int port = 8080, threads = 0;
     size_t max_concurrent = 1, max_queue = 16, max_text_chars = 4096, max_upload_mb = 20;
-    double request_timeout = 300, queue_timeout = 60, read_timeout = 30;
+    double request_timeout = 300, queue_timeout = 60, read_timeout = 30, drain_timeout = 30;
     size_t max_connections = 1024;
     bool quiet = false;
 };
@@ -55,13 +56,16 @@ void run_serve(const ServeArgs& a) {
     o.queue_timeout_s = a.queue_timeout;
     o.threads = a.threads;
     if (a.read_timeout <= 0) throw Error(ErrorKind::InvalidArgument, "--read-timeout must be positive");
+    if (!(a.drain_timeout >= 0)) throw Error(ErrorKind::InvalidArgument, "--drain-timeout must be 0 or more");
     o.read_timeout_s = a.read_timeout;
     o.max_connections = a.max_connections;
     o.cors_origins = a.cors_origins;
     o.allowed_hosts = a.allowed_hosts;
     if (!a.quiet) o.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
 
-    // SIGINT/SIGTERM are taken by one thread (blocked everywhere else), which stops the server.
+    // SIGINT/SIGTERM are taken by one thread (blocked everywhere else): the first drains the server
+    // (readiness and new requests 503, running ones finish, up to --drain-timeout), then stops it;
+    // a second one exits at once.
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
@@ -74,13 +78,27 @@ void run_serve(const ServeArgs& a) {
     std::fprintf(stderr, "talkbox: serving %zu model%s on http://%s:%d (voices in %s)\n", o.models.size(),
                  o.models.size() == 1 ? "" : "s", o.host.c_str(), port, o.voices_dir.c_str());
     std::fflush(stderr);
+    std::atomic<bool> stopped{false};
     std::thread waiter([&] {
         int sig = 0;
         sigwait(&signals, &sig);
-        srv.stop();
+        if (stopped) return;
+        if (!a.quiet) std::fprintf(stderr, "talkbox: draining (up to %g s; a second signal stops at once)\n", a.drain_timeout);
+        std::thread drainer([&] {
+            const bool all = srv.drain(a.drain_timeout);
+            if (!all && !a.quiet) std::fprintf(stderr, "talkbox: drain timeout: stopping the requests still running\n");
+            srv.stop();
+        });
+        sigwait(&signals, &sig);
+        if (!stopped) {
+            std::fprintf(stderr, "talkbox: %s again: stopping now\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+            std::_Exit(128 + sig);
+        }
+        drainer.join();
     });
     srv.run();
-    pthread_kill(waiter.native_handle(), SIGTERM);  // wakes the waiter when the server stopped by itself
+    stopped = true;
+    pthread_kill(waiter.native_handle(), SIGTERM);  // wakes the waiter (or its second wait) once the server stopped
     waiter.join();
     if (!a.quiet) std::fprintf(stderr, "talkbox: server stopped\n");
 }
@@ -104,6 +122,9 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--max-upload-mb", a->max_upload_mb, "Largest request body, e.g. a reference clip (413 beyond)")
         ->capture_default_str();
     cmd->add_option("--request-timeout", a->request_timeout, "Seconds a synthesis may run before it is stopped")->capture_default_str();
+    cmd->add_option("--drain-timeout", a->drain_timeout,
+                    "Seconds running requests may take to finish after SIGTERM/SIGINT (a second signal exits at once)")
+        ->capture_default_str();
     cmd->add_option("--read-timeout", a->read_timeout, "Seconds a client may take to send one whole request (408 beyond)")
         ->capture_default_str();
     cmd->add_option("--max-connections", a->max_connections, "Open client connections at most (503 beyond)")->capture_default_str();

@@ -179,6 +179,7 @@ struct Server::Impl : http::Handler {
     };
 
     ServerOptions options;
+    std::atomic<bool> draining{false};
     std::vector<std::unique_ptr<ModelPool>> models;
     VoiceRegistry voices;
     Scheduler scheduler;
@@ -223,6 +224,7 @@ struct Server::Impl : http::Handler {
             return std::nullopt;
         } catch (const ApiError& e) {
             Response r = to_response(e);
+            if (e.code == "draining") r.set_header("Retry-After", "1");
             add_cors_headers(req, r);
             return r;
         } catch (const std::exception& e) {
@@ -298,6 +300,11 @@ struct Server::Impl : http::Handler {
             throw not_found("no route for " + req.method + " " + req.path, "", "unknown_route");
         }
         if (route->auth) authorize(req);
+        // Shutting down: only the probes answer, so that a load balancer sends the rest elsewhere.
+        const std::string name = route->name;
+        if (draining && name != "health" && name != "ready" && name != "metrics") {
+            throw ApiError(503, "server_error", "draining", "this server is shutting down; retry the request (on another replica)");
+        }
         const std::string encoding = lower(req.header("content-encoding"));
         if (!encoding.empty() && encoding != "identity") {
             throw ApiError(415, "invalid_request_error", "unsupported_content_encoding",
@@ -927,6 +934,16 @@ struct Server::Impl : http::Handler {
             for (const auto& m : models) ids.push_back(m->id());
             send_json(res, 200, {{"status", "ok"}, {"models", ids}, {"running", scheduler.running()}, {"waiting", scheduler.waiting()}});
         });
+        // Readiness (load balancers, Kubernetes): 503 while draining; the port opens only once
+        // every model is loaded, so there is no loading state to report.
+        get("/ready", "ready", false, [this](const http::Request&, Response& res) {
+            if (draining) {
+                res.set_header("Retry-After", "1");
+                send_json(res, 503, {{"status", "draining"}, {"running", scheduler.running()}, {"waiting", scheduler.waiting()}});
+            } else {
+                send_json(res, 200, {{"status", "ready"}});
+            }
+        });
         get("/metrics", "metrics", true, [this](const http::Request&, Response& res) {
             res.set_content(metrics.render(scheduler.running(), scheduler.waiting()), "text/plain; version=0.0.4");
         });
@@ -956,7 +973,7 @@ struct Server::Impl : http::Handler {
                              send_json(res, 200, {{"id", name}, {"object", "voice"}, {"deleted", true}});
                          }});
         // CORS preflights (only an allowed origin gets this far, see screen_or_throw).
-        for (const char* path : {"/", "/health", "/metrics", "/v1/models", "/v1/audio/speech", "/v1/audio/voices"}) {
+        for (const char* path : {"/", "/health", "/ready", "/metrics", "/v1/models", "/v1/audio/speech", "/v1/audio/voices"}) {
             table.push_back({"OPTIONS", path, Route::Exact, "preflight", false, Body::None, [](const http::Request&, Response& res) {
                                  res.status = 204;
                                  res.set_header("Allow", "GET, POST, DELETE, OPTIONS");
@@ -979,5 +996,15 @@ int Server::bind() { return impl_->http->bind(impl_->options.host, impl_->option
 void Server::run() { impl_->http->run(); }
 
 void Server::stop() { impl_->http->stop(); }
+
+bool Server::drain(double timeout_s) {
+    impl_->draining = true;
+    const auto end = Clock::now() + std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
+    for (;;) {
+        if (impl_->scheduler.running() == 0 && impl_->scheduler.waiting() == 0) return true;
+        if (Clock::now() >= end) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
 
 }  // namespace talkbox::server

@@ -48,6 +48,10 @@ public:
     int bind();   // binds host:port, returns the port; throws Error (Io) when it cannot
     void run();   // serves until stop()
     void stop();  // safe from any thread
+    // Graceful shutdown, before stop(): /ready and every new synthesis, voice or model request
+    // answer 503 with Retry-After; waits until the running and queued requests are done or
+    // `timeout_s` passed. Returns whether everything finished. Safe from any thread.
+    bool drain(double timeout_s);
 
 private:
     struct Impl;

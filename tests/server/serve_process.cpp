@@ -56,8 +56,17 @@ std::string ServeProcess::log() const { return read_text(dir_.file("err")); }
 int ServeProcess::stop() {
     if (pid_ <= 0) return -1;
     kill(pid_, SIGTERM);
+    return wait(30);
+}
+
+void ServeProcess::signal(int sig) {
+    if (pid_ > 0) kill(pid_, sig);
+}
+
+int ServeProcess::wait(double seconds) {
+    if (pid_ <= 0) return -1;
     int status = 0;
-    for (int i = 0; i < 300; ++i) {  // 30 s, then force
+    for (int i = 0; i < static_cast<int>(seconds * 10); ++i) {
         if (waitpid(pid_, &status, WNOHANG) == pid_) {
             pid_ = -1;
             return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

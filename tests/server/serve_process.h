@@ -23,6 +23,9 @@ public:
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
     std::string log() const;  // what the server wrote to stderr so far
     int stop();               // SIGTERM, then the exit status (0: clean shutdown)
+    void signal(int sig);     // sends `sig` to the server
+    // The exit status once the server has exited (SIGKILL after `seconds`: 128 + SIGKILL).
+    int wait(double seconds);
 
 private:
     TempDir dir_;

@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -433,4 +435,102 @@ TEST(ServerLimits, RequestTimeoutAnswers504) {
     EXPECT_NE(m->body.find("talkbox_active_requests 0"), std::string::npos);
     EXPECT_NE(m->body.find("talkbox_cancelled_total 1"), std::string::npos);
     EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
+namespace {
+
+// A streaming request on its own thread; `started` turns true with its first bytes.
+struct BackgroundStream {
+    std::atomic<bool> started{false};
+    int status = 0;
+    std::string body;
+    std::thread thread;
+    BackgroundStream(int port, const json& request) {
+        thread = std::thread([this, port, request] {
+            httplib::Client c("127.0.0.1", port);
+            c.set_read_timeout(60);
+            httplib::Request req;
+            req.method = "POST";
+            req.path = "/v1/audio/speech";
+            req.body = request.dump();
+            req.set_header("Content-Type", "application/json");
+            req.content_receiver = [this](const char* data, size_t n, uint64_t, uint64_t) {
+                body.append(data, n);
+                started = true;
+                return true;
+            };
+            auto r = c.send(req);
+            status = r ? r->status : -1;
+        });
+    }
+    void wait_started() {
+        for (int i = 0; i < 600 && !started; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        ASSERT_TRUE(started) << "the stream never started";
+    }
+};
+
+bool log_has(const ServeProcess& server, const std::string& text) {
+    for (int i = 0; i < 300; ++i) {
+        if (server.log().find(text) != std::string::npos) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+}
+
+}  // namespace
+
+// SIGTERM drains: /ready and new requests answer 503 with Retry-After while the running stream
+// finishes whole (the same bytes as when nothing else happens), /health stays up, exit status 0.
+TEST(ServerDrain, SigtermFinishesRunningRequestsAndRefusesNewOnes) {
+    ServeProcess server({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--voices-dir", TempDir().path() + "-voices", "-T", "1"});
+    httplib::Client c("127.0.0.1", server.port());
+    c.set_read_timeout(60);
+    auto ready = c.Get("/ready");
+    ASSERT_TRUE(ready);
+    EXPECT_EQ(ready->status, 200);
+    EXPECT_EQ(json::parse(ready->body)["status"], "ready");
+    const json request = {{"input", long_text(100)}, {"voice", "ryan"}, {"stream", true}, {"seed", 3}};
+    std::string reference;
+    {
+        BackgroundStream alone(server.port(), request);
+        alone.thread.join();
+        ASSERT_EQ(alone.status, 200);
+        reference = alone.body;
+    }
+    BackgroundStream running(server.port(), request);
+    running.wait_started();
+    server.signal(SIGTERM);
+    ASSERT_TRUE(log_has(server, "talkbox: draining")) << server.log();
+    ready = c.Get("/ready");
+    ASSERT_TRUE(ready);
+    EXPECT_EQ(ready->status, 503);
+    EXPECT_EQ(json::parse(ready->body)["status"], "draining");
+    EXPECT_EQ(ready->get_header_value("Retry-After"), "1");
+    auto refused = c.Post("/v1/audio/speech", request.dump(), "application/json");
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 503);
+    EXPECT_EQ(json::parse(refused->body)["error"]["code"], "draining");
+    EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
+    auto health = c.Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+    running.thread.join();
+    EXPECT_EQ(running.status, 200);
+    EXPECT_TRUE(running.body == reference) << "the drained stream was cut: " << running.body.size() << " of " << reference.size() << " bytes";
+    EXPECT_EQ(server.wait(30), 0) << server.log();
+}
+
+// A second signal while draining exits at once, with the signal's status.
+TEST(ServerDrain, SecondSignalExitsAtOnce) {
+    ServeProcess server({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--voices-dir", TempDir().path() + "-voices", "-T", "1",
+                         "--drain-timeout", "60"});
+    BackgroundStream running(server.port(), {{"input", long_text(100)}, {"voice", "ryan"}, {"stream", true}, {"seed", 3}});
+    running.wait_started();
+    server.signal(SIGTERM);
+    ASSERT_TRUE(log_has(server, "talkbox: draining")) << server.log();
+    const auto start = Clock::now();
+    server.signal(SIGTERM);
+    EXPECT_EQ(server.wait(10), 128 + SIGTERM) << server.log();
+    EXPECT_LT(seconds(start, Clock::now()), 2.0);
+    running.thread.join();  // the client sees its connection close
 }
