@@ -2,7 +2,6 @@
 // S3Gen), its frames and audio handed out when the sentence is done.
 #include "chatterbox/family.h"
 
-#include <chrono>
 #include <memory>
 #include <mutex>
 

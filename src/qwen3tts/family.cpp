@@ -3,23 +3,22 @@
 #include "qwen3tts/family.h"
 
 #include <algorithm>
-#include <chrono>
 #include <exception>
 #include <mutex>
 #include <thread>
 
-#include "qwen3tts/codec/decoder.h"
 #include "core/backend.h"
 #include "core/clock.h"
 #include "lm/kv_cache.h"
 #include "pipeline/bounded_queue.h"
+#include "qwen3tts/codec/decoder.h"
 #include "qwen3tts/frame_generator.h"
 #include "qwen3tts/model.h"
 #include "qwen3tts/model_info.h"
 #include "qwen3tts/prompt.h"
+#include "qwen3tts/voice_cloner.h"
 #include "talkbox/error.h"
 #include "text/tokenizer.h"
-#include "qwen3tts/voice_cloner.h"
 #include "voice/voice_file.h"
 
 namespace talkbox::qwen3tts {
