@@ -224,7 +224,11 @@ struct HttpServer::Impl {
 
     bool dispatch(Owned& c) {
         std::unique_lock<std::mutex> lock(m);
-        if (work.size() >= limits.max_pending) {
+        // Requests waiting for a worker, counting those that idle workers have not woken up to take
+        // yet: a burst dispatched faster than the workers are scheduled is not a full server.
+        const size_t workers = std::max<size_t>(1, limits.workers);
+        const size_t waiting = work.size() + busy.size() > workers ? work.size() + busy.size() - workers : 0;
+        if (waiting >= limits.max_pending) {
             lock.unlock();
             refuse(*c, handler.error(503, "the server is busy: too many requests are waiting; retry later"));
             return false;

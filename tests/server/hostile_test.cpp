@@ -462,7 +462,12 @@ TEST_F(Hostile, RacesOnOneVoiceName) {
         const auto count = [](const std::vector<int>& v, int s) { return std::count(v.begin(), v.end(), s); };
         EXPECT_EQ(count(created, 201), 1) << "exactly one create wins";
         EXPECT_EQ(count(created, 201) + count(created, 409) + count(created, 429), 50) << "creates answer 201, 409 or 429";
-        EXPECT_EQ(count(spoken, 200) + count(spoken, 404) + count(spoken, 429), 50) << "speaks answer 200, 404 or 429";
+        const auto listed = [](const std::vector<int>& v) {
+            std::string out;
+            for (int x : v) out += std::to_string(x) + " ";
+            return out;
+        };
+        EXPECT_EQ(count(spoken, 200) + count(spoken, 404) + count(spoken, 429), 50) << "speaks answer 200, 404 or 429: " << listed(spoken);
         EXPECT_EQ(count(deleted, 200), 1) << "exactly one delete wins";
         EXPECT_EQ(count(deleted, 404), 49);
         for (const auto& e : fs::directory_iterator(voices_->path())) ADD_FAILURE() << "stray file after the race: " << e.path();
