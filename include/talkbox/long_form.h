@@ -47,6 +47,10 @@ struct LongFormResult {
 // Speaks every segment with `request` (its text replaced; one seed for all segments, drawn when
 // the request has none), delivering audio and pauses through `on_audio` in order. `on_segment`
 // (optional) runs after each segment. Stops after the current frame when `cancel` becomes true.
+// The frame limit of one segment: `max_frames` when given; otherwise 0 for a family that keeps its
+// own per-sentence limit (Capabilities::own_frame_limit), else default_max_frames(segment).
+uint32_t segment_frame_limit(const Capabilities& caps, uint32_t max_frames, const std::string& segment);
+
 LongFormResult speak_long_form(Session& session, SpeechRequest request, const std::vector<std::string>& segments,
                                const LongFormOptions& options, const AudioCallback& on_audio,
                                const std::function<void(const SegmentDone&)>& on_segment = {},

@@ -29,8 +29,7 @@ Capabilities capabilities_of(const Pipeline& p) {
     c.sample_rate = p.sample_rate();
     c.frames_per_second = 25;
     c.languages = p.multilingual() ? supported_languages() : std::vector<std::string>{"en"};
-    const GgufMeta& m = p.file().meta();
-    c.builtin_voice = m.has_key("chatterbox.builtin_voice") && m.get_bool("chatterbox.builtin_voice");
+    c.builtin_voice = p.has_builtin_voice();
     c.clones = true;
     c.needs_voice = !c.builtin_voice;
     c.own_frame_limit = true;

@@ -49,6 +49,7 @@ public:
     bool multilingual() const { return text_.multilingual(); }
     int sample_rate() const { return 24000; }
     int threads() const { return backend_.threads(); }
+    bool has_builtin_voice() const { return has_builtin_; }
     // The built-in voice; throws Error (NotFound) when the file has none.
     const PipelineVoice& builtin_voice() const;
 

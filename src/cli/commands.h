@@ -3,6 +3,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "talkbox/model.h"
 
 namespace talkbox::cli {
 
@@ -20,5 +24,11 @@ void register_tokenize(CLI::App& app);
 
 // True when stderr is a terminal (progress bars are drawn only then).
 bool stderr_is_tty();
+
+// The transcript to clone a voice with, from --ref-text (`given`: the flag was set) and
+// --x-vector-only, checked against the model: nullopt clones from the audio alone. A model that
+// does not clone is left to Model::create_voice, which says so. Throws Error (InvalidArgument) for
+// flags that do not fit the model.
+std::optional<std::string> clone_transcript(const Capabilities& caps, const std::string& ref_text, bool given, bool x_vector_only);
 
 }  // namespace talkbox::cli

@@ -166,19 +166,12 @@ void run_speak(const SpeakArgs& a) {
     if (!caps.codec_frames && !a.codes_out.empty()) {
         throw Error(ErrorKind::InvalidArgument, "--codes-out writes codec frames; " + caps.description() + " makes none");
     }
-    if (!caps.clone_transcript && a.x_vector_only) {
-        throw Error(ErrorKind::InvalidArgument, "--x-vector-only chooses a cloning mode; " + caps.description() +
-                                                    " clones from the audio alone");
-    }
     if (!a.voice.empty()) {
         request.voice = std::make_shared<Voice>(load_voice(a.voice));
     } else if (!a.ref_audio.empty()) {
-        if (caps.clone_transcript && a.ref_text.empty() && !a.x_vector_only) {
-            throw Error(ErrorKind::InvalidArgument, "--ref-audio needs --ref-text (its transcript) or --x-vector-only");
-        }
+        const auto ref_text = clone_transcript(caps, a.ref_text, !a.ref_text.empty(), a.x_vector_only);
         std::vector<std::string> warnings;
-        request.voice = std::make_shared<Voice>(model.create_voice(
-            a.ref_audio, a.x_vector_only || a.ref_text.empty() ? std::nullopt : std::optional<std::string>(a.ref_text), &warnings));
+        request.voice = std::make_shared<Voice>(model.create_voice(a.ref_audio, ref_text, &warnings));
         if (!a.quiet) for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     }
 
@@ -225,7 +218,7 @@ void run_speak(const SpeakArgs& a) {
     } else {
         for (size_t i = 0; i < segments.size(); ++i) {
             request.text = segments[i];
-            request.max_frames = a.max_frames ? a.max_frames : caps.own_frame_limit ? 0 : default_max_frames(segments[i]);
+            request.max_frames = segment_frame_limit(caps, a.max_frames, segments[i]);
             const SpeechResult r = session.generate(request);
             all_frames.insert(all_frames.end(), r.frames.begin(), r.frames.end());
             total.prefill_ms += r.timings.prefill_ms;

@@ -42,18 +42,9 @@ void register_voice_create(CLI::App& voice) {
         ModelOptions options;
         options.threads = args->threads;
         const Model model(resolve_model(args->model), options);
-        const Capabilities& caps = model.capabilities();
-        if (caps.clones && !caps.clone_transcript && args->x_vector_only) {
-            throw Error(ErrorKind::InvalidArgument, "--x-vector-only chooses a cloning mode; " + caps.description() +
-                                                        " clones from the audio alone");
-        }
-        if (caps.clone_transcript && text->count() == 0 && !args->x_vector_only) {
-            throw Error(ErrorKind::InvalidArgument,
-                        "give --ref-text with the clip's exact transcript (in-context cloning) or --x-vector-only");
-        }
-        std::vector<std::string> warnings;
         const std::optional<std::string> ref_text =
-            args->x_vector_only || text->count() == 0 ? std::nullopt : std::optional(args->text);
+            clone_transcript(model.capabilities(), args->text, text->count() > 0, args->x_vector_only);
+        std::vector<std::string> warnings;
         const Voice v = model.create_voice(args->audio, ref_text, &warnings);
         for (const auto& w : warnings) std::fprintf(stderr, "talkbox: warning: %s\n", w.c_str());
         save_voice(v, args->output);
@@ -73,6 +64,20 @@ void register_voice_info(CLI::App& voice) {
 }
 
 }  // namespace
+
+std::optional<std::string> clone_transcript(const Capabilities& caps, const std::string& ref_text, bool given, bool x_vector_only) {
+    if (!caps.clones) return std::nullopt;
+    if (x_vector_only && !caps.clone_transcript) {
+        throw Error(ErrorKind::InvalidArgument, "--x-vector-only chooses a cloning mode; " + caps.description() +
+                                                    " clones from the audio alone");
+    }
+    if (caps.clone_transcript && !given && !x_vector_only) {
+        throw Error(ErrorKind::InvalidArgument,
+                    "give --ref-text with the clip's exact transcript (in-context cloning) or --x-vector-only");
+    }
+    if (x_vector_only || !given) return std::nullopt;
+    return ref_text;
+}
 
 void register_voice(CLI::App& app) {
     auto* voice = app.add_subcommand("voice", "Make and inspect cloned voices (.voice files) for Base models");

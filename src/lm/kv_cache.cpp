@@ -51,9 +51,9 @@ KvCache::KvCache(ggml_backend_t backend, uint32_t layers, uint32_t kv_heads, uin
     // Rows past the current length are masked, but must not hold NaN patterns that a masked dot
     // product could turn into NaN scores: fresh anonymous pages read as zeros, other buffers are cleared.
     if (on_demand(backend)) {
-        const size_t align = 64;
+        const auto padded = [](const ggml_tensor* t) { return (ggml_nbytes(t) + 63) / 64 * 64; };  // 64-byte aligned tensors
         size_t bytes = 0;
-        for (uint32_t l = 0; l < layers; ++l) bytes += 2 * ((ggml_nbytes(k_[l]) + align - 1) / align * align);
+        for (uint32_t l = 0; l < layers; ++l) bytes += padded(k_[l]) + padded(v_[l]);
         void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED) {
             ggml_free(ctx_);
@@ -66,7 +66,7 @@ KvCache::KvCache(ggml_backend_t backend, uint32_t layers, uint32_t kv_heads, uin
         for (uint32_t l = 0; l < layers; ++l) {
             for (ggml_tensor* t : {k_[l], v_[l]}) {
                 ggml_backend_tensor_alloc(buffer_, t, static_cast<char*>(p) + offset);
-                offset += (ggml_nbytes(t) + align - 1) / align * align;
+                offset += padded(t);
             }
         }
     } else {

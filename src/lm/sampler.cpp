@@ -133,15 +133,16 @@ void SamplerChain::apply(std::vector<float>& scores) {
     }
 }
 
-SamplerChain warpers(const SamplingParams& p) {
-    SamplerChain chain;
-    chain.temperature(p.temperature).top_k(p.top_k).min_p(p.min_p).top_p(p.top_p);
-    return chain;
+SamplerChain& SamplerChain::transformers(const SamplingParams& p) { return temperature(p.temperature).top_k(p.top_k).min_p(p.min_p).top_p(p.top_p); }
+
+SamplerChain& SamplerChain::clear() {
+    steps_.clear();
+    return *this;
 }
 
 int32_t Sampler::select(std::vector<float>& scores, const SamplingParams& p) {
     if (p.greedy()) return argmax(scores);
-    warpers(p).apply(scores);
+    warp_.clear().transformers(p).apply(scores);
     return draw(scores);
 }
 

@@ -35,6 +35,9 @@ public:
     SamplerChain& top_k(uint32_t k);     // 0: off; ties with the k-th largest score survive
     SamplerChain& top_p(float p);        // 1: off; the low tail whose probability is <= 1 - p goes, the top id stays
     SamplerChain& min_p(float p);        // 0: off; ids below p · the top probability go, the top id stays
+    // transformers' warpers for `params`, in its order: temperature → top-k → min-p → top-p.
+    SamplerChain& transformers(const SamplingParams& params);
+    SamplerChain& clear();  // no steps (the scratch buffers stay allocated)
     void apply(std::vector<float>& scores);
 
 private:
@@ -50,9 +53,6 @@ private:
     std::vector<double> probs_;
 };
 
-// transformers' warper order for `params`: temperature → top-k → min-p → top-p.
-SamplerChain warpers(const SamplingParams& params);
-
 // A seeded multinomial draw over softmax(scores). The same seed and inputs give the same tokens.
 class Sampler {
 public:
@@ -61,12 +61,13 @@ public:
     // Draws from the scores as they are (warp them first). Throws Error (Internal) when no score is finite.
     int32_t draw(const std::vector<float>& scores);
 
-    // Greedy argmax of the raw scores, or warpers(params) and a draw.
+    // Greedy argmax of the raw scores, or transformers' warpers for `params` and a draw.
     int32_t select(std::vector<float>& scores, const SamplingParams& params);
 
 private:
     std::mt19937_64 rng_;
     std::vector<double> probs_;
+    SamplerChain warp_;  // select()'s, rebuilt per call without reallocating its buffers
 };
 
 }  // namespace talkbox::lm

@@ -18,6 +18,11 @@ std::vector<std::string> long_form_segments(const std::string& text, const LongF
 
 uint32_t default_max_frames(const std::string& segment) { return static_cast<uint32_t>(50 + 4 * code_point_count(segment)); }
 
+uint32_t segment_frame_limit(const Capabilities& caps, uint32_t max_frames, const std::string& segment) {
+    if (max_frames) return max_frames;
+    return caps.own_frame_limit ? 0 : default_max_frames(segment);  // 0: the family applies its own
+}
+
 LongFormResult speak_long_form(Session& session, SpeechRequest request, const std::vector<std::string>& segments,
                                const LongFormOptions& options, const AudioCallback& on_audio,
                                const std::function<void(const SegmentDone&)>& on_segment, const StreamOptions& stream,
@@ -39,8 +44,7 @@ LongFormResult speak_long_form(Session& session, SpeechRequest request, const st
             out.samples += pause;
         }
         request.text = segments[i];
-        // A family with its own per-sentence limit keeps it (0 lets it apply it).
-        request.max_frames = max_frames ? max_frames : caps.own_frame_limit ? 0 : default_max_frames(segments[i]);
+        request.max_frames = segment_frame_limit(caps, max_frames, segments[i]);
         const size_t first_sample = out.samples;
         const SpeechResult r = session.speak(request, [&](const float* pcm, size_t n) { on_audio(pcm, n); }, stream, cancel);
         out.samples += r.samples;

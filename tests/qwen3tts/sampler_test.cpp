@@ -90,11 +90,11 @@ TEST(Sampler, MinPDropsIdsBelowAFractionOfTheTopProbability) {
     for (float p : probs) s.push_back(std::log(p));
     SamplingParams p = sample();
     p.min_p = 0.1f;
-    lm::warpers(p).apply(s);
+    lm::SamplerChain().transformers(p).apply(s);
     EXPECT_EQ(s[2], -kInf);
     for (int i : {0, 1, 3}) EXPECT_FLOAT_EQ(s[i], std::log(probs[i]));
     p.min_p = 1.0f;  // only the top id survives
-    lm::warpers(p).apply(s);
+    lm::SamplerChain().transformers(p).apply(s);
     EXPECT_EQ(argmax(s), 0);
     EXPECT_EQ(s[1], -kInf);
     p.min_p = 1.5f;
