@@ -114,6 +114,18 @@ TEST_F(SpeakCli, ClearErrors) {
     r = run_talkbox("speak -m " + m + " -t 'Hi.' --speaker ryan --temperature -1 -o " + dir_->file("x.wav"));
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("temperature"), std::string::npos) << r.err;
+    // Cloning flags: a model that does not clone says so, whatever the mode asked for; a Base
+    // model needs the transcript or --x-vector-only.
+    const std::string clip = fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav";
+    r = run_talkbox("speak -m " + m + " -t 'Hi.' --ref-audio " + clip + " --x-vector-only -o " + dir_->file("x.wav"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("is Qwen3-TTS 0.6b CustomVoice, which does not clone voices"), std::string::npos) << r.err;
+    r = run_talkbox("speak -m " + model("tiny-0.6B-Base") + " -t 'Hi.' --ref-audio " + clip + " -o " + dir_->file("x.wav"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("give --ref-text with the clip's exact transcript (in-context cloning) or --x-vector-only"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir_->file("x.wav")));
 }
 
 // Voice cloning end to end from the reference clip (goldens/e2e/clone): speaker embedding and
