@@ -99,6 +99,12 @@ struct Refusal {
 
 class Session;
 
+// The int8 matrix kernels this process runs on the CPU for Q8_0 and Q4_K weights: "avx512"
+// (AVX512-VNNI), "avx2", or "ggml" (ggml's own products: another CPU, or TALKBOX_KERNELS=ggml).
+// Chosen once from the CPU; the environment variable TALKBOX_KERNELS=avx2|avx512|ggml overrides
+// it (a set the CPU lacks is an InvalidArgument error).
+std::string cpu_kernels();
+
 class Model {
 public:
     // Loads a talkbox GGUF of any registered family. Throws Error naming the file and the problem.

@@ -195,6 +195,7 @@ void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
                     {"variant", caps.variant},
                     {"weight_type", info.weight_type},
                     {"threads", m.model->threads()},
+                    {"cpu_kernels", cpu_kernels()},
                     {"decoder_threads", m.model->decoder_threads()},
                     {"kv_cache", a.kv_cache},
                     {"frames", a.frames},
@@ -210,8 +211,8 @@ void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
     std::printf("model:   %s\n", path.c_str());
     std::printf("         %s, weights %s, %.1f MiB, loaded in %.0f ms\n", caps.description().c_str(),
                 info.weight_type.c_str(), info.file_bytes / 1048576.0, load_ms);
-    std::printf("threads: %d generator + %d decoder, KV cache %s\n", m.model->threads(), m.model->decoder_threads(),
-                a.kv_cache.c_str());
+    std::printf("threads: %d generator + %d decoder, KV cache %s, %s int8 kernels\n", m.model->threads(),
+                m.model->decoder_threads(), a.kv_cache.c_str(), cpu_kernels().c_str());
     std::printf("voice:   %s\n", voice.c_str());
     std::printf("text:    \"%s\" (language %s)\n", a.text.c_str(), a.language.c_str());
     std::printf("run:     %u frames (%.2f s of audio) each, EOS and stall guard ignored, streamed in chunks of %zu "
@@ -291,6 +292,7 @@ void run_sentence_bench(const BenchArgs& a, const Loaded& m, Session& session) {
                     {"variant", caps.variant},
                     {"weight_type", m.info.weight_type},
                     {"threads", m.model->threads()},
+                    {"cpu_kernels", cpu_kernels()},
                     {"frames", a.frames},
                     {"sentences", sentences},
                     {"repeat", a.repeat},
@@ -307,7 +309,8 @@ void run_sentence_bench(const BenchArgs& a, const Loaded& m, Session& session) {
     std::printf("model:   %s\n", m.path.c_str());
     std::printf("         %s (%s), weights %s, %.1f MiB, loaded in %.0f ms\n", caps.description().c_str(),
                 m.info.size.c_str(), m.info.weight_type.c_str(), m.info.file_bytes / 1048576.0, m.load_ms);
-    std::printf("threads: %d (generation and the decoder run one after the other)\n", m.model->threads());
+    std::printf("threads: %d (generation and the decoder run one after the other), %s int8 kernels\n",
+                m.model->threads(), cpu_kernels().c_str());
     if (!guidance) {
         std::printf("voice:   %s; no classifier-free guidance (one T3 stream)\n", voice.c_str());
     } else {

@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "core/gguf_file.h"
+#include "core/packed_kernels.h"
+#include "core/packed_matmul.h"
 #include "pipeline/family.h"
 #include "talkbox/error.h"
 #include "voice/reference_audio.h"
@@ -96,6 +98,11 @@ std::optional<Refusal> check_request(const Capabilities& c, const SpeechRequest&
         }
     }
     return std::nullopt;
+}
+
+std::string cpu_kernels() {
+    const packed::kernels::KernelSet* set = packed::kernel_set();
+    return set ? set->name : "ggml";
 }
 
 Model::Model(const std::string& path, const ModelOptions& options) : path_(path) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
+#include "talkbox/model.h"
 #include "support/tiny_turbo.h"
 
 using namespace talkbox::testing;
@@ -34,6 +35,7 @@ TEST(BenchCli, JsonHasEveryFigureAndHonoursTheFrameCount) {
     EXPECT_DOUBLE_EQ(j["audio_seconds"].get<double>(), 20 * 0.08);
     EXPECT_EQ(j["threads"], 1);
     EXPECT_EQ(j["decoder_threads"], 1);
+    EXPECT_EQ(j["cpu_kernels"], talkbox::cpu_kernels());
     EXPECT_EQ(j["size"], "0.6b");
     EXPECT_EQ(j["variant"], "custom_voice");
     EXPECT_EQ(j["weight_type"], "f32");
@@ -41,6 +43,16 @@ TEST(BenchCli, JsonHasEveryFigureAndHonoursTheFrameCount) {
     EXPECT_FALSE(j["text"].get<std::string>().empty());
     // The real-time factor is the total time over the audio's duration.
     EXPECT_NEAR(j["min"]["rtf"].get<double>(), j["min"]["total_ms_per_frame"].get<double>() / 80.0, 1e-9);
+}
+
+TEST(BenchCli, TalkboxKernelsPicksTheInt8Kernels) {
+    const std::string args = "bench -m " + converted_fixture("tiny-0.6B-CustomVoice") + " -t 1 --frames 4 --repeat 1 --json";
+    const auto ggml = run_program(std::string("TALKBOX_KERNELS=ggml ") + TALKBOX_BINARY, args);
+    ASSERT_EQ(ggml.exit_code, 0) << ggml.err;
+    EXPECT_EQ(nlohmann::json::parse(ggml.out)["cpu_kernels"], "ggml");
+    const auto unknown = run_program(std::string("TALKBOX_KERNELS=sse9 ") + TALKBOX_BINARY, args);
+    EXPECT_NE(unknown.exit_code, 0);
+    EXPECT_NE(unknown.err.find("TALKBOX_KERNELS=sse9: this CPU runs "), std::string::npos) << unknown.err;
 }
 
 TEST(BenchCli, TablePrintsEveryColumnForBaseAndVoiceDesign) {

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "chatterbox/flow.h"
 #include "core/backend.h"
+#include "core/packed_kernels.h"
 #include "core/packed_matmul.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -40,8 +42,8 @@ struct Product {
 
 // w [k, rows] (F32 values, stored as `type`) times x [k, columns], once with the panel kernel and
 // once with ggml_mul_mat on an unpacked copy.
-Product multiply(ggml_type type, const std::vector<float>& w, const std::vector<float>& x, int64_t k, int64_t rows,
-                 int64_t columns, int threads) {
+Product multiply(const packed::kernels::KernelSet& set, ggml_type type, const std::vector<float>& w, const std::vector<float>& x,
+                 int64_t k, int64_t rows, int64_t columns, int threads) {
     Backend backend(threads);
     ggml_context* wctx = ggml_init({ggml_tensor_overhead() * 4, nullptr, true});
     ggml_tensor* plain = ggml_new_tensor_2d(wctx, type, k, rows);
@@ -51,17 +53,17 @@ Product multiply(ggml_type type, const std::vector<float>& w, const std::vector<
     ggml_quantize_chunk(type, w.data(), stored.data(), 0, rows, k, nullptr);
     ggml_backend_tensor_set(plain, stored.data(), 0, stored.size());
     ggml_backend_tensor_set(packed, stored.data(), 0, stored.size());
-    EXPECT_TRUE(packed::can_pack(packed));
-    packed::pack(packed);
+    EXPECT_TRUE(packed::can_pack_layout(packed));
+    packed::pack(packed, set);
 
     ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 16, nullptr, true});
     ggml_tensor* in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, columns);
     // A whole-panel row block of a packed matrix is a packed matrix (GPT-2's fused q|k|v).
     ggml_tensor* middle = ggml_view_2d(ctx, packed, k, packed::kPanelRows, packed->nb[1], packed::kPanelRows * packed->nb[1]);
     ggml_tensor* last = ggml_view_2d(ctx, in, k, 1, in->nb[1], static_cast<size_t>(columns - 1) * in->nb[1]);
-    std::vector<ggml_tensor*> outputs{packed::mul_mat(ctx, packed, in), ggml_mul_mat(ctx, plain, in),
-                                      packed::mul_mat(ctx, middle, in), packed::mul_mat(ctx, packed, last)};
-    if (columns % 2 == 0) outputs.push_back(packed::mul_mat(ctx, packed, ggml_reshape_3d(ctx, in, k, columns / 2, 2)));
+    std::vector<ggml_tensor*> outputs{packed::mul_mat(ctx, packed, in, set), ggml_mul_mat(ctx, plain, in),
+                                      packed::mul_mat(ctx, middle, in, set), packed::mul_mat(ctx, packed, last, set)};
+    if (columns % 2 == 0) outputs.push_back(packed::mul_mat(ctx, packed, ggml_reshape_3d(ctx, in, k, columns / 2, 2), set));
     auto out = testing::compute_outputs(backend, {{in, x}}, outputs);
     ggml_free(ctx);
     Product p;
@@ -75,65 +77,93 @@ Product multiply(ggml_type type, const std::vector<float>& w, const std::vector<
     return p;
 }
 
+// One set's product of w [k, rows] and x [k, columns]: the same whatever the split, the view or
+// the batch shape, and as accurate as MatchesAPlainProductAndGgml says.
+void expect_accurate(const Product& p, ggml_type type, const std::vector<float>& x, int64_t k, int64_t rows, int64_t columns,
+                     const std::string& where) {
+    ASSERT_EQ(p.packed.size(), static_cast<size_t>(rows * columns));
+    ASSERT_EQ(p.ggml.size(), p.packed.size());
+    ASSERT_EQ(p.last_column.size(), static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(p.last_column[static_cast<size_t>(r)], p.packed[static_cast<size_t>((columns - 1) * rows + r)]);
+    }
+    if (columns % 2 == 0) ASSERT_EQ(p.batched, p.packed);
+    for (int64_t c = 0; c < columns; ++c) {
+        for (int64_t r = 0; r < packed::kPanelRows; ++r) {
+            ASSERT_EQ(p.middle_panel[static_cast<size_t>(c * packed::kPanelRows + r)],
+                      p.packed[static_cast<size_t>(c * rows + packed::kPanelRows + r)]);
+        }
+    }
+    double worst_plain = 0, worst_ggml = 0, scale = 0, exact_packed = 0, exact_ggml = 0;
+    for (int64_t c = 0; c < columns; ++c) {
+        const auto xq = quantised_input(x.data() + c * k, k);
+        for (int64_t r = 0; r < rows; ++r) {
+            double ref = 0, exact = 0;
+            for (int64_t i = 0; i < k; ++i) {
+                ref += p.weights[static_cast<size_t>(r * k + i)] * xq[static_cast<size_t>(i)];
+                exact += static_cast<double>(p.weights[static_cast<size_t>(r * k + i)]) * x[static_cast<size_t>(c * k + i)];
+            }
+            const size_t at = static_cast<size_t>(c * rows + r);
+            scale = std::max(scale, std::fabs(ref));
+            worst_plain = std::max(worst_plain, std::fabs(p.packed[at] - ref));
+            worst_ggml = std::max(worst_ggml, std::fabs(static_cast<double>(p.packed[at]) - p.ggml[at]));
+            exact_packed = std::max(exact_packed, std::fabs(p.packed[at] - exact));
+            exact_ggml = std::max(exact_ggml, std::fabs(p.ggml[at] - exact));
+        }
+    }
+    EXPECT_LE(worst_plain, 1e-5 * scale) << where;
+    if (type == GGML_TYPE_Q8_0) EXPECT_LE(worst_ggml, 1e-5 * scale) << where;
+    EXPECT_LE(exact_packed, 1.1 * exact_ggml) << where << ": further from the exact product than ggml";
+}
+
+TEST(PackedMatmul, TheCpuChoosesAKernelSet) {
+    // x86-64 CPUs with AVX2 + FMA + F16C (Haswell, Zen and later) run the AVX2 set; those with
+    // AVX512 F/BW/VL/VNNI the AVX-512 set too, and prefer it.
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    const bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    const auto sets = packed::runnable_kernel_sets();
+    ASSERT_EQ(sets.size(), static_cast<size_t>(avx2) + static_cast<size_t>(vnni));
+    if (vnni) EXPECT_STREQ(sets.front()->name, "avx512");
+    if (avx2) EXPECT_STREQ(sets.back()->name, "avx2");
+    const char* forced = std::getenv("TALKBOX_KERNELS");
+    if (!forced || !*forced) EXPECT_EQ(packed::kernel_set(), sets.empty() ? nullptr : sets.front());
+}
+
 TEST(PackedMatmul, MatchesAPlainProductAndGgml) {
-    // The default build is -march=native; a CPU without AVX512-VNNI keeps ggml's products
-    // (PacksOnlyWholeLayers checks that nothing is packed then).
-    const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
-    ASSERT_EQ(packed::available(), vnni);
-    if (!vnni) return;
+    // Every kernel set this CPU runs, each against the exact product and ggml, and each column's
+    // result bit-identical between the sets.
     // ggml quantises the input of a Q4_K product per 256 values (Q8_K), the kernel per 32, so there
     // the two differ by that rounding and the kernel must be no further from the exact product;
     // Q8_0 inputs are quantised alike, so there they agree to float rounding.
-    // Decode steps (1-2 columns) split the panels between threads, many columns are multiplied 8
-    // (Q8_0) or 4 (Q4_K) at a time with the remainder in smaller register blocks, split mostly by
-    // column blocks; every column's result is the same whichever way (one column alone, a batch).
+    // Decode steps (1-2 columns) split the panels between threads, many columns are multiplied in
+    // register blocks (AVX-512: 8 for Q8_0, 4 for Q4_K; AVX2: 4, one 8-row half at a time), split
+    // mostly by column blocks; every column's result is the same whichever way (alone, a batch).
     struct Case {
         int64_t k, rows, columns;
     };
-    const Case cases[] = {{512, 48, 1}, {512, 48, 2}, {512, 48, 5}, {512, 48, 7}, {512, 48, 40},
+    const Case cases[] = {{512, 48, 1}, {512, 48, 2}, {512, 48, 3}, {512, 48, 5}, {512, 48, 7}, {512, 48, 40},
                           {256, 32, 64}, {256, 32, 601}, {1024, 64, 7}, {1024, 64, 64}};
+    const auto sets = packed::runnable_kernel_sets();
+    if (sets.empty()) {  // neither set runs here: nothing may be packed
+        EXPECT_FALSE(packed::available());
+        return;
+    }
     for (const ggml_type type : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_K}) {
         for (const Case& shape : cases) {
             const int64_t k = shape.k, rows = shape.rows, columns = shape.columns;
             const auto w = random_values(static_cast<size_t>(k * rows), 1);
             for (int threads : {1, 2, 3}) {
                 const auto x = random_values(static_cast<size_t>(k * columns), 2 + static_cast<uint32_t>(columns));
-                const Product p = multiply(type, w, x, k, rows, columns, threads);
-                ASSERT_EQ(p.packed.size(), static_cast<size_t>(rows * columns));
-                ASSERT_EQ(p.ggml.size(), p.packed.size());
-                ASSERT_EQ(p.last_column.size(), static_cast<size_t>(rows));
-                for (int64_t r = 0; r < rows; ++r) {
-                    ASSERT_EQ(p.last_column[static_cast<size_t>(r)], p.packed[static_cast<size_t>((columns - 1) * rows + r)]);
+                std::vector<float> first;
+                for (const packed::kernels::KernelSet* set : sets) {
+                    const Product p = multiply(*set, type, w, x, k, rows, columns, threads);
+                    if (set == sets.front()) first = p.packed;
+                    ASSERT_EQ(p.packed, first) << set->name << " differs from " << sets.front()->name;
+                    expect_accurate(p, type, x, k, rows, columns,
+                                    std::string(set->name) + ", " + ggml_type_name(type) + ", k " + std::to_string(k) + ", " +
+                                        std::to_string(threads) + " threads, " + std::to_string(columns) + " columns");
                 }
-                if (columns % 2 == 0) ASSERT_EQ(p.batched, p.packed);
-                for (int64_t c = 0; c < columns; ++c) {
-                    for (int64_t r = 0; r < packed::kPanelRows; ++r) {
-                        ASSERT_EQ(p.middle_panel[static_cast<size_t>(c * packed::kPanelRows + r)],
-                                  p.packed[static_cast<size_t>(c * rows + packed::kPanelRows + r)]);
-                    }
-                }
-                double worst_plain = 0, worst_ggml = 0, scale = 0, exact_packed = 0, exact_ggml = 0;
-                for (int64_t c = 0; c < columns; ++c) {
-                    const auto xq = quantised_input(x.data() + c * k, k);
-                    for (int64_t r = 0; r < rows; ++r) {
-                        double ref = 0, exact = 0;
-                        for (int64_t i = 0; i < k; ++i) {
-                            ref += p.weights[static_cast<size_t>(r * k + i)] * xq[static_cast<size_t>(i)];
-                            exact += static_cast<double>(p.weights[static_cast<size_t>(r * k + i)]) * x[static_cast<size_t>(c * k + i)];
-                        }
-                        const size_t at = static_cast<size_t>(c * rows + r);
-                        scale = std::max(scale, std::fabs(ref));
-                        worst_plain = std::max(worst_plain, std::fabs(p.packed[at] - ref));
-                        worst_ggml = std::max(worst_ggml, std::fabs(static_cast<double>(p.packed[at]) - p.ggml[at]));
-                        exact_packed = std::max(exact_packed, std::fabs(p.packed[at] - exact));
-                        exact_ggml = std::max(exact_ggml, std::fabs(p.ggml[at] - exact));
-                    }
-                }
-                const std::string where = std::string(ggml_type_name(type)) + ", k " + std::to_string(k) + ", " +
-                                          std::to_string(threads) + " threads, " + std::to_string(columns) + " columns";
-                EXPECT_LE(worst_plain, 1e-5 * scale) << where;
-                if (type == GGML_TYPE_Q8_0) EXPECT_LE(worst_ggml, 1e-5 * scale) << where;
-                EXPECT_LE(exact_packed, 1.1 * exact_ggml) << where << ": further from the exact product than ggml";
             }
         }
     }
