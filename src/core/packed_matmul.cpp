@@ -8,6 +8,9 @@
 
 #include "core/packed_kernels.h"
 #include "ggml-backend.h"
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include "talkbox/error.h"
 
 namespace talkbox::packed {
@@ -29,6 +32,14 @@ static_assert(kernels::kRows == kPanelRows);
 
 namespace {
 
+#if defined(__x86_64__)
+// F16C from CPUID directly: clang's __builtin_cpu_supports does not know the name.
+bool cpu_has_f16c() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
+
 bool cpu_runs(const KernelSet& set) {
 #if defined(__x86_64__)
     if (&set == &kernels::kAvx512) {
@@ -36,7 +47,7 @@ bool cpu_runs(const KernelSet& set) {
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     }
     if (&set == &kernels::kAvx2) {
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
     }
 #endif
     (void)set;

@@ -2,6 +2,8 @@
 // the quantised input, and against ggml's own product on the unpacked weights.
 #include <gtest/gtest.h>
 
+#include <cpuid.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -119,7 +121,9 @@ void expect_accurate(const Product& p, ggml_type type, const std::vector<float>&
 TEST(PackedMatmul, TheCpuChoosesAKernelSet) {
     // x86-64 CPUs with AVX2 + FMA + F16C (Haswell, Zen and later) run the AVX2 set; those with
     // AVX512 F/BW/VL/VNNI the AVX-512 set too, and prefer it.
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     const bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     const auto sets = packed::runnable_kernel_sets();
