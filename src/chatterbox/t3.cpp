@@ -15,6 +15,7 @@
 #include "core/packed_matmul.h"
 #include "lm/kv_cache.h"
 #include "lm/sampler.h"
+#include "lm/sequence.h"
 #include "core/cancel.h"
 #include "talkbox/error.h"
 
@@ -22,14 +23,11 @@ namespace talkbox::chatterbox {
 
 namespace {
 
-// Cache capacities come in multiples of kWindow positions, attention windows (the cache rows a
-// graph reads) in multiples of kAttention, so the per-step graph is rebuilt only when the sequence
-// crosses such a boundary. A tight window matters on the CPU: from 512 rows on, flash attention
-// splits the rows evenly between threads, and masked rows past the sequence leave a thread idle.
-constexpr int64_t kWindow = 256;
-constexpr int64_t kAttention = 64;
-
-int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+// Attention windows (the cache rows a graph reads) and cache capacities come in multiples of
+// kWindow positions, so the per-step graph is rebuilt only when the sequence crosses such a
+// boundary. A tight window matters on the CPU: from 512 rows on, flash attention splits the rows
+// evenly between threads, and masked rows past the sequence leave a thread idle.
+constexpr uint32_t kWindow = 64;
 
 std::string gguf_name(const std::string& official_key) {
     std::string name = chatterbox_gguf_name(ChatterboxFile::T3, official_key);
@@ -492,31 +490,31 @@ struct T3::Decoder {
     const T3& t3;
     int64_t streams;
     lm::StackShape shape;
-    std::unique_ptr<lm::KvCache> cache;
-    int64_t length = 0;
+    lm::Sequence sequence;
     std::vector<ggml_fp16_t> mask;
     std::vector<float> logits;  // [streams][speech_vocab]
 
     struct Step {
         Graph graph;
+        uint64_t cache_id = 0;
         int64_t n_kv = 0;
         ggml_tensor *token = nullptr, *speech_pos = nullptr, *pos = nullptr, *rows = nullptr, *mask = nullptr;
         ggml_tensor* logits = nullptr;
     };
     std::unique_ptr<Step> step_graph;
 
-    // `capacity`: positions the prefill needs; `longest`: the most the generation can reach (the
-    // whole size at once where cache memory is taken on demand).
-    Decoder(const T3& t, int64_t n_streams, int64_t capacity, int64_t longest, lm::KvType kv_type) : t3(t), streams(n_streams) {
-        const T3Hparams& h = t3.hp_;
-        shape = {h.heads, h.kv_heads, h.head_dim, h.rms_eps, h.rope_theta, t3.w_->rope_factors,
-                 h.gpt2 ? lm::StackFlavour::Gpt2 : lm::StackFlavour::Llama, t3.backend_.is_cpu()};
-        const ggml_backend_t b = t3.backend_.get();
-        const int64_t rows = lm::KvCache::on_demand(b) ? std::max(capacity, longest) : round_up(capacity, kWindow);
-        cache = std::make_unique<lm::KvCache>(b, h.layers, h.kv_heads, h.head_dim, static_cast<uint32_t>(rows), kv_type,
-                                              static_cast<uint32_t>(streams));
-        logits.resize(static_cast<size_t>(streams) * h.speech_vocab);
-    }
+    // `longest`: the most positions this generation can reach.
+    Decoder(const T3& t, int64_t n_streams, int64_t longest, lm::KvType kv_type)
+        : t3(t),
+          streams(n_streams),
+          shape{t.hp_.heads,     t.hp_.kv_heads,       t.hp_.head_dim,
+                t.hp_.rms_eps,   t.hp_.rope_theta,     t.w_->rope_factors,
+                t.hp_.gpt2 ? lm::StackFlavour::Gpt2 : lm::StackFlavour::Llama, t.backend_.is_cpu()},
+          sequence(t.backend_.get(),
+                   {t.hp_.layers, t.hp_.kv_heads, t.hp_.head_dim, static_cast<uint32_t>(longest), kWindow,
+                    static_cast<uint32_t>(n_streams)},
+                   kv_type),
+          logits(static_cast<size_t>(n_streams) * t.hp_.speech_vocab) {}
 
     // Last position of every stream → speech_head → [speech_vocab, streams].
     ggml_tensor* head(ggml_context* ctx, ggml_tensor* out, int64_t n_tokens) const {
@@ -534,7 +532,7 @@ struct T3::Decoder {
     }
 
     ggml_tensor* backbone(ggml_context* ctx, ggml_tensor* x, const lm::AttentionInputs& in) const {
-        return lm::build_decoder(ctx, shape, t3.w_->layers, t3.w_->output_norm, x, in, *cache, t3.w_->output_norm_b);
+        return lm::build_decoder(ctx, shape, t3.w_->layers, t3.w_->output_norm, x, in, sequence.cache(), t3.w_->output_norm_b);
     }
 
     // The inputs of a prefill graph over n positions: conditioning [D, C], text ids [T], the BOS id,
@@ -543,8 +541,11 @@ struct T3::Decoder {
         ggml_tensor *cond, *ids, *bos, *pos, *rows, *mask;
         int64_t n, n_kv;
     };
-    PrefillInputs prefill_inputs(Graph& g, int64_t D, int64_t C, int64_t T, int64_t n) const {
-        const int64_t n_kv = std::min<int64_t>(round_up(n, kAttention), cache->capacity());
+    // Starts the sequence over: room for n positions.
+    PrefillInputs prefill_inputs(Graph& g, int64_t D, int64_t C, int64_t T, int64_t n) {
+        sequence.clear();
+        sequence.reserve(static_cast<size_t>(n), "T3");
+        const int64_t n_kv = sequence.n_kv(static_cast<size_t>(n));
         return {g.input(GGML_TYPE_F32, {D, C}, "cond_emb"), g.input(GGML_TYPE_I32, {T}, "text_tokens"),
                 g.input(GGML_TYPE_I32, {1}, "bos"),         g.input(GGML_TYPE_I32, {n}, "positions"),
                 g.input(GGML_TYPE_I64, {n}, "rows"),        g.input(GGML_TYPE_F16, {n_kv, n}, "mask"),
@@ -562,7 +563,7 @@ struct T3::Decoder {
         ggml_backend_tensor_set(in.pos, p.data(), 0, ggml_nbytes(in.pos));
         const std::vector<int64_t> r(p.begin(), p.end());
         ggml_backend_tensor_set(in.rows, r.data(), 0, ggml_nbytes(in.rows));
-        lm::causal_mask(mask, in.n_kv, 0, in.n);
+        sequence.mask(mask, in.n);
         ggml_backend_tensor_set(in.mask, mask.data(), 0, ggml_nbytes(in.mask));
         compute_by_op(t3.backend_, g.cgraph(), t3.profile_, "prefill");
         if (embeds_out) {
@@ -570,7 +571,7 @@ struct T3::Decoder {
             ggml_backend_tensor_get(embeds, embeds_out->data(), 0, ggml_nbytes(embeds));
         }
         read_logits(lg);
-        length = in.n;
+        sequence.advance(static_cast<size_t>(in.n));
     }
 
     // Turbo prefill (one stream): [cond_emb ; text_emb(text) ; speech_emb(BOS)] + wpe[0 .. n-1].
@@ -629,16 +630,14 @@ struct T3::Decoder {
     void step(int32_t token, int32_t speech_index) {
         const T3Hparams& h = t3.hp_;
         const Weights& w = *t3.w_;
-        if (length + 1 > cache->capacity()) {
-            cache = cache->grown(t3.backend_.get(), static_cast<uint32_t>(round_up(2 * cache->capacity(), kWindow)),
-                                 static_cast<uint32_t>(length));
-            step_graph.reset();  // its graph points at the old cache
-        }
-        const int64_t n_kv = std::min<int64_t>(round_up(length + 1, kAttention), cache->capacity());
-        if (!step_graph || step_graph->n_kv != n_kv) {
+        const size_t length = sequence.length();
+        sequence.reserve(length + 1, "T3");
+        const int64_t n_kv = sequence.n_kv(length + 1);
+        if (!step_graph || step_graph->n_kv != n_kv || step_graph->cache_id != sequence.cache_id()) {
             step_graph.reset();
             auto s = std::make_unique<Step>();
             ggml_context* ctx = s->graph.ctx();
+            s->cache_id = sequence.cache_id();
             s->n_kv = n_kv;
             s->token = s->graph.input(GGML_TYPE_I32, {1}, "token");
             s->speech_pos = s->graph.input(GGML_TYPE_I32, {1}, "speech_position");
@@ -655,8 +654,8 @@ struct T3::Decoder {
         }
         Step& s = *step_graph;
         const int32_t pos = static_cast<int32_t>(length);
-        const int64_t row = length;
-        lm::causal_mask(mask, n_kv, length, 1);
+        const int64_t row = static_cast<int64_t>(length);
+        sequence.mask(mask, 1);
         ggml_backend_tensor_set(s.token, &token, 0, sizeof(token));
         if (!h.gpt2) ggml_backend_tensor_set(s.speech_pos, &speech_index, 0, sizeof(speech_index));
         ggml_backend_tensor_set(s.pos, &pos, 0, sizeof(pos));
@@ -665,7 +664,7 @@ struct T3::Decoder {
         compute_by_op(t3.backend_, s.graph.cgraph(), t3.profile_, "step");
         const HostTimer timer(t3.profile_, "host: logits read-back");
         read_logits(s.logits);
-        ++length;
+        sequence.advance(1);
     }
 };
 
@@ -750,8 +749,7 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
     const std::vector<float> cond_emb = conditioning(cond);
     const int64_t streams = o.cfg_weight > 0.0f ? 2 : 1;
     const int64_t prefill_len = h.cond_len() + static_cast<int64_t>(text.size()) + 2;
-    // The cache starts with room for the prefill and grows in kWindow steps as tokens come.
-    Decoder dec(*this, streams, prefill_len + 1, prefill_len + o.max_new_tokens + 1, o.kv_cache);
+    Decoder dec(*this, streams, prefill_len + o.max_new_tokens + 1, o.kv_cache);
     if (trace) trace->start(cond_emb);
     dec.prefill(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
     phases.prefill_done();
@@ -864,7 +862,7 @@ std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const 
                                                     ") tokens Turbo predicts");
     }
     const std::vector<float> cond_emb = conditioning(cond);
-    Decoder dec(*this, 1, prefill_len + 1, prefill_len + o.max_new_tokens + 2, o.kv_cache);
+    Decoder dec(*this, 1, prefill_len + o.max_new_tokens + 2, o.kv_cache);
     if (trace) trace->start(cond_emb);
     dec.prefill_turbo(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
     phases.prefill_done();

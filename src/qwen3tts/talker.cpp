@@ -1,6 +1,5 @@
 #include "qwen3tts/talker.h"
 
-#include <algorithm>
 #include <numeric>
 
 #include "core/graph.h"
@@ -15,43 +14,30 @@ namespace {
 // per-step graph is rebuilt only when the sequence crosses a boundary (every ~5 s of audio). 64,
 // as T3: a 0.6B F32 cache costs 229 KB per position, so 256-row windows held ~45 MB more per
 // session than a short request needs, and attention ran over up to 255 masked rows.
-constexpr size_t kWindow = 64;
+constexpr uint32_t kWindow = 64;
 
-size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+lm::SequenceShape sequence_shape(const DecoderHparams& hp) {
+    return {hp.layers, hp.kv_heads, hp.head_dim, hp.max_positions, kWindow, 1};
+}
 
 }  // namespace
 
 struct Talker::StepGraph {
     Graph graph;
+    uint64_t cache_id = 0;
     int64_t n_kv = 0;
     ggml_tensor *codes = nullptr, *text = nullptr, *pos = nullptr, *rows = nullptr, *mask = nullptr;
     ggml_tensor *logits = nullptr, *hidden = nullptr;
 };
 
+// Fails early (before any graph) when the cache type cannot hold this head size.
 Talker::Talker(const Model& model, lm::KvType kv_type)
-    : model_(model), kv_type_(kv_type), logits_(model.hparams().talker.vocab), hidden_(model.hparams().talker.hidden) {
-    const auto& hp = model.hparams().talker;
-    // Fails early (before any graph) when the cache type cannot hold this head size. On-demand
-    // memory is sized for the longest sequence at once; otherwise the cache grows by doubling.
-    const ggml_backend_t backend = model.backend().get();
-    const uint32_t capacity = lm::KvCache::on_demand(backend) ? hp.max_positions : static_cast<uint32_t>(kWindow);
-    cache_ = std::make_unique<lm::KvCache>(backend, hp.layers, hp.kv_heads, hp.head_dim, capacity, kv_type);
-}
+    : model_(model),
+      sequence_(model.backend().get(), sequence_shape(model.hparams().talker), kv_type),
+      logits_(model.hparams().talker.vocab),
+      hidden_(model.hparams().talker.hidden) {}
 
 Talker::~Talker() = default;
-
-void Talker::ensure_capacity(size_t positions) {
-    const auto& hp = model_.hparams().talker;
-    if (positions > hp.max_positions) {
-        throw Error(ErrorKind::InvalidArgument, "the talker sequence would reach " + std::to_string(positions) +
-                                                    " positions; the model supports at most " +
-                                                    std::to_string(hp.max_positions));
-    }
-    if (positions <= cache_->capacity()) return;
-    const size_t capacity = round_up(std::max(positions, size_t(cache_->capacity()) * 2), kWindow);
-    cache_ = cache_->grown(model_.backend().get(), static_cast<uint32_t>(capacity), static_cast<uint32_t>(length_));
-    step_.reset();  // its graph points at the old cache
-}
 
 void Talker::read_outputs(ggml_tensor* logits, ggml_tensor* hidden) {
     ggml_backend_tensor_get(logits, logits_.data(), 0, logits_.size() * sizeof(float));
@@ -62,18 +48,18 @@ void Talker::prefill(const float* embeds, size_t n_tokens) {
     if (n_tokens == 0) throw Error(ErrorKind::InvalidArgument, "the talker prompt is empty");
     const auto& hp = model_.hparams().talker;
     const TalkerWeights& w = model_.talker();
-    if (length_ > 0) cache_->release();  // the previous request's positions: their pages go back
-    length_ = 0;
-    ensure_capacity(n_tokens);
+    sequence_.clear();  // the previous request's positions: their pages go back
+    sequence_.reserve(n_tokens, "talker");
     const int64_t n = static_cast<int64_t>(n_tokens);
-    const int64_t n_kv = static_cast<int64_t>(std::min(round_up(n_tokens, kWindow), size_t(cache_->capacity())));
+    const int64_t n_kv = sequence_.n_kv(n_tokens);
 
     Graph g;
     ggml_tensor* x = g.input(GGML_TYPE_F32, {hp.hidden, n}, "embeds");
     ggml_tensor* pos = g.input(GGML_TYPE_I32, {n}, "positions");
     ggml_tensor* rows = g.input(GGML_TYPE_I64, {n}, "rows");
     ggml_tensor* mask = g.input(GGML_TYPE_F16, {n_kv, n}, "mask");
-    ggml_tensor* out = lm::build_decoder(g.ctx(), hp.shape(), w.layers, w.output_norm, x, {pos, rows, mask, n_kv}, *cache_);
+    ggml_tensor* out = lm::build_decoder(g.ctx(), hp.shape(), w.layers, w.output_norm, x, {pos, rows, mask, n_kv},
+                                        sequence_.cache());
     ggml_tensor* hidden = ggml_cont(g.ctx(), ggml_view_2d(g.ctx(), out, hp.hidden, 1, out->nb[1], (n - 1) * out->nb[1]));
     ggml_tensor* logits = ggml_mul_mat(g.ctx(), w.codec_head, hidden);
     g.output(hidden);
@@ -86,15 +72,16 @@ void Talker::prefill(const float* embeds, size_t n_tokens) {
     ggml_backend_tensor_set(pos, p.data(), 0, ggml_nbytes(pos));
     std::vector<int64_t> r(p.begin(), p.end());
     ggml_backend_tensor_set(rows, r.data(), 0, ggml_nbytes(rows));
-    lm::causal_mask(mask_, n_kv, 0, n);
+    sequence_.mask(mask_, n);
     ggml_backend_tensor_set(mask, mask_.data(), 0, ggml_nbytes(mask));
     g.compute(model_.backend());
     read_outputs(logits, hidden);
-    length_ = n_tokens;
+    sequence_.advance(n_tokens);
 }
 
 void Talker::step(const int32_t* codes, const float* text) {
-    if (length_ == 0) throw Error(ErrorKind::InvalidArgument, "talker step before prefill");
+    const size_t length = sequence_.length();
+    if (length == 0) throw Error(ErrorKind::InvalidArgument, "talker step before prefill");
     const Hparams& h = model_.hparams();
     const auto& hp = h.talker;
     const uint32_t groups = hp.code_groups;
@@ -105,14 +92,15 @@ void Talker::step(const int32_t* codes, const float* text) {
                                                         std::to_string(i) + " is outside 0.." + std::to_string(limit - 1));
         }
     }
-    ensure_capacity(length_ + 1);
-    const int64_t n_kv = static_cast<int64_t>(std::min(round_up(length_ + 1, kWindow), size_t(cache_->capacity())));
-    if (!step_ || step_->n_kv != n_kv) {
+    sequence_.reserve(length + 1, "talker");
+    const int64_t n_kv = sequence_.n_kv(length + 1);
+    if (!step_ || step_->n_kv != n_kv || step_->cache_id != sequence_.cache_id()) {
         step_.reset();
         auto s = std::make_unique<StepGraph>();
         const TalkerWeights& w = model_.talker();
         const CodePredictorWeights& cw = model_.code_predictor();
         ggml_context* ctx = s->graph.ctx();
+        s->cache_id = sequence_.cache_id();
         s->n_kv = n_kv;
         s->codes = s->graph.input(GGML_TYPE_I32, {groups}, "codes");
         s->text = s->graph.input(GGML_TYPE_F32, {hp.hidden, 1}, "text");
@@ -123,16 +111,17 @@ void Talker::step(const int32_t* codes, const float* text) {
         ggml_tensor* x = ggml_get_rows(ctx, w.codec_embd, code(0));
         for (uint32_t i = 1; i < groups; ++i) x = ggml_add(ctx, x, ggml_get_rows(ctx, cw.codec_embd[i - 1], code(i)));
         x = ggml_add(ctx, x, s->text);
-        s->hidden = lm::build_decoder(ctx, hp.shape(), w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv}, *cache_);
+        s->hidden = lm::build_decoder(ctx, hp.shape(), w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv},
+                                      sequence_.cache());
         s->logits = ggml_mul_mat(ctx, w.codec_head, s->hidden);
         s->graph.output(s->hidden);
         s->graph.output(s->logits);
         s->graph.allocate(model_.backend());
         step_ = std::move(s);
     }
-    const int32_t pos = static_cast<int32_t>(length_);
-    const int64_t row = static_cast<int64_t>(length_);
-    lm::causal_mask(mask_, n_kv, pos, 1);
+    const int32_t pos = static_cast<int32_t>(length);
+    const int64_t row = static_cast<int64_t>(length);
+    sequence_.mask(mask_, 1);
     ggml_backend_tensor_set(step_->codes, codes, 0, groups * sizeof(int32_t));
     ggml_backend_tensor_set(step_->text, text, 0, ggml_nbytes(step_->text));
     ggml_backend_tensor_set(step_->pos, &pos, 0, sizeof(pos));
@@ -140,7 +129,7 @@ void Talker::step(const int32_t* codes, const float* text) {
     ggml_backend_tensor_set(step_->mask, mask_.data(), 0, ggml_nbytes(step_->mask));
     step_->graph.compute(model_.backend());
     read_outputs(step_->logits, step_->hidden);
-    ++length_;
+    sequence_.advance(1);
 }
 
 }  // namespace talkbox::qwen3tts

@@ -1,6 +1,6 @@
 // The talker: a Qwen3 decoder over prompt embeddings, then one position per generated frame.
-// Keeps its KV cache on the backend (grown on demand) and returns only the last position's raw
-// codec-head logits and final-norm hidden state to the host.
+// Keeps its sequence (KV cache, positions) on the backend and returns only the last position's
+// raw codec-head logits and final-norm hidden state to the host.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lm/kv_cache.h"
+#include "lm/sequence.h"
 #include "qwen3tts/model.h"
 
 namespace talkbox::qwen3tts {
@@ -26,18 +27,15 @@ public:
 
     const std::vector<float>& logits() const { return logits_; }  // [vocab], raw
     const std::vector<float>& hidden() const { return hidden_; }  // [hidden], after the final norm
-    size_t length() const { return length_; }
+    size_t length() const { return sequence_.length(); }
 
 private:
     struct StepGraph;
-    void ensure_capacity(size_t positions);
     void read_outputs(ggml_tensor* logits, ggml_tensor* hidden);
 
     const Model& model_;
-    lm::KvType kv_type_;
-    std::unique_ptr<lm::KvCache> cache_;
+    lm::Sequence sequence_;
     std::unique_ptr<StepGraph> step_;  // rebuilt when its attention window or the cache changes
-    size_t length_ = 0;
     std::vector<float> logits_, hidden_;
     std::vector<ggml_fp16_t> mask_;
 };
