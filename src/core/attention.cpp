@@ -4,12 +4,13 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/fast_math.h"
 #include "talkbox/error.h"
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
@@ -133,6 +134,107 @@ void values_tile(const float* p, int64_t nk, const char* v, size_t v_stride, int
         }
         for (int n = 0; n < NQ; ++n)
             for (int r = 0; r < 4; ++r) _mm512_storeu_ps(o + n * ldo + c0 + 16 * r, acc[n][r]);
+    }
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+// AVX2: 16 registers hold 3 queries × 32 keys (or columns) at a time, so a tile runs in parts; each
+// score and output is the same fused multiply-add chain as with AVX-512, bit for bit.
+inline __m256i lane_mask8(int64_t lanes) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(lanes)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// s[n][0..32) = q[n] · 32 keys of a transposed tile (kt, s at the part's first key), M ≤ 3 queries.
+template <int M>
+void scores_part(const float* const* q, const float* kt, int64_t hd, float* s) {
+    __m256 acc[M][4];
+    for (int n = 0; n < M; ++n)
+        for (int r = 0; r < 4; ++r) acc[n][r] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < hd; ++d) {
+        const float* kd = kt + d * kKeys;
+        for (int r = 0; r < 4; ++r) {
+            const __m256 k = _mm256_loadu_ps(kd + 8 * r);
+            for (int n = 0; n < M; ++n) acc[n][r] = _mm256_fmadd_ps(k, _mm256_set1_ps(q[n][d]), acc[n][r]);
+        }
+    }
+    for (int n = 0; n < M; ++n)
+        for (int r = 0; r < 4; ++r) _mm256_storeu_ps(s + n * kKeys + 8 * r, acc[n][r]);
+}
+
+// Queries [0, NQ) in parts of 3, keys in halves of 32: f(part's query count, first query, first key).
+template <int NQ, typename Part>
+inline void by_parts(Part f) {
+    for (int64_t k0 = 0; k0 < kKeys; k0 += 32) {
+        if constexpr (NQ > 3) {
+            f(std::integral_constant<int, 3>{}, 0, k0);
+            f(std::integral_constant<int, NQ - 3>{}, 3, k0);
+        } else {
+            f(std::integral_constant<int, NQ>{}, 0, k0);
+        }
+    }
+}
+
+template <int NQ>
+void scores_tile(const float* const* q, const float* kt, int64_t hd, float* s) {
+    by_parts<NQ>([&](auto m, int n0, int64_t k0) { scores_part<m>(q + n0, kt + k0, hd, s + n0 * kKeys + k0); });
+}
+
+// s[n][0..32) += qp[n] · positions base - n … of pt (query n counted from the block's first, n0).
+template <int M>
+void rel_part(const float* const* qp, int n0, const float* pt, int64_t ldp, int64_t base, int64_t hd, float* s) {
+    __m256 acc[M][4];
+    for (int n = 0; n < M; ++n)
+        for (int r = 0; r < 4; ++r) acc[n][r] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < hd; ++d) {
+        const float* row = pt + d * ldp + base;
+        for (int n = 0; n < M; ++n) {
+            const __m256 b = _mm256_set1_ps(qp[n][d]);
+            for (int r = 0; r < 4; ++r) acc[n][r] = _mm256_fmadd_ps(_mm256_loadu_ps(row - (n0 + n) + 8 * r), b, acc[n][r]);
+        }
+    }
+    for (int n = 0; n < M; ++n)
+        for (int r = 0; r < 4; ++r) {
+            float* sr = s + n * kKeys + 8 * r;
+            _mm256_storeu_ps(sr, _mm256_add_ps(_mm256_loadu_ps(sr), acc[n][r]));
+        }
+}
+
+template <int NQ>
+void rel_tile(const float* const* qp, const float* pt, int64_t ldp, int64_t base, int64_t hd, float* s) {
+    by_parts<NQ>([&](auto m, int n0, int64_t k0) { rel_part<m>(qp + n0, n0, pt, ldp, base + k0, hd, s + n0 * kKeys + k0); });
+}
+
+// Output columns [c0, c0 + 32) of M ≤ 3 queries (p, alpha, o at the part's first query).
+template <int M>
+void values_part(const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, int64_t c0, const float* alpha,
+                 float* o, int64_t ldo) {
+    __m256i mask[4];  // the head's columns in this part (loads past hd read nothing)
+    for (int r = 0; r < 4; ++r) mask[r] = lane_mask8(std::clamp<int64_t>(hd - c0 - 8 * r, 0, 8));
+    __m256 acc[M][4];
+    for (int n = 0; n < M; ++n) {
+        const __m256 a = _mm256_set1_ps(alpha[n]);
+        for (int r = 0; r < 4; ++r) acc[n][r] = _mm256_mul_ps(_mm256_loadu_ps(o + n * ldo + c0 + 8 * r), a);
+    }
+    for (int64_t j = 0; j < nk; ++j) {
+        const float* vr = reinterpret_cast<const float*>(v + j * v_stride) + c0;
+        for (int r = 0; r < 4; ++r) {
+            const __m256 vv = _mm256_maskload_ps(vr + 8 * r, mask[r]);
+            for (int n = 0; n < M; ++n) acc[n][r] = _mm256_fmadd_ps(vv, _mm256_set1_ps(p[n * kKeys + j]), acc[n][r]);
+        }
+    }
+    for (int n = 0; n < M; ++n)
+        for (int r = 0; r < 4; ++r) _mm256_storeu_ps(o + n * ldo + c0 + 8 * r, acc[n][r]);
+}
+
+template <int NQ>
+void values_tile(const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, const float* alpha, float* o,
+                 int64_t ldo) {
+    for (int64_t c0 = 0; c0 < hd; c0 += 32) {
+        if constexpr (NQ > 3) {
+            values_part<3>(p, nk, v, v_stride, hd, c0, alpha, o, ldo);
+            values_part<NQ - 3>(p + 3 * kKeys, nk, v, v_stride, hd, c0, alpha + 3, o + 3 * ldo, ldo);
+        } else {
+            values_part<NQ>(p, nk, v, v_stride, hd, c0, alpha, o, ldo);
+        }
     }
 }
 #else
@@ -268,6 +370,71 @@ float softmax_row(float* sr, int64_t nk, const float* br, const float* mr, float
         _mm512_storeu_ps(sr + 16 * r, p);
     }
     l += _mm512_cvtss_f32(all_lanes<false>(sum));
+    return alpha;
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+inline __m256 exp_nonpositive8(__m256 x) {  // exp_nonpositive lane by lane, the same operations
+    const __m256 round = _mm256_set1_ps(12582912.0f);
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+    const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), round), round);
+    const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x));
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    const __m256 e = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    const __m256i ni = _mm256_cvttps_epi32(n);
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(ni, _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(e, _mm256_castsi256_ps(bits));
+}
+
+// The max / sum of 8 lanes in every lane, in the pairings of the AVX-512 tree after its first step
+// (blocks of 4, pairs, neighbours), so that the sums agree bit for bit.
+template <bool Max>
+inline __m256 all_lanes8(__m256 v) {
+    auto op = [](__m256 a, __m256 b) { return Max ? _mm256_max_ps(a, b) : _mm256_add_ps(a, b); };
+    v = op(v, _mm256_permute2f128_ps(v, v, 1));
+    v = op(v, _mm256_permute_ps(v, 0x4e));
+    return op(v, _mm256_permute_ps(v, 0xb1));
+}
+
+float softmax_row(float* sr, int64_t nk, const float* br, const float* mr, float scale, float& m, float& l) {
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), vscale = _mm256_set1_ps(scale);
+    constexpr int kVecs = kKeys / 8;
+    __m256 x[kVecs];
+    __m256 vmax = ninf;
+    for (int r = 0; r < kVecs; ++r) {
+        const __m256i lanes = lane_mask8(std::clamp<int64_t>(nk - 8 * r, 0, 8));
+        __m256 v = _mm256_maskload_ps(sr + 8 * r, lanes);
+        if (br) v = _mm256_add_ps(v, _mm256_maskload_ps(br + 8 * r, lanes));
+        v = _mm256_mul_ps(v, vscale);
+        if (mr) v = _mm256_add_ps(v, _mm256_maskload_ps(mr + 8 * r, lanes));
+        x[r] = _mm256_blendv_ps(ninf, v, _mm256_castsi256_ps(lanes));
+        vmax = _mm256_max_ps(vmax, x[r]);
+    }
+    const float mx = _mm256_cvtss_f32(all_lanes8<true>(vmax));
+    if (mx == -INFINITY) {  // every key of this tile masked
+        for (int r = 0; r < kVecs; ++r) _mm256_storeu_ps(sr + 8 * r, _mm256_setzero_ps());
+        return 1.0f;
+    }
+    const float alpha = raise_max(mx, m, l);
+    const __m256 vm = _mm256_set1_ps(m);
+    // AVX-512 sums its four 16-lane vectors lane by lane: lanes 0-7 are the even 8-lane vectors
+    // here, lanes 8-15 the odd ones; its first tree step then adds the two halves.
+    __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
+    for (int r = 0; r < kVecs; ++r) {
+        const __m256 live = _mm256_cmp_ps(x[r], ninf, _CMP_NEQ_OQ);
+        const __m256 p = _mm256_and_ps(live, exp_nonpositive8(_mm256_sub_ps(x[r], vm)));
+        if (r % 2 == 0) {
+            even = _mm256_add_ps(even, p);
+        } else {
+            odd = _mm256_add_ps(odd, p);
+        }
+        _mm256_storeu_ps(sr + 8 * r, p);
+    }
+    l += _mm256_cvtss_f32(all_lanes8<false>(_mm256_add_ps(even, odd)));
     return alpha;
 }
 #else
