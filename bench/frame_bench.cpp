@@ -1,6 +1,8 @@
 // Times the generation hot path on a converted model: talker prefill, one talker step, one code
-// predictor frame (G-1 passes) and a full frame, with greedy selection.
-//   frame_bench model.gguf [-t threads] [-n frames] [--kv f32|f16|q8_0]
+// predictor frame (G-1 passes) and a full frame, with greedy selection; with --streams N also the
+// code predictor batched over 2, 4, ... N streams (one frame of each per batch).
+//   frame_bench model.gguf [-t threads] [-n frames] [--kv f32|f16|q8_0] [--streams N]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,10 +24,10 @@ static double ms_since(Clock::time_point t) { return std::chrono::duration<doubl
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: %s model.gguf [-t threads] [-n frames] [--kv f32|f16|q8_0] [--prompt N]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s model.gguf [-t threads] [-n frames] [--kv f32|f16|q8_0] [--prompt N] [--streams N]\n", argv[0]);
         return 2;
     }
-    int threads = 2, frames = 32;
+    int threads = 2, frames = 32, max_streams = 1;
     size_t prompt_len = 64;
     talkbox::lm::KvType kv = talkbox::lm::KvType::F32;
     for (int i = 2; i + 1 < argc; i += 2) {
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
         else if (a == "-n") frames = std::atoi(argv[i + 1]);
         else if (a == "--kv") kv = talkbox::lm::parse_kv_type(argv[i + 1]);
         else if (a == "--prompt") prompt_len = std::strtoul(argv[i + 1], nullptr, 10);
+        else if (a == "--streams") max_streams = std::max(1, std::atoi(argv[i + 1]));
         else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
     }
     try {
@@ -72,6 +75,25 @@ int main(int argc, char** argv) {
         std::printf("talker step     %8.2f ms\n", t_talker / frames);
         std::printf("predictor (x%zu) %8.2f ms  (%.2f ms per pass)\n", G - 1, t_pred / frames, t_pred / frames / (G - 1));
         std::printf("frame           %8.2f ms  (%d frames, %d threads)\n", (t_talker + t_pred) / frames, frames, threads);
+        for (int streams = 2; streams <= max_streams; streams *= 2) {
+            CodePredictor batch(model, static_cast<uint32_t>(streams));
+            std::vector<float> hidden;
+            std::vector<int32_t> code0, codes(static_cast<size_t>(streams) * (G - 1));
+            for (int b = 0; b < streams; ++b) {
+                hidden.insert(hidden.end(), talker.hidden().begin(), talker.hidden().end());
+                code0.push_back(frame[0]);
+            }
+            const auto greedy_batch = [](size_t, size_t, std::vector<float>& l) { return argmax(l); };
+            double t_batch = 0;
+            for (int f = -2; f < frames; ++f) {
+                const auto t = Clock::now();
+                batch.predict_batch(hidden.data(), code0.data(), greedy_batch, codes.data());
+                if (f >= 0) t_batch += ms_since(t);
+            }
+            const double per_batch = t_batch / frames;
+            std::printf("predictor, %d streams %8.2f ms per batch  (%.2f ms per stream's frame, %.2fx one stream's throughput)\n",
+                        streams, per_batch, per_batch / streams, t_pred / frames / (per_batch / streams));
+        }
     } catch (const talkbox::Error& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return 1;

@@ -5,11 +5,16 @@
 
 namespace talkbox::qwen3tts {
 
-CodePredictor::CodePredictor(const Model& model) : model_(model), logits_(model.hparams().code_predictor.vocab) {
+CodePredictor::CodePredictor(const Model& model, uint32_t streams)
+    : model_(model),
+      streams_(streams),
+      batch_logits_(size_t{streams} * model.hparams().code_predictor.vocab),
+      logits_(model.hparams().code_predictor.vocab) {
+    if (streams == 0) throw Error(ErrorKind::InvalidArgument, "a code predictor needs at least one stream");
     const auto& hp = model.hparams().code_predictor;
     // 16 positions: tiny, so F32 costs nothing and avoids conversions in the hot loop.
     cache_ = std::make_unique<lm::KvCache>(model.backend().get(), hp.layers, hp.kv_heads, hp.head_dim, hp.code_groups,
-                                       lm::KvType::F32);
+                                           lm::KvType::F32, streams);
     for (size_t g = 0; g + 1 < hp.code_groups; ++g) steps_.push_back(build_step(g));
     lm::causal_mask(mask_, 2, 0, 2);
 }
@@ -17,7 +22,8 @@ CodePredictor::CodePredictor(const Model& model) : model_(model), logits_(model.
 CodePredictor::~CodePredictor() = default;
 
 // Group 0 runs positions 0,1 (past hidden, codebook-0 embedding); group g > 0 runs position g+1
-// on the embedding of codebook g's code and attends to rows 0..g+1.
+// on the embedding of codebook g's code and attends to rows 0..g+1. Every stream holds those
+// positions; the columns are stream-major (build_decoder).
 std::unique_ptr<CodePredictor::Step> CodePredictor::build_step(size_t group) {
     const Hparams& h = model_.hparams();
     const auto& hp = h.code_predictor;
@@ -26,21 +32,26 @@ std::unique_ptr<CodePredictor::Step> CodePredictor::build_step(size_t group) {
     ggml_context* ctx = s->graph.ctx();
     const int64_t n = group == 0 ? 2 : 1;
     const int64_t n_kv = static_cast<int64_t>(group) + 2;
+    const int64_t B = streams_, H = hp.hidden;
 
-    s->code = s->graph.input(GGML_TYPE_I32, {1}, "code");
+    s->code = s->graph.input(GGML_TYPE_I32, {B}, "codes");
     s->pos = s->graph.input(GGML_TYPE_I32, {n}, "positions");
     s->rows = s->graph.input(GGML_TYPE_I64, {n}, "rows");
     ggml_tensor* x;
     if (group == 0) {
-        s->hidden = s->graph.input(GGML_TYPE_F32, {h.talker.hidden, 1}, "past_hidden");
+        s->hidden = s->graph.input(GGML_TYPE_F32, {h.talker.hidden, B}, "past_hidden");
         s->mask = s->graph.input(GGML_TYPE_F16, {n_kv, n}, "mask");
-        x = ggml_concat(ctx, s->hidden, ggml_get_rows(ctx, model_.talker().codec_embd, s->code), 1);
+        const int64_t T = h.talker.hidden;
+        ggml_tensor* code0 = ggml_get_rows(ctx, model_.talker().codec_embd, s->code);
+        x = ggml_concat(ctx, ggml_reshape_3d(ctx, s->hidden, T, 1, B), ggml_reshape_3d(ctx, code0, T, 1, B), 1);
+        x = ggml_reshape_2d(ctx, x, T, 2 * B);
     } else {
         x = ggml_get_rows(ctx, w.codec_embd[group - 1], s->code);
     }
     if (w.in_proj_w) x = ggml_add(ctx, ggml_mul_mat(ctx, w.in_proj_w, x), w.in_proj_b);
     ggml_tensor* out = lm::build_decoder(ctx, hp.shape(), w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv}, *cache_);
-    if (n > 1) out = ggml_cont(ctx, ggml_view_2d(ctx, out, hp.hidden, 1, out->nb[1], (n - 1) * out->nb[1]));
+    // The last position of every stream.
+    if (n > 1) out = ggml_cont(ctx, ggml_view_2d(ctx, out, H, B, n * out->nb[1], (n - 1) * out->nb[1]));
     s->logits = ggml_mul_mat(ctx, w.lm_head[group], out);
     s->graph.output(s->logits);
     s->graph.allocate(model_.backend());
@@ -48,13 +59,23 @@ std::unique_ptr<CodePredictor::Step> CodePredictor::build_step(size_t group) {
 }
 
 void CodePredictor::predict(const float* past_hidden, int32_t code0, const Select& select, int32_t* codes) {
+    if (streams_ != 1) throw Error(ErrorKind::Internal, "CodePredictor::predict on a batch of " + std::to_string(streams_));
+    predict_batch(past_hidden, &code0, [&](size_t, size_t group, std::vector<float>& logits) { return select(group, logits); },
+                  codes);
+}
+
+void CodePredictor::predict_batch(const float* past_hidden, const int32_t* code0, const BatchSelect& select, int32_t* codes) {
     const Hparams& h = model_.hparams();
     const uint32_t vocab = h.code_predictor.vocab;
-    if (code0 < 0 || static_cast<uint32_t>(code0) >= h.talker.vocab) {
-        throw Error(ErrorKind::InvalidArgument, "codebook-0 code " + std::to_string(code0) + " is outside the talker vocabulary");
+    const size_t groups = steps_.size();
+    for (uint32_t b = 0; b < streams_; ++b) {
+        if (code0[b] < 0 || static_cast<uint32_t>(code0[b]) >= h.talker.vocab) {
+            throw Error(ErrorKind::InvalidArgument,
+                        "codebook-0 code " + std::to_string(code0[b]) + " is outside the talker vocabulary");
+        }
     }
-    int32_t code = code0;
-    for (size_t g = 0; g < steps_.size(); ++g) {
+    std::vector<int32_t> code(code0, code0 + streams_);
+    for (size_t g = 0; g < groups; ++g) {
         Step& s = *steps_[g];
         const int32_t pos[2] = {0, 1};
         const int64_t rows[2] = {0, 1};
@@ -69,15 +90,20 @@ void CodePredictor::predict(const float* past_hidden, int32_t code0, const Selec
             ggml_backend_tensor_set(s.pos, &p, 0, sizeof(p));
             ggml_backend_tensor_set(s.rows, &r, 0, sizeof(r));
         }
-        ggml_backend_tensor_set(s.code, &code, 0, sizeof(code));
+        ggml_backend_tensor_set(s.code, code.data(), 0, code.size() * sizeof(int32_t));
         s.graph.compute(model_.backend());
-        ggml_backend_tensor_get(s.logits, logits_.data(), 0, logits_.size() * sizeof(float));
-        code = select(g, logits_);
-        if (code < 0 || static_cast<uint32_t>(code) >= vocab) {
-            throw Error(ErrorKind::InvalidArgument, "code " + std::to_string(code) + " chosen for codebook " +
-                                                        std::to_string(g + 1) + " is outside 0.." + std::to_string(vocab - 1));
+        ggml_backend_tensor_get(s.logits, batch_logits_.data(), 0, batch_logits_.size() * sizeof(float));
+        for (uint32_t b = 0; b < streams_; ++b) {
+            const float* own = batch_logits_.data() + size_t{b} * vocab;
+            logits_.assign(own, own + vocab);
+            code[b] = select(b, g, logits_);
+            if (code[b] < 0 || static_cast<uint32_t>(code[b]) >= vocab) {
+                throw Error(ErrorKind::InvalidArgument, "code " + std::to_string(code[b]) + " chosen for codebook " +
+                                                            std::to_string(g + 1) + " is outside 0.." +
+                                                            std::to_string(vocab - 1));
+            }
+            codes[size_t{b} * groups + g] = code[b];
         }
-        codes[g] = code;
     }
 }
 

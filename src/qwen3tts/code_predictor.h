@@ -1,6 +1,8 @@
 // The code predictor: for each frame, codebooks 1..G-1 from the talker's last hidden state and the
 // frame's codebook-0 code, one decoder pass per codebook. Its G-1 graphs (fixed positions and
 // attention lengths) are built once; its small F32 KV cache is simply overwritten every frame.
+// One predictor runs `streams` frames of independent sequences in lockstep (they share positions):
+// each pass multiplies every weight matrix by one column per stream, reading the weights once.
 #pragma once
 
 #include <cstddef>
@@ -17,15 +19,22 @@ namespace talkbox::qwen3tts {
 
 class CodePredictor {
 public:
-    explicit CodePredictor(const Model& model);
+    explicit CodePredictor(const Model& model, uint32_t streams = 1);
     ~CodePredictor();
+
+    uint32_t streams() const { return streams_; }
 
     // Picks the code of group `group` (codebook group+1) from its raw logits [vocab]; may modify them.
     using Select = std::function<int32_t(size_t group, std::vector<float>& logits)>;
+    // The same for stream `stream` of a batch.
+    using BatchSelect = std::function<int32_t(size_t stream, size_t group, std::vector<float>& logits)>;
 
-    // past_hidden: [talker hidden]; writes G-1 codes to `codes`. Throws Error when `select`
-    // returns a code outside the vocabulary.
+    // One stream (streams() == 1): past_hidden [talker hidden]; writes G-1 codes to `codes`.
+    // Throws Error when `select` returns a code outside the vocabulary.
     void predict(const float* past_hidden, int32_t code0, const Select& select, int32_t* codes);
+    // streams() frames at once: past_hidden [streams][talker hidden], code0 [streams]; writes
+    // [streams][G-1] codes. Each stream's codes and logits are those predict() gives it alone.
+    void predict_batch(const float* past_hidden, const int32_t* code0, const BatchSelect& select, int32_t* codes);
 
 private:
     struct Step {
@@ -36,9 +45,11 @@ private:
     std::unique_ptr<Step> build_step(size_t group);
 
     const Model& model_;
+    uint32_t streams_;
     std::unique_ptr<lm::KvCache> cache_;
     std::vector<std::unique_ptr<Step>> steps_;
-    std::vector<float> logits_;
+    std::vector<float> batch_logits_;  // [streams][vocab], as the graph returns them
+    std::vector<float> logits_;        // one stream's, handed to select
     std::vector<ggml_fp16_t> mask_;
 };
 

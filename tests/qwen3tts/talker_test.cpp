@@ -3,6 +3,8 @@
 // cache types; the attention window and cache growth past 256 positions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "qwen3tts/code_predictor.h"
@@ -63,6 +65,67 @@ TEST_P(TalkerGolden, TeacherForcedLogitsMatch) {
                 c.variant.c_str(), c.name.c_str(), t.error, t.tolerance, rows, p.error, p.tolerance);
     EXPECT_TRUE(t.ok()) << "talker logits error " << t.error << " > " << t.tolerance;
     EXPECT_TRUE(p.ok()) << "code predictor logits error " << p.error << " > " << p.tolerance;
+}
+
+// The batched code predictor: the first frames of a case (different hidden states and codes)
+// predicted together as one batch give every stream the logits it gets alone and so the same codes
+// (forced to the golden ones here, and greedy). These F32 weights go through ggml's products, whose
+// accumulation order changes with the column count (one column: a dot product per row; several:
+// tiled GEMM), so the logits agree to float rounding (measured: ~1e-6 of max|logit|); the int8
+// panel kernels of Q8_0 / Q4_K weights compute every column alike (packed_matmul_test).
+TEST_P(TalkerGolden, BatchedCodePredictorEqualsEachStreamAlone) {
+    const TalkerCase& c = GetParam();
+    const Model& model = testing::tiny_model(c.variant);
+    const Prompt prompt = build_prompt(model, c.request());
+    const auto frames = c.frames();
+    const size_t groups = model.hparams().talker.code_groups, hidden = model.hparams().talker.hidden;
+    const size_t streams = std::min<size_t>(3, frames.size());
+    ASSERT_GE(streams, 2u);
+    Talker talker(model, lm::KvType::F32);
+    talker.prefill(prompt.embeds.data(), prompt.length());
+    std::vector<float> states;  // [streams][hidden]
+    std::vector<int32_t> code0;
+    for (size_t k = 0; k < streams; ++k) {
+        states.insert(states.end(), talker.hidden().begin(), talker.hidden().end());
+        code0.push_back(frames[k][0]);
+        talker.step(frames[k].data(), step_text(prompt, k));
+    }
+    for (const bool greedy : {false, true}) {
+        const auto pick = [&](size_t stream, size_t g, const std::vector<float>& logits) {
+            return greedy ? static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin())
+                          : frames[stream][g + 1];
+        };
+        std::vector<std::vector<float>> alone(streams), together(streams);
+        std::vector<int32_t> alone_codes(streams * (groups - 1)), together_codes(streams * (groups - 1));
+        CodePredictor one(model);
+        for (size_t b = 0; b < streams; ++b) {
+            one.predict(states.data() + b * hidden, code0[b],
+                        [&](size_t g, std::vector<float>& logits) {
+                            alone[b].insert(alone[b].end(), logits.begin(), logits.end());
+                            return pick(b, g, logits);
+                        },
+                        alone_codes.data() + b * (groups - 1));
+        }
+        CodePredictor batch(model, static_cast<uint32_t>(streams));
+        batch.predict_batch(states.data(), code0.data(),
+                            [&](size_t b, size_t g, std::vector<float>& logits) {
+                                together[b].insert(together[b].end(), logits.begin(), logits.end());
+                                return pick(b, g, logits);
+                            },
+                            together_codes.data());
+        EXPECT_EQ(together_codes, alone_codes) << (greedy ? "greedy" : "forced");
+        for (size_t b = 0; b < streams; ++b) {
+            ASSERT_EQ(together[b].size(), alone[b].size());
+            float worst = 0, scale = 0;
+            for (size_t i = 0; i < alone[b].size(); ++i) {
+                worst = std::max(worst, std::fabs(together[b][i] - alone[b][i]));
+                scale = std::max(scale, std::fabs(alone[b][i]));
+            }
+            std::printf("[ measure  ] %s/%s stream %zu (%s): batched vs alone max |diff| %.3g, max |logit| %.3g\n",
+                        c.variant.c_str(), c.name.c_str(), b, greedy ? "greedy" : "forced", worst, scale);
+            EXPECT_LE(worst, 1e-5f * scale) << "stream " << b;
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, TalkerGolden, ::testing::ValuesIn(testing::talker_cases()),
