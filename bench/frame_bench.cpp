@@ -1,12 +1,13 @@
 // Times the generation hot path on a converted model: talker prefill, one talker step, one code
 // predictor frame (G-1 passes) and a full frame, with greedy selection; with --streams N also the
-// code predictor batched over 2, 4, ... N streams (one frame of each per batch).
+// talker and the code predictor batched over 2, 4, ... N streams (one frame of each per batch).
 //   frame_bench model.gguf [-t threads] [-n frames] [--kv f32|f16|q8_0] [--streams N]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -76,23 +77,43 @@ int main(int argc, char** argv) {
         std::printf("predictor (x%zu) %8.2f ms  (%.2f ms per pass)\n", G - 1, t_pred / frames, t_pred / frames / (G - 1));
         std::printf("frame           %8.2f ms  (%d frames, %d threads)\n", (t_talker + t_pred) / frames, frames, threads);
         for (int streams = 2; streams <= max_streams; streams *= 2) {
-            CodePredictor batch(model, static_cast<uint32_t>(streams));
-            std::vector<float> hidden;
-            std::vector<int32_t> code0, codes(static_cast<size_t>(streams) * (G - 1));
+            std::vector<std::unique_ptr<Talker>> talkers;
+            std::vector<Talker*> batch_talkers;
             for (int b = 0; b < streams; ++b) {
-                hidden.insert(hidden.end(), talker.hidden().begin(), talker.hidden().end());
-                code0.push_back(frame[0]);
+                talkers.push_back(std::make_unique<Talker>(model, kv));
+                talkers.back()->prefill(prompt.data(), prompt_len);
+                batch_talkers.push_back(talkers.back().get());
             }
+            TalkerStepper stepper(model);
+            CodePredictor batch(model, static_cast<uint32_t>(streams));
+            std::vector<float> hidden(static_cast<size_t>(streams) * H), texts(static_cast<size_t>(streams) * H, 0.0f);
+            std::vector<int32_t> code0(static_cast<size_t>(streams)), frames_b(static_cast<size_t>(streams) * G);
             const auto greedy_batch = [](size_t, size_t, std::vector<float>& l) { return argmax(l); };
-            double t_batch = 0;
+            double t_steps = 0, t_batch = 0;
             for (int f = -2; f < frames; ++f) {
-                const auto t = Clock::now();
-                batch.predict_batch(hidden.data(), code0.data(), greedy_batch, codes.data());
-                if (f >= 0) t_batch += ms_since(t);
+                for (int b = 0; b < streams; ++b) {
+                    const Talker& t = *talkers[static_cast<size_t>(b)];
+                    std::copy(t.hidden().begin(), t.hidden().end(), hidden.begin() + b * static_cast<std::ptrdiff_t>(H));
+                    code0[static_cast<size_t>(b)] = argmax(t.logits()) % static_cast<int32_t>(model.suppress_begin());
+                }
+                std::vector<int32_t> rest(static_cast<size_t>(streams) * (G - 1));
+                auto t = Clock::now();
+                batch.predict_batch(hidden.data(), code0.data(), greedy_batch, rest.data());
+                const double p = ms_since(t);
+                for (int b = 0; b < streams; ++b) {
+                    frames_b[static_cast<size_t>(b) * G] = code0[static_cast<size_t>(b)];
+                    std::copy_n(rest.begin() + b * static_cast<std::ptrdiff_t>(G - 1), G - 1, frames_b.begin() + b * static_cast<std::ptrdiff_t>(G) + 1);
+                }
+                t = Clock::now();
+                stepper.step(batch_talkers, frames_b.data(), texts.data());
+                const double st = ms_since(t);
+                if (f >= 0) t_batch += p, t_steps += st;
             }
-            const double per_batch = t_batch / frames;
-            std::printf("predictor, %d streams %8.2f ms per batch  (%.2f ms per stream's frame, %.2fx one stream's throughput)\n",
-                        streams, per_batch, per_batch / streams, t_pred / frames / (per_batch / streams));
+            const double per_frame = (t_steps + t_batch) / frames;
+            std::printf("%d streams: talker %7.2f + predictor %7.2f = %7.2f ms per batch frame (%.2f ms per stream's frame, "
+                        "%.2fx one stream's throughput)\n",
+                        streams, t_steps / frames, t_batch / frames, per_frame, per_frame / streams,
+                        (t_talker + t_pred) / frames / (per_frame / streams));
         }
     } catch (const talkbox::Error& e) {
         std::fprintf(stderr, "error: %s\n", e.what());

@@ -7,6 +7,7 @@
 #include "core/ops.h"
 #include "core/packed_matmul.h"
 #include "core/weights.h"
+#include "talkbox/error.h"
 
 namespace talkbox::lm {
 
@@ -74,37 +75,66 @@ bool is_whole_layer_matrix(const std::string& gguf_name) {
 ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::vector<LayerWeights>& layers,
                            ggml_tensor* output_norm, ggml_tensor* x, const AttentionInputs& in, const KvCache& cache,
                            ggml_tensor* output_norm_b) {
+    return build_decoder(ctx, s, layers, output_norm, x, std::vector<SequenceSlice>{{&cache, in}}, output_norm_b);
+}
+
+ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& s, const std::vector<LayerWeights>& layers,
+                           ggml_tensor* output_norm, ggml_tensor* x, const std::vector<SequenceSlice>& slices,
+                           ggml_tensor* output_norm_b) {
     const bool gpt2 = s.flavour == StackFlavour::Gpt2;
-    const int64_t streams = cache.streams(), n_tokens = x->ne[1] / streams, hd = s.head_dim;
+    const int64_t hd = s.head_dim, nq = hd * s.heads, nkv = hd * s.kv_heads;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    // Each slice's first column in x and its tokens per stream.
+    std::vector<int64_t> first, tokens;
+    int64_t columns = 0;
+    for (const SequenceSlice& slice : slices) {
+        const int64_t n = slice.in.rows->ne[0];
+        first.push_back(columns);
+        tokens.push_back(n);
+        columns += n * slice.cache->streams();
+    }
+    if (columns != x->ne[1]) throw Error(ErrorKind::Internal, "build_decoder: the slices do not cover x's columns");
+    // A slice's columns of a projection [rows, columns] (all of it for a single slice).
+    const auto columns_of = [&](ggml_tensor* t, size_t i) {
+        if (slices.size() == 1) return t;
+        const int64_t n = tokens[i] * slices[i].cache->streams();
+        return ggml_view_2d(ctx, t, t->ne[0], n, t->nb[1], static_cast<size_t>(first[i]) * t->nb[1]);
+    };
     for (size_t l = 0; l < layers.size(); ++l) {
         const LayerWeights& w = layers[l];
         ggml_tensor* h = block_norm(ctx, x, w.attn_norm, w.attn_norm_b, s);
 
         // GPT-2's c_attn is one [hidden, 3·hidden] matrix: its q, k and v row blocks as three projections
         // (whole 16-row panels when packed, so a row block of a packed matrix is a packed matrix).
-        const int64_t nq = hd * s.heads, nkv = hd * s.kv_heads;
         const auto proj = [&](ggml_tensor* sep, int64_t n, int64_t index) {
             if (!w.qkv) return linear(ctx, w, sep, h);
             return add_bias(ctx, linear(ctx, w, row_block(ctx, w.qkv, n, index), h), bias_block(ctx, w.qkv_b, n, index));
         };
-        ggml_tensor* q = ggml_reshape_4d(ctx, proj(w.q, nq, 0), hd, s.heads, n_tokens, streams);
-        ggml_tensor* k = ggml_reshape_4d(ctx, proj(w.k, nkv, 1), hd, s.kv_heads, n_tokens, streams);
-        ggml_tensor* v = ggml_reshape_4d(ctx, proj(w.v, nkv, 2), hd, s.kv_heads, n_tokens, streams);
-        if (w.q_norm) q = rms_norm(ctx, q, w.q_norm, s.rms_eps);
-        if (w.k_norm) k = rms_norm(ctx, k, w.k_norm, s.rms_eps);
-        if (!gpt2) {
-            q = rope(ctx, q, in.positions, s);
-            k = rope(ctx, k, in.positions, s);
+        ggml_tensor *q_all = proj(w.q, nq, 0), *k_all = proj(w.k, nkv, 1), *v_all = proj(w.v, nkv, 2);
+        ggml_tensor* attn = nullptr;
+        for (size_t i = 0; i < slices.size(); ++i) {
+            const KvCache& cache = *slices[i].cache;
+            const AttentionInputs& in = slices[i].in;
+            const int64_t n_tokens = tokens[i], streams = cache.streams();
+            ggml_tensor* q = ggml_reshape_4d(ctx, columns_of(q_all, i), hd, s.heads, n_tokens, streams);
+            ggml_tensor* k = ggml_reshape_4d(ctx, columns_of(k_all, i), hd, s.kv_heads, n_tokens, streams);
+            ggml_tensor* v = ggml_reshape_4d(ctx, columns_of(v_all, i), hd, s.kv_heads, n_tokens, streams);
+            if (w.q_norm) q = rms_norm(ctx, q, w.q_norm, s.rms_eps);
+            if (w.k_norm) k = rms_norm(ctx, k, w.k_norm, s.rms_eps);
+            if (!gpt2) {
+                q = rope(ctx, q, in.positions, s);
+                k = rope(ctx, k, in.positions, s);
+            }
+
+            ggml_tensor* kv_k = store_and_view(ctx, cache.k(l), k, in.rows, in.n_kv);
+            ggml_tensor* kv_v = store_and_view(ctx, cache.v(l), v, in.rows, in.n_kv);
+
+            // q [hd, n_tokens, heads, streams]; kv head j serves q heads j·g … j·g+g−1 (ggml's broadcast order).
+            ggml_tensor* a = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), kv_k, kv_v, in.mask, scale, 0.0f, 0.0f);
+            ggml_flash_attn_ext_set_prec(a, GGML_PREC_F32);
+            a = ggml_reshape_2d(ctx, a, hd * s.heads, n_tokens * streams);
+            attn = attn ? ggml_concat(ctx, attn, a, 1) : a;
         }
-
-        ggml_tensor* kv_k = store_and_view(ctx, cache.k(l), k, in.rows, in.n_kv);
-        ggml_tensor* kv_v = store_and_view(ctx, cache.v(l), v, in.rows, in.n_kv);
-
-        // q [hd, n_tokens, heads, streams]; kv head j serves q heads j·g … j·g+g−1 (ggml's broadcast order).
-        ggml_tensor* attn = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), kv_k, kv_v, in.mask, scale, 0.0f, 0.0f);
-        ggml_flash_attn_ext_set_prec(attn, GGML_PREC_F32);
-        attn = ggml_reshape_2d(ctx, attn, hd * s.heads, n_tokens * streams);
         x = ggml_add(ctx, x, add_bias(ctx, linear(ctx, w, w.o, attn), w.o_b));
 
         h = block_norm(ctx, x, w.ffn_norm, w.ffn_norm_b, s);

@@ -63,6 +63,21 @@ ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& shape, const std
                            ggml_tensor* output_norm, ggml_tensor* x, const AttentionInputs& in, const KvCache& cache,
                            ggml_tensor* output_norm_b = nullptr);
 
+// One of several independent sequences stepped through one graph: its cache, and its positions,
+// cache rows, mask and window (in.positions->ne[0] tokens per stream of the cache).
+struct SequenceSlice {
+    const KvCache* cache;
+    AttentionInputs in;
+};
+
+// The same over sequences with caches (and positions, windows) of their own: x's columns are the
+// slices' columns one after the other, and every weight matrix multiplies all of them at once.
+// Attention runs per slice; each slice's output columns are what it gets alone up to the
+// products' accumulation order (ggml's change with the column count; the int8 panel kernels do not).
+ggml_tensor* build_decoder(ggml_context* ctx, const StackShape& shape, const std::vector<LayerWeights>& layers,
+                           ggml_tensor* output_norm, ggml_tensor* x, const std::vector<SequenceSlice>& slices,
+                           ggml_tensor* output_norm_b = nullptr);
+
 // The additive causal mask for n_tokens queries at positions [n_past, n_past + n_tokens) over n_kv
 // cache rows (rows past the last query are masked too), as F16 values for flash attention.
 void causal_mask(std::vector<ggml_fp16_t>& mask, int64_t n_kv, int64_t n_past, int64_t n_tokens);

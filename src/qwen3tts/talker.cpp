@@ -22,18 +22,11 @@ lm::SequenceShape sequence_shape(const DecoderHparams& hp) {
 
 }  // namespace
 
-struct Talker::StepGraph {
-    Graph graph;
-    uint64_t cache_id = 0;
-    int64_t n_kv = 0;
-    ggml_tensor *codes = nullptr, *text = nullptr, *pos = nullptr, *rows = nullptr, *mask = nullptr;
-    ggml_tensor *logits = nullptr, *hidden = nullptr;
-};
-
 // Fails early (before any graph) when the cache type cannot hold this head size.
 Talker::Talker(const Model& model, lm::KvType kv_type)
     : model_(model),
       sequence_(model.backend().get(), sequence_shape(model.hparams().talker), kv_type),
+      own_step_(std::make_unique<TalkerStepper>(model)),
       logits_(model.hparams().talker.vocab),
       hidden_(model.hparams().talker.hidden) {}
 
@@ -79,57 +72,100 @@ void Talker::prefill(const float* embeds, size_t n_tokens) {
     sequence_.advance(n_tokens);
 }
 
-void Talker::step(const int32_t* codes, const float* text) {
-    const size_t length = sequence_.length();
-    if (length == 0) throw Error(ErrorKind::InvalidArgument, "talker step before prefill");
+void Talker::step(const int32_t* codes, const float* text) { own_step_->step({this}, codes, text); }
+
+struct TalkerStepper::Graph {
+    // Nodes: per layer ~30 shared and ~16 per talker (its attention), plus the embeddings and head.
+    Graph(uint32_t layers, int64_t talkers) : graph(1024 + layers * static_cast<size_t>(32 + 16 * talkers)) {}
+    talkbox::Graph graph;
+    std::vector<std::pair<uint64_t, int64_t>> key;  // (cache_id, n_kv) of every talker, in order
+    ggml_tensor *codes = nullptr, *text = nullptr, *logits = nullptr, *hidden = nullptr;
+    struct Slice {
+        ggml_tensor *pos, *row, *mask;
+    };
+    std::vector<Slice> slices;
+};
+
+TalkerStepper::TalkerStepper(const Model& model) : model_(model) {}
+
+TalkerStepper::~TalkerStepper() = default;
+
+void TalkerStepper::step(const std::vector<Talker*>& talkers, const int32_t* codes, const float* texts) {
     const Hparams& h = model_.hparams();
     const auto& hp = h.talker;
     const uint32_t groups = hp.code_groups;
-    for (uint32_t i = 0; i < groups; ++i) {
-        const uint32_t limit = i == 0 ? hp.vocab : h.code_predictor.vocab;
-        if (codes[i] < 0 || static_cast<uint32_t>(codes[i]) >= limit) {
-            throw Error(ErrorKind::InvalidArgument, "frame code " + std::to_string(codes[i]) + " of codebook " +
-                                                        std::to_string(i) + " is outside 0.." + std::to_string(limit - 1));
+    const int64_t B = static_cast<int64_t>(talkers.size());
+    if (B == 0) return;
+    std::vector<std::pair<uint64_t, int64_t>> key;
+    for (int64_t b = 0; b < B; ++b) {
+        Talker& t = *talkers[static_cast<size_t>(b)];
+        if (&t.model_ != &model_) throw Error(ErrorKind::Internal, "TalkerStepper: a talker of another model");
+        const size_t length = t.sequence_.length();
+        if (length == 0) throw Error(ErrorKind::InvalidArgument, "talker step before prefill");
+        const int32_t* frame = codes + b * groups;
+        for (uint32_t i = 0; i < groups; ++i) {
+            const uint32_t limit = i == 0 ? hp.vocab : h.code_predictor.vocab;
+            if (frame[i] < 0 || static_cast<uint32_t>(frame[i]) >= limit) {
+                throw Error(ErrorKind::InvalidArgument, "frame code " + std::to_string(frame[i]) + " of codebook " +
+                                                            std::to_string(i) + " is outside 0.." + std::to_string(limit - 1));
+            }
         }
+        t.sequence_.reserve(length + 1, "talker");
+        key.emplace_back(t.sequence_.cache_id(), t.sequence_.n_kv(length + 1));
     }
-    sequence_.reserve(length + 1, "talker");
-    const int64_t n_kv = sequence_.n_kv(length + 1);
-    if (!step_ || step_->n_kv != n_kv || step_->cache_id != sequence_.cache_id()) {
-        step_.reset();
-        auto s = std::make_unique<StepGraph>();
+    if (!graph_ || graph_->key != key) {
+        graph_.reset();
+        auto g = std::make_unique<Graph>(hp.layers, B);
         const TalkerWeights& w = model_.talker();
         const CodePredictorWeights& cw = model_.code_predictor();
-        ggml_context* ctx = s->graph.ctx();
-        s->cache_id = sequence_.cache_id();
-        s->n_kv = n_kv;
-        s->codes = s->graph.input(GGML_TYPE_I32, {groups}, "codes");
-        s->text = s->graph.input(GGML_TYPE_F32, {hp.hidden, 1}, "text");
-        s->pos = s->graph.input(GGML_TYPE_I32, {1}, "position");
-        s->rows = s->graph.input(GGML_TYPE_I64, {1}, "row");
-        s->mask = s->graph.input(GGML_TYPE_F16, {n_kv, 1}, "mask");
-        auto code = [&](uint32_t i) { return ggml_view_1d(ctx, s->codes, 1, i * sizeof(int32_t)); };
+        ggml_context* ctx = g->graph.ctx();
+        g->key = key;
+        g->codes = g->graph.input(GGML_TYPE_I32, {static_cast<int64_t>(groups) * B}, "codes");  // group-major
+        g->text = g->graph.input(GGML_TYPE_F32, {hp.hidden, B}, "text");
+        std::vector<lm::SequenceSlice> slices;
+        for (int64_t b = 0; b < B; ++b) {
+            const int64_t n_kv = key[static_cast<size_t>(b)].second;
+            Graph::Slice in{g->graph.input(GGML_TYPE_I32, {1}, "position"), g->graph.input(GGML_TYPE_I64, {1}, "row"),
+                            g->graph.input(GGML_TYPE_F16, {n_kv, 1}, "mask")};
+            g->slices.push_back(in);
+            slices.push_back({&talkers[static_cast<size_t>(b)]->sequence_.cache(), {in.pos, in.row, in.mask, n_kv}});
+        }
+        auto code = [&](uint32_t i) { return ggml_view_1d(ctx, g->codes, B, i * B * sizeof(int32_t)); };
         ggml_tensor* x = ggml_get_rows(ctx, w.codec_embd, code(0));
         for (uint32_t i = 1; i < groups; ++i) x = ggml_add(ctx, x, ggml_get_rows(ctx, cw.codec_embd[i - 1], code(i)));
-        x = ggml_add(ctx, x, s->text);
-        s->hidden = lm::build_decoder(ctx, hp.shape(), w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv},
-                                      sequence_.cache());
-        s->logits = ggml_mul_mat(ctx, w.codec_head, s->hidden);
-        s->graph.output(s->hidden);
-        s->graph.output(s->logits);
-        s->graph.allocate(model_.backend());
-        step_ = std::move(s);
+        x = ggml_add(ctx, x, g->text);
+        g->hidden = lm::build_decoder(ctx, hp.shape(), w.layers, w.output_norm, x, slices);
+        g->logits = ggml_mul_mat(ctx, w.codec_head, g->hidden);
+        g->graph.output(g->hidden);
+        g->graph.output(g->logits);
+        g->graph.allocate(model_.backend());
+        graph_ = std::move(g);
     }
-    const int32_t pos = static_cast<int32_t>(length);
-    const int64_t row = static_cast<int64_t>(length);
-    sequence_.mask(mask_, 1);
-    ggml_backend_tensor_set(step_->codes, codes, 0, groups * sizeof(int32_t));
-    ggml_backend_tensor_set(step_->text, text, 0, ggml_nbytes(step_->text));
-    ggml_backend_tensor_set(step_->pos, &pos, 0, sizeof(pos));
-    ggml_backend_tensor_set(step_->rows, &row, 0, sizeof(row));
-    ggml_backend_tensor_set(step_->mask, mask_.data(), 0, ggml_nbytes(step_->mask));
-    step_->graph.compute(model_.backend());
-    read_outputs(step_->logits, step_->hidden);
-    sequence_.advance(1);
+    std::vector<int32_t> by_group(static_cast<size_t>(groups * B));
+    for (int64_t b = 0; b < B; ++b) {
+        for (uint32_t i = 0; i < groups; ++i) by_group[static_cast<size_t>(i * B + b)] = codes[b * groups + i];
+    }
+    ggml_backend_tensor_set(graph_->codes, by_group.data(), 0, by_group.size() * sizeof(int32_t));
+    ggml_backend_tensor_set(graph_->text, texts, 0, ggml_nbytes(graph_->text));
+    for (int64_t b = 0; b < B; ++b) {
+        Talker& t = *talkers[static_cast<size_t>(b)];
+        const Graph::Slice& in = graph_->slices[static_cast<size_t>(b)];
+        const int32_t pos = static_cast<int32_t>(t.sequence_.length());
+        const int64_t row = pos;
+        t.sequence_.mask(t.mask_, 1);
+        ggml_backend_tensor_set(in.pos, &pos, 0, sizeof(pos));
+        ggml_backend_tensor_set(in.row, &row, 0, sizeof(row));
+        ggml_backend_tensor_set(in.mask, t.mask_.data(), 0, ggml_nbytes(in.mask));
+    }
+    graph_->graph.compute(model_.backend());
+    for (int64_t b = 0; b < B; ++b) {
+        Talker& t = *talkers[static_cast<size_t>(b)];
+        ggml_backend_tensor_get(graph_->logits, t.logits_.data(), static_cast<size_t>(b) * graph_->logits->nb[1],
+                                t.logits_.size() * sizeof(float));
+        ggml_backend_tensor_get(graph_->hidden, t.hidden_.data(), static_cast<size_t>(b) * graph_->hidden->nb[1],
+                                t.hidden_.size() * sizeof(float));
+        t.sequence_.advance(1);
+    }
 }
 
 }  // namespace talkbox::qwen3tts

@@ -14,6 +14,8 @@
 
 namespace talkbox::qwen3tts {
 
+class TalkerStepper;
+
 class Talker {
 public:
     Talker(const Model& model, lm::KvType kv_type);
@@ -23,6 +25,7 @@ public:
     void prefill(const float* embeds, size_t n_tokens);
     // Appends one position whose input is the sum of the frame's code embeddings (codebook 0 from
     // the talker table, codebooks 1.. from the code predictor's tables) and `text` [hidden].
+    // (TalkerStepper steps several talkers at once.)
     void step(const int32_t* codes, const float* text);
 
     const std::vector<float>& logits() const { return logits_; }  // [vocab], raw
@@ -30,14 +33,33 @@ public:
     size_t length() const { return sequence_.length(); }
 
 private:
-    struct StepGraph;
+    friend class TalkerStepper;
     void read_outputs(ggml_tensor* logits, ggml_tensor* hidden);
 
     const Model& model_;
     lm::Sequence sequence_;
-    std::unique_ptr<StepGraph> step_;  // rebuilt when its attention window or the cache changes
+    std::unique_ptr<TalkerStepper> own_step_;  // step() alone
     std::vector<float> logits_, hidden_;
     std::vector<ggml_fp16_t> mask_;
+};
+
+// Steps talkers of one model together, one position each, through one graph: every weight matrix
+// multiplies one column per talker, so B sequences read the weights once. The talkers may be at
+// any lengths; each gets the logits, hidden state and length of a step alone (up to the products'
+// accumulation order: ggml's change with the column count, the int8 panel kernels do not). The
+// graph is kept until the list of talkers, a window or a cache changes.
+class TalkerStepper {
+public:
+    explicit TalkerStepper(const Model& model);
+    ~TalkerStepper();
+
+    // codes [talkers][code groups], texts [talkers][hidden].
+    void step(const std::vector<Talker*>& talkers, const int32_t* codes, const float* texts);
+
+private:
+    struct Graph;
+    const Model& model_;
+    std::unique_ptr<Graph> graph_;
 };
 
 }  // namespace talkbox::qwen3tts

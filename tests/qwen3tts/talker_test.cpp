@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <string>
 
 #include "qwen3tts/code_predictor.h"
 #include "qwen3tts/embeddings.h"
@@ -22,6 +24,19 @@ using testing::TalkerCase;
 // Text added at decode step k: trailing text while it lasts, then tts_pad.
 const float* step_text(const Prompt& p, size_t k) {
     return k < p.trailing_length() ? p.trailing.data() + k * p.hidden : p.tts_pad.data();
+}
+
+// A stream's values from a batch against its values alone: equal up to the products' accumulation
+// order (see BatchedCodePredictorEqualsEachStreamAlone), within 1e-5 of their largest magnitude.
+void expect_batched_close(const std::vector<float>& together, const std::vector<float>& alone, const std::string& where) {
+    ASSERT_EQ(together.size(), alone.size()) << where;
+    float worst = 0, scale = 0;
+    for (size_t i = 0; i < alone.size(); ++i) {
+        worst = std::max(worst, std::fabs(together[i] - alone[i]));
+        scale = std::max(scale, std::fabs(alone[i]));
+    }
+    std::printf("[ measure  ] %s: batched vs alone max |diff| %.3g, max |value| %.3g\n", where.c_str(), worst, scale);
+    EXPECT_LE(worst, 1e-5f * scale) << where;
 }
 
 class TalkerGolden : public ::testing::TestWithParam<TalkerCase> {};
@@ -115,21 +130,81 @@ TEST_P(TalkerGolden, BatchedCodePredictorEqualsEachStreamAlone) {
                             together_codes.data());
         EXPECT_EQ(together_codes, alone_codes) << (greedy ? "greedy" : "forced");
         for (size_t b = 0; b < streams; ++b) {
-            ASSERT_EQ(together[b].size(), alone[b].size());
-            float worst = 0, scale = 0;
-            for (size_t i = 0; i < alone[b].size(); ++i) {
-                worst = std::max(worst, std::fabs(together[b][i] - alone[b][i]));
-                scale = std::max(scale, std::fabs(alone[b][i]));
-            }
-            std::printf("[ measure  ] %s/%s stream %zu (%s): batched vs alone max |diff| %.3g, max |logit| %.3g\n",
-                        c.variant.c_str(), c.name.c_str(), b, greedy ? "greedy" : "forced", worst, scale);
-            EXPECT_LE(worst, 1e-5f * scale) << "stream " << b;
+            expect_batched_close(together[b], alone[b],
+                                 c.variant + "/" + c.name + " stream " + std::to_string(b) + (greedy ? " greedy" : " forced"));
         }
     }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, TalkerGolden, ::testing::ValuesIn(testing::talker_cases()),
                          [](const auto& info) { return testing::case_test_name(info.param); });
+
+// The talker stepped as one batch over the golden cases of each model (prompts of different lengths,
+// one case joining two steps late, teacher-forced with each case's golden frames): every case gets
+// the logits it gets alone, and so matches its goldens.
+TEST(Talker, BatchedStepsEqualEachSequenceAlone) {
+    std::vector<std::string> variants;
+    for (const TalkerCase& c : testing::talker_cases()) {
+        if (std::find(variants.begin(), variants.end(), c.variant) == variants.end()) variants.push_back(c.variant);
+    }
+    constexpr size_t kSteps = 4, kLate = 2;  // steps per case; the last case joins after kLate batch steps
+    for (const std::string& variant : variants) {
+        std::vector<const TalkerCase*> cases;
+        for (const TalkerCase& c : testing::talker_cases()) {
+            if (c.variant == variant) cases.push_back(&c);
+        }
+        if (cases.size() < 2) continue;
+        const Model& model = testing::tiny_model(variant);
+        std::vector<Prompt> prompts;
+        std::vector<std::vector<std::vector<int32_t>>> frames;
+        for (const TalkerCase* c : cases) {
+            prompts.push_back(build_prompt(model, c->request()));
+            frames.push_back(c->frames());
+            ASSERT_GE(frames.back().size(), kSteps) << c->name;
+        }
+        const size_t n = cases.size(), hidden = model.hparams().talker.hidden;
+        std::vector<std::vector<float>> alone(n), together(n);
+        for (size_t i = 0; i < n; ++i) {
+            Talker t(model, lm::KvType::F32);
+            t.prefill(prompts[i].embeds.data(), prompts[i].length());
+            for (size_t k = 0; k < kSteps; ++k) {
+                t.step(frames[i][k].data(), step_text(prompts[i], k));
+                alone[i].insert(alone[i].end(), t.logits().begin(), t.logits().end());
+            }
+        }
+        std::vector<std::unique_ptr<Talker>> talkers;
+        for (size_t i = 0; i < n; ++i) talkers.push_back(std::make_unique<Talker>(model, lm::KvType::F32));
+        TalkerStepper stepper(model);
+        std::vector<size_t> done(n, 0);
+        for (size_t round = 0; round < kSteps + kLate; ++round) {
+            std::vector<Talker*> batch;
+            std::vector<int32_t> codes;
+            std::vector<float> texts;
+            std::vector<size_t> members;
+            for (size_t i = 0; i < n; ++i) {
+                const bool late = i + 1 == n;
+                if (late && round < kLate) continue;
+                if (talkers[i]->length() == 0) talkers[i]->prefill(prompts[i].embeds.data(), prompts[i].length());
+                if (done[i] == kSteps) continue;
+                batch.push_back(talkers[i].get());
+                members.push_back(i);
+                codes.insert(codes.end(), frames[i][done[i]].begin(), frames[i][done[i]].end());
+                const float* text = step_text(prompts[i], done[i]);
+                texts.insert(texts.end(), text, text + hidden);
+            }
+            stepper.step(batch, codes.data(), texts.data());
+            for (size_t m : members) {
+                together[m].insert(together[m].end(), talkers[m]->logits().begin(), talkers[m]->logits().end());
+                ++done[m];
+            }
+        }
+        for (size_t i = 0; i < n; ++i) {
+            EXPECT_EQ(done[i], kSteps);
+            EXPECT_EQ(talkers[i]->length(), prompts[i].length() + kSteps);
+            expect_batched_close(together[i], alone[i], variant + "/" + cases[i]->name + " in a batch of " + std::to_string(n));
+        }
+    }
+}
 
 // F16 keys/values change the logits only slightly; Q8_0 blocks (32) cannot hold the tiny 16-wide heads.
 TEST(Talker, KvCacheTypes) {
