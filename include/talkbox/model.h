@@ -38,6 +38,10 @@ struct ModelOptions {
     int decoder_threads = 0;
     bool gpu = false;              // CUDA backend (builds with -DTALKBOX_CUDA=ON)
     std::string kv_cache = "f32";  // KV cache type, one of Capabilities::kv_cache_types
+    // Requests generated together in one batch, where the family batches (Qwen3-TTS: sessions of
+    // one model join a running batch frame by frame and each reads the weights once per frame for
+    // all). 0: the default, 8.
+    int max_batch = 0;
 };
 
 // A numeric request field a model takes, by its request name (the server's JSON key, the CLI's

@@ -8,12 +8,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/commands.h"
@@ -35,7 +38,7 @@ struct BenchArgs {
     std::string model, text = kDefaultText, language = "auto";
     std::string speaker, instruct, voice, kv_cache = "f32";
     int threads = 0, decoder_threads = 0;
-    uint32_t frames = 100, repeat = 3;
+    uint32_t frames = 100, repeat = 3, streams = 1;
     size_t chunk = 4, first_chunk = 1;
     uint64_t seed = 42;
     bool json = false;
@@ -332,6 +335,107 @@ void run_sentence_bench(const BenchArgs& a, const Loaded& m, Session& session) {
                 "time when other processes share the cores).\n");
 }
 
+double percentile(std::vector<double> v, double p) {
+    std::sort(v.begin(), v.end());
+    const size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
+    return v[std::min(i, v.size() - 1)];
+}
+
+// --streams N: N sessions speak at once (seeds seed, seed+1, ...), as N clients of one server;
+// per round the aggregate audio throughput, and per stream its real-time factor and first audio.
+void run_streams_bench(const BenchArgs& a, const Loaded& m) {
+    const Capabilities& caps = m.model->capabilities();
+    std::vector<SpeechRequest> requests(a.streams);
+    std::string voice;
+    for (uint32_t i = 0; i < a.streams; ++i) {
+        SpeechRequest& r = requests[i];
+        r.text = a.text;
+        r.language = a.language;
+        r.max_frames = r.min_frames = a.frames;
+        r.sampling.seed = a.seed + i;
+        r.exaggeration = a.exaggeration;
+        r.cfg_weight = a.cfg_weight;
+        voice = choose_voice(a, caps, m.voice_file, r);
+    }
+    std::vector<std::unique_ptr<Session>> sessions;
+    for (uint32_t i = 0; i < a.streams; ++i) sessions.push_back(std::make_unique<Session>(*m.model));
+    const StreamOptions stream{a.chunk, 64, a.first_chunk};
+    std::vector<Figure> figures = {
+        {"audio_seconds_per_second", "audio s per second (all)", "%.3f", {}},
+        {"rtf", "real-time factor (each)", "%.3f", {}},
+        {"total_ms_per_frame", "total ms/frame (each)", "%.2f", {}},
+        {"first_audio_ms", "first audio ms p50", "%.1f", {}},
+        {"first_audio_p99_ms", "first audio ms p99", "%.1f", {}},
+        {"peak_rss_mb", "peak RSS MiB", "%.0f", {}},
+    };
+    double audio_seconds = 0;
+    using Clock = std::chrono::steady_clock;
+    for (uint32_t run = 0; run <= a.repeat; ++run) {  // run 0: warm-up, excluded
+        std::vector<SpeechResult> results(a.streams);
+        std::vector<std::exception_ptr> errors(a.streams);
+        const auto start = Clock::now();
+        std::vector<std::thread> threads;
+        for (uint32_t i = 0; i < a.streams; ++i) {
+            threads.emplace_back([&, i] {
+                try {
+                    results[i] = sessions[i]->speak(requests[i], [](const float*, size_t) {}, stream);
+                } catch (...) {
+                    errors[i] = std::current_exception();
+                }
+            });
+        }
+        for (auto& t : threads) t.join();
+        const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+        for (const auto& e : errors) {
+            if (e) std::rethrow_exception(e);
+        }
+        if (run == 0) continue;
+        double audio = 0;
+        std::vector<double> rtf, per_frame, first;
+        for (const SpeechResult& r : results) {
+            const double seconds = static_cast<double>(r.samples) / caps.sample_rate;
+            audio += seconds;
+            audio_seconds = seconds;
+            rtf.push_back(r.timings.total_ms / 1000.0 / seconds);
+            per_frame.push_back(r.timings.total_ms / a.frames);
+            first.push_back(r.timings.first_audio_ms);
+        }
+        const double values[] = {audio / wall_s, median(rtf), median(per_frame), percentile(first, 0.5),
+                                 percentile(first, 0.99), peak_rss_mib()};
+        for (size_t i = 0; i < figures.size(); ++i) figures[i].values.push_back(values[i]);
+    }
+    if (a.json) {
+        print_json({{"model", m.path},
+                    {"family", caps.architecture},
+                    {"size", m.info.size},
+                    {"variant", caps.variant},
+                    {"weight_type", m.info.weight_type},
+                    {"threads", m.model->threads()},
+                    {"cpu_kernels", cpu_kernels()},
+                    {"streams", a.streams},
+                    {"frames", a.frames},
+                    {"repeat", a.repeat},
+                    {"text", a.text},
+                    {"voice", voice},
+                    {"seed", a.seed},
+                    {"audio_seconds", audio_seconds},
+                    {"load_ms", m.load_ms}},
+                   figures);
+        return;
+    }
+    std::printf("model:   %s\n", m.path.c_str());
+    std::printf("         %s, weights %s, loaded in %.0f ms\n", caps.description().c_str(), m.info.weight_type.c_str(), m.load_ms);
+    std::printf("threads: %d, %s int8 kernels\n", m.model->threads(), cpu_kernels().c_str());
+    std::printf("voice:   %s\n", voice.c_str());
+    std::printf("run:     %u streams at once (seeds %llu..%llu), %u frames each, EOS ignored; %u timed rounds after 1 "
+                "warm-up round (excluded)\n\n",
+                a.streams, static_cast<unsigned long long>(a.seed), static_cast<unsigned long long>(a.seed + a.streams - 1),
+                a.frames, a.repeat);
+    print_figure_table(figures);
+    std::printf("\naudio s per second (all): every stream's audio over the round's wall time; (each): per stream, the "
+                "median over the streams; first audio p50/p99 over the streams of a round.\n");
+}
+
 void run_bench(const BenchArgs& a) {
     Loaded m;
     m.path = resolve_model(a.model);
@@ -340,6 +444,7 @@ void run_bench(const BenchArgs& a) {
     mo.threads = a.threads;
     mo.decoder_threads = a.decoder_threads;
     mo.kv_cache = a.kv_cache;
+    mo.max_batch = static_cast<int>(a.streams);  // every stream in one batch
     using Clock = std::chrono::steady_clock;
     const auto load_start = Clock::now();
     const Model model(m.path, mo);
@@ -355,6 +460,10 @@ void run_bench(const BenchArgs& a) {
         probe.voice = std::make_shared<Voice>();
         if (auto refusal = model.check(probe)) throw Error(ErrorKind::InvalidArgument, "--voice: " + refusal->message);
         m.voice_file = std::make_shared<Voice>(load_voice(a.voice));
+    }
+    if (a.streams > 1) {
+        run_streams_bench(a, m);
+        return;
     }
     Session session(model);
     if (caps.concurrent_decoder) run_frame_bench(a, m, session);
@@ -379,6 +488,11 @@ void register_bench(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--repeat", a->repeat, "Timed runs (after one warm-up run)")
         ->check(CLI::Range(1u, 1000u))
+        ->capture_default_str();
+    cmd->add_option("--streams", a->streams,
+                    "Requests at once, each its own session (as clients of one server; Qwen3-TTS batches them): "
+                    "aggregate audio seconds per second, per-stream real-time factor and first audio")
+        ->check(CLI::Range(1u, 256u))
         ->capture_default_str();
     cmd->add_flag("--json", a->json, "Print one JSON object (medians; mins under \"min\") instead of the table");
     cmd->add_option("--text", a->text, "Text to speak")->capture_default_str();

@@ -58,6 +58,12 @@ public:
         return cancelled_;
     }
 
+    // Whether push() would not block now.
+    bool has_room() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return items_.size() < capacity_ || closed_ || cancelled_;
+    }
+
     size_t size() const {
         std::lock_guard<std::mutex> lock(mutex_);
         return items_.size();

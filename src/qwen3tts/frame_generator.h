@@ -4,6 +4,8 @@
 #pragma once
 
 #include <atomic>
+#include <exception>
+#include <memory>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -63,28 +65,79 @@ struct GenerationResult {
     double prefill_ms = 0, talker_ms = 0, code_predictor_ms = 0;
 };
 
-class FrameGenerator {
+// codes: one frame, code_groups values, codebook 0 first.
+using FrameCallback = std::function<void(const std::vector<int32_t>& codes)>;
+
+// One request's generation: its validated options, its own talker (KV cache, position), sampler,
+// frame and result. Streams of one model advance together through a FrameStepper; a stream's
+// frames do not depend on the others in its batch (up to the products' rounding, see TalkerStepper).
+class GenerationStream {
 public:
-    // codes: one frame, code_groups values, codebook 0 first.
-    using FrameCallback = std::function<void(const std::vector<int32_t>& codes)>;
+    // Validates everything before any computation; throws Error. `prompt` must outlive the stream.
+    GenerationStream(const Model& model, lm::KvType talker_kv, const Prompt& prompt, const GenerationOptions& options,
+                     FrameCallback on_frame, const std::atomic<bool>* cancel = nullptr);
 
-    // Generators sharing a Model must not run at the same time: they compute on its one backend.
-    FrameGenerator(const Model& model, lm::KvType talker_kv = lm::KvType::F32);
+    // The talker runs the prompt (before the first step).
+    void prefill();
+    bool cancel_requested() const { return cancel_ && cancel_->load(); }
+    bool finished() const { return finished_; }
+    const GenerationResult& result() const { return result_; }
 
-    // Runs one prompt to the end. `cancel` (optional) is checked before every frame. Options are
-    // validated before any computation; throws Error.
-    GenerationResult generate(const Prompt& prompt, const GenerationOptions& options, const FrameCallback& on_frame,
-                              const std::atomic<bool>* cancel = nullptr);
+private:
+    friend class FrameStepper;
+    // Codebook 0 of the next frame from the talker's logits; false when the stream ends here.
+    bool draw();
+    // After the code predictor: hands the frame out; returns the text input of the talker step.
+    const float* finish_frame();
 
-    Talker& talker() { return talker_; }
-    CodePredictor& code_predictor() { return code_predictor_; }
+    const Model& model_;
+    const Prompt& prompt_;
+    GenerationOptions options_;
+    FrameCallback on_frame_;
+    const std::atomic<bool>* cancel_;
+    uint32_t max_frames_;
+    TalkerRules rules_;
+    Sampler sampler_;
+    Talker talker_;
+    std::vector<float> scores_;
+    std::vector<int32_t> frame_;
+    GenerationResult result_;
+    bool finished_ = false;
+};
+
+// Advances streams of one model by one frame each: codebook 0 per stream, then the code predictor
+// and the talker step for all of them at once (a batch reads every weight once).
+class FrameStepper {
+public:
+    explicit FrameStepper(const Model& model);
+    ~FrameStepper();
+
+    // One frame of every stream in `streams` (prefilled, not finished); streams that end are
+    // marked finished() and left out of the products. An exception from one stream's callback or
+    // selection goes to `failed` with that stream (the others go on) when given; otherwise it propagates.
+    using Failure = std::function<void(GenerationStream&, std::exception_ptr)>;
+    void step(const std::vector<GenerationStream*>& streams, const Failure& failed = {});
 
 private:
     const Model& model_;
-    Talker talker_;
-    CodePredictor code_predictor_;
-    std::vector<float> scores_;
-    std::vector<int32_t> frame_;
+    TalkerStepper talker_;
+    std::vector<std::unique_ptr<CodePredictor>> predictors_;  // [B - 1]: the predictor of B streams
+};
+
+class FrameGenerator {
+public:
+    // Generators sharing a Model must not run at the same time: they compute on its one backend.
+    FrameGenerator(const Model& model, lm::KvType talker_kv = lm::KvType::F32);
+
+    // Runs one prompt to the end, alone. `cancel` (optional) is checked before every frame. Options
+    // are validated before any computation; throws Error.
+    GenerationResult generate(const Prompt& prompt, const GenerationOptions& options, const FrameCallback& on_frame,
+                              const std::atomic<bool>* cancel = nullptr);
+
+private:
+    const Model& model_;
+    lm::KvType talker_kv_;
+    FrameStepper stepper_;
 };
 
 }  // namespace talkbox::qwen3tts

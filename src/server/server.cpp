@@ -193,6 +193,7 @@ struct Server::Impl : http::Handler {
         // One executor runs every graph of the process in turn, so each uses all the threads.
         ModelOptions mo;
         mo.threads = options.threads;
+        mo.max_batch = options.max_batch;
         for (const auto& m : options.models) {
             for (const auto& other : models) {
                 if (other->id() == m.id) throw Error(ErrorKind::InvalidArgument, "two models are named '" + m.id + "'");

@@ -35,6 +35,7 @@ struct ServerOptions {
     std::vector<std::string> cors_origins;
     std::vector<std::string> allowed_hosts;
     int threads = 0;                // compute threads of the one executor every request shares (0: one per core)
+    int max_batch = 0;              // running requests of a model generated together (Qwen3-TTS; 0: the default, 8)
     std::function<void(const std::string&)> log;  // one line per request; empty: silent
 };
 
