@@ -45,6 +45,27 @@ TEST(BenchCli, JsonHasEveryFigureAndHonoursTheFrameCount) {
     EXPECT_NEAR(j["min"]["rtf"].get<double>(), j["min"]["total_ms_per_frame"].get<double>() / 80.0, 1e-9);
 }
 
+TEST(BenchCli, StreamsRunsConcurrentRequestsAndReportsTheAggregate) {
+    const auto r = run_talkbox("bench -m " + converted_fixture("tiny-0.6B-CustomVoice") +
+                               " -t 1 --frames 10 --repeat 2 --streams 3 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["streams"], 3);
+    for (const char* key : {"audio_seconds_per_second", "rtf", "total_ms_per_frame", "first_audio_ms", "first_audio_p99_ms",
+                            "peak_rss_mb"}) {
+        ASSERT_TRUE(j.contains(key)) << key;
+        EXPECT_GT(j[key].get<double>(), 0.0) << key;
+        EXPECT_LE(j["min"][key].get<double>(), j[key].get<double>()) << key;
+    }
+    EXPECT_LE(j["first_audio_ms"].get<double>(), j["first_audio_p99_ms"].get<double>());
+    EXPECT_DOUBLE_EQ(j["audio_seconds"].get<double>(), 10 * 0.08);
+    const auto table = run_talkbox("bench -m " + converted_fixture("tiny-0.6B-CustomVoice") + " -t 1 --frames 6 --repeat 1 --streams 2");
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    for (const char* part : {"2 streams at once (seeds 42..43)", "audio s per second (all)", "first audio ms p99"}) {
+        EXPECT_NE(table.out.find(part), std::string::npos) << part << "\n" << table.out;
+    }
+}
+
 TEST(BenchCli, TalkboxKernelsPicksTheInt8Kernels) {
     const std::string args = "bench -m " + converted_fixture("tiny-0.6B-CustomVoice") + " -t 1 --frames 4 --repeat 1 --json";
     const auto ggml = run_program(std::string("TALKBOX_KERNELS=ggml ") + TALKBOX_BINARY, args);
