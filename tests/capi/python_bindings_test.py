@@ -63,6 +63,9 @@ class Bindings(unittest.TestCase):
         self.assertIsInstance(audio, np.ndarray)
         self.assertEqual(audio.dtype, np.float32)
         self.assertTrue(np.array_equal(audio, expected("customvoice.f32")))
+        # NumPy scalars are numbers too.
+        audio = self.model.speak(TEXT, **self.case(seed=np.uint64(SEED), max_frames=np.int32(MAX_FRAMES)))
+        self.assertTrue(np.array_equal(audio, expected("customvoice.f32")))
 
     def test_long_form_matches(self):
         with self.model.session() as s:

@@ -20,7 +20,7 @@ library path (an installed libtalkbox). See docs/c-api.md.
 import array
 import ctypes
 import ctypes.util
-import math
+import numbers
 import os
 import queue
 import threading
@@ -458,16 +458,16 @@ class _Request:
         _check(lib.talkbox_request_set_text_mode(h, _TEXT_MODES[mode]))
         seed = s.pop("seed", None)
         if seed is not None:
-            if not isinstance(seed, int) or not 0 <= seed < 2 ** 64:
+            if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2 ** 64:
                 raise InvalidArgumentError("seed must be an integer in [0, 2**64), got %r" % (seed,))
-            _check(lib.talkbox_request_set_seed(h, seed))
+            _check(lib.talkbox_request_set_seed(h, int(seed)))
         _check(lib.talkbox_request_set_greedy(h, 1 if s.pop("greedy", False) else 0))
         for name, value in s.items():  # every other setting by its request name (talkbox_request_set_number)
             if value is None:
                 continue
             if isinstance(value, bool):
                 value = int(value)
-            if not isinstance(value, (int, float)):
+            if not isinstance(value, numbers.Real):  # NumPy scalars too
                 raise InvalidArgumentError("%s must be a number, got %r" % (name, value))
             _check(lib.talkbox_request_set_number(h, _bytes(name, "setting"), float(value)))
 
