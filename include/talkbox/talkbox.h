@@ -110,6 +110,7 @@ TALKBOX_API void talkbox_model_free(talkbox_model* model);
 TALKBOX_API int talkbox_model_sample_rate(const talkbox_model* model);            /* 24000 */
 TALKBOX_API double talkbox_model_frames_per_second(const talkbox_model* model);   /* 12.5 (Qwen3-TTS), 25 (Chatterbox) */
 TALKBOX_API const char* talkbox_model_description(const talkbox_model* model);    /* "Qwen3-TTS 0.6b CustomVoice" */
+TALKBOX_API const char* talkbox_model_family(const talkbox_model* model);         /* for people: "Qwen3-TTS", "Chatterbox" */
 TALKBOX_API const char* talkbox_model_architecture(const talkbox_model* model);   /* "qwen3tts", "chatterbox" */
 TALKBOX_API const char* talkbox_model_variant(const talkbox_model* model);        /* "base", "custom_voice", "voice_design", "multilingual", "english", "turbo" */
 TALKBOX_API const char* talkbox_model_size(const talkbox_model* model);           /* "0.6b", "1.7b"; "" for a one-size family */
@@ -160,7 +161,7 @@ TALKBOX_API talkbox_status talkbox_voice_load(const char* path, talkbox_voice** 
 /* Writes atomically; replaces an existing file. */
 TALKBOX_API talkbox_status talkbox_voice_save(const talkbox_voice* voice, const char* path);
 TALKBOX_API void talkbox_voice_free(talkbox_voice* voice);
-/* One line for people ("in-context clone of ref.wav (3.5 s) for 0.6b models"); "" for NULL. */
+/* One line for people ("x-vector-only voice for 0.6b models, embedding of 1024 values"); "" for NULL. */
 TALKBOX_API const char* talkbox_voice_description(const talkbox_voice* voice);
 /* "in_context", "x_vector" (Qwen3-TTS), "audio_prompt" (Chatterbox); "" for NULL. */
 TALKBOX_API const char* talkbox_voice_mode(const talkbox_voice* voice);
@@ -181,7 +182,8 @@ TALKBOX_API talkbox_status talkbox_request_new(talkbox_request** out);
 TALKBOX_API void talkbox_request_free(talkbox_request* request);
 
 TALKBOX_API talkbox_status talkbox_request_set_text(talkbox_request* request, const char* text);
-TALKBOX_API talkbox_status talkbox_request_set_language(talkbox_request* request, const char* language); /* "auto" (default) */
+/* "auto" (the default; NULL or "" too) or one of talkbox_model_language. */
+TALKBOX_API talkbox_status talkbox_request_set_language(talkbox_request* request, const char* language);
 /* A preset speaker (talkbox_model_speaker); NULL or "" clears it. */
 TALKBOX_API talkbox_status talkbox_request_set_speaker(talkbox_request* request, const char* speaker);
 /* A style instruction or, for VoiceDesign, the voice's description; NULL or "" clears it. */

@@ -370,6 +370,7 @@ void talkbox_model_free(talkbox_model* model) { delete model; }
 int talkbox_model_sample_rate(const talkbox_model* m) { return m ? caps(m)->sample_rate : 0; }
 double talkbox_model_frames_per_second(const talkbox_model* m) { return m ? caps(m)->frames_per_second : 0.0; }
 const char* talkbox_model_description(const talkbox_model* m) { return m ? m->description.c_str() : ""; }
+const char* talkbox_model_family(const talkbox_model* m) { return m ? caps(m)->family.c_str() : ""; }
 const char* talkbox_model_architecture(const talkbox_model* m) { return m ? caps(m)->architecture.c_str() : ""; }
 const char* talkbox_model_variant(const talkbox_model* m) { return m ? caps(m)->variant.c_str() : ""; }
 const char* talkbox_model_size(const talkbox_model* m) { return m ? caps(m)->size.c_str() : ""; }

@@ -175,6 +175,7 @@ static void test_null_arguments(void) {
     /* Getters and frees take NULL quietly. */
     CHECK(talkbox_model_sample_rate(NULL) == 0);
     CHECK(strcmp(talkbox_model_description(NULL), "") == 0);
+    CHECK(strcmp(talkbox_model_family(NULL), "") == 0);
     CHECK(talkbox_model_speaker(NULL, 0) == NULL);
     CHECK(talkbox_model_speaker_count(NULL) == 0);
     CHECK(talkbox_model_flags(NULL) == 0);
@@ -212,6 +213,7 @@ static void test_capabilities(const talkbox_model* m) {
     CHECK(talkbox_model_sample_rate(m) == 24000);
     CHECK(talkbox_model_frames_per_second(m) == 12.5);
     CHECK(strstr(talkbox_model_description(m), "CustomVoice") != NULL);
+    CHECK(strcmp(talkbox_model_family(m), "Qwen3-TTS") == 0);
     CHECK(strcmp(talkbox_model_architecture(m), "qwen3tts") == 0);
     CHECK(strcmp(talkbox_model_variant(m), "custom_voice") == 0);
     CHECK(strcmp(talkbox_model_size(m), "0.6b") == 0);
@@ -573,6 +575,7 @@ static void test_base_voice(void) {
 static void test_chatterbox(void) {
     talkbox_model* m = load(chatterbox_path);
     CHECK(strcmp(talkbox_model_architecture(m), "chatterbox") == 0);
+    CHECK(strcmp(talkbox_model_family(m), "Chatterbox") == 0);
     CHECK(talkbox_model_flags(m) & TALKBOX_MODEL_BUILTIN_VOICE);
     CHECK(talkbox_model_language_count(m) == 23);
     talkbox_session* s = NULL;

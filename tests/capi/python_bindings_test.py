@@ -48,6 +48,7 @@ class Bindings(unittest.TestCase):
         m = self.model
         self.assertEqual(m.sample_rate, 24000)
         self.assertEqual(m.architecture, "qwen3tts")
+        self.assertEqual(m.family, "Qwen3-TTS")
         self.assertEqual(m.variant, "custom_voice")
         self.assertIn("CustomVoice", m.description)
         self.assertTrue(m.speakers)

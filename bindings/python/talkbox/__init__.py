@@ -148,6 +148,7 @@ def _load():
             "talkbox_model_sample_rate": (i, [_P]),
             "talkbox_model_frames_per_second": (d, [_P]),
             "talkbox_model_description": (s, [_P]),
+            "talkbox_model_family": (s, [_P]),
             "talkbox_model_architecture": (s, [_P]),
             "talkbox_model_variant": (s, [_P]),
             "talkbox_model_size": (s, [_P]),
@@ -359,7 +360,8 @@ class Model(_Handle):
     sample_rate = property(lambda self: _lib.talkbox_model_sample_rate(self._h()))
     frames_per_second = property(lambda self: _lib.talkbox_model_frames_per_second(self._h()))
     description = property(lambda self: _text(_lib.talkbox_model_description(self._h())))
-    architecture = property(lambda self: _text(_lib.talkbox_model_architecture(self._h())))
+    family = property(lambda self: _text(_lib.talkbox_model_family(self._h())))  # "Qwen3-TTS", "Chatterbox"
+    architecture = property(lambda self: _text(_lib.talkbox_model_architecture(self._h())))  # "qwen3tts", "chatterbox"
     variant = property(lambda self: _text(_lib.talkbox_model_variant(self._h())))
     size = property(lambda self: _text(_lib.talkbox_model_size(self._h())))
 
