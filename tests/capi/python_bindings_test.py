@@ -165,6 +165,13 @@ class Bindings(unittest.TestCase):
             self.assertTrue(np.array_equal(base.speak(TEXT, voice=path, seed=SEED, max_frames=MAX_FRAMES),
                                            expected("base.f32")))
 
+    def test_a_missing_library_is_named(self):
+        env = dict(os.environ, TALKBOX_LIBRARY="/nonexistent/libtalkbox.so")
+        out = subprocess.run([sys.executable, "-c", "import talkbox; talkbox.Model(%r)" % CUSTOMVOICE], env=env,
+                             capture_output=True, text=True)
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("cannot load libtalkbox ('/nonexistent/libtalkbox.so')", out.stderr)
+
     def test_without_numpy(self):
         # The same module with NumPy hidden: array.array('f') in and out.
         code = ("import sys; sys.modules['numpy'] = None\n"

@@ -188,7 +188,11 @@ def _load():
             "talkbox_write_audio": (status, [s, ctypes.POINTER(ctypes.c_float), z, i, s]),
         }
         for name, (restype, argtypes) in signatures.items():
-            fn = getattr(lib, name)
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                raise OSError("'%s' is not a libtalkbox this module can use (it lacks %s; the module is %s)"
+                              % (path, name, __version__))
             fn.restype, fn.argtypes = restype, argtypes
         _lib = lib
         return lib
