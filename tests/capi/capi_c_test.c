@@ -1,0 +1,638 @@
+/* The C API from C: capabilities, streaming parity with talkbox::Session (the samples of the
+ * expected/ files, made by capi_test.cpp with the C++ API for the requests of capi_cases.h, must
+ * come back bit for bit), cancellation from the callback and from another thread, voices, files,
+ * and every error path the header promises (NULLs, missing files, refused settings).
+ *
+ *   capi_c_test CUSTOMVOICE.gguf BASE.gguf CHATTERBOX.gguf CLIP.wav EXPECTED_DIR TMP_DIR
+ *
+ * Prints each failed check and exits 1 if any failed. Compiled as C99. */
+#define _POSIX_C_SOURCE 200809L /* pthreads under -std=c99 */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capi_cases.h"
+#include "talkbox/talkbox.h"
+
+static int checks = 0, failures = 0;
+
+#define CHECK(cond)                                                                        \
+    do {                                                                                   \
+        ++checks;                                                                          \
+        if (!(cond)) {                                                                     \
+            ++failures;                                                                    \
+            fprintf(stderr, "%s:%d: check failed: %s (last error: '%s')\n", __FILE__, __LINE__, #cond, \
+                    talkbox_last_error());                                                 \
+        }                                                                                  \
+    } while (0)
+
+/* A status and a message fragment. */
+#define CHECK_ERROR(call, status, fragment)                                                            \
+    do {                                                                                               \
+        talkbox_status got_ = (call);                                                                  \
+        ++checks;                                                                                      \
+        if (got_ != (status) || !strstr(talkbox_last_error(), (fragment))) {                           \
+            ++failures;                                                                                \
+            fprintf(stderr, "%s:%d: %s gave %s '%s', expected %s with '%s'\n", __FILE__, __LINE__, #call, \
+                    talkbox_status_name(got_), talkbox_last_error(), talkbox_status_name(status), (fragment)); \
+        }                                                                                              \
+    } while (0)
+
+#define CHECK_OK(call) CHECK_ERROR(call, TALKBOX_OK, "")
+
+static const char *customvoice_path, *base_path, *chatterbox_path, *clip_path, *expected_dir, *tmp_dir;
+
+static char* join_path(const char* dir, const char* name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char* p = (char*)malloc(n);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+typedef struct {
+    float* data;
+    size_t count, capacity;
+    size_t calls;
+    size_t stop_after_calls; /* 0: never stop */
+} Samples;
+
+static void samples_free(Samples* s) {
+    free(s->data);
+    memset(s, 0, sizeof *s);
+}
+
+static int collect(const float* pcm, size_t n, void* user) {
+    Samples* s = (Samples*)user;
+    if (s->count + n > s->capacity) {
+        size_t cap = s->capacity ? s->capacity : 4096;
+        while (cap < s->count + n) cap *= 2;
+        s->data = (float*)realloc(s->data, cap * sizeof(float));
+        s->capacity = cap;
+    }
+    memcpy(s->data + s->count, pcm, n * sizeof(float));
+    s->count += n;
+    ++s->calls;
+    return s->stop_after_calls && s->calls >= s->stop_after_calls;
+}
+
+/* expected/<name>: raw float32 samples. */
+static Samples read_expected(const char* name) {
+    Samples s;
+    memset(&s, 0, sizeof s);
+    char* path = join_path(expected_dir, name);
+    FILE* f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cannot open %s\n", path);
+        exit(1);
+    }
+    fseek(f, 0, SEEK_END);
+    long bytes = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    s.count = s.capacity = (size_t)bytes / sizeof(float);
+    s.data = (float*)malloc((size_t)bytes + 1);
+    if (fread(s.data, 1, (size_t)bytes, f) != (size_t)bytes) exit(1);
+    fclose(f);
+    free(path);
+    return s;
+}
+
+/* Bit-for-bit equality, with where they first differ when not. */
+static int same_samples(const Samples* got, const Samples* want, const char* what) {
+    if (got->count != want->count) {
+        fprintf(stderr, "%s: %zu samples, expected %zu\n", what, got->count, want->count);
+        return 0;
+    }
+    if (got->count && memcmp(got->data, want->data, got->count * sizeof(float)) != 0) {
+        for (size_t i = 0; i < got->count; ++i) {
+            if (memcmp(&got->data[i], &want->data[i], sizeof(float)) != 0) {
+                fprintf(stderr, "%s: sample %zu is %.9g, expected %.9g\n", what, i, got->data[i], want->data[i]);
+                break;
+            }
+        }
+        return 0;
+    }
+    return 1;
+}
+
+static talkbox_model* load(const char* path) {
+    talkbox_model* m = NULL;
+    talkbox_model_options o;
+    talkbox_model_options_init(&o);
+    o.threads = 2;
+    if (talkbox_model_load(path, &o, &m) != TALKBOX_OK) {
+        fprintf(stderr, "cannot load %s: %s\n", path, talkbox_last_error());
+        exit(1);
+    }
+    return m;
+}
+
+/* The request of expected/customvoice.f32. */
+static talkbox_request* customvoice_request(const talkbox_model* m) {
+    talkbox_request* r = NULL;
+    CHECK_OK(talkbox_request_new(&r));
+    CHECK_OK(talkbox_request_set_text(r, CASE_TEXT));
+    CHECK_OK(talkbox_request_set_speaker(r, talkbox_model_speaker(m, 0)));
+    CHECK_OK(talkbox_request_set_seed(r, CASE_SEED));
+    CHECK_OK(talkbox_request_set_number(r, "max_frames", CASE_MAX_FRAMES));
+    CHECK_OK(talkbox_request_set_number(r, "split", 0));
+    return r;
+}
+
+static void test_version_and_statuses(void) {
+    CHECK(strcmp(talkbox_version(), TALKBOX_VERSION_STRING) == 0);
+    CHECK(talkbox_version_number() == TALKBOX_VERSION);
+    CHECK(TALKBOX_VERSION == TALKBOX_VERSION_MAJOR * 10000 + TALKBOX_VERSION_MINOR * 100 + TALKBOX_VERSION_PATCH);
+    CHECK(strcmp(talkbox_status_name(TALKBOX_OK), "ok") == 0);
+    CHECK(strcmp(talkbox_status_name(TALKBOX_ERROR_INVALID_ARGUMENT), "invalid_argument") == 0);
+    CHECK(strcmp(talkbox_status_name(TALKBOX_CANCELLED), "cancelled") == 0);
+    CHECK(strcmp(talkbox_status_name(TALKBOX_ERROR_OUT_OF_MEMORY), "out_of_memory") == 0);
+    CHECK(strcmp(talkbox_status_name(12345), "unknown") == 0);
+}
+
+static void test_null_arguments(void) {
+    talkbox_model* m = (talkbox_model*)1;
+    CHECK_ERROR(talkbox_model_load(NULL, NULL, &m), TALKBOX_ERROR_INVALID_ARGUMENT, "talkbox_model_load: path is NULL");
+    CHECK(m == NULL); /* *out is cleared on failure */
+    CHECK_ERROR(talkbox_model_load(customvoice_path, NULL, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "out is NULL");
+    talkbox_model_options bad;
+    memset(&bad, 0, sizeof bad);
+    CHECK_ERROR(talkbox_model_load(customvoice_path, &bad, &m), TALKBOX_ERROR_INVALID_ARGUMENT, "talkbox_model_options_init");
+    talkbox_session* s = NULL;
+    CHECK_ERROR(talkbox_session_new(NULL, &s), TALKBOX_ERROR_INVALID_ARGUMENT, "talkbox_session_new: model is NULL");
+    CHECK_ERROR(talkbox_session_speak(NULL, NULL, collect, NULL, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "session is NULL");
+    CHECK_ERROR(talkbox_session_speak_to_file(NULL, NULL, "x.wav", NULL, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "session is NULL");
+    CHECK_ERROR(talkbox_request_new(NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "out is NULL");
+    CHECK_ERROR(talkbox_request_set_text(NULL, "x"), TALKBOX_ERROR_INVALID_ARGUMENT, "request is NULL");
+    CHECK_ERROR(talkbox_request_set_number(NULL, "temperature", 1), TALKBOX_ERROR_INVALID_ARGUMENT, "request is NULL");
+    CHECK_ERROR(talkbox_voice_load(NULL, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "is NULL");
+    CHECK_ERROR(talkbox_voice_save(NULL, "x.voice"), TALKBOX_ERROR_INVALID_ARGUMENT, "voice is NULL");
+    CHECK_ERROR(talkbox_voice_create(NULL, clip_path, NULL, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "is NULL");
+    CHECK_ERROR(talkbox_model_check(NULL, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "model is NULL");
+    CHECK_ERROR(talkbox_model_field(NULL, 0, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "model is NULL");
+    CHECK_ERROR(talkbox_write_audio(NULL, NULL, 0, 24000, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "path is NULL");
+    /* Getters and frees take NULL quietly. */
+    CHECK(talkbox_model_sample_rate(NULL) == 0);
+    CHECK(strcmp(talkbox_model_description(NULL), "") == 0);
+    CHECK(strcmp(talkbox_model_family(NULL), "") == 0);
+    CHECK(talkbox_model_speaker(NULL, 0) == NULL);
+    CHECK(talkbox_model_speaker_count(NULL) == 0);
+    CHECK(talkbox_model_flags(NULL) == 0);
+    CHECK(strcmp(talkbox_voice_mode(NULL), "") == 0);
+    talkbox_session_cancel(NULL);
+    talkbox_model_free(NULL);
+    talkbox_session_free(NULL);
+    talkbox_request_free(NULL);
+    talkbox_voice_free(NULL);
+    talkbox_result_init(NULL);
+    talkbox_model_options_init(NULL);
+}
+
+static void test_bad_files(void) {
+    talkbox_model* m = NULL;
+    CHECK_ERROR(talkbox_model_load("/nonexistent/model.gguf", NULL, &m), TALKBOX_ERROR_NOT_FOUND, "/nonexistent/model.gguf");
+    CHECK(m == NULL);
+    char* junk = join_path(tmp_dir, "junk.gguf");
+    FILE* f = fopen(junk, "wb");
+    fputs("GGUF but not really", f);
+    fclose(f);
+    CHECK_ERROR(talkbox_model_load(junk, NULL, &m), TALKBOX_ERROR_FORMAT, "is not a valid GGUF file");
+    talkbox_voice* v = NULL;
+    CHECK_ERROR(talkbox_voice_load("/nonexistent/x.voice", &v), TALKBOX_ERROR_NOT_FOUND, "/nonexistent/x.voice");
+    CHECK_ERROR(talkbox_voice_load(junk, &v), TALKBOX_ERROR_FORMAT, "junk.gguf");
+    CHECK(v == NULL);
+    free(junk);
+    talkbox_model_options o;
+    talkbox_model_options_init(&o);
+    o.kv_cache = "q2";
+    CHECK_ERROR(talkbox_model_load(customvoice_path, &o, &m), TALKBOX_ERROR_INVALID_ARGUMENT, "unknown KV cache type 'q2'");
+}
+
+static void test_capabilities(const talkbox_model* m) {
+    CHECK(talkbox_model_sample_rate(m) == 24000);
+    CHECK(talkbox_model_frames_per_second(m) == 12.5);
+    CHECK(strstr(talkbox_model_description(m), "CustomVoice") != NULL);
+    CHECK(strcmp(talkbox_model_family(m), "Qwen3-TTS") == 0);
+    CHECK(strcmp(talkbox_model_architecture(m), "qwen3tts") == 0);
+    CHECK(strcmp(talkbox_model_variant(m), "custom_voice") == 0);
+    CHECK(strcmp(talkbox_model_size(m), "0.6b") == 0);
+    size_t speakers = talkbox_model_speaker_count(m);
+    CHECK(speakers > 0);
+    for (size_t i = 0; i < speakers; ++i) CHECK(talkbox_model_speaker(m, i) && *talkbox_model_speaker(m, i));
+    CHECK(talkbox_model_speaker(m, speakers) == NULL);
+    CHECK(talkbox_model_language_count(m) > 0);
+    CHECK(talkbox_model_language(m, talkbox_model_language_count(m)) == NULL);
+    unsigned flags = talkbox_model_flags(m);
+    CHECK(flags & TALKBOX_MODEL_TAKES_INSTRUCT);
+    CHECK(flags & TALKBOX_MODEL_FRAME_STREAMING);
+    CHECK(!(flags & TALKBOX_MODEL_CLONES));
+    CHECK(!(flags & TALKBOX_MODEL_DESIGNS_VOICE));
+    int saw_temperature = 0;
+    for (size_t i = 0; i < talkbox_model_field_count(m); ++i) {
+        talkbox_field f;
+        f.struct_size = sizeof f;
+        CHECK_OK(talkbox_model_field(m, i, &f));
+        CHECK(f.struct_size == sizeof f && f.name && f.min <= f.max);
+        if (strcmp(f.name, "temperature") == 0) saw_temperature = f.has_default && !f.integer;
+        if (strcmp(f.name, "top_k") == 0) CHECK(f.integer);
+    }
+    CHECK(saw_temperature);
+    talkbox_field f;
+    f.struct_size = sizeof f;
+    CHECK_ERROR(talkbox_model_field(m, talkbox_model_field_count(m), &f), TALKBOX_ERROR_INVALID_ARGUMENT, "out of range");
+}
+
+static void test_speak_parity(talkbox_session* s, const talkbox_model* m) {
+    talkbox_request* r = customvoice_request(m);
+    Samples want = read_expected("customvoice.f32"), got;
+    memset(&got, 0, sizeof got);
+    talkbox_result res;
+    talkbox_result_init(&res);
+    CHECK_OK(talkbox_session_speak(s, r, collect, &got, &res));
+    CHECK(strcmp(talkbox_last_error(), "") == 0);
+    CHECK(same_samples(&got, &want, "customvoice"));
+    CHECK(res.samples == got.count);
+    CHECK(res.seed == CASE_SEED);
+    CHECK(res.frames > 0 && res.frames <= CASE_MAX_FRAMES);
+    CHECK(res.segments == 1);
+    CHECK(res.stop_reason == TALKBOX_STOP_EOS || res.stop_reason == TALKBOX_STOP_MAX_FRAMES);
+    CHECK(res.total_ms > 0);
+    CHECK(got.calls > 1); /* streamed in pieces, not handed over at the end */
+    CHECK_OK(talkbox_model_check(m, r));
+
+    /* A caller built against an older, shorter talkbox_result: only what fits is written. */
+    struct {
+        talkbox_result head;
+    } old;
+    memset(&old, 0xAB, sizeof old);
+    old.head.struct_size = offsetof(talkbox_result, frames);
+    samples_free(&got);
+    CHECK_OK(talkbox_session_speak(s, r, collect, &got, &old.head));
+    CHECK(old.head.samples == got.count);
+    unsigned char sentinel[sizeof(size_t)];
+    memset(sentinel, 0xAB, sizeof sentinel);
+    CHECK(memcmp(&old.head.frames, sentinel, sizeof sentinel) == 0);
+    CHECK(same_samples(&got, &want, "customvoice again (same seed)"));
+
+    /* Sentence by sentence with pauses, as `talkbox speak` does. */
+    CHECK_OK(talkbox_request_set_text(r, CASE_LONG_TEXT));
+    CHECK_OK(talkbox_request_set_number(r, "split", 1));
+    CHECK_OK(talkbox_request_set_number(r, "segment_chars", 0));
+    CHECK_OK(talkbox_request_set_number(r, "pause_ms", CASE_LONG_PAUSE_MS));
+    samples_free(&got);
+    samples_free(&want);
+    want = read_expected("long_form.f32");
+    talkbox_result_init(&res);
+    CHECK_OK(talkbox_session_speak(s, r, collect, &got, &res));
+    CHECK(same_samples(&got, &want, "long form"));
+    CHECK(res.segments == 2);
+    samples_free(&got);
+    samples_free(&want);
+    talkbox_request_free(r);
+}
+
+/* The file a speak_to_file call writes: a 16-bit WAV of exactly the streamed samples. */
+static void test_files(talkbox_session* s, const talkbox_model* m) {
+    talkbox_request* r = customvoice_request(m);
+    char* wav = join_path(tmp_dir, "out.wav");
+    talkbox_result res;
+    talkbox_result_init(&res);
+    CHECK_OK(talkbox_session_speak_to_file(s, r, wav, NULL, &res));
+    Samples want = read_expected("customvoice.f32");
+    CHECK(res.samples == want.count);
+    FILE* f = fopen(wav, "rb");
+    CHECK(f != NULL);
+    if (f) {
+        char head[12];
+        CHECK(fread(head, 1, 12, f) == 12 && memcmp(head, "RIFF", 4) == 0 && memcmp(head + 8, "WAVE", 4) == 0);
+        fseek(f, 0, SEEK_END);
+        CHECK((size_t)ftell(f) == 44 + 2 * want.count);
+        fclose(f);
+    }
+    char* flac = join_path(tmp_dir, "out.flac");
+    CHECK_OK(talkbox_write_audio(flac, want.data, want.count, 24000, "flac"));
+    f = fopen(flac, "rb");
+    CHECK(f != NULL);
+    if (f) fclose(f);
+    char* nothing = join_path(tmp_dir, "nothing.wav");
+    CHECK_ERROR(talkbox_session_speak_to_file(s, r, nothing, "wav99", NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "wav99");
+    CHECK_ERROR(talkbox_write_audio(nothing, want.data, want.count, 0, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "sample_rate");
+    CHECK_ERROR(talkbox_write_audio("/nonexistent/dir/x.wav", want.data, want.count, 24000, NULL), TALKBOX_ERROR_IO,
+                "/nonexistent/dir/x.wav");
+    f = fopen(nothing, "rb");
+    CHECK(f == NULL);
+    if (f) fclose(f);
+    free(wav);
+    free(flac);
+    free(nothing);
+    samples_free(&want);
+    talkbox_request_free(r);
+}
+
+static void test_request_errors(talkbox_session* s, const talkbox_model* m) {
+    talkbox_request* r = customvoice_request(m);
+    Samples got;
+    memset(&got, 0, sizeof got);
+    CHECK_ERROR(talkbox_request_set_number(r, "temprature", 0.5), TALKBOX_ERROR_INVALID_ARGUMENT, "unknown request setting 'temprature'");
+    CHECK_ERROR(talkbox_request_set_number(r, "top_k", 2.5), TALKBOX_ERROR_INVALID_ARGUMENT, "top_k must be a whole number");
+    CHECK_ERROR(talkbox_request_set_number(r, "max_frames", -1), TALKBOX_ERROR_INVALID_ARGUMENT, "max_frames must be a whole number");
+    CHECK_ERROR(talkbox_request_set_number(r, "temperature", INFINITY), TALKBOX_ERROR_INVALID_ARGUMENT, "finite");
+    CHECK_ERROR(talkbox_request_set_number(r, "split", 2), TALKBOX_ERROR_INVALID_ARGUMENT, "split must be");
+    CHECK_ERROR(talkbox_request_set_number(r, "chunk", 0), TALKBOX_ERROR_INVALID_ARGUMENT, "chunk must be");
+    CHECK_ERROR(talkbox_request_set_text_mode(r, 7), TALKBOX_ERROR_INVALID_ARGUMENT, "unknown text mode 7");
+    CHECK_ERROR(talkbox_request_set_text(r, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "text is NULL");
+
+    /* The model's range, checked when it speaks (and by talkbox_model_check). */
+    CHECK_OK(talkbox_request_set_number(r, "top_p", 2));
+    CHECK_ERROR(talkbox_model_check(m, r), TALKBOX_ERROR_INVALID_ARGUMENT, "top_p must be in (0, 1]");
+    CHECK_ERROR(talkbox_session_speak(s, r, collect, &got, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "top_p must be in (0, 1]");
+    CHECK(got.calls == 0);
+    CHECK_OK(talkbox_request_set_number(r, "top_p", NAN)); /* back to the model's default */
+    CHECK_OK(talkbox_model_check(m, r));
+
+    /* A Chatterbox setting on Qwen3-TTS is refused, never ignored. */
+    CHECK_OK(talkbox_request_set_number(r, "exaggeration", 0.7));
+    CHECK_ERROR(talkbox_session_speak(s, r, collect, &got, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "exaggeration is not a setting of");
+    CHECK_OK(talkbox_request_set_number(r, "exaggeration", NAN));
+
+    CHECK_OK(talkbox_request_set_speaker(r, "nobody"));
+    CHECK_ERROR(talkbox_model_check(m, r), TALKBOX_ERROR_INVALID_ARGUMENT, "unknown speaker 'nobody' (supported: ");
+    CHECK_ERROR(talkbox_session_speak(s, r, collect, &got, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "unknown speaker 'nobody'");
+    CHECK_OK(talkbox_request_set_speaker(r, talkbox_model_speaker(m, 0)));
+
+    CHECK_OK(talkbox_request_set_language(r, "klingon"));
+    CHECK_ERROR(talkbox_session_speak(s, r, collect, &got, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "klingon");
+    CHECK_OK(talkbox_request_set_language(r, NULL));
+
+    CHECK_OK(talkbox_request_set_text(r, "   "));
+    CHECK_ERROR(talkbox_session_speak(s, r, collect, &got, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "the text to speak is empty");
+    CHECK_ERROR(talkbox_session_speak(s, r, NULL, NULL, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "callback is NULL");
+    CHECK(got.calls == 0);
+
+    /* A CustomVoice model makes no voices. */
+    talkbox_voice* v = NULL;
+    CHECK_ERROR(talkbox_voice_create(m, clip_path, NULL, &v), TALKBOX_ERROR_UNSUPPORTED, "does not clone voices");
+    CHECK(v == NULL);
+    samples_free(&got);
+    talkbox_request_free(r);
+}
+
+/* Cancellation by the callback's return value. */
+static void test_callback_stop(talkbox_session* s, const talkbox_model* m) {
+    talkbox_request* r = customvoice_request(m);
+    CHECK_OK(talkbox_request_set_number(r, "max_frames", CASE_CANCEL_MAX_FRAMES));
+    CHECK_OK(talkbox_request_set_number(r, "stall_frames", 0));
+    Samples got;
+    memset(&got, 0, sizeof got);
+    got.stop_after_calls = 1;
+    talkbox_result res;
+    talkbox_result_init(&res);
+    CHECK_ERROR(talkbox_session_speak(s, r, collect, &got, &res), TALKBOX_CANCELLED, "stopped by the audio callback");
+    CHECK(got.calls == 1); /* never called again after it said stop */
+    CHECK(res.stop_reason == TALKBOX_STOP_CANCELLED);
+    CHECK(res.samples == got.count);
+    samples_free(&got);
+    /* The session is usable again and the next call is not cancelled. */
+    talkbox_request_free(r);
+    r = customvoice_request(m);
+    Samples want = read_expected("customvoice.f32");
+    CHECK_OK(talkbox_session_speak(s, r, collect, &got, NULL));
+    CHECK(same_samples(&got, &want, "after a stop"));
+    samples_free(&got);
+    samples_free(&want);
+    talkbox_request_free(r);
+}
+
+/* Cancellation from another thread: the callback waits until the other thread has called
+ * talkbox_session_cancel, so the cancel lands while synthesis is running, every time. */
+typedef struct {
+    talkbox_session* session;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int audio_started, cancelled;
+    size_t calls;
+} CancelRace;
+
+static int wait_for_cancel(const float* pcm, size_t n, void* user) {
+    (void)pcm;
+    (void)n;
+    CancelRace* c = (CancelRace*)user;
+    pthread_mutex_lock(&c->lock);
+    ++c->calls;
+    c->audio_started = 1;
+    pthread_cond_broadcast(&c->changed);
+    while (!c->cancelled) pthread_cond_wait(&c->changed, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+static void* canceller(void* arg) {
+    CancelRace* c = (CancelRace*)arg;
+    pthread_mutex_lock(&c->lock);
+    while (!c->audio_started) pthread_cond_wait(&c->changed, &c->lock);
+    talkbox_session_cancel(c->session);
+    c->cancelled = 1;
+    pthread_cond_broadcast(&c->changed);
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+static void test_cancel_from_another_thread(talkbox_session* s, const talkbox_model* m) {
+    talkbox_request* r = customvoice_request(m);
+    CHECK_OK(talkbox_request_set_number(r, "max_frames", CASE_CANCEL_MAX_FRAMES));
+    CHECK_OK(talkbox_request_set_number(r, "stall_frames", 0));
+    CHECK_OK(talkbox_request_set_number(r, "min_frames", CASE_CANCEL_MAX_FRAMES)); /* no early EOS */
+    Samples full;
+    memset(&full, 0, sizeof full);
+    talkbox_result res;
+    talkbox_result_init(&res);
+    CHECK_OK(talkbox_session_speak(s, r, collect, &full, &res));
+    CHECK(res.frames == CASE_CANCEL_MAX_FRAMES);
+
+    CancelRace c;
+    memset(&c, 0, sizeof c);
+    c.session = s;
+    pthread_mutex_init(&c.lock, NULL);
+    pthread_cond_init(&c.changed, NULL);
+    pthread_t thread;
+    pthread_create(&thread, NULL, canceller, &c);
+    talkbox_result_init(&res);
+    CHECK_ERROR(talkbox_session_speak(s, r, wait_for_cancel, &c, &res), TALKBOX_CANCELLED, "cancelled by talkbox_session_cancel");
+    pthread_join(thread, NULL);
+    CHECK(res.stop_reason == TALKBOX_STOP_CANCELLED);
+    CHECK(c.calls == 1); /* no audio reaches the callback once the cancel is seen */
+    CHECK(res.samples < full.count);
+
+    /* A cancel while nothing runs stops the next call at once (never lost to a race)... */
+    talkbox_session_cancel(s);
+    Samples got;
+    memset(&got, 0, sizeof got);
+    CHECK_ERROR(talkbox_session_speak(s, r, collect, &got, &res), TALKBOX_CANCELLED, "cancelled");
+    CHECK(got.calls == 0 && res.samples == 0);
+    /* ...and only that one. */
+    CHECK_OK(talkbox_session_speak(s, r, collect, &got, &res));
+    CHECK(same_samples(&got, &full, "after a cancel"));
+    pthread_mutex_destroy(&c.lock);
+    pthread_cond_destroy(&c.changed);
+    samples_free(&got);
+    samples_free(&full);
+    talkbox_request_free(r);
+}
+
+/* Two sessions on one model, on two threads at once: each gets the single-thread samples. */
+typedef struct {
+    talkbox_session* session;
+    talkbox_request* request;
+    Samples got;
+    talkbox_status status;
+} Worker;
+
+static void* work(void* arg) {
+    Worker* w = (Worker*)arg;
+    w->status = talkbox_session_speak(w->session, w->request, collect, &w->got, NULL);
+    return NULL;
+}
+
+static void test_sessions_on_threads(talkbox_model* m) {
+    Worker w[2];
+    pthread_t t[2];
+    memset(w, 0, sizeof w);
+    for (int i = 0; i < 2; ++i) {
+        CHECK_OK(talkbox_session_new(m, &w[i].session));
+        w[i].request = customvoice_request(m);
+    }
+    for (int i = 0; i < 2; ++i) pthread_create(&t[i], NULL, work, &w[i]);
+    Samples want = read_expected("customvoice.f32");
+    for (int i = 0; i < 2; ++i) {
+        pthread_join(t[i], NULL);
+        CHECK(w[i].status == TALKBOX_OK);
+        CHECK(same_samples(&w[i].got, &want, "concurrent session"));
+        samples_free(&w[i].got);
+        talkbox_request_free(w[i].request);
+        talkbox_session_free(w[i].session);
+    }
+    samples_free(&want);
+}
+
+static void test_base_voice(void) {
+    talkbox_model* m = load(base_path);
+    unsigned flags = talkbox_model_flags(m);
+    CHECK((flags & TALKBOX_MODEL_CLONES) && (flags & TALKBOX_MODEL_NEEDS_VOICE) && (flags & TALKBOX_MODEL_CLONE_TRANSCRIPT));
+    CHECK(talkbox_model_speaker_count(m) == 0);
+    talkbox_session* s = NULL;
+    CHECK_OK(talkbox_session_new(m, &s));
+    talkbox_request* r = NULL;
+    CHECK_OK(talkbox_request_new(&r));
+    CHECK_OK(talkbox_request_set_text(r, CASE_TEXT));
+    CHECK_OK(talkbox_request_set_seed(r, CASE_SEED));
+    CHECK_OK(talkbox_request_set_number(r, "max_frames", CASE_MAX_FRAMES));
+    Samples got;
+    memset(&got, 0, sizeof got);
+    CHECK_ERROR(talkbox_model_check(m, r), TALKBOX_ERROR_INVALID_ARGUMENT, "needs a voice: give a cloned voice (talkbox_request_set_voice");
+    CHECK_ERROR(talkbox_session_speak(s, r, collect, &got, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "needs a voice");
+
+    talkbox_voice* v = NULL;
+    CHECK_ERROR(talkbox_voice_create(m, "/nonexistent/clip.wav", NULL, &v), TALKBOX_ERROR_NOT_FOUND, "/nonexistent/clip.wav");
+    CHECK_OK(talkbox_voice_create(m, clip_path, NULL, &v)); /* x-vector: no transcript */
+    CHECK(strcmp(talkbox_voice_mode(v), "x_vector") == 0);
+    CHECK(strlen(talkbox_voice_description(v)) > 0);
+    CHECK_OK(talkbox_request_set_voice(r, v));
+    char* path = join_path(tmp_dir, "clip.voice");
+    CHECK_OK(talkbox_voice_save(v, path));
+    talkbox_voice_free(v); /* the request keeps its own reference */
+
+    Samples want = read_expected("base.f32");
+    CHECK_OK(talkbox_session_speak(s, r, collect, &got, NULL));
+    CHECK(same_samples(&got, &want, "x-vector clone"));
+    samples_free(&got);
+
+    /* The saved voice speaks the same. */
+    talkbox_voice* loaded = NULL;
+    CHECK_OK(talkbox_voice_load(path, &loaded));
+    CHECK(strcmp(talkbox_voice_mode(loaded), "x_vector") == 0);
+    CHECK_OK(talkbox_request_set_voice(r, loaded));
+    CHECK_OK(talkbox_session_speak(s, r, collect, &got, NULL));
+    CHECK(same_samples(&got, &want, "x-vector clone from its file"));
+    samples_free(&got);
+
+    /* A session keeps its model: the model handle may go first. */
+    talkbox_model_free(m);
+    CHECK_OK(talkbox_session_speak(s, r, collect, &got, NULL));
+    CHECK(same_samples(&got, &want, "after talkbox_model_free"));
+    samples_free(&got);
+    samples_free(&want);
+
+    talkbox_model* cv = load(customvoice_path);
+    CHECK_ERROR(talkbox_model_check(cv, r), TALKBOX_ERROR_INVALID_ARGUMENT, "a cloned voice is not a setting of");
+    talkbox_model_free(cv);
+    talkbox_voice_free(loaded);
+    talkbox_request_free(r);
+    talkbox_session_free(s);
+    free(path);
+}
+
+static void test_chatterbox(void) {
+    talkbox_model* m = load(chatterbox_path);
+    CHECK(strcmp(talkbox_model_architecture(m), "chatterbox") == 0);
+    CHECK(strcmp(talkbox_model_family(m), "Chatterbox") == 0);
+    CHECK(talkbox_model_flags(m) & TALKBOX_MODEL_BUILTIN_VOICE);
+    CHECK(talkbox_model_language_count(m) == 23);
+    talkbox_session* s = NULL;
+    CHECK_OK(talkbox_session_new(m, &s));
+    talkbox_request* r = NULL;
+    CHECK_OK(talkbox_request_new(&r));
+    CHECK_OK(talkbox_request_set_text(r, CASE_TEXT));
+    CHECK_OK(talkbox_request_set_seed(r, CASE_SEED));
+    CHECK_OK(talkbox_request_set_number(r, "max_frames", CASE_CHATTERBOX_MAX_FRAMES));
+    Samples got, want = read_expected("chatterbox.f32");
+    memset(&got, 0, sizeof got);
+    CHECK_OK(talkbox_session_speak(s, r, collect, &got, NULL));
+    CHECK(same_samples(&got, &want, "chatterbox"));
+    samples_free(&got);
+    /* Qwen3-TTS settings are refused for Chatterbox. */
+    CHECK_OK(talkbox_request_set_number(r, "subtalker_top_k", 5));
+    CHECK_ERROR(talkbox_session_speak(s, r, collect, &got, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "subtalker_top_k is not a setting of");
+    CHECK_OK(talkbox_request_set_number(r, "subtalker_top_k", NAN));
+    /* Chatterbox clones from the audio alone. */
+    talkbox_voice* v = NULL;
+    CHECK_ERROR(talkbox_voice_create(m, clip_path, "a transcript", &v), TALKBOX_ERROR_INVALID_ARGUMENT, "drop the reference transcript");
+    samples_free(&want);
+    talkbox_request_free(r);
+    talkbox_session_free(s);
+    talkbox_model_free(m);
+}
+
+int main(int argc, char** argv) {
+    if (argc != 7) {
+        fprintf(stderr, "usage: %s CUSTOMVOICE.gguf BASE.gguf CHATTERBOX.gguf CLIP.wav EXPECTED_DIR TMP_DIR\n", argv[0]);
+        return 2;
+    }
+    customvoice_path = argv[1];
+    base_path = argv[2];
+    chatterbox_path = argv[3];
+    clip_path = argv[4];
+    expected_dir = argv[5];
+    tmp_dir = argv[6];
+
+    test_version_and_statuses();
+    test_null_arguments();
+    test_bad_files();
+    talkbox_model* m = load(customvoice_path);
+    talkbox_session* s = NULL;
+    CHECK_OK(talkbox_session_new(m, &s));
+    test_capabilities(m);
+    test_speak_parity(s, m);
+    test_files(s, m);
+    test_request_errors(s, m);
+    test_callback_stop(s, m);
+    test_cancel_from_another_thread(s, m);
+    test_sessions_on_threads(m);
+    talkbox_session_free(s);
+    talkbox_model_free(m);
+    test_base_voice();
+    test_chatterbox();
+
+    printf("%d of %d checks passed\n", checks - failures, checks);
+    return failures ? 1 : 0;
+}
