@@ -288,12 +288,14 @@ SpeechResult QwenSession::speak(const SpeechRequest& request, const AudioCallbac
             timed([&] { return decoder.push(codec::Frames{std::move(*frame)}); });
             // A short first chunk starts playback early; the decoder is exact for any chunking.
             if (result.frames.size() == stream.first_chunk_frames && result.samples == 0) timed([&] { return decoder.flush(); });
-            if (cancel && cancel->load()) {
+            if (cancel && cancel->load()) {  // no more audio: the queued frames are dropped, not decoded
                 stop = true;
+                queue.cancel();
                 m_.scheduler.wake();
+                break;
             }
         }
-        timed([&] { return decoder.flush(); });
+        if (!stop) timed([&] { return decoder.flush(); });
     } catch (...) {
         stop = true;
         queue.cancel();
