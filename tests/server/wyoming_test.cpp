@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -371,6 +372,29 @@ TEST_F(WyomingTest, SynthesizeEqualsTheHttpPcmWithTheSameSeed) {
     EXPECT_FALSE(read_audio(c).pcm.empty());
 }
 
+TEST_F(WyomingTest, RegisteredVoicesAreListedAndSpeak) {
+    auto made = create_voice("fox_x", read_text(fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav"));  // an x-vector voice of the Base model
+    ASSERT_TRUE(made);
+    ASSERT_EQ(made->status, 201) << made->body;
+    WyomingClient c(wport());
+    ASSERT_TRUE(c.send("describe"));
+    auto info = c.read();
+    ASSERT_TRUE(info && info->type == "info");
+    json fox;
+    for (const auto& v : info->data["tts"][0]["voices"]) {
+        if (v["name"] == "fox_x") fox = v;
+    }
+    ASSERT_TRUE(fox.is_object()) << "the registered voice is not listed: " << info->data.dump();
+    EXPECT_NE(fox["description"].get<std::string>().find("cloned"), std::string::npos) << fox.dump();
+    EXPECT_NE(fox["description"].get<std::string>().find("tiny-0.6B-Base-f32"), std::string::npos) << fox.dump();
+    ASSERT_TRUE(c.send("synthesize", {{"text", kSentence}, {"voice", {{"name", "fox_x"}}}}));
+    EXPECT_TRUE(read_audio(c).pcm == http_pcm(kSentence, "fox_x"));
+    auto gone = client().Delete("/v1/audio/voices/fox_x", auth());
+    ASSERT_TRUE(gone && gone->status == 200);
+    ASSERT_TRUE(c.send("synthesize", {{"text", kSentence}, {"voice", {{"name", "fox_x"}}}}));
+    expect_wyoming_error(c, "voice_not_found");
+}
+
 TEST_F(WyomingTest, StreamingSpeaksEachSentenceAsItCompletes) {
     WyomingClient c(wport());
     ASSERT_TRUE(c.send("synthesize-start", {{"voice", {{"name", "ryan"}}}}));
@@ -516,6 +540,71 @@ TEST_F(WyomingTest, AClientThatLeavesMidSynthesisCancelsIt) {
         if (!counted) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     EXPECT_TRUE(counted) << "the synthesis of the client that left was not cancelled";
+}
+
+// A Chatterbox model's built-in voice is a Wyoming voice with the model's languages. (Describe
+// only: the tiny Chatterbox's random weights never stop a sentence on their own, and Wyoming has
+// no max_frames to cap them.)
+TEST(WyomingChatterbox, DescribesTheBuiltinVoice) {
+    TempDir voices;
+    ServeProcess s({"-m", converted_chatterbox(), "--no-http", "--wyoming-port", "0", "--voices-dir", voices.path(), "-T", "1"});
+    WyomingClient c(s.wyoming_port());
+    ASSERT_TRUE(c.send("describe"));
+    auto info = c.read();
+    ASSERT_TRUE(info && info->type == "info");
+    const json& list = info->data["tts"][0]["voices"];
+    ASSERT_EQ(list.size(), 1u) << list.dump();
+    EXPECT_EQ(list[0]["name"], "builtin");
+    EXPECT_EQ(list[0]["attribution"]["name"], "Resemble AI");
+    EXPECT_GT(list[0]["languages"].size(), 1u) << list.dump();  // the multilingual model
+    EXPECT_NE(list[0]["languages"].dump().find("\"fr\""), std::string::npos) << list.dump();
+}
+
+// The server's own limits: connections at most --max-concurrent + --max-queue + 8, syntheses
+// through the one scheduler (here one slot and no queue).
+TEST(WyomingLimits, ConnectionsAndSynthesesFollowTheServerLimits) {
+    TempDir voices;
+    ServeProcess s({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--no-http", "--wyoming-port", "0", "--max-concurrent", "1",
+                    "--max-queue", "0", "--voices-dir", voices.path(), "-T", "1"});
+    const auto pong = [](WyomingClient& c) {
+        if (!c.send("ping")) return false;
+        auto e = c.read(30);
+        return e && e->type == "pong";
+    };
+    std::vector<std::unique_ptr<WyomingClient>> open;
+    for (int i = 0; i < 9; ++i) {
+        open.push_back(std::make_unique<WyomingClient>(s.wyoming_port()));
+        ASSERT_TRUE(pong(*open.back())) << "connection " << i;
+    }
+    {
+        WyomingClient extra(s.wyoming_port());
+        EXPECT_NE(expect_wyoming_error(extra, "server_busy")["text"].get<std::string>().find("too many open Wyoming connections"),
+                  std::string::npos);
+        EXPECT_TRUE(extra.closed_by_server(10));
+    }
+    // One synthesis runs; another at the same time finds no slot and no queue.
+    std::string text;
+    for (int i = 1; i <= 60; ++i) text += "Sentence " + std::to_string(i) + " is here, short and plain. ";
+    ASSERT_TRUE(open[0]->send("synthesize", {{"text", text}, {"voice", {{"name", "ryan"}}}}));
+    auto start = open[0]->read();
+    ASSERT_TRUE(start && start->type == "audio-start");
+    ASSERT_TRUE(open[1]->send("synthesize", {{"text", "Me too."}, {"voice", {{"name", "ryan"}}}}));
+    expect_wyoming_error(*open[1], "queue_full");
+    open[0]->close();  // cancels the long one
+    // A closed connection makes room for a new one, and the slot is free again.
+    open.erase(open.begin());
+    bool accepted = false;
+    for (int i = 0; i < 50 && !accepted; ++i) {
+        WyomingClient again(s.wyoming_port());
+        accepted = pong(again);
+        if (accepted) {
+            ASSERT_TRUE(again.send("synthesize", {{"text", "Me too."}, {"voice", {{"name", "ryan"}}}}));
+            EXPECT_FALSE(read_audio(again).pcm.empty());
+        } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    }
+    EXPECT_TRUE(accepted) << s.log();
 }
 
 // --no-http: Wyoming alone.
