@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -31,7 +32,11 @@ using Clock = std::chrono::steady_clock;
 
 Clock::duration seconds(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
 
-std::string format_seconds(double s) { return json(s).dump(); }
+std::string format_seconds(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", s);
+    return buf;
+}
 
 bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 
@@ -332,7 +337,9 @@ struct WyomingServer::Impl {
             const timeval tv{static_cast<time_t>(options.write_timeout_s), 0};
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
             std::lock_guard<std::mutex> lock(m);
-            if (clients.size() >= options.max_connections) {
+            // Connections that ended but are not joined yet do not count.
+            const auto open = std::count_if(clients.begin(), clients.end(), [](const Client& c) { return !c.done; });
+            if (static_cast<size_t>(open) >= options.max_connections) {
                 const std::string refusal = serialize(error_event("server_busy", "the server has too many open Wyoming connections (" +
                                                                                        std::to_string(options.max_connections) + "); retry later"));
                 ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);

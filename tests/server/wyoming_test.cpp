@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -565,7 +566,7 @@ TEST(WyomingChatterbox, DescribesTheBuiltinVoice) {
 TEST(WyomingLimits, ConnectionsAndSynthesesFollowTheServerLimits) {
     TempDir voices;
     ServeProcess s({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--no-http", "--wyoming-port", "0", "--max-concurrent", "1",
-                    "--max-queue", "0", "--voices-dir", voices.path(), "-T", "1"});
+                    "--max-queue", "0", "--read-timeout", "1", "--voices-dir", voices.path(), "-T", "1"});
     const auto pong = [](WyomingClient& c) {
         if (!c.send("ping")) return false;
         auto e = c.read(30);
@@ -605,6 +606,53 @@ TEST(WyomingLimits, ConnectionsAndSynthesesFollowTheServerLimits) {
         }
     }
     EXPECT_TRUE(accepted) << s.log();
+    open.clear();
+    // An event still incomplete --read-timeout after its first byte: an error, then the connection
+    // closes. (Retried while the connections just closed still count: the server notices them soon.)
+    for (int i = 0; i < 50; ++i) {
+        WyomingClient half(s.wyoming_port());
+        half.write_raw("{\"type\":\"synthesize\",\"data_length\":100}\n{\"text\":");
+        const auto t0 = Clock::now();
+        auto e = half.read(30);
+        ASSERT_TRUE(e && e->type == "error");
+        if (e->data.value("code", "") == "server_busy") {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            continue;
+        }
+        EXPECT_EQ(e->data.value("code", ""), "timeout") << e->data.dump();
+        EXPECT_NE(e->data.value("text", "").find("not received within 1 s"), std::string::npos) << e->data.dump();
+        EXPECT_TRUE(half.closed_by_server(10));
+        EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 8.0);
+        return;
+    }
+    ADD_FAILURE() << "every connection was refused as busy";
+}
+
+// SIGTERM drains Wyoming as HTTP: a running synthesis finishes, a new one is refused, then the server exits 0.
+TEST(WyomingDrain, RunningSynthesesFinishNewOnesAreRefused) {
+    TempDir voices;
+    ServeProcess s({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--wyoming-port", "0", "--max-concurrent", "2", "--voices-dir",
+                    voices.path(), "-T", "1"});
+    std::string text;
+    for (int i = 1; i <= 60; ++i) text += "Sentence " + std::to_string(i) + " is here, short and plain. ";
+    WyomingClient running(s.wyoming_port()), late(s.wyoming_port());
+    ASSERT_TRUE(running.send("synthesize", {{"text", text}, {"voice", {{"name", "ryan"}}}}));
+    auto start = running.read();
+    ASSERT_TRUE(start && start->type == "audio-start");
+    s.signal(SIGTERM);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(late.send("synthesize", {{"text", "Too late."}, {"voice", {{"name", "ryan"}}}}));
+    expect_wyoming_error(late, "draining");
+    bool stopped = false;
+    while (auto e = running.read()) {
+        if (e->type == "audio-stop") {
+            stopped = true;
+            break;
+        }
+        ASSERT_EQ(e->type, "audio-chunk") << e->data.dump();
+    }
+    EXPECT_TRUE(stopped) << "the running synthesis was cut off\n" << s.log();
+    EXPECT_EQ(s.wait(30), 0) << s.log();
 }
 
 // --no-http: Wyoming alone.
