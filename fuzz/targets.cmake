@@ -28,5 +28,6 @@ set(TALKBOX_SANITIZED_TESTS
   "server_test=*"
   "http_request_test=*"
   "hostile_server_test=*"
+  "wyoming_test=*"
   "crafted_input_test=*"
 )
