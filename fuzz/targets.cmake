@@ -12,6 +12,7 @@ set(TALKBOX_FUZZ_TARGETS
   audio              # audio/audio_reader: WAV, FLAC, Ogg, ... through libsndfile, from memory
   tokenizer          # text/tokenizer: encode / decode round trip
   http_request       # server/http_request + multipart: the request path of `talkbox serve`
+  wyoming_event      # server/wyoming_protocol: the event framing of `talkbox serve --wyoming-port`
 )
 
 # Test binaries of the TALKBOX_FUZZ build run under the sanitizers, as BINARY=GTEST_FILTER: the
@@ -28,5 +29,6 @@ set(TALKBOX_SANITIZED_TESTS
   "server_test=*"
   "http_request_test=*"
   "hostile_server_test=*"
+  "wyoming_test=*"
   "crafted_input_test=*"
 )

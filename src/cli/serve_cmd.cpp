@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <pthread.h>
 #include <string>
 #include <thread>
@@ -28,6 +29,10 @@ struct ServeArgs {
     size_t max_concurrent = 1, max_queue = 16, max_text_chars = 4096, max_upload_mb = 20;
     double request_timeout = 300, queue_timeout = 60, read_timeout = 30, drain_timeout = 30;
     size_t max_connections = 1024;
+    int wyoming_port = -1;
+    size_t wyoming_samples_per_chunk = 1024;
+    bool no_http = false;
+    std::optional<uint64_t> seed;
     bool quiet = false;
 };
 
@@ -63,6 +68,12 @@ void run_serve(const ServeArgs& a) {
     o.max_connections = a.max_connections;
     o.cors_origins = a.cors_origins;
     o.allowed_hosts = a.allowed_hosts;
+    if (a.no_http && a.wyoming_port < 0) throw Error(ErrorKind::InvalidArgument, "--no-http needs --wyoming-port (nothing would be served)");
+    if (a.wyoming_samples_per_chunk == 0) throw Error(ErrorKind::InvalidArgument, "--wyoming-samples-per-chunk must be at least 1");
+    o.wyoming_port = a.wyoming_port;
+    o.http = !a.no_http;
+    o.wyoming_samples_per_chunk = a.wyoming_samples_per_chunk;
+    o.default_seed = a.seed;
     if (!a.quiet) o.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
 
     // SIGINT/SIGTERM are taken by one thread (blocked everywhere else): the first drains the server
@@ -77,8 +88,12 @@ void run_serve(const ServeArgs& a) {
 
     server::Server srv(o);
     const int port = srv.bind();
-    std::fprintf(stderr, "talkbox: serving %zu model%s on http://%s:%d (voices in %s)\n", o.models.size(),
-                 o.models.size() == 1 ? "" : "s", o.host.c_str(), port, o.voices_dir.c_str());
+    // One line, so that whoever waits for it (tests, scripts) sees every address at once.
+    std::string where;
+    if (o.http) where = "http://" + o.host + ":" + std::to_string(port);
+    if (o.wyoming_port >= 0) where += (where.empty() ? "" : " and ") + std::string("tcp://") + o.host + ":" + std::to_string(srv.wyoming_port()) + " (Wyoming)";
+    std::fprintf(stderr, "talkbox: serving %zu model%s on %s (voices in %s)\n", o.models.size(), o.models.size() == 1 ? "" : "s",
+                 where.c_str(), o.voices_dir.c_str());
     std::fflush(stderr);
     std::atomic<bool> stopped{false};
     std::thread waiter([&] {
@@ -139,6 +154,14 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--allowed-host", a->allowed_hosts,
                     "A Host name served without an API key besides localhost and --host (DNS-rebinding guard); repeatable");
     cmd->add_option("-T,--threads", a->threads, "Compute threads, shared by every request: graphs run one at a time on one team (0: one per core)")->capture_default_str();
+    cmd->add_option("--wyoming-port", a->wyoming_port,
+                    "Also serve Home Assistant's Wyoming protocol (text to speech) on this port, usually 10200 (0: any free port); "
+                    "same models, voices and limits (docs/home-assistant.md)");
+    cmd->add_flag("--no-http", a->no_http, "Serve only the Wyoming protocol (needs --wyoming-port)");
+    cmd->add_option("--wyoming-samples-per-chunk", a->wyoming_samples_per_chunk, "Samples in each Wyoming audio-chunk event")
+        ->capture_default_str();
+    cmd->add_option("--seed", a->seed,
+                    "Sampling seed of requests that give none, Wyoming ones included (default: a random seed per request)");
     cmd->add_flag("-q,--quiet", a->quiet, "Do not log requests");
     cmd->footer("API, extensions and limits: docs/server.md. The page at / speaks, streams and clones voices.");
     cmd->callback([a] { run_serve(*a); });

@@ -66,18 +66,6 @@ void set_blocking(int fd, bool blocking) {
     fcntl(fd, F_SETFL, blocking ? flags & ~O_NONBLOCK : flags | O_NONBLOCK);
 }
 
-// Sends everything (blocking socket, bounded by SO_SNDTIMEO); false once the client is gone.
-bool send_all(int fd, const char* data, size_t n) {
-    while (n > 0) {
-        const ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        data += w;
-        n -= static_cast<size_t>(w);
-    }
-    return true;
-}
-
 // What fits into the socket buffer now, never blocking (small answers sent by the polling thread).
 void send_now(int fd, const std::string& s) {
     size_t off = 0;
@@ -87,13 +75,6 @@ void send_now(int fd, const std::string& s) {
         if (w <= 0) return;
         off += static_cast<size_t>(w);
     }
-}
-
-std::string address_of(const sockaddr_storage& a) {
-    char buf[INET6_ADDRSTRLEN] = {};
-    if (a.ss_family == AF_INET) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(a).sin_addr, buf, sizeof buf);
-    if (a.ss_family == AF_INET6) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(a).sin6_addr, buf, sizeof buf);
-    return buf;
 }
 
 bool has_header(const Response& r, const char* name) {
@@ -114,6 +95,24 @@ std::string serialize_head(const Response& r, bool chunked, bool close, size_t l
 }
 
 }  // namespace
+
+bool send_all(int fd, const char* data, size_t n) {
+    while (n > 0) {
+        const ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        data += w;
+        n -= static_cast<size_t>(w);
+    }
+    return true;
+}
+
+std::string peer_address(const sockaddr_storage& a) {
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (a.ss_family == AF_INET) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(a).sin_addr, buf, sizeof buf);
+    if (a.ss_family == AF_INET6) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(a).sin6_addr, buf, sizeof buf);
+    return buf;
+}
 
 void Response::set_header(std::string name, std::string value) {
     for (auto& [k, v] : headers) {
@@ -259,7 +258,7 @@ struct HttpServer::Impl {
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             auto c = std::make_unique<Connection>(limits.parse);
             c->fd = fd;
-            c->remote = address_of(peer);
+            c->remote = peer_address(peer);
             c->deadline = Clock::now() + seconds(limits.request_timeout_s);
             polled.push_back(std::move(c));
         }
@@ -436,7 +435,7 @@ HttpServer::HttpServer(Handler& handler, ServerLimits limits) : impl_(std::make_
 
 HttpServer::~HttpServer() { stop(); }
 
-int HttpServer::bind(const std::string& host, int port) {
+int listen_on(const std::string& host, int port, int& bound_port) {
     std::string h = host;
     if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
     addrinfo hints{};
@@ -464,9 +463,15 @@ int HttpServer::bind(const std::string& host, int port) {
     sockaddr_storage bound{};
     socklen_t len = sizeof bound;
     getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-    impl_->listen_fd = fd;
-    return bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6&>(bound).sin6_port)
-                                       : ntohs(reinterpret_cast<sockaddr_in&>(bound).sin_port);
+    bound_port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6&>(bound).sin6_port)
+                                             : ntohs(reinterpret_cast<sockaddr_in&>(bound).sin_port);
+    return fd;
+}
+
+int HttpServer::bind(const std::string& host, int port) {
+    int bound = 0;
+    impl_->listen_fd = listen_on(host, port, bound);
+    return bound;
 }
 
 void HttpServer::run() {

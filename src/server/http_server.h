@@ -15,6 +15,8 @@
 
 #include "server/http_request.h"
 
+struct sockaddr_storage;
+
 namespace talkbox::http {
 
 struct Response {
@@ -58,6 +60,14 @@ struct ServerLimits {
     size_t max_pending = 64;           // complete requests waiting for a worker
     size_t max_connections = 1024;
 };
+
+// Socket helpers shared with the Wyoming server (wyoming_server.h).
+// A non-blocking listening socket on host:port (0: any free port, `bound_port` gets the one taken);
+// throws talkbox::Error (Io) when it cannot.
+int listen_on(const std::string& host, int port, int& bound_port);
+// Sends everything on a blocking socket (bounded by its SO_SNDTIMEO); false once the peer is gone.
+bool send_all(int fd, const char* data, size_t n);
+std::string peer_address(const sockaddr_storage& address);  // "127.0.0.1", "::1"
 
 class HttpServer {
 public:

@@ -36,7 +36,7 @@ void Metrics::synthesis(double audio_seconds, double wall_seconds, double first_
 std::string Metrics::render(size_t running, size_t waiting) const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::ostringstream o;
-    o << "# HELP talkbox_requests_total HTTP requests by route.\n# TYPE talkbox_requests_total counter\n";
+    o << "# HELP talkbox_requests_total Requests by route (HTTP routes; \"wyoming\": Wyoming syntheses).\n# TYPE talkbox_requests_total counter\n";
     for (const auto& [route, n] : requests_) o << "talkbox_requests_total{route=\"" << route << "\"} " << n << "\n";
     o << "# HELP talkbox_errors_total Error responses by HTTP status.\n# TYPE talkbox_errors_total counter\n";
     for (const auto& [status, n] : errors_) o << "talkbox_errors_total{status=\"" << status << "\"} " << n << "\n";

@@ -25,6 +25,7 @@
 #include "server/scheduler.h"
 #include "server/voices.h"
 #include "server/web_page.h"
+#include "server/wyoming_server.h"
 #include "talkbox/audio.h"
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
@@ -147,6 +148,33 @@ struct Job {
     }
 };
 
+// Watches a long call from its own thread (every 50 ms): sets `cancel` once `gone()` says the
+// client left, or once `deadline` passed (then also `timed_out`).
+class Watchdog {
+public:
+    Watchdog(std::function<bool()> gone, Clock::time_point deadline)
+        : thread_([this, gone = std::move(gone), deadline] {
+              while (!done_) {
+                  if (gone()) {
+                      cancel = true;
+                  } else if (Clock::now() > deadline) {
+                      timed_out = true;
+                      cancel = true;
+                  }
+                  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+              }
+          }) {}
+    ~Watchdog() {
+        done_ = true;
+        thread_.join();
+    }
+    std::atomic<bool> cancel{false}, timed_out{false};
+
+private:
+    std::atomic<bool> done_{false};
+    std::thread thread_;  // last: it starts once the flags exist
+};
+
 // Client text (paths, names, fields) may be any bytes: invalid UTF-8 is replaced, never thrown on.
 void send_json(http::Response& res, int status, const json& body) {
     res.status = status;
@@ -163,7 +191,7 @@ json error_json(const ApiError& e) {
 
 }  // namespace
 
-struct Server::Impl : http::Handler {
+struct Server::Impl : http::Handler, wyoming::Service {
     // How a route takes a request body: none (a small cap for clients that send "{}" anyway), a
     // JSON document, or an upload (a reference clip in multipart/form-data).
     enum class Body { None, Json, Upload };
@@ -185,7 +213,9 @@ struct Server::Impl : http::Handler {
     Scheduler scheduler;
     Metrics metrics;
     std::vector<Route> table;
-    std::unique_ptr<http::HttpServer> http;
+    std::unique_ptr<http::HttpServer> http;       // null with --no-http
+    std::unique_ptr<wyoming::WyomingServer> wyoming;  // null without --wyoming-port
+    int wyoming_port = -1;
 
     explicit Impl(ServerOptions o)
         : options(std::move(o)), voices(options.voices_dir), scheduler(options.max_concurrent, options.max_queue) {
@@ -208,7 +238,20 @@ struct Server::Impl : http::Handler {
         limits.workers = options.max_concurrent + options.max_queue + 8;
         limits.max_pending = limits.workers;
         limits.max_connections = options.max_connections;
-        http = std::make_unique<http::HttpServer>(*this, limits);
+        if (options.http) http = std::make_unique<http::HttpServer>(*this, limits);
+        if (options.wyoming_port >= 0) {
+            wyoming::ServerOptions w;
+            // Text may come inline in the header line or as data, every character escaped (\uXXXX).
+            w.limits.max_header_bytes = w.limits.max_data_bytes = options.max_text_chars * 12 + (64 << 10);
+            w.limits.max_payload_bytes = 64 << 10;  // no TTS event carries one; room for a stray small one
+            w.samples_per_chunk = options.wyoming_samples_per_chunk;
+            // Each connection may hold one running or waiting synthesis, as the HTTP workers do.
+            w.max_connections = std::min(options.max_connections, limits.workers);
+            w.read_timeout_s = options.read_timeout_s;
+            w.idle_timeout_s = options.request_timeout_s;  // a stream may wait for its text as long as a synthesis may run
+            wyoming = std::make_unique<wyoming::WyomingServer>(*this, w);
+        }
+        if (!http && !wyoming) throw Error(ErrorKind::InvalidArgument, "--no-http needs --wyoming-port (nothing would be served)");
     }
 
     // --- http::Handler ---
@@ -464,6 +507,58 @@ struct Server::Impl : http::Handler {
         return out;
     }
 
+    // The model that speaks `voice`: the one named by `model`, or for an OpenAI model name (or
+    // none) the first loaded model that has the voice. Fills the request's speaker or voice; throws
+    // the 400 / 404 that say what is available.
+    ModelPool* pick_model(const std::string& model, std::string voice, const std::string& instructions, SpeechRequest& r) {
+        ModelPool* found = nullptr;
+        if (auto* m = find_model(model)) {
+            found = m;
+            if (voice.empty() && m->capabilities().builtin_voice) voice = kBuiltinVoice;  // a named model with its own voice needs none
+            if (!voice_fits(*m, voice, instructions, r)) {
+                if (voice.empty()) {
+                    throw bad_request("'voice' is required for model '" + m->id() + "'" +
+                                          (m->capabilities().clones ? " (register one with POST /v1/audio/voices)" : ""),
+                                      "voice", "missing_field");
+                }
+                refuse_voice_mismatch(*m, voice);
+                throw not_found("voice '" + voice + "' is not available for model '" + m->id() + "' (available: " +
+                                    join(voice_names(m)) + ")",
+                                "voice", "voice_not_found");
+            }
+        } else if (is_openai_model_alias(model)) {
+            for (const auto& m : models) {
+                if (!m->capabilities().designs_voice && voice_fits(*m, voice, instructions, r)) {
+                    found = m.get();
+                    break;
+                }
+            }
+            for (const auto& m : models) {
+                if (!found && m->capabilities().designs_voice && voice_fits(*m, voice, instructions, r)) found = m.get();
+            }
+            if (!found) {
+                if (voice.empty()) throw bad_request("'voice' is required", "voice", "missing_field");
+                throw not_found("voice '" + voice + "' is not available (available: " + join(voice_names(nullptr)) + ")", "voice",
+                                "voice_not_found");
+            }
+        } else {
+            std::vector<std::string> ids;
+            for (const auto& m : models) ids.push_back(m->id());
+            throw not_found("model '" + model + "' is not loaded (available: " + join(ids) + ")", "model", "model_not_found");
+        }
+        return found;
+    }
+
+    // "language": "auto" / empty, or one of the model's languages (400 otherwise).
+    static void apply_language(const ModelPool& m, const std::string& language, SpeechRequest& r) {
+        if (language.empty() || lower(language) == "auto") return;
+        const Capabilities& caps = m.capabilities();
+        bool known = false;
+        for (const auto& l : caps.languages) known |= lower(l) == lower(language);
+        if (!known) throw bad_request("unsupported language '" + language + "' (supported: auto, " + join(caps.languages) + ")", "language");
+        r.language = lower(language);
+    }
+
     SpeechParams parse_speech(const http::Request& req) {
         json body;
         try {
@@ -519,52 +614,9 @@ struct Server::Impl : http::Handler {
         const std::string language = string_field("language", false);
 
         const std::string model = string_field("model", false);
-        if (auto* m = find_model(model)) {
-            p.model = m;
-            if (voice.empty() && m->capabilities().builtin_voice) voice = kBuiltinVoice;  // a named model with its own voice needs none
-            if (!voice_fits(*m, voice, instructions, p.request)) {
-                if (voice.empty()) {
-                    throw bad_request("'voice' is required for model '" + m->id() + "'" +
-                                          (m->capabilities().clones ? " (register one with POST /v1/audio/voices)" : ""),
-                                      "voice", "missing_field");
-                }
-                refuse_voice_mismatch(*m, voice);
-                throw not_found("voice '" + voice + "' is not available for model '" + m->id() + "' (available: " +
-                                    join(voice_names(m)) + ")",
-                                "voice", "voice_not_found");
-            }
-        } else if (is_openai_model_alias(model)) {
-            for (const auto& m : models) {
-                if (!m->capabilities().designs_voice && voice_fits(*m, voice, instructions, p.request)) {
-                    p.model = m.get();
-                    break;
-                }
-            }
-            for (const auto& m : models) {
-                if (!p.model && m->capabilities().designs_voice && voice_fits(*m, voice, instructions, p.request)) p.model = m.get();
-            }
-            if (!p.model) {
-                if (voice.empty()) throw bad_request("'voice' is required", "voice", "missing_field");
-                throw not_found("voice '" + voice + "' is not available (available: " + join(voice_names(nullptr)) + ")", "voice",
-                                "voice_not_found");
-            }
-        } else {
-            std::vector<std::string> ids;
-            for (const auto& m : models) ids.push_back(m->id());
-            throw not_found("model '" + model + "' is not loaded (available: " + join(ids) + ")", "model", "model_not_found");
-        }
-
-        const Capabilities& caps = p.model->capabilities();
+        p.model = pick_model(model, voice, instructions, p.request);
         if (instructions.find_first_not_of(" \t\r\n") == std::string::npos) p.request.instruct.clear();  // blank: none
-        if (!language.empty() && lower(language) != "auto") {
-            bool known = false;
-            for (const auto& l : caps.languages) known |= lower(l) == lower(language);
-            if (!known) {
-                throw bad_request("unsupported language '" + language + "' (supported: auto, " + join(caps.languages) + ")",
-                                  "language");
-            }
-            p.request.language = lower(language);
-        }
+        apply_language(*p.model, language, p.request);
 
         const auto stream = body.contains("stream") && !body["stream"].is_null() ? body["stream"] : json(false);
         if (!stream.is_boolean()) throw bad_request("'stream' must be true or false", "stream");
@@ -617,18 +669,15 @@ struct Server::Impl : http::Handler {
             throw bad_request("model '" + p.model->id() + "': " + refusal->message, refusal->field, "unsupported_field");
         }
         // Drawn here when absent, so that every response reports the seed that reproduces it.
-        if (!s.seed) s.seed = random_seed();
+        if (!s.seed) s.seed = options.default_seed ? *options.default_seed : random_seed();
         p.segments = long_form_segments(input);
         return p;
     }
 
-    void speech(const http::Request& req, Response& res) {
-        SpeechParams p = parse_speech(req);
-        auto job = std::make_shared<Job>();
-        job->arrived = Clock::now();
-        const int socket = req.socket;
-        const auto admit = scheduler.acquire(job->slot, std::chrono::milliseconds(static_cast<long>(options.queue_timeout_s * 1000)),
-                                             [&] { return req.peer_closed(); });
+    // A synthesis (or cloning) slot in arrival order; throws 429 (queue full), 503 (waited too long)
+    // or 499 (the client left while waiting).
+    void admit(Scheduler::Slot& slot, const std::function<bool()>& gone) {
+        const auto admit = scheduler.acquire(slot, std::chrono::milliseconds(static_cast<long>(options.queue_timeout_s * 1000)), gone);
         if (admit == Scheduler::Admit::QueueFull) {
             throw ApiError(429, "rate_limit_error", "queue_full",
                            "the server is busy: " + std::to_string(scheduler.running()) + " requests running and " +
@@ -641,6 +690,14 @@ struct Server::Impl : http::Handler {
             metrics.cancelled();
             throw ApiError(499, "invalid_request_error", "cancelled", "the client closed the connection while waiting");
         }
+    }
+
+    void speech(const http::Request& req, Response& res) {
+        SpeechParams p = parse_speech(req);
+        auto job = std::make_shared<Job>();
+        job->arrived = Clock::now();
+        const int socket = req.socket;
+        admit(job->slot, [&] { return req.peer_closed(); });
         job->deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(options.request_timeout_s * 1000));
         job->lease = p.model->lease();
         job->streaming = p.stream;
@@ -790,25 +847,204 @@ struct Server::Impl : http::Handler {
                 {"models", ms}};
     }
 
-    void list_voices(Response& res) {
-        json out = json::array();
-        json builtin = json::array();
-        std::string builtin_family;
+    // Every voice this server speaks with, as GET /v1/audio/voices lists them: each model's preset
+    // speakers, the built-in voice of the models that have one, then the registered voices.
+    struct VoiceEntry {
+        std::string name;
+        const char* type;  // "preset", "builtin", "cloned"
+        std::string family;
+        std::vector<const ModelPool*> models;  // those that take it
+        std::shared_ptr<const Voice> voice;    // a registered voice
+    };
+    std::vector<VoiceEntry> all_voices() {
+        std::vector<VoiceEntry> out;
+        VoiceEntry builtin{kBuiltinVoice, "builtin", "", {}, nullptr};
         for (const auto& m : models) {
             const Capabilities& c = m->capabilities();
-            for (const auto& s : c.speakers) {
-                out.push_back({{"id", s}, {"name", s}, {"type", "preset"}, {"family", c.architecture}, {"models", {m->id()}}});
-            }
+            for (const auto& s : c.speakers) out.push_back({s, "preset", c.architecture, {m.get()}, nullptr});
             if (c.builtin_voice) {
-                builtin.push_back(m->id());
-                builtin_family = c.architecture;
+                builtin.models.push_back(m.get());
+                builtin.family = c.architecture;
             }
         }
-        if (!builtin.empty()) {
-            out.push_back({{"id", kBuiltinVoice}, {"name", kBuiltinVoice}, {"type", "builtin"}, {"family", builtin_family}, {"models", builtin}});
+        if (!builtin.models.empty()) out.push_back(builtin);
+        for (const auto& [name, v] : voices.list()) {
+            VoiceEntry e{name, "cloned", v->family, {}, v};
+            for (const auto& m : models) {
+                if (m->voice_mismatch(*v).empty()) e.models.push_back(m.get());
+            }
+            out.push_back(std::move(e));
         }
-        for (const auto& [name, v] : voices.list()) out.push_back(voice_json(name, *v));
+        return out;
+    }
+
+    void list_voices(Response& res) {
+        json out = json::array();
+        for (const auto& v : all_voices()) {
+            if (v.voice) {
+                out.push_back(voice_json(v.name, *v.voice));
+                continue;
+            }
+            json ids = json::array();
+            for (const auto* m : v.models) ids.push_back(m->id());
+            out.push_back({{"id", v.name}, {"name", v.name}, {"type", v.type}, {"family", v.family}, {"models", ids}});
+        }
         send_json(res, 200, {{"object", "list"}, {"voices", out}});
+    }
+
+    // --- wyoming::Service (the Wyoming front end, wyoming_server.h) ---
+
+    static json attribution(const Capabilities& c) {
+        if (c.family.find("Qwen") != std::string::npos) return {{"name", "Qwen team, Alibaba Cloud"}, {"url", "https://github.com/QwenLM/Qwen3-TTS"}};
+        if (c.family.find("Chatterbox") != std::string::npos) return {{"name", "Resemble AI"}, {"url", "https://github.com/resemble-ai/chatterbox"}};
+        return {{"name", c.family}, {"url", ""}};
+    }
+
+    json tts_program() override {
+        json list = json::array();
+        std::vector<std::string> seen;
+        for (const auto& v : all_voices()) {
+            if (v.models.empty() || std::find(seen.begin(), seen.end(), lower(v.name)) != seen.end()) continue;
+            seen.push_back(lower(v.name));
+            std::vector<std::string> languages, ids;
+            for (const auto* m : v.models) {
+                ids.push_back(m->id());
+                for (const auto& l : m->capabilities().languages) {
+                    const std::string code = wyoming::language_code(l);
+                    if (std::find(languages.begin(), languages.end(), code) == languages.end()) languages.push_back(code);
+                }
+            }
+            const Capabilities& c = v.models.front()->capabilities();
+            const std::string what = v.voice ? "voice cloned for " + c.family
+                                             : std::string(v.type == std::string("preset") ? "preset speaker" : "built-in voice") + " of " +
+                                                   c.description();
+            list.push_back({{"name", v.name},
+                            {"description", v.name + " (" + what + "; " + join(ids) + ")"},
+                            {"attribution", attribution(c)},
+                            {"installed", true},
+                            {"version", nullptr},
+                            {"languages", languages},
+                            {"speakers", nullptr}});
+        }
+        return {{"name", "talkbox"},
+                {"description", "talkbox text to speech (Qwen3-TTS and Chatterbox on this machine)"},
+                {"attribution", {{"name", "talkbox"}, {"url", ""}}},
+                {"installed", true},
+                {"version", TALKBOX_VERSION},
+                {"supports_synthesize_streaming", true},
+                {"voices", list}};
+    }
+
+    int sample_rate() override { return models.front()->capabilities().sample_rate; }
+    size_t max_text_chars() override { return options.max_text_chars; }
+    void log(const std::string& line) override {
+        if (options.log) options.log(printable(line));
+    }
+
+    // The model language a Wyoming language ("en", "en-US", "en_US" or a model's own name) means;
+    // "" when the model has none such.
+    static std::string model_language(const ModelPool& m, const std::string& language) {
+        const std::string want = lower(language);
+        const std::string base = want.substr(0, want.find_first_of("-_"));
+        for (const auto& l : m.capabilities().languages) {
+            if (lower(l) == want || wyoming::language_code(l) == want || wyoming::language_code(l) == base) return l;
+        }
+        return "";
+    }
+    static bool any_language(const std::string& l) { return l.empty() || lower(l) == "auto"; }
+
+    // voice.name: a voice (as "voice" of /v1/audio/speech) or a model id, whose voice is then
+    // voice.speaker (default: its first); nothing: the first voice in the "info" list (of the
+    // language asked for, if any).
+    ModelPool* wyoming_request(const wyoming::VoiceChoice& vc, SpeechRequest& r) {
+        std::string model, voice = vc.name;
+        if (!vc.name.empty() && find_model(vc.name)) {
+            model = vc.name;
+            voice = vc.speaker;
+        } else if (!vc.speaker.empty()) {
+            if (!vc.name.empty()) {
+                throw bad_request("'voice.speaker' is used with a model id in 'voice.name'; '" + vc.name + "' is not a loaded model", "voice",
+                                  "invalid_voice");
+            }
+            voice = vc.speaker;
+        }
+        if (voice.empty()) {
+            const ModelPool* only = model.empty() ? nullptr : find_model(model);
+            for (const auto& v : all_voices()) {
+                if (!voice.empty()) break;
+                for (const auto* m : v.models) {
+                    if ((!only || m == only) && (any_language(vc.language) || !model_language(*m, vc.language).empty())) {
+                        voice = v.name;
+                        break;
+                    }
+                }
+            }
+        }
+        ModelPool* m = pick_model(model, voice, "", r);
+        if (!any_language(vc.language)) {
+            const std::string l = model_language(*m, vc.language);
+            apply_language(*m, l.empty() ? vc.language : l, r);
+        }
+        return m;
+    }
+
+    static wyoming::ServiceError service_error(const ApiError& e) { return wyoming::ServiceError(e.code, e.what()); }
+
+    void check_voice(const wyoming::VoiceChoice& vc) override {
+        try {
+            SpeechRequest r;
+            wyoming_request(vc, r);
+        } catch (const ApiError& e) {
+            metrics.error(e.status);
+            throw service_error(e);
+        }
+    }
+
+    void speak(const std::string& text, const wyoming::VoiceChoice& vc, const std::function<void(const float*, size_t)>& on_audio,
+               const std::function<bool()>& cancelled) override {
+        const auto arrived = Clock::now();
+        try {
+            metrics.request("wyoming");
+            if (draining) throw ApiError(503, "server_error", "draining", "this server is shutting down; retry the request (on another server)");
+            SpeechRequest r;
+            ModelPool* m = wyoming_request(vc, r);
+            r.sampling.seed = options.default_seed ? *options.default_seed : random_seed();
+            if (auto refusal = m->model().check(r)) {
+                throw bad_request("model '" + m->id() + "': " + refusal->message, refusal->field, "unsupported_field");
+            }
+            const auto segments = long_form_segments(text);
+            Scheduler::Slot slot;
+            admit(slot, cancelled);
+            SessionLease lease = m->lease();
+            Watchdog watch(cancelled, Clock::now() + std::chrono::milliseconds(static_cast<long>(options.request_timeout_s * 1000)));
+            double first_audio_s = -1;
+            size_t samples = 0;
+            const LongFormResult result = speak_long_form(
+                *lease, r, segments, LongFormOptions{},
+                [&](const float* pcm, size_t n) {
+                    if (first_audio_s < 0) first_audio_s = seconds_since(arrived);
+                    samples += n;
+                    on_audio(pcm, n);
+                },
+                {}, StreamOptions{}, &watch.cancel);
+            if (watch.timed_out) {
+                metrics.cancelled();
+                throw ApiError(504, "server_error", "timeout",
+                               "the synthesis took longer than this server's limit of " + json(options.request_timeout_s).dump() + " s");
+            }
+            if (result.cancelled || watch.cancel) {
+                metrics.cancelled();
+                return;
+            }
+            metrics.synthesis(static_cast<double>(samples) / m->capabilities().sample_rate, seconds_since(arrived), first_audio_s);
+        } catch (const ApiError& e) {
+            if (e.code != "timeout") metrics.error(e.status);
+            throw service_error(e);
+        } catch (const Error& e) {
+            const ApiError a = from_error(e);
+            metrics.error(a.status);
+            throw service_error(a);
+        }
     }
 
     void create_voice_route(const http::Request& req, Response& res) {
@@ -868,11 +1104,7 @@ struct Server::Impl : http::Handler {
         refuse_taken();
 
         Scheduler::Slot slot;
-        const auto admit = scheduler.acquire(slot, std::chrono::milliseconds(static_cast<long>(options.queue_timeout_s * 1000)),
-                                             [&] { return req.peer_closed(); });
-        if (admit == Scheduler::Admit::QueueFull) throw ApiError(429, "rate_limit_error", "queue_full", "the server is busy; retry later");
-        if (admit == Scheduler::Admit::Cancelled) throw ApiError(499, "invalid_request_error", "cancelled", "the client closed the connection while waiting");
-        if (admit != Scheduler::Admit::Ok) throw ApiError(503, "server_error", "queue_timeout", "no slot became free in time; retry later");
+        admit(slot, [&] { return req.peer_closed(); });
         refuse_taken();  // a request that waited may have lost the race while in the queue
 
         // The clip goes through a private temporary file (libsndfile reads files) in the voices
@@ -880,22 +1112,9 @@ struct Server::Impl : http::Handler {
         TempFile upload(voices.dir(), ".upload-");
         upload.write(clip->content.data(), clip->content.size());
         upload.close();
-        // Cloning stops when the client hangs up or the request timeout passes.
-        std::atomic<bool> cancel{false}, done{false};
-        std::thread watcher([&] {
-            while (!done) {
-                if (req.peer_closed()) cancel = true;
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            }
-        });
-        struct Join {
-            std::atomic<bool>& done;
-            std::thread& t;
-            ~Join() {
-                done = true;
-                t.join();
-            }
-        } join{done, watcher};
+        // Cloning stops when the client hangs up or the request timeout (CloneStop's deadline) passes.
+        Watchdog watch([&] { return req.peer_closed(); }, Clock::time_point::max());
+        std::atomic<bool>& cancel = watch.cancel;
         const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(options.request_timeout_s * 1000));
         std::vector<std::string> warnings;
         Voice v;
@@ -992,11 +1211,33 @@ struct Server::Impl : http::Handler {
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Server::~Server() { stop(); }
 
-int Server::bind() { return impl_->http->bind(impl_->options.host, impl_->options.port); }
+int Server::bind() {
+    auto& s = *impl_;
+    if (s.wyoming) s.wyoming_port = s.wyoming->bind(s.options.host, s.options.wyoming_port);
+    return s.http ? s.http->bind(s.options.host, s.options.port) : 0;
+}
 
-void Server::run() { impl_->http->run(); }
+int Server::wyoming_port() const { return impl_->wyoming_port; }
 
-void Server::stop() { impl_->http->stop(); }
+void Server::run() {
+    auto& s = *impl_;
+    if (!s.http) {
+        s.wyoming->run();
+        return;
+    }
+    std::thread wyoming;
+    if (s.wyoming) wyoming = std::thread([&s] { s.wyoming->run(); });
+    s.http->run();
+    if (s.wyoming) {
+        s.wyoming->stop();
+        wyoming.join();
+    }
+}
+
+void Server::stop() {
+    if (impl_->http) impl_->http->stop();
+    if (impl_->wyoming) impl_->wyoming->stop();
+}
 
 bool Server::drain(double timeout_s) {
     impl_->draining = true;

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,13 @@ struct ServerOptions {
     // Host names besides localhost and the listening address that are served without an API key.
     std::vector<std::string> cors_origins;
     std::vector<std::string> allowed_hosts;
+    // Wyoming (Home Assistant) TTS on host:wyoming_port besides HTTP (-1: off; 0: any free port),
+    // sharing the models, voices, scheduler and limits (wyoming_server.h, docs/home-assistant.md).
+    int wyoming_port = -1;
+    bool http = true;                       // false: Wyoming only
+    size_t wyoming_samples_per_chunk = 1024;  // samples per audio-chunk event
+    // The sampling seed of requests that give none (Wyoming requests cannot); nullopt: a random one each.
+    std::optional<uint64_t> default_seed;
     int threads = 0;                // compute threads of the one executor every request shares (0: one per core)
     int max_batch = 0;              // running requests of a model generated together (Qwen3-TTS; 0: the default, 8)
     std::function<void(const std::string&)> log;  // one line per request; empty: silent
@@ -46,7 +55,10 @@ public:
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
 
-    int bind();   // binds host:port, returns the port; throws Error (Io) when it cannot
+    // Binds host:port (and host:wyoming_port), returns the HTTP port (0 without HTTP); throws Error
+    // (Io) when it cannot.
+    int bind();
+    int wyoming_port() const;  // the Wyoming port bound (-1: none)
     void run();   // serves until stop()
     void stop();  // safe from any thread
     // Graceful shutdown, before stop(): /ready and every new synthesis, voice or model request

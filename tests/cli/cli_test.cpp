@@ -157,8 +157,14 @@ TEST(Cli, ReadmeCommandsRun) {
             std::vector<std::string> argv;
             std::istringstream words(args.substr(6));
             for (std::string w; words >> w;) {
-                if (w == "--port") words >> w;  // ServeProcess picks a free port
-                else argv.push_back(w);
+                if (w == "--port") {
+                    words >> w;  // ServeProcess picks a free port
+                } else if (w == "--wyoming-port") {
+                    words >> w;  // any free port, as for HTTP
+                    argv.insert(argv.end(), {"--wyoming-port", "0"});
+                } else {
+                    argv.push_back(w);
+                }
             }
             server = std::make_unique<talkbox::testing::ServeProcess>(argv, tmp.path());
             continue;

@@ -30,11 +30,16 @@ ServeProcess::ServeProcess(const std::vector<std::string>& args, const std::stri
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) throw std::runtime_error("cannot start " + std::string(TALKBOX_BINARY));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    const std::string marker = "http://127.0.0.1:";
+    // "talkbox: serving N models on http://127.0.0.1:P and tcp://127.0.0.1:W (Wyoming) (...)\n"
+    const std::string marker = "talkbox: serving ", http = "http://127.0.0.1:", wyoming = "tcp://127.0.0.1:";
     while (std::chrono::steady_clock::now() < deadline) {
         const std::string err = log();
-        if (const auto at = err.find(marker); at != std::string::npos) {
-            port_ = std::stoi(err.substr(at + marker.size()));
+        const auto at = err.find(marker);
+        const auto end = at == std::string::npos ? at : err.find('\n', at);
+        if (end != std::string::npos) {
+            const std::string line = err.substr(at, end - at);
+            if (const auto h = line.find(http); h != std::string::npos) port_ = std::stoi(line.substr(h + http.size()));
+            if (const auto w = line.find(wyoming); w != std::string::npos) wyoming_port_ = std::stoi(line.substr(w + wyoming.size()));
             return;
         }
         int status = 0;

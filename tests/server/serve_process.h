@@ -1,4 +1,4 @@
-// A real `talkbox serve` on 127.0.0.1 (any free port) for the HTTP, npm-client and browser tests.
+// A real `talkbox serve` on 127.0.0.1 (any free port) for the HTTP, Wyoming, npm-client and browser tests.
 #pragma once
 
 #include <string>
@@ -18,7 +18,8 @@ public:
     ServeProcess(const ServeProcess&) = delete;
     ServeProcess& operator=(const ServeProcess&) = delete;
 
-    int port() const { return port_; }
+    int port() const { return port_; }                  // HTTP (0 with --no-http)
+    int wyoming_port() const { return wyoming_port_; }  // with --wyoming-port (0: none)
     pid_t pid() const { return pid_; }
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
     std::string log() const;  // what the server wrote to stderr so far
@@ -30,7 +31,7 @@ public:
 private:
     TempDir dir_;
     pid_t pid_ = -1;
-    int port_ = 0;
+    int port_ = 0, wyoming_port_ = 0;
 };
 
 // Runs a shell command with a time limit; returns its exit status and output (stdout + stderr).

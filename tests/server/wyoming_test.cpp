@@ -1,0 +1,680 @@
+// The Wyoming front end of `talkbox serve --wyoming-port`: the framing reader on its own (pure),
+// then a real server on the tiny fixture models driven by a client written from the protocol's
+// definition (github.com/rhasspy/wyoming): describe, synthesis (the audio equals the HTTP
+// endpoint's pcm for the same seed), streaming synthesis sentence by sentence, errors, hostile
+// framing and a client that leaves mid-synthesis.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/http_fixture.h"
+#include "server/wyoming_protocol.h"
+#include "server/wyoming_server.h"
+
+using namespace talkbox::testing;
+namespace wy = talkbox::server::wyoming;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const std::string kSentence = "Hello from the talkbox server. This is a test.";
+
+// --- the framing reader ---
+
+wy::Event read_all(const std::string& bytes, size_t step, wy::Limits limits = {}) {
+    wy::EventReader r(limits);
+    size_t off = 0;
+    while (!r.ready()) {
+        if (off == bytes.size()) throw std::runtime_error("incomplete event");
+        off += r.feed(bytes.data() + off, std::min(step, bytes.size() - off));
+    }
+    EXPECT_EQ(off, bytes.size());
+    return r.take();
+}
+
+TEST(WyomingProtocol, ReadsAnEventFedInAnyPieces) {
+    const std::string bytes = "{\"type\":\"audio-chunk\",\"data_length\":30,\"payload_length\":4,\"version\":\"1.0\"}\n"
+                              "{\"rate\":24000,\"width\":2,\"x\":1}abcd";
+    for (size_t step : {1, 2, 7, 1000}) {
+        const wy::Event e = read_all(bytes, step);
+        EXPECT_EQ(e.type, "audio-chunk");
+        EXPECT_EQ(e.data["rate"], 24000);
+        EXPECT_EQ(e.payload, "abcd");
+    }
+}
+
+TEST(WyomingProtocol, InlineDataIsMergedUnderTheDataSection) {
+    // As the reference reader: the data section's keys override the header's inline "data".
+    const wy::Event e = read_all("{\"type\":\"synthesize\",\"data\":{\"text\":\"inline\",\"keep\":1},\"data_length\":15}\n{\"text\":\"data\"}", 5);
+    EXPECT_EQ(e.data["text"], "data");
+    EXPECT_EQ(e.data["keep"], 1);
+    const wy::Event inline_only = read_all("{\"type\":\"synthesize\",\"data\":{\"text\":\"hi\"}}\n", 3);
+    EXPECT_EQ(inline_only.data["text"], "hi");
+    EXPECT_TRUE(read_all("{\"type\":\"describe\",\"data\":null,\"data_length\":null}\n", 64).data.empty());
+}
+
+TEST(WyomingProtocol, EventsFollowEachOtherOnOneStream) {
+    const std::string two = wy::serialize({"ping", {{"text", "a"}}, {}}) + wy::serialize({"describe", json::object(), "xy"});
+    wy::EventReader r;
+    size_t off = r.feed(two.data(), two.size());
+    ASSERT_TRUE(r.ready());
+    EXPECT_EQ(r.take().data["text"], "a");
+    EXPECT_TRUE(r.idle());
+    off += r.feed(two.data() + off, two.size() - off);
+    ASSERT_TRUE(r.ready());
+    EXPECT_EQ(off, two.size());
+    const wy::Event e = r.take();
+    EXPECT_EQ(e.type, "describe");
+    EXPECT_EQ(e.payload, "xy");
+}
+
+TEST(WyomingProtocol, SerializeWritesHeaderDataAndPayload) {
+    const std::string bytes = wy::serialize({"audio-chunk", {{"rate", 24000}}, std::string("\x01\x02", 2)});
+    const size_t nl = bytes.find('\n');
+    const json header = json::parse(bytes.substr(0, nl));
+    EXPECT_EQ(header["type"], "audio-chunk");
+    EXPECT_EQ(header["version"], wy::kProtocolVersion);
+    EXPECT_FALSE(header.contains("data"));
+    const size_t dl = header["data_length"], pl = header["payload_length"];
+    EXPECT_EQ(json::parse(bytes.substr(nl + 1, dl))["rate"], 24000);
+    EXPECT_EQ(bytes.substr(nl + 1 + dl), std::string("\x01\x02", 2));
+    EXPECT_EQ(pl, 2u);
+    // No data, no payload: the header alone.
+    EXPECT_EQ(json::parse(wy::serialize({"synthesize-stopped", json::object(), {}})).count("data_length"), 0u);
+}
+
+TEST(WyomingProtocol, RefusesWhatIsNotWyoming) {
+    const auto refused = [](const std::string& bytes, const std::string& why) {
+        wy::EventReader r(wy::Limits{});
+        try {
+            r.feed(bytes.data(), bytes.size());
+            ADD_FAILURE() << "accepted: " << bytes;
+        } catch (const wy::ProtocolError& e) {
+            EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+        }
+    };
+    refused("not json\n", "malformed JSON");
+    refused("\n", "empty event header line");
+    refused("[1,2]\n", "must be a JSON object");
+    refused("{\"data\":{}}\n", "no 'type' string");
+    refused("{\"type\":5}\n", "no 'type' string");
+    refused("{\"type\":\"\"}\n", "'type' is empty");
+    refused("{\"type\":\"x\",\"data\":[1]}\n", "'data' must be a JSON object");
+    refused("{\"type\":\"x\",\"data_length\":-1}\n", "'data_length' must be a non-negative integer");
+    refused("{\"type\":\"x\",\"data_length\":1.5}\n", "'data_length' must be a non-negative integer");
+    refused("{\"type\":\"x\",\"data_length\":\"3\"}\n", "'data_length' must be a non-negative integer");
+    refused("{\"type\":\"x\",\"data_length\":99999999999999999999999}\n", "'data_length' must be a non-negative integer");
+    refused("{\"type\":\"x\",\"data_length\":1099511627776}\n", "'data_length' is 1099511627776 bytes; this server reads at most");
+    refused("{\"type\":\"x\",\"payload_length\":2000000}\n", "'payload_length' is 2000000 bytes");
+    refused("{\"type\":\"x\",\"data_length\":3}\n[1]", "the event data must be a JSON object");
+    refused("{\"type\":\"x\",\"data_length\":3}\nabc", "malformed JSON");
+    refused(std::string(70 << 10, '{'), "header line is longer than");  // refused before a newline arrives
+    refused("{\"type\":\"x\",\"data\":" + std::string(1000, '[') + "}\n", "nested deeper");
+}
+
+TEST(WyomingProtocol, SentencesCompleteOnceTheNextBegins) {
+    wy::SentenceBuffer b;
+    EXPECT_TRUE(b.add("Hello from the talkbox ").empty());
+    EXPECT_TRUE(b.add("server.").empty());  // the sentence may go on ("server.com")
+    EXPECT_EQ(b.add(" This is"), std::vector<std::string>{"Hello from the talkbox server."});
+    EXPECT_TRUE(b.add(" a test.").empty());
+    EXPECT_EQ(b.finish(), "This is a test.");
+    EXPECT_EQ(b.finish(), "");
+    // Words split across chunks keep their spaces.
+    EXPECT_TRUE(b.add("One ").empty());
+    EXPECT_EQ(b.add("two. Three"), std::vector<std::string>{"One two."});
+    EXPECT_EQ(b.finish(), "Three");
+}
+
+TEST(WyomingProtocol, LanguageCodes) {
+    EXPECT_EQ(wy::language_code("english"), "en");
+    EXPECT_EQ(wy::language_code("Chinese"), "zh");
+    EXPECT_EQ(wy::language_code("fr"), "fr");
+    EXPECT_EQ(wy::language_code("klingon"), "klingon");
+}
+
+// --- a client written from the protocol's definition ---
+
+class WyomingClient {
+public:
+    explicit WyomingClient(int port) {
+        fd_ = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<uint16_t>(port));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("cannot connect");
+    }
+    ~WyomingClient() { close(); }
+    void close() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+
+    bool write_raw(const std::string& bytes) { return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()); }
+    // As the reference writer: the header line, then data as its own JSON document.
+    bool send(const std::string& type, const json& data = json::object(), const std::string& payload = "") {
+        json header = {{"type", type}, {"version", "1.7.2"}};
+        const std::string d = data.empty() ? "" : data.dump();
+        if (!d.empty()) header["data_length"] = d.size();
+        if (!payload.empty()) header["payload_length"] = payload.size();
+        return write_raw(header.dump() + "\n" + d + payload);
+    }
+
+    struct Event {
+        std::string type;
+        json data;
+        std::string payload;
+    };
+    // The next event; nullopt when the server closed the connection (or `timeout_s` passed).
+    std::optional<Event> read(double timeout_s = 120) {
+        const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+        std::string line;
+        while (true) {
+            const size_t nl = buf_.find('\n');
+            if (nl != std::string::npos) {
+                line = buf_.substr(0, nl);
+                buf_.erase(0, nl + 1);
+                break;
+            }
+            if (!fill(end)) return std::nullopt;
+        }
+        Event e;
+        const json header = json::parse(line);
+        e.type = header.at("type");
+        e.data = header.contains("data") && header["data"].is_object() ? header["data"] : json::object();
+        const size_t dl = header.value("data_length", size_t{0}), pl = header.value("payload_length", size_t{0});
+        while (buf_.size() < dl + pl) {
+            if (!fill(end)) return std::nullopt;
+        }
+        if (dl) e.data.update(json::parse(buf_.substr(0, dl)));
+        e.payload = buf_.substr(dl, pl);
+        buf_.erase(0, dl + pl);
+        return e;
+    }
+    // Whether the server closed the connection within `timeout_s` (bytes before the end are dropped).
+    bool closed_by_server(double timeout_s) {
+        const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+        while (fill(end)) buf_.clear();
+        return eof_;
+    }
+
+private:
+    bool fill(Clock::time_point end) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
+        if (left <= 0) return false;
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
+        char b[65536];
+        const ssize_t n = ::recv(fd_, b, sizeof b, 0);
+        if (n <= 0) {
+            eof_ = true;
+            return false;
+        }
+        buf_.append(b, static_cast<size_t>(n));
+        return true;
+    }
+
+    int fd_ = -1;
+    std::string buf_;
+    bool eof_ = false;
+};
+
+// One synthesis as a client sees it: the audio-start format, the chunks, audio-stop.
+struct Audio {
+    json start;
+    std::vector<std::string> chunks;
+    std::string pcm;
+};
+
+// Reads audio-start, audio-chunks, audio-stop; fails the test on anything else.
+Audio read_audio(WyomingClient& c) {
+    Audio a;
+    auto start = c.read();
+    if (!start || start->type != "audio-start") {
+        ADD_FAILURE() << "expected audio-start, got " << (start ? start->type + " " + start->data.dump() : std::string("nothing"));
+        return a;
+    }
+    a.start = start->data;
+    for (;;) {
+        auto e = c.read();
+        if (!e) {
+            ADD_FAILURE() << "the stream ended before audio-stop";
+            return a;
+        }
+        if (e->type == "audio-stop") return a;
+        if (e->type != "audio-chunk") {
+            ADD_FAILURE() << "unexpected " << e->type << " " << e->data.dump();
+            return a;
+        }
+        EXPECT_EQ(e->data["rate"], 24000);
+        EXPECT_EQ(e->data["width"], 2);
+        EXPECT_EQ(e->data["channels"], 1);
+        a.chunks.push_back(e->payload);
+        a.pcm += e->payload;
+    }
+}
+
+json expect_wyoming_error(WyomingClient& c, const std::string& code) {
+    auto e = c.read(60);
+    if (!e) {
+        ADD_FAILURE() << "no event (expected an error " << code << ")";
+        return {};
+    }
+    EXPECT_EQ(e->type, "error") << e->data.dump();
+    EXPECT_EQ(e->data.value("code", ""), code) << e->data.dump();
+    EXPECT_FALSE(e->data.value("text", "").empty()) << e->data.dump();
+    return e->data;
+}
+
+// Both CustomVoice and Base fixtures, HTTP with a key, Wyoming on a free port, seed 7 for requests without one.
+class WyomingTest : public HttpFixture {
+protected:
+    static void SetUpTestSuite() {
+        start({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "-m", converted_fixture("tiny-0.6B-Base"), "--wyoming-port", "0", "--seed",
+               "7", "--max-concurrent", "1", "--max-text-chars", "600", "-T", "1"});
+    }
+    static int wport() { return server_->wyoming_port(); }
+    // The HTTP endpoint's pcm for `text` with `voice` (the server's default seed applies).
+    static std::string http_pcm(const std::string& text, const std::string& voice) {
+        auto r = speech({{"model", "tts-1"}, {"input", text}, {"voice", voice}, {"response_format", "pcm"}});
+        if (!r || r->status != 200) {
+            ADD_FAILURE() << "HTTP speech failed: " << (r ? r->body : std::string("no response"));
+            return {};
+        }
+        EXPECT_EQ(r->get_header_value("X-Talkbox-Seed"), "7");
+        return r->body;
+    }
+};
+
+TEST_F(WyomingTest, DescribeListsEveryVoice) {
+    ASSERT_GT(wport(), 0);
+    WyomingClient c(wport());
+    ASSERT_TRUE(c.send("describe"));
+    auto e = c.read();
+    ASSERT_TRUE(e);
+    ASSERT_EQ(e->type, "info");
+    ASSERT_EQ(e->data["tts"].size(), 1u) << e->data.dump();
+    EXPECT_TRUE(e->data["asr"].empty());
+    const json& p = e->data["tts"][0];
+    EXPECT_EQ(p["name"], "talkbox");
+    EXPECT_EQ(p["supports_synthesize_streaming"], true);
+    EXPECT_EQ(p["installed"], true);
+    EXPECT_TRUE(p["attribution"]["name"].is_string() && p["attribution"]["url"].is_string());
+    // Every preset speaker of the CustomVoice fixture, with its languages as codes.
+    auto voices = client().Get("/v1/audio/voices", auth());
+    ASSERT_TRUE(voices && voices->status == 200);
+    size_t presets = 0;
+    const json listed_over_http = json::parse(voices->body);
+    for (const auto& v : listed_over_http["voices"]) {
+        if (v["type"] != "preset") continue;
+        ++presets;
+        bool listed = false;
+        for (const auto& w : p["voices"]) listed |= w["name"] == v["name"];
+        EXPECT_TRUE(listed) << v["name"] << " is not in " << p["voices"].dump();
+    }
+    EXPECT_GT(presets, 0u);
+    EXPECT_EQ(p["voices"].size(), presets);  // no registered voices yet, no built-in voice
+    for (const auto& w : p["voices"]) {
+        EXPECT_EQ(w["installed"], true);
+        EXPECT_TRUE(w["attribution"]["name"].is_string() && w["attribution"]["url"].is_string()) << w.dump();
+        EXPECT_FALSE(w["description"].get<std::string>().empty());
+        ASSERT_FALSE(w["languages"].empty()) << w.dump();
+        bool english = false;
+        for (const auto& l : w["languages"]) english |= l == "en";
+        EXPECT_TRUE(english) << w.dump();
+    }
+    // The connection stays open for more events.
+    ASSERT_TRUE(c.send("ping", {{"text", "x"}}));
+    auto pong = c.read();
+    ASSERT_TRUE(pong);
+    EXPECT_EQ(pong->type, "pong");
+    EXPECT_EQ(pong->data["text"], "x");
+}
+
+TEST_F(WyomingTest, SynthesizeEqualsTheHttpPcmWithTheSameSeed) {
+    WyomingClient c(wport());
+    ASSERT_TRUE(c.send("synthesize", {{"text", kSentence}, {"voice", {{"name", "ryan"}}}}));
+    const Audio a = read_audio(c);
+    EXPECT_EQ(a.start["rate"], 24000);
+    EXPECT_EQ(a.start["width"], 2);
+    EXPECT_EQ(a.start["channels"], 1);
+    ASSERT_GT(a.chunks.size(), 1u);
+    for (size_t i = 0; i + 1 < a.chunks.size(); ++i) EXPECT_EQ(a.chunks[i].size(), 2048u) << "chunk " << i;  // 1024 samples
+    EXPECT_LE(a.chunks.back().size(), 2048u);
+    EXPECT_GT(a.chunks.back().size(), 0u);
+    const std::string http = http_pcm(kSentence, "ryan");
+    EXPECT_EQ(a.pcm.size(), http.size());
+    EXPECT_TRUE(a.pcm == http) << "Wyoming and HTTP audio differ for the same seed";
+    // A second synthesis on the same connection (names are case-insensitive, as over HTTP).
+    ASSERT_TRUE(c.send("synthesize", {{"text", kSentence}, {"voice", {{"name", "Ryan"}}}}));
+    EXPECT_TRUE(read_audio(c).pcm == http);
+    // A language code as Home Assistant sends it ("en", "en-US") picks the model's language.
+    ASSERT_TRUE(c.send("synthesize", {{"text", kSentence}, {"voice", {{"name", "ryan"}, {"language", "en-US"}}}}));
+    EXPECT_FALSE(read_audio(c).pcm.empty());
+    // A model id as the name and a voice as the speaker; no voice at all: the first listed one.
+    ASSERT_TRUE(c.send("synthesize", {{"text", kSentence}, {"voice", {{"name", "tiny-0.6B-CustomVoice-f32"}, {"speaker", "ryan"}}}}));
+    EXPECT_TRUE(read_audio(c).pcm == http);
+    ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}}));
+    EXPECT_FALSE(read_audio(c).pcm.empty());
+}
+
+TEST_F(WyomingTest, RegisteredVoicesAreListedAndSpeak) {
+    auto made = create_voice("fox_x", read_text(fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav"));  // an x-vector voice of the Base model
+    ASSERT_TRUE(made);
+    ASSERT_EQ(made->status, 201) << made->body;
+    WyomingClient c(wport());
+    ASSERT_TRUE(c.send("describe"));
+    auto info = c.read();
+    ASSERT_TRUE(info && info->type == "info");
+    json fox;
+    for (const auto& v : info->data["tts"][0]["voices"]) {
+        if (v["name"] == "fox_x") fox = v;
+    }
+    ASSERT_TRUE(fox.is_object()) << "the registered voice is not listed: " << info->data.dump();
+    EXPECT_NE(fox["description"].get<std::string>().find("cloned"), std::string::npos) << fox.dump();
+    EXPECT_NE(fox["description"].get<std::string>().find("tiny-0.6B-Base-f32"), std::string::npos) << fox.dump();
+    ASSERT_TRUE(c.send("synthesize", {{"text", kSentence}, {"voice", {{"name", "fox_x"}}}}));
+    EXPECT_TRUE(read_audio(c).pcm == http_pcm(kSentence, "fox_x"));
+    auto gone = client().Delete("/v1/audio/voices/fox_x", auth());
+    ASSERT_TRUE(gone && gone->status == 200);
+    ASSERT_TRUE(c.send("synthesize", {{"text", kSentence}, {"voice", {{"name", "fox_x"}}}}));
+    expect_wyoming_error(c, "voice_not_found");
+}
+
+TEST_F(WyomingTest, StreamingSpeaksEachSentenceAsItCompletes) {
+    WyomingClient c(wport());
+    ASSERT_TRUE(c.send("synthesize-start", {{"voice", {{"name", "ryan"}}}}));
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", "Hello from the talkbox "}}));
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", "server. This is"}}));
+    // The first sentence is complete now: its audio comes before the stream ends.
+    const Audio first = read_audio(c);
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", " a test."}}));
+    ASSERT_TRUE(c.send("synthesize", {{"text", kSentence}, {"voice", {{"name", "ryan"}}}}));  // the compatibility copy: ignored
+    ASSERT_TRUE(c.send("synthesize-stop"));
+    const Audio second = read_audio(c);
+    auto stopped = c.read();
+    ASSERT_TRUE(stopped);
+    EXPECT_EQ(stopped->type, "synthesize-stopped") << stopped->data.dump();
+    EXPECT_EQ(first.start["rate"], 24000);
+    EXPECT_EQ(second.start["rate"], 24000);
+    EXPECT_TRUE(first.pcm == http_pcm("Hello from the talkbox server.", "ryan"));
+    EXPECT_TRUE(second.pcm == http_pcm("This is a test.", "ryan"));
+    // Nothing else arrives (the ignored synthesize made no audio); the connection still serves.
+    ASSERT_TRUE(c.send("ping"));
+    auto pong = c.read();
+    ASSERT_TRUE(pong);
+    EXPECT_EQ(pong->type, "pong");
+}
+
+TEST_F(WyomingTest, StreamStateErrors) {
+    WyomingClient c(wport());
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", "Hello."}}));
+    EXPECT_NE(expect_wyoming_error(c, "invalid_state")["text"].get<std::string>().find("synthesize-start"), std::string::npos);
+    ASSERT_TRUE(c.send("synthesize-stop"));
+    expect_wyoming_error(c, "invalid_state");
+    ASSERT_TRUE(c.send("synthesize-start", {{"voice", {{"name", "nobody"}}}}));
+    EXPECT_NE(expect_wyoming_error(c, "voice_not_found")["text"].get<std::string>().find("nobody"), std::string::npos);
+    ASSERT_TRUE(c.send("synthesize-start"));
+    ASSERT_TRUE(c.send("synthesize-start"));
+    expect_wyoming_error(c, "invalid_state");
+    // A stream of blank text ends with synthesize-stopped and no audio.
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", "  "}}));
+    ASSERT_TRUE(c.send("synthesize-stop"));
+    auto stopped = c.read();
+    ASSERT_TRUE(stopped);
+    EXPECT_EQ(stopped->type, "synthesize-stopped");
+}
+
+TEST_F(WyomingTest, RequestErrorsAreErrorEventsAndTheConnectionGoesOn) {
+    WyomingClient c(wport());
+    ASSERT_TRUE(c.send("synthesize", {{"text", kSentence}, {"voice", {{"name", "nobody"}}}}));
+    const json unknown = expect_wyoming_error(c, "voice_not_found");
+    EXPECT_NE(unknown["text"].get<std::string>().find("'nobody'"), std::string::npos) << unknown.dump();
+    EXPECT_NE(unknown["text"].get<std::string>().find("ryan"), std::string::npos) << "the error lists the voices: " << unknown.dump();
+    ASSERT_TRUE(c.send("synthesize", {{"text", 5}}));
+    expect_wyoming_error(c, "invalid_field");
+    ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}, {"voice", "ryan"}}));
+    expect_wyoming_error(c, "invalid_field");
+    ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}, {"voice", {{"name", 3}}}}));
+    expect_wyoming_error(c, "invalid_field");
+    ASSERT_TRUE(c.send("synthesize"));
+    expect_wyoming_error(c, "missing_field");
+    ASSERT_TRUE(c.send("synthesize", {{"text", " "}}));
+    expect_wyoming_error(c, "empty_text");
+    ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}, {"voice", {{"name", "ryan"}, {"language", "tlh"}}}}));
+    EXPECT_NE(expect_wyoming_error(c, "invalid_value")["text"].get<std::string>().find("unsupported language 'tlh'"), std::string::npos);
+    ASSERT_TRUE(c.send("synthesize", {{"text", std::string(601, 'a')}}));
+    EXPECT_NE(expect_wyoming_error(c, "text_too_long")["text"].get<std::string>().find("601 characters"), std::string::npos);
+    ASSERT_TRUE(c.send("transcribe"));
+    EXPECT_NE(expect_wyoming_error(c, "unknown_event")["text"].get<std::string>().find("'transcribe'"), std::string::npos);
+    // A stream longer than the text limit fails once, then ends normally.
+    ASSERT_TRUE(c.send("synthesize-start"));
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", std::string(601, 'a')}}));
+    expect_wyoming_error(c, "text_too_long");
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", "More."}}));
+    ASSERT_TRUE(c.send("synthesize-stop"));
+    auto stopped = c.read();
+    ASSERT_TRUE(stopped);
+    EXPECT_EQ(stopped->type, "synthesize-stopped");
+    ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}, {"voice", {{"name", "vivian"}}}}));
+    EXPECT_FALSE(read_audio(c).pcm.empty());
+}
+
+TEST_F(WyomingTest, HostileFramingGetsAnErrorAndAClosedConnection) {
+    const auto refused = [](const std::string& bytes, const std::string& why) {
+        WyomingClient c(wport());
+        c.write_raw(bytes);
+        const json e = expect_wyoming_error(c, "invalid_event");
+        EXPECT_NE(e.value("text", "").find(why), std::string::npos) << e.dump();
+        EXPECT_TRUE(c.closed_by_server(10)) << "the connection stayed open after: " << bytes.substr(0, 80);
+    };
+    refused("hello\n", "malformed JSON");
+    refused("{\"type\":\"synthesize\",\"data_length\":1000000000000}\n", "'data_length' is 1000000000000 bytes");
+    refused("{\"type\":\"synthesize\",\"payload_length\":100000000}\n", "'payload_length' is 100000000 bytes");
+    refused("{\"type\":\"synthesize\",\"data_length\":-5}\n", "non-negative integer");
+    refused("{\"type\":\"synthesize\",\"data_length\":4}\n[12]", "must be a JSON object");
+    refused("{\"data\":{\"text\":\"hi\"}}\n", "no 'type' string");
+    {
+        // A header line that never ends: refused at the cap (the text limit's JSON size), not read forever.
+        WyomingClient c(wport());
+        const std::string block(64 << 10, 'x');
+        for (int i = 0; i < 16 && c.write_raw(block); ++i) {
+        }
+        const json e = expect_wyoming_error(c, "invalid_event");
+        EXPECT_NE(e.value("text", "").find("header line is longer than"), std::string::npos) << e.dump();
+        EXPECT_TRUE(c.closed_by_server(10));
+    }
+    // The server goes on serving.
+    WyomingClient c(wport());
+    ASSERT_TRUE(c.send("describe"));
+    auto e = c.read();
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->type, "info");
+}
+
+TEST_F(WyomingTest, AHalfSentEventDoesNotHoldUpOtherConnections) {
+    WyomingClient idle(wport());
+    WyomingClient half(wport());
+    half.write_raw("{\"type\":\"synthesize\",\"data_length\":100}\n{\"text\":");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_TRUE(idle.send("describe"));
+    auto e = idle.read();
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->type, "info");
+}
+
+TEST_F(WyomingTest, AClientThatLeavesMidSynthesisCancelsIt) {
+    const double cancelled_before = metric(metrics(), "talkbox_cancelled_total");
+    std::string text;
+    for (int i = 1; i <= 14; ++i) text += "Sentence " + std::to_string(i) + " is here, short and plain. ";  // < 600 characters
+    {
+        WyomingClient c(wport());
+        ASSERT_TRUE(c.send("synthesize", {{"text", text}, {"voice", {{"name", "ryan"}}}}));
+        auto start = c.read();
+        ASSERT_TRUE(start);
+        EXPECT_EQ(start->type, "audio-start") << start->data.dump();
+    }  // closed after the first audio
+    // The one synthesis slot (--max-concurrent 1) is free again soon: the next one completes.
+    const auto t0 = Clock::now();
+    WyomingClient c(wport());
+    ASSERT_TRUE(c.send("synthesize", {{"text", "Still here."}, {"voice", {{"name", "ryan"}}}}));
+    EXPECT_FALSE(read_audio(c).pcm.empty());
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 60.0);
+    bool counted = false;
+    for (int i = 0; i < 100 && !counted; ++i) {
+        counted = metric(metrics(), "talkbox_cancelled_total") > cancelled_before;
+        if (!counted) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_TRUE(counted) << "the synthesis of the client that left was not cancelled";
+}
+
+// A Chatterbox model's built-in voice is a Wyoming voice with the model's languages. (Describe
+// only: the tiny Chatterbox's random weights never stop a sentence on their own, and Wyoming has
+// no max_frames to cap them.)
+TEST(WyomingChatterbox, DescribesTheBuiltinVoice) {
+    TempDir voices;
+    ServeProcess s({"-m", converted_chatterbox(), "--no-http", "--wyoming-port", "0", "--voices-dir", voices.path(), "-T", "1"});
+    WyomingClient c(s.wyoming_port());
+    ASSERT_TRUE(c.send("describe"));
+    auto info = c.read();
+    ASSERT_TRUE(info && info->type == "info");
+    const json& list = info->data["tts"][0]["voices"];
+    ASSERT_EQ(list.size(), 1u) << list.dump();
+    EXPECT_EQ(list[0]["name"], "builtin");
+    EXPECT_EQ(list[0]["attribution"]["name"], "Resemble AI");
+    EXPECT_GT(list[0]["languages"].size(), 1u) << list.dump();  // the multilingual model
+    EXPECT_NE(list[0]["languages"].dump().find("\"fr\""), std::string::npos) << list.dump();
+}
+
+// The server's own limits: connections at most --max-concurrent + --max-queue + 8, syntheses
+// through the one scheduler (here one slot and no queue).
+TEST(WyomingLimits, ConnectionsAndSynthesesFollowTheServerLimits) {
+    TempDir voices;
+    ServeProcess s({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--no-http", "--wyoming-port", "0", "--max-concurrent", "1",
+                    "--max-queue", "0", "--read-timeout", "1", "--voices-dir", voices.path(), "-T", "1"});
+    const auto pong = [](WyomingClient& c) {
+        if (!c.send("ping")) return false;
+        auto e = c.read(30);
+        return e && e->type == "pong";
+    };
+    std::vector<std::unique_ptr<WyomingClient>> open;
+    for (int i = 0; i < 9; ++i) {
+        open.push_back(std::make_unique<WyomingClient>(s.wyoming_port()));
+        ASSERT_TRUE(pong(*open.back())) << "connection " << i;
+    }
+    {
+        WyomingClient extra(s.wyoming_port());
+        EXPECT_NE(expect_wyoming_error(extra, "server_busy")["text"].get<std::string>().find("too many open Wyoming connections"),
+                  std::string::npos);
+        EXPECT_TRUE(extra.closed_by_server(10));
+    }
+    // One synthesis runs; another at the same time finds no slot and no queue.
+    std::string text;
+    for (int i = 1; i <= 60; ++i) text += "Sentence " + std::to_string(i) + " is here, short and plain. ";
+    ASSERT_TRUE(open[0]->send("synthesize", {{"text", text}, {"voice", {{"name", "ryan"}}}}));
+    auto start = open[0]->read();
+    ASSERT_TRUE(start && start->type == "audio-start");
+    ASSERT_TRUE(open[1]->send("synthesize", {{"text", "Me too."}, {"voice", {{"name", "ryan"}}}}));
+    expect_wyoming_error(*open[1], "queue_full");
+    open[0]->close();  // cancels the long one
+    // A closed connection makes room for a new one, and the slot is free again.
+    open.erase(open.begin());
+    bool accepted = false;
+    for (int i = 0; i < 50 && !accepted; ++i) {
+        WyomingClient again(s.wyoming_port());
+        accepted = pong(again);
+        if (accepted) {
+            ASSERT_TRUE(again.send("synthesize", {{"text", "Me too."}, {"voice", {{"name", "ryan"}}}}));
+            EXPECT_FALSE(read_audio(again).pcm.empty());
+        } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    }
+    EXPECT_TRUE(accepted) << s.log();
+    open.clear();
+    // An event still incomplete --read-timeout after its first byte: an error, then the connection
+    // closes. (Retried while the connections just closed still count: the server notices them soon.)
+    for (int i = 0; i < 50; ++i) {
+        WyomingClient half(s.wyoming_port());
+        half.write_raw("{\"type\":\"synthesize\",\"data_length\":100}\n{\"text\":");
+        const auto t0 = Clock::now();
+        auto e = half.read(30);
+        ASSERT_TRUE(e && e->type == "error");
+        if (e->data.value("code", "") == "server_busy") {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            continue;
+        }
+        EXPECT_EQ(e->data.value("code", ""), "timeout") << e->data.dump();
+        EXPECT_NE(e->data.value("text", "").find("not received within 1 s"), std::string::npos) << e->data.dump();
+        EXPECT_TRUE(half.closed_by_server(10));
+        EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 8.0);
+        return;
+    }
+    ADD_FAILURE() << "every connection was refused as busy";
+}
+
+// SIGTERM drains Wyoming as HTTP: a running synthesis finishes, a new one is refused, then the server exits 0.
+TEST(WyomingDrain, RunningSynthesesFinishNewOnesAreRefused) {
+    TempDir voices;
+    ServeProcess s({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--wyoming-port", "0", "--max-concurrent", "2", "--voices-dir",
+                    voices.path(), "-T", "1"});
+    std::string text;
+    for (int i = 1; i <= 60; ++i) text += "Sentence " + std::to_string(i) + " is here, short and plain. ";
+    WyomingClient running(s.wyoming_port()), late(s.wyoming_port());
+    ASSERT_TRUE(running.send("synthesize", {{"text", text}, {"voice", {{"name", "ryan"}}}}));
+    auto start = running.read();
+    ASSERT_TRUE(start && start->type == "audio-start");
+    s.signal(SIGTERM);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(late.send("synthesize", {{"text", "Too late."}, {"voice", {{"name", "ryan"}}}}));
+    expect_wyoming_error(late, "draining");
+    bool stopped = false;
+    while (auto e = running.read()) {
+        if (e->type == "audio-stop") {
+            stopped = true;
+            break;
+        }
+        ASSERT_EQ(e->type, "audio-chunk") << e->data.dump();
+    }
+    EXPECT_TRUE(stopped) << "the running synthesis was cut off\n" << s.log();
+    EXPECT_EQ(s.wait(30), 0) << s.log();
+}
+
+// --no-http: Wyoming alone.
+TEST(WyomingOnly, ServesWithoutHttp) {
+    TempDir voices;
+    ServeProcess s({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--no-http", "--wyoming-port", "0", "--voices-dir", voices.path(), "-T",
+                    "1"});
+    EXPECT_EQ(s.port(), 0);
+    ASSERT_GT(s.wyoming_port(), 0) << s.log();
+    WyomingClient c(s.wyoming_port());
+    ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}}));
+    EXPECT_FALSE(read_audio(c).pcm.empty());
+    EXPECT_EQ(s.stop(), 0) << s.log();
+}
+
+TEST(WyomingOnly, FlagErrors) {
+    const auto r = run_talkbox("serve -m " + converted_fixture("tiny-0.6B-CustomVoice") + " --no-http --port 0");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--no-http needs --wyoming-port"), std::string::npos) << r.err;
+    const auto z = run_talkbox("serve -m " + converted_fixture("tiny-0.6B-CustomVoice") + " --wyoming-port 0 --wyoming-samples-per-chunk 0");
+    EXPECT_EQ(z.exit_code, 1);
+    EXPECT_NE(z.err.find("--wyoming-samples-per-chunk must be at least 1"), std::string::npos) << z.err;
+}
+
+}  // namespace
