@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "talkbox/audio.h"
+#include "core/strings.h"
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
 #include "talkbox/model.h"
@@ -108,17 +109,6 @@ void require(const T& p, const char* what, const char* function) {
     if (!p) throw invalid(std::string(function) + ": " + what + " is NULL");
 }
 
-std::string lower(std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-}
-
-std::string join(const std::vector<std::string>& v) {
-    std::string out;
-    for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-    return out;
-}
-
 std::string number_text(double v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%g", v);
@@ -136,8 +126,8 @@ void check_request(const talkbox::Model& model, const talkbox::SpeechRequest& r)
     }
     if (!r.speaker.empty()) {
         bool known = false;
-        for (const auto& s : c.speakers) known = known || lower(s) == lower(r.speaker);
-        if (!known) throw invalid("unknown speaker '" + r.speaker + "' (supported: " + join(c.speakers) + ")");
+        for (const auto& s : c.speakers) known = known || talkbox::ascii_lower(s) == talkbox::ascii_lower(r.speaker);
+        if (!known) throw invalid("unknown speaker '" + r.speaker + "' (supported: " + talkbox::join_names(c.speakers) + ")");
     }
     const bool instructed = r.instruct.find_first_not_of(" \t\r\n") != std::string::npos;
     if (c.needs_voice && !r.voice && r.speaker.empty() && !(c.designs_voice && instructed)) {

@@ -144,6 +144,16 @@ struct Loaded {
     const Model* model = nullptr;
 };
 
+// What every JSON object says of the model and the build, plus the run's own keys.
+nlohmann::json described(const Loaded& m, const nlohmann::json& run) {
+    const Capabilities& caps = m.model->capabilities();
+    nlohmann::json j = {{"model", m.path},           {"family", caps.architecture},   {"size", m.info.size},
+                        {"variant", caps.variant},   {"weight_type", m.info.weight_type},
+                        {"threads", m.model->threads()}, {"cpu_kernels", cpu_kernels()}};
+    j.update(run);
+    return j;
+}
+
 // Models whose decoder streams alongside generation: figures per frame and per stage.
 void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
     const Capabilities& caps = m.model->capabilities();
@@ -192,14 +202,7 @@ void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
     }
 
     if (a.json) {
-        print_json({{"model", path},
-                    {"family", caps.architecture},
-                    {"size", info.size},
-                    {"variant", caps.variant},
-                    {"weight_type", info.weight_type},
-                    {"threads", m.model->threads()},
-                    {"cpu_kernels", cpu_kernels()},
-                    {"decoder_threads", m.model->decoder_threads()},
+        print_json(described(m, {{"decoder_threads", m.model->decoder_threads()},
                     {"kv_cache", a.kv_cache},
                     {"frames", a.frames},
                     {"repeat", a.repeat},
@@ -207,7 +210,7 @@ void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
                     {"voice", voice},
                     {"seed", a.seed},
                     {"audio_seconds", audio_seconds},
-                    {"load_ms", load_ms}},
+                    {"load_ms", load_ms}}),
                    figures);
         return;
     }
@@ -289,15 +292,8 @@ void run_sentence_bench(const BenchArgs& a, const Loaded& m, Session& session) {
     }
 
     if (a.json) {
-        print_json({{"model", m.path},
-                    {"family", caps.architecture},
-                    {"size", m.info.size},
-                    {"variant", caps.variant},
-                    {"weight_type", m.info.weight_type},
-                    {"threads", m.model->threads()},
-                    {"cpu_kernels", cpu_kernels()},
-                    {"frames", a.frames},
-                    {"sentences", sentences},
+        print_json(described(m, {{"frames", a.frames},
+                                 {"sentences", sentences},
                     {"repeat", a.repeat},
                     {"text", a.text},
                     {"language", a.language},
@@ -305,7 +301,7 @@ void run_sentence_bench(const BenchArgs& a, const Loaded& m, Session& session) {
                     {"cfg_weight", guidance ? nlohmann::json(cfg_weight) : nlohmann::json()},
                     {"seed", a.seed},
                     {"audio_seconds", audio_seconds},
-                    {"load_ms", m.load_ms}},
+                    {"load_ms", m.load_ms}}),
                    figures);
         return;
     }
@@ -405,21 +401,14 @@ void run_streams_bench(const BenchArgs& a, const Loaded& m) {
         for (size_t i = 0; i < figures.size(); ++i) figures[i].values.push_back(values[i]);
     }
     if (a.json) {
-        print_json({{"model", m.path},
-                    {"family", caps.architecture},
-                    {"size", m.info.size},
-                    {"variant", caps.variant},
-                    {"weight_type", m.info.weight_type},
-                    {"threads", m.model->threads()},
-                    {"cpu_kernels", cpu_kernels()},
-                    {"streams", a.streams},
+        print_json(described(m, {{"streams", a.streams},
                     {"frames", a.frames},
                     {"repeat", a.repeat},
                     {"text", a.text},
                     {"voice", voice},
                     {"seed", a.seed},
                     {"audio_seconds", audio_seconds},
-                    {"load_ms", m.load_ms}},
+                    {"load_ms", m.load_ms}}),
                    figures);
         return;
     }

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "qwen3tts/embeddings.h"
+#include "core/strings.h"
 #include "talkbox/error.h"
 
 namespace talkbox::qwen3tts {
@@ -23,17 +24,6 @@ namespace {
 // ref_ids = role(3) + ref text + "<|im_end|>\n"(2).
 constexpr size_t kRole = 3, kInputTail = 5, kRefTail = 2;
 
-std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return s;
-}
-
-std::string join(const std::vector<std::string>& items) {
-    std::string out;
-    for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-    return out;
-}
-
 Mode supported_mode(Variant v) {
     switch (v) {
         case Variant::Base: return Mode::VoiceClone;
@@ -49,18 +39,18 @@ bool is_dialect(const std::string& name) { return name.find("dialect") != std::s
 
 // The codec language id, or -1 for auto. `dialect` (a CustomVoice speaker's) overrides Chinese/auto.
 int32_t resolve_language(const Hparams& h, const std::string& language, const std::string& dialect) {
-    const std::string lang = lower(language);
+    const std::string lang = ascii_lower(language);
     int32_t id = -1;
     if (lang != "auto") {
         for (size_t i = 0; i < h.language_names.size() && id < 0; ++i) {
-            if (!is_dialect(h.language_names[i]) && lower(h.language_names[i]) == lang) id = h.language_ids[i];
+            if (!is_dialect(h.language_names[i]) && ascii_lower(h.language_names[i]) == lang) id = h.language_ids[i];
         }
         if (id < 0) {
             std::vector<std::string> names = {"auto"};
             for (const auto& n : h.language_names) {
                 if (!is_dialect(n)) names.push_back(n);
             }
-            throw invalid("unsupported language '" + language + "' (supported: " + join(names) + ")");
+            throw invalid("unsupported language '" + language + "' (supported: " + join_names(names) + ")");
         }
     }
     if (!dialect.empty() && (lang == "chinese" || lang == "auto")) {
@@ -118,14 +108,14 @@ Prompt build_prompt(const Model& model, const PromptRequest& r) {
     int32_t speaker_id = -1;
     std::string dialect;
     if (!r.speaker.empty()) {
-        const std::string want = lower(r.speaker);
+        const std::string want = ascii_lower(r.speaker);
         for (size_t i = 0; i < h.speaker_names.size() && speaker_id < 0; ++i) {
-            if (lower(h.speaker_names[i]) == want) {
+            if (ascii_lower(h.speaker_names[i]) == want) {
                 speaker_id = h.speaker_ids[i];
                 dialect = h.speaker_dialects[i];
             }
         }
-        if (speaker_id < 0) throw invalid("unknown speaker '" + r.speaker + "' (supported: " + join(h.speaker_names) + ")");
+        if (speaker_id < 0) throw invalid("unknown speaker '" + r.speaker + "' (supported: " + join_names(h.speaker_names) + ")");
     }
     const int32_t language_id = resolve_language(h, r.language, dialect);
     // The official wrapper drops instructions for the 0.6B CustomVoice model.

@@ -27,6 +27,7 @@
 #include "server/web_page.h"
 #include "server/wyoming_server.h"
 #include "talkbox/audio.h"
+#include "core/strings.h"
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
 #include "talkbox/segmenter.h"
@@ -41,17 +42,6 @@ using Clock = std::chrono::steady_clock;
 using Response = http::Response;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string lower(std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-}
-
-std::string join(const std::vector<std::string>& v) {
-    std::string out;
-    for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-    return out;
-}
 
 // Compares every byte of the longer string whatever the content, so timing reveals nothing but
 // (at most) the length.
@@ -349,7 +339,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         if (draining && name != "health" && name != "ready" && name != "metrics") {
             throw ApiError(503, "server_error", "draining", "this server is shutting down; retry the request (on another replica)");
         }
-        const std::string encoding = lower(req.header("content-encoding"));
+        const std::string encoding = ascii_lower(req.header("content-encoding"));
         if (!encoding.empty() && encoding != "identity") {
             throw ApiError(415, "invalid_request_error", "unsupported_content_encoding",
                            "compressed request bodies (Content-Encoding: " + encoding + ") are not accepted; send the body uncompressed");
@@ -370,10 +360,10 @@ struct Server::Impl : http::Handler, wyoming::Service {
             return;
         }
         const std::string host = host_name(req.header("host"));
-        const std::string bound = lower(options.host);
+        const std::string bound = ascii_lower(options.host);
         if (host == "localhost" || host == "127.0.0.1" || host == "::1" || host == bound) return;
         for (const auto& h : options.allowed_hosts) {
-            if (lower(h) == host) return;
+            if (ascii_lower(h) == host) return;
         }
         // Bound to every address: any IP literal names this machine (rebinding needs a name).
         const bool wildcard = bound == "0.0.0.0" || bound == "::" || bound == "[::]";
@@ -386,7 +376,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
 
     // "name:port", "[v6]:port" or "name" → the lower-case name.
     static std::string host_name(const std::string& host) {
-        std::string h = lower(host);
+        std::string h = ascii_lower(host);
         if (!h.empty() && h.front() == '[') {
             const size_t close = h.find(']');
             return close == std::string::npos ? h : h.substr(1, close - 1);
@@ -398,11 +388,11 @@ struct Server::Impl : http::Handler, wyoming::Service {
     // A page of the server itself (its origin names the Host the request was sent to), or one
     // allowed by --cors-origin.
     bool origin_allowed(const http::Request& req, const std::string& origin) const {
-        const std::string o = lower(origin);
-        const std::string host = lower(req.header("host"));
+        const std::string o = ascii_lower(origin);
+        const std::string host = ascii_lower(req.header("host"));
         if (!host.empty() && (o == "http://" + host || o == "https://" + host)) return true;
         for (const auto& allowed : options.cors_origins) {
-            if (allowed == "*" || lower(allowed) == o) return true;
+            if (allowed == "*" || ascii_lower(allowed) == o) return true;
         }
         return false;
     }
@@ -445,10 +435,10 @@ struct Server::Impl : http::Handler, wyoming::Service {
         const Capabilities& c = model.capabilities();
         if (c.designs_voice) return !instructions.empty() || voice.empty();
         if (voice.empty()) return false;
-        if (lower(voice) == kBuiltinVoice) return c.builtin_voice;
+        if (ascii_lower(voice) == kBuiltinVoice) return c.builtin_voice;
         if (!c.speakers.empty()) {
             for (const auto& s : c.speakers) {
-                if (lower(s) == lower(voice)) {
+                if (ascii_lower(s) == ascii_lower(voice)) {
                     r.speaker = s;
                     return true;
                 }
@@ -476,7 +466,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
             why = model.voice_mismatch(*registered);
         } else if (fits.empty()) {
             return;
-        } else if (lower(voice) == kBuiltinVoice) {
+        } else if (ascii_lower(voice) == kBuiltinVoice) {
             why = "'builtin' is the built-in voice of models that have one";
         } else {
             why = "'" + voice + "' is a preset speaker of other models";
@@ -484,8 +474,8 @@ struct Server::Impl : http::Handler, wyoming::Service {
         if (why.empty()) why = "model '" + model.id() + "' is " + model.capabilities().description();
         const auto takes = voice_names(&model);
         throw bad_request("voice '" + voice + "' does not fit model '" + model.id() + "': " + why + "; " +
-                              (fits.empty() ? std::string("no loaded model takes it") : "it fits " + join(fits)) + " (model '" +
-                              model.id() + "' takes " + (takes.empty() ? std::string("no voice") : join(takes)) + ")",
+                              (fits.empty() ? std::string("no loaded model takes it") : "it fits " + join_names(fits)) + " (model '" +
+                              model.id() + "' takes " + (takes.empty() ? std::string("no voice") : join_names(takes)) + ")",
                           "voice", "voice_mismatch");
     }
 
@@ -523,7 +513,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
                 }
                 refuse_voice_mismatch(*m, voice);
                 throw not_found("voice '" + voice + "' is not available for model '" + m->id() + "' (available: " +
-                                    join(voice_names(m)) + ")",
+                                    join_names(voice_names(m)) + ")",
                                 "voice", "voice_not_found");
             }
         } else if (is_openai_model_alias(model)) {
@@ -538,25 +528,25 @@ struct Server::Impl : http::Handler, wyoming::Service {
             }
             if (!found) {
                 if (voice.empty()) throw bad_request("'voice' is required", "voice", "missing_field");
-                throw not_found("voice '" + voice + "' is not available (available: " + join(voice_names(nullptr)) + ")", "voice",
+                throw not_found("voice '" + voice + "' is not available (available: " + join_names(voice_names(nullptr)) + ")", "voice",
                                 "voice_not_found");
             }
         } else {
             std::vector<std::string> ids;
             for (const auto& m : models) ids.push_back(m->id());
-            throw not_found("model '" + model + "' is not loaded (available: " + join(ids) + ")", "model", "model_not_found");
+            throw not_found("model '" + model + "' is not loaded (available: " + join_names(ids) + ")", "model", "model_not_found");
         }
         return found;
     }
 
     // "language": "auto" / empty, or one of the model's languages (400 otherwise).
     static void apply_language(const ModelPool& m, const std::string& language, SpeechRequest& r) {
-        if (language.empty() || lower(language) == "auto") return;
+        if (language.empty() || ascii_lower(language) == "auto") return;
         const Capabilities& caps = m.capabilities();
         bool known = false;
-        for (const auto& l : caps.languages) known |= lower(l) == lower(language);
-        if (!known) throw bad_request("unsupported language '" + language + "' (supported: auto, " + join(caps.languages) + ")", "language");
-        r.language = lower(language);
+        for (const auto& l : caps.languages) known |= ascii_lower(l) == ascii_lower(language);
+        if (!known) throw bad_request("unsupported language '" + language + "' (supported: auto, " + join_names(caps.languages) + ")", "language");
+        r.language = ascii_lower(language);
     }
 
     SpeechParams parse_speech(const http::Request& req) {
@@ -904,8 +894,8 @@ struct Server::Impl : http::Handler, wyoming::Service {
         json list = json::array();
         std::vector<std::string> seen;
         for (const auto& v : all_voices()) {
-            if (v.models.empty() || std::find(seen.begin(), seen.end(), lower(v.name)) != seen.end()) continue;
-            seen.push_back(lower(v.name));
+            if (v.models.empty() || std::find(seen.begin(), seen.end(), ascii_lower(v.name)) != seen.end()) continue;
+            seen.push_back(ascii_lower(v.name));
             std::vector<std::string> languages, ids;
             for (const auto* m : v.models) {
                 ids.push_back(m->id());
@@ -919,7 +909,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
                                              : std::string(v.type == std::string("preset") ? "preset speaker" : "built-in voice") + " of " +
                                                    c.description();
             list.push_back({{"name", v.name},
-                            {"description", v.name + " (" + what + "; " + join(ids) + ")"},
+                            {"description", v.name + " (" + what + "; " + join_names(ids) + ")"},
                             {"attribution", attribution(c)},
                             {"installed", true},
                             {"version", nullptr},
@@ -944,14 +934,14 @@ struct Server::Impl : http::Handler, wyoming::Service {
     // The model language a Wyoming language ("en", "en-US", "en_US" or a model's own name) means;
     // "" when the model has none such.
     static std::string model_language(const ModelPool& m, const std::string& language) {
-        const std::string want = lower(language);
+        const std::string want = ascii_lower(language);
         const std::string base = want.substr(0, want.find_first_of("-_"));
         for (const auto& l : m.capabilities().languages) {
-            if (lower(l) == want || wyoming::language_code(l) == want || wyoming::language_code(l) == base) return l;
+            if (ascii_lower(l) == want || wyoming::language_code(l) == want || wyoming::language_code(l) == base) return l;
         }
         return "";
     }
-    static bool any_language(const std::string& l) { return l.empty() || lower(l) == "auto"; }
+    static bool any_language(const std::string& l) { return l.empty() || ascii_lower(l) == "auto"; }
 
     // voice.name: a voice (as "voice" of /v1/audio/speech) or a model id, whose voice is then
     // voice.speaker (default: its first); nothing: the first voice in the "info" list (of the
@@ -1049,7 +1039,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
 
     void create_voice_route(const http::Request& req, Response& res) {
         const std::string& type = req.header("content-type");
-        if (lower(type).rfind("multipart/form-data", 0) != 0) {
+        if (ascii_lower(type).rfind("multipart/form-data", 0) != 0) {
             throw bad_request("send multipart/form-data with 'name', 'audio' (the reference clip) and optionally 'transcript'");
         }
         const auto parts = http::parse_multipart(req.body, type);
@@ -1066,7 +1056,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         }
         const auto clip = field({"audio", "file"});
         if (!clip || clip->content.empty()) throw bad_request("'audio' (the reference clip) is required", "audio", "missing_field");
-        if (lower(name->content) == kBuiltinVoice) {
+        if (ascii_lower(name->content) == kBuiltinVoice) {
             throw bad_request("the name 'builtin' is reserved for the built-in voices of models; choose another", "name");
         }
         const auto transcript = field({"transcript", "ref_text"});

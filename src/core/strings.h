@@ -1,0 +1,15 @@
+// Small string helpers of names and messages, shared by the families and the front ends.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace talkbox {
+
+// ASCII letters in lower case (names, header values); every other byte as it is.
+std::string ascii_lower(std::string s);
+
+// The items with ", " between them: "a, b, c".
+std::string join_names(const std::vector<std::string>& items);
+
+}  // namespace talkbox
