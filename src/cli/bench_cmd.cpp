@@ -154,6 +154,18 @@ nlohmann::json described(const Loaded& m, const nlohmann::json& run) {
     return j;
 }
 
+// The request of a run: --text, exactly --frames frames, `seed`, the voice (returns what it is).
+// Chatterbox's fields are refused with a message where the model does not take them.
+std::string bench_request(const BenchArgs& a, const Loaded& m, uint64_t seed, SpeechRequest& r) {
+    r.text = a.text;
+    r.language = a.language;
+    r.max_frames = r.min_frames = a.frames;
+    r.sampling.seed = seed;
+    r.exaggeration = a.exaggeration;
+    r.cfg_weight = a.cfg_weight;
+    return choose_voice(a, m.model->capabilities(), m.voice_file, r);
+}
+
 // Models whose decoder streams alongside generation: figures per frame and per stage.
 void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
     const Capabilities& caps = m.model->capabilities();
@@ -161,13 +173,7 @@ void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
     const ModelInfo& info = m.info;
     const double load_ms = m.load_ms;
     SpeechRequest request;
-    request.text = a.text;
-    request.language = a.language;
-    request.max_frames = request.min_frames = a.frames;
-    request.sampling.seed = a.seed;
-    request.exaggeration = a.exaggeration;  // refused with a message where the model does not take them
-    request.cfg_weight = a.cfg_weight;
-    const std::string voice = choose_voice(a, caps, m.voice_file, request);
+    const std::string voice = bench_request(a, m, a.seed, request);
 
     std::vector<Figure> figures = {
         {"prefill_ms", "prefill ms", "%.1f", {}},
@@ -240,15 +246,9 @@ void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
 void run_sentence_bench(const BenchArgs& a, const Loaded& m, Session& session) {
     const Capabilities& caps = m.model->capabilities();
     SpeechRequest request;
-    request.text = a.text;
-    request.language = a.language;
     // Exactly --frames predicted tokens per sentence (what the decoder receives may be padded).
-    request.max_frames = request.min_frames = a.frames;
+    const std::string voice = bench_request(a, m, a.seed, request);
     const bool guidance = caps.field("cfg_weight") != nullptr;
-    request.sampling.seed = a.seed;
-    request.exaggeration = a.exaggeration;
-    request.cfg_weight = a.cfg_weight;
-    const std::string voice = choose_voice(a, caps, m.voice_file, request);
     const float cfg_weight = a.cfg_weight.value_or(0.5f);
 
     std::vector<Figure> figures = {
@@ -345,13 +345,7 @@ void run_streams_bench(const BenchArgs& a, const Loaded& m) {
     std::string voice;
     for (uint32_t i = 0; i < a.streams; ++i) {
         SpeechRequest& r = requests[i];
-        r.text = a.text;
-        r.language = a.language;
-        r.max_frames = r.min_frames = a.frames;
-        r.sampling.seed = a.seed + i;
-        r.exaggeration = a.exaggeration;
-        r.cfg_weight = a.cfg_weight;
-        voice = choose_voice(a, caps, m.voice_file, r);
+        voice = bench_request(a, m, a.seed + i, r);
     }
     std::vector<std::unique_ptr<Session>> sessions;
     for (uint32_t i = 0; i < a.streams; ++i) sessions.push_back(std::make_unique<Session>(*m.model));
