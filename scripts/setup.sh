@@ -13,6 +13,7 @@ DEBIAN_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
   libsndfile1-dev libsoxr-dev libsleef-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
   chromium curl   # the server's tests: headless browser (driven by playwright-core), README curl lines
+  nginx python3-yaml   # the scale-out test: replicas behind nginx, deploy/ files checked (tests/deploy)
   clang libclang-rt-dev llvm   # build-sanitize/: libFuzzer + sanitizer runtimes, llvm-symbolizer for reports
 )
 
