@@ -112,6 +112,13 @@ std::vector<std::string> replica_args(const std::string& voices) {
 TEST(SharedVoiceStore, TwoReplicasShareOneFolder) {
     TempDir voices;
     ServeProcess a(replica_args(voices.path())), b(replica_args(voices.path()));
+    // The servers' logs on any failure, ASSERTs included.
+    struct Logs {
+        ServeProcess &a, &b;
+        ~Logs() {
+            if (::testing::Test::HasFailure()) std::cerr << "A log:\n" << a.log() << "\nB log:\n" << b.log();
+        }
+    } logs{a, b};
 
     // Created through A: listed and spoken by B at once, the same id and the same audio.
     auto made = create_voice(a.port(), "fox");
@@ -121,7 +128,7 @@ TEST(SharedVoiceStore, TwoReplicasShareOneFolder) {
     EXPECT_EQ(cloned_ids(a.port()), cloned_ids(b.port()));
     EXPECT_EQ(voice_entry(b.port(), "fox")["mode"], "in_context");
     auto via_a = speak(a.port(), "fox"), via_b = speak(b.port(), "fox");
-    ASSERT_TRUE(via_a && via_b);
+    ASSERT_TRUE(via_a && via_b) << "A: " << (via_a ? "ok" : httplib::to_string(via_a.error())) << ", B: " << (via_b ? "ok" : httplib::to_string(via_b.error()));
     ASSERT_EQ(via_b->status, 200) << via_b->body;
     EXPECT_TRUE(via_a->body == via_b->body) << "one voice, one seed: the replicas' audio differs";
 
@@ -161,7 +168,6 @@ TEST(SharedVoiceStore, TwoReplicasShareOneFolder) {
     EXPECT_EQ(std::count(status.begin(), status.end(), 409), static_cast<long>(status.size()) - 1);
     EXPECT_EQ(folder(voices.path()), std::vector<std::string>{"race.voice"}) << "partial or stray files in the voice store";
     EXPECT_EQ(cloned_ids(a.port()), cloned_ids(b.port()));
-    if (HasFailure()) std::cerr << "A log:\n" << a.log() << "\nB log:\n" << b.log();
 }
 
 namespace {
