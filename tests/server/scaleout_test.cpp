@@ -111,7 +111,10 @@ std::vector<std::string> replica_args(const std::string& voices) {
 
 TEST(SharedVoiceStore, TwoReplicasShareOneFolder) {
     TempDir voices;
-    ServeProcess a(replica_args(voices.path())), b(replica_args(voices.path()));
+    const auto started = Clock::now();
+    const auto args = replica_args(voices.path());  // converts the fixture once per process
+    std::cout << "[store] fixture converted: " << since(started) << " s" << std::endl;
+    ServeProcess a(args), b(args);
     // The servers' logs on any failure, ASSERTs included.
     struct Logs {
         ServeProcess &a, &b;
@@ -119,6 +122,13 @@ TEST(SharedVoiceStore, TwoReplicasShareOneFolder) {
             if (::testing::Test::HasFailure()) std::cerr << "A log:\n" << a.log() << "\nB log:\n" << b.log();
         }
     } logs{a, b};
+    // Phase timings, to tell a slow machine from a stuck request when this test is slow.
+    std::cout << "[store] two replicas listening: " << since(started) << " s" << std::endl;
+    auto phase_start = Clock::now();
+    const auto phase = [&](const char* name) {
+        std::cout << "[store] " << name << ": " << since(phase_start) << " s" << std::endl;
+        phase_start = Clock::now();
+    };
 
     // Created through A: listed and spoken by B at once, the same id and the same audio.
     auto made = create_voice(a.port(), "fox");
@@ -127,7 +137,11 @@ TEST(SharedVoiceStore, TwoReplicasShareOneFolder) {
     EXPECT_EQ(cloned_ids(b.port()), std::vector<std::string>{"fox"});
     EXPECT_EQ(cloned_ids(a.port()), cloned_ids(b.port()));
     EXPECT_EQ(voice_entry(b.port(), "fox")["mode"], "in_context");
-    auto via_a = speak(a.port(), "fox"), via_b = speak(b.port(), "fox");
+    phase("created through A, listed through B");
+    auto via_a = speak(a.port(), "fox");
+    phase("spoken through A");
+    auto via_b = speak(b.port(), "fox");
+    phase("spoken through B");
     ASSERT_TRUE(via_a && via_b) << "A: " << (via_a ? "ok" : httplib::to_string(via_a.error())) << ", B: " << (via_b ? "ok" : httplib::to_string(via_b.error()));
     ASSERT_EQ(via_b->status, 200) << via_b->body;
     EXPECT_TRUE(via_a->body == via_b->body) << "one voice, one seed: the replicas' audio differs";
@@ -142,6 +156,7 @@ TEST(SharedVoiceStore, TwoReplicasShareOneFolder) {
     EXPECT_FALSE(replaced->body == via_b->body) << "B spoke the replaced voice from its cache";
     EXPECT_EQ(cloned_ids(a.port()), std::vector<std::string>{"fox"});
 
+    phase("replaced behind B, spoken through B");
     // Deleted through B: gone through A (a 404 to speak and to delete).
     auto del = client(b.port()).Delete("/v1/audio/voices/fox", auth());
     ASSERT_TRUE(del);
@@ -154,6 +169,7 @@ TEST(SharedVoiceStore, TwoReplicasShareOneFolder) {
     EXPECT_EQ(again->status, 404) << again->body;
     EXPECT_TRUE(cloned_ids(a.port()).empty() && cloned_ids(b.port()).empty());
 
+    phase("deleted through B");
     // Concurrent creates of one name through both replicas: one 201, the rest 409, one file.
     std::vector<int> status(8, 0);
     std::vector<std::thread> threads;
@@ -164,10 +180,18 @@ TEST(SharedVoiceStore, TwoReplicasShareOneFolder) {
         });
     }
     for (auto& t : threads) t.join();
+    phase("8 concurrent creates");
     EXPECT_EQ(std::count(status.begin(), status.end(), 201), 1);
     EXPECT_EQ(std::count(status.begin(), status.end(), 409), static_cast<long>(status.size()) - 1);
     EXPECT_EQ(folder(voices.path()), std::vector<std::string>{"race.voice"}) << "partial or stray files in the voice store";
     EXPECT_EQ(cloned_ids(a.port()), cloned_ids(b.port()));
+    // Idle replicas exit at once on SIGTERM (0: clean).
+    for (ServeProcess* p : {&a, &b}) {
+        const auto t = Clock::now();
+        const int code = p->stop();
+        phase("stopped");
+        EXPECT_EQ(code, 0) << "SIGTERM to exit took " << since(t) << " s";
+    }
 }
 
 namespace {
