@@ -14,6 +14,7 @@ DEBIAN_PACKAGES=(
   libsndfile1-dev libsoxr-dev libsleef-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
   chromium curl   # the server's tests: headless browser (driven by playwright-core), README curl lines
   python3 python3-numpy   # the Python bindings' test (bindings/python, run with Debian's /usr/bin/python3)
+  nginx python3-yaml   # the scale-out test: replicas behind nginx, deploy/ files checked (tests/deploy)
   clang libclang-rt-dev llvm   # build-sanitize/: libFuzzer + sanitizer runtimes, llvm-symbolizer for reports
 )
 

@@ -5,6 +5,7 @@
 // target fuzz/http_request_fuzz.cpp drives the same parser the server uses.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -37,6 +38,7 @@ struct Request {
     std::vector<std::string> params;  // what the route's pattern captured
     std::string remote_addr;
     int socket = -1;  // the connection, for peer_closed()
+    std::chrono::steady_clock::time_point received{};  // when its head was complete (latency metrics)
 
     // The first header of that (lower-case) name, or "".
     const std::string& header(std::string_view name) const;

@@ -202,6 +202,7 @@ struct HttpServer::Impl {
                     Request& req = p.request();
                     req.remote_addr = c->remote;
                     req.socket = c->fd;
+                    req.received = Clock::now();
                     size_t max_body = limits.parse.max_body_bytes;
                     if (auto refusal = handler.screen(req, max_body)) {
                         refuse(*c, std::move(*refusal));

@@ -4,9 +4,52 @@
 
 namespace talkbox::server {
 
+namespace {
+
+// A label value as the text format wants it: backslash, quote and newline escaped.
+std::string label(const std::string& v) {
+    std::string out;
+    for (char c : v) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
+template <size_t N, class H>
+void observe(const std::array<double, N>& bounds, H& h, double v) {
+    ++h.count;
+    h.sum += v;
+    for (size_t i = 0; i < N; ++i) {
+        if (v <= bounds[i]) ++h.buckets[i];
+    }
+}
+
+// `labels`: "" or `route="speech",` (with the trailing comma), put before `le`.
+template <size_t N, class H>
+void write_histogram(std::ostream& o, const std::string& name, const std::string& labels, const std::array<double, N>& bounds, const H& h) {
+    for (size_t i = 0; i < N; ++i) o << name << "_bucket{" << labels << "le=\"" << bounds[i] << "\"} " << h.buckets[i] << "\n";
+    o << name << "_bucket{" << labels << "le=\"+Inf\"} " << h.count << "\n";
+    const std::string plain = labels.empty() ? "" : "{" + labels.substr(0, labels.size() - 1) + "}";
+    o << name << "_sum" << plain << " " << h.sum << "\n";
+    o << name << "_count" << plain << " " << h.count << "\n";
+}
+
+}  // namespace
+
 void Metrics::request(const std::string& route) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++requests_[route];
+}
+
+void Metrics::response(const std::string& route, int status, double seconds) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++responses_[{route, status}];
+    if (seconds >= 0) observe(kDurationBuckets, durations_[route], seconds);
 }
 
 void Metrics::error(int status) {
@@ -24,20 +67,24 @@ void Metrics::synthesis(double audio_seconds, double wall_seconds, double first_
     ++syntheses_;
     audio_seconds_ += audio_seconds;
     wall_seconds_ += wall_seconds;
-    if (first_audio_seconds >= 0) {
-        ++latency_count_;
-        latency_sum_ += first_audio_seconds;
-        for (size_t i = 0; i < kLatencyBuckets.size(); ++i) {
-            if (first_audio_seconds <= kLatencyBuckets[i]) ++latency_counts_[i];
-        }
-    }
+    if (first_audio_seconds >= 0) observe(kLatencyBuckets, first_audio_, first_audio_seconds);
 }
 
-std::string Metrics::render(size_t running, size_t waiting) const {
+void Metrics::model_loaded(const std::string& model, double seconds) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    model_load_seconds_[model] = seconds;
+}
+
+std::string Metrics::render(const State& s) const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::ostringstream o;
     o << "# HELP talkbox_requests_total Requests by route (HTTP routes; \"wyoming\": Wyoming syntheses).\n# TYPE talkbox_requests_total counter\n";
     for (const auto& [route, n] : requests_) o << "talkbox_requests_total{route=\"" << route << "\"} " << n << "\n";
+    o << "# HELP talkbox_http_responses_total Responses sent, by route (\"none\": no route matched) and HTTP status.\n"
+         "# TYPE talkbox_http_responses_total counter\n";
+    for (const auto& [key, n] : responses_) {
+        o << "talkbox_http_responses_total{route=\"" << key.first << "\",status=\"" << key.second << "\"} " << n << "\n";
+    }
     o << "# HELP talkbox_errors_total Error responses by HTTP status.\n# TYPE talkbox_errors_total counter\n";
     for (const auto& [status, n] : errors_) o << "talkbox_errors_total{status=\"" << status << "\"} " << n << "\n";
     o << "# HELP talkbox_cancelled_total Syntheses stopped because the client went away or the request timed out.\n"
@@ -55,20 +102,33 @@ std::string Metrics::render(size_t running, size_t waiting) const {
     o << "# HELP talkbox_real_time_factor Synthesis seconds per second of audio, over all syntheses (< 1: faster than real time).\n"
          "# TYPE talkbox_real_time_factor gauge\ntalkbox_real_time_factor "
       << (audio_seconds_ > 0 ? wall_seconds_ / audio_seconds_ : 0.0) << "\n";
-    o << "# HELP talkbox_queue_depth Requests waiting for a synthesis slot.\n# TYPE talkbox_queue_depth gauge\n"
-         "talkbox_queue_depth "
-      << waiting << "\n";
+    o << "# HELP talkbox_queue_depth Requests waiting for a synthesis slot (the autoscaling signal).\n"
+         "# TYPE talkbox_queue_depth gauge\ntalkbox_queue_depth "
+      << s.waiting << "\n";
     o << "# HELP talkbox_active_requests Syntheses running now.\n# TYPE talkbox_active_requests gauge\n"
          "talkbox_active_requests "
-      << running << "\n";
+      << s.running << "\n";
+    o << "# HELP talkbox_max_concurrent Synthesis slots (--max-concurrent).\n# TYPE talkbox_max_concurrent gauge\n"
+         "talkbox_max_concurrent "
+      << s.slots << "\n";
+    o << "# HELP talkbox_max_queue Requests that may wait for a slot before 429 (--max-queue).\n# TYPE talkbox_max_queue gauge\n"
+         "talkbox_max_queue "
+      << s.max_queue << "\n";
+    // No batching yet: occupancy is the share of slots in use (a batcher would report its fill).
+    o << "# HELP talkbox_slot_occupancy Running syntheses per slot, 0 to 1.\n# TYPE talkbox_slot_occupancy gauge\n"
+         "talkbox_slot_occupancy "
+      << (s.slots > 0 ? static_cast<double>(s.running) / static_cast<double>(s.slots) : 0.0) << "\n";
+    o << "# HELP talkbox_draining 1 once SIGTERM/SIGINT started the drain, else 0.\n# TYPE talkbox_draining gauge\n"
+         "talkbox_draining "
+      << (s.draining ? 1 : 0) << "\n";
+    o << "# HELP talkbox_model_load_seconds Seconds the model took to load at start.\n# TYPE talkbox_model_load_seconds gauge\n";
+    for (const auto& [model, secs] : model_load_seconds_) o << "talkbox_model_load_seconds{model=\"" << label(model) << "\"} " << secs << "\n";
     o << "# HELP talkbox_first_audio_seconds Request arrival to first audio ready.\n"
          "# TYPE talkbox_first_audio_seconds histogram\n";
-    for (size_t i = 0; i < kLatencyBuckets.size(); ++i) {
-        o << "talkbox_first_audio_seconds_bucket{le=\"" << kLatencyBuckets[i] << "\"} " << latency_counts_[i] << "\n";
-    }
-    o << "talkbox_first_audio_seconds_bucket{le=\"+Inf\"} " << latency_count_ << "\n";
-    o << "talkbox_first_audio_seconds_sum " << latency_sum_ << "\n";
-    o << "talkbox_first_audio_seconds_count " << latency_count_ << "\n";
+    write_histogram(o, "talkbox_first_audio_seconds", "", kLatencyBuckets, first_audio_);
+    o << "# HELP talkbox_request_duration_seconds Whole requests by route: head received to last byte sent (streams included).\n"
+         "# TYPE talkbox_request_duration_seconds histogram\n";
+    for (const auto& [route, h] : durations_) write_histogram(o, "talkbox_request_duration_seconds", "route=\"" + route + "\",", kDurationBuckets, h);
     return o.str();
 }
 

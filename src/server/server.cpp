@@ -218,7 +218,9 @@ struct Server::Impl : http::Handler, wyoming::Service {
             for (const auto& other : models) {
                 if (other->id() == m.id) throw Error(ErrorKind::InvalidArgument, "two models are named '" + m.id + "'");
             }
+            const auto start = Clock::now();
             models.push_back(std::make_unique<ModelPool>(m.id, m.path, mo, options.max_concurrent));
+            metrics.model_loaded(m.id, seconds_since(start));
         }
         routes();
         http::ServerLimits limits;
@@ -289,6 +291,9 @@ struct Server::Impl : http::Handler, wyoming::Service {
     }
 
     void completed(const http::Request& req, const Response& res) override {
+        const Route* route = match(req);
+        const bool timed = req.received != Clock::time_point{};
+        metrics.response(route ? route->name : "none", res.status, timed ? seconds_since(req.received) : -1);
         if (options.log) options.log(printable(req.method) + " " + printable(req.target) + " " + std::to_string(res.status));
     }
 
@@ -1155,7 +1160,8 @@ struct Server::Impl : http::Handler, wyoming::Service {
             }
         });
         get("/metrics", "metrics", true, [this](const http::Request&, Response& res) {
-            res.set_content(metrics.render(scheduler.running(), scheduler.waiting()), "text/plain; version=0.0.4");
+            res.set_content(metrics.render({scheduler.running(), scheduler.waiting(), scheduler.slots(), options.max_queue, draining}),
+                            "text/plain; version=0.0.4");
         });
         get("/v1/models", "models", true, [this](const http::Request&, Response& res) {
             json data = json::array();

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <set>
 
@@ -41,6 +42,17 @@ VoiceRegistry::VoiceRegistry(std::string dir) : dir_(std::move(dir)) {
     std::error_code ec;
     fs::create_directories(dir_, ec);
     if (!fs::is_directory(dir_)) throw Error(ErrorKind::Io, "cannot create the voices folder '" + dir_ + "'");
+    // `<name>.voice.tmp-XXXXXX` (AtomicFileWriter's temporary). Only old ones: another replica
+    // sharing the folder may be writing one right now.
+    const auto now = fs::file_time_type::clock::now();
+    for (const auto& e : fs::directory_iterator(dir_, ec)) {
+        const std::string f = e.path().filename().string();
+        const auto at = f.find(".voice.tmp-");
+        if (at == std::string::npos || f.size() != at + 11 + 6 || !valid_voice_name(f.substr(0, at))) continue;
+        std::error_code ignored;
+        const auto mtime = e.last_write_time(ignored);
+        if (!ignored && e.is_regular_file(ignored) && now - mtime > std::chrono::seconds(kStaleTempSeconds)) fs::remove(e.path(), ignored);
+    }
 }
 
 std::vector<std::pair<std::string, std::shared_ptr<const Voice>>> VoiceRegistry::list() {

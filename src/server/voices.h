@@ -20,7 +20,10 @@ bool valid_voice_name(const std::string& name);
 
 class VoiceRegistry {
 public:
-    explicit VoiceRegistry(std::string dir);  // creates the folder when missing
+    // Creates the folder when missing, and removes the temporary files of voice writes older than
+    // kStaleTempSeconds (left by a process killed mid-write; a live write takes milliseconds).
+    explicit VoiceRegistry(std::string dir);
+    static constexpr int kStaleTempSeconds = 600;
 
     const std::string& dir() const { return dir_; }
     // Every valid *.voice file in the folder (files written by others are picked up too).

@@ -154,3 +154,19 @@ TEST(VoiceRegistry, InvalidNamesAreRefusedBeforeTouchingTheFolder) {
     }
     EXPECT_TRUE(fs::is_empty(dir.path()));
 }
+
+// A temporary file left by a replica killed mid-write is removed when a registry opens the
+// folder, once it is old; a fresh one (another replica writing now) and other files stay.
+TEST(VoiceRegistry, OpeningTheFolderRemovesStaleTemporaryFiles) {
+    TempDir dir;
+    const auto old = fs::file_time_type::clock::now() - std::chrono::seconds(VoiceRegistry::kStaleTempSeconds + 60);
+    for (const std::string f : {"fox.voice.tmp-AbC123", "fresh.voice.tmp-XyZ789", "notes.txt", "x.voice.tmp-short", "kept.voice"}) {
+        talkbox::testing::write_text(dir.file(f), "partial");
+        if (f != "fresh.voice.tmp-XyZ789") fs::last_write_time(dir.file(f), old);
+    }
+    VoiceRegistry r(dir.path());
+    auto left = entries(dir.path());
+    std::sort(left.begin(), left.end());
+    EXPECT_EQ(left, (std::vector<std::string>{"fresh.voice.tmp-XyZ789", "kept.voice", "notes.txt", "x.voice.tmp-short"}));
+}
+
