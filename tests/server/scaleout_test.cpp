@@ -230,17 +230,7 @@ public:
         write_text(dir_.file("nginx.conf"), conf);
         std::vector<std::string> argv = {"nginx", "-p", dir_.path() + "/", "-c", dir_.file("nginx.conf"), "-g",
                                          "daemon off; pid " + dir_.file("nginx.pid") + "; error_log " + dir_.file("error.log") + ";"};
-        std::vector<char*> cargv;
-        for (auto& a : argv) cargv.push_back(a.data());
-        cargv.push_back(nullptr);
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_addopen(&actions, 1, dir_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        posix_spawn_file_actions_addopen(&actions, 2, dir_.file("out").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-        const int rc = posix_spawnp(&pid_, "nginx", &actions, nullptr, cargv.data(), environ);
-        posix_spawn_file_actions_destroy(&actions);
-        if (rc != 0) throw std::runtime_error("cannot start nginx (scripts/setup.sh installs it)");
+        pid_ = spawn_process(argv, dir_.file("out"), dir_.file("out"), "cannot start nginx (scripts/setup.sh installs it)");
         for (int i = 0; i < 100; ++i) {
             auto r = client(port_).Get("/health");
             if (r) return;
@@ -386,16 +376,6 @@ void report(const std::string& scenario, const Load& load, const Spread& s, cons
     o << "\n[fleet]   spread: " << describe(s, names) << "\n";
     if (!extra.empty()) o << "[fleet]   " << extra << "\n";
     std::cout << o.str() << std::flush;
-}
-
-template <class F>
-bool eventually(double limit_s, F pred) {
-    const auto end = Clock::now() + std::chrono::duration<double>(limit_s);
-    while (Clock::now() < end) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return pred();
 }
 
 }  // namespace

@@ -13,22 +13,30 @@ extern char** environ;
 
 namespace talkbox::testing {
 
+pid_t spawn_process(std::vector<std::string> argv, const std::string& out, const std::string& err,
+                    const std::string& what_failed, const std::string& cwd) {
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    const bool one_file = out == err;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | (one_file ? O_APPEND : O_TRUNC), 0644);
+    if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+    pid_t pid = -1;
+    const int rc = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error(what_failed);
+    return pid;
+}
+
 ServeProcess::ServeProcess(const std::vector<std::string>& args, const std::string& cwd) {
     std::vector<std::string> argv = {TALKBOX_BINARY, "serve"};
     argv.insert(argv.end(), args.begin(), args.end());
     for (const char* a : {"--host", "127.0.0.1", "--port", "0"}) argv.emplace_back(a);
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, dir_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, dir_.file("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-    const int rc = posix_spawn(&pid_, TALKBOX_BINARY, &actions, nullptr, cargv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) throw std::runtime_error("cannot start " + std::string(TALKBOX_BINARY));
+    pid_ = spawn_process(argv, dir_.file("out"), dir_.file("err"), "cannot start " + std::string(TALKBOX_BINARY), cwd);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     // "talkbox: serving N models on http://127.0.0.1:P and tcp://127.0.0.1:W (Wyoming) (...)\n"
     const std::string marker = "talkbox: serving ", http = "http://127.0.0.1:", wyoming = "tcp://127.0.0.1:";

@@ -1,7 +1,9 @@
 // A real `talkbox serve` on 127.0.0.1 (any free port) for the HTTP, Wyoming, npm-client and browser tests.
 #pragma once
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <sys/types.h>
 #include <vector>
 
@@ -33,6 +35,23 @@ private:
     pid_t pid_ = -1;
     int port_ = 0, wyoming_port_ = 0;
 };
+
+// Starts argv[0] (looked up on PATH) with stdin from /dev/null, stdout to `out` and stderr to `err`
+// (the same file: both appended to it), in `cwd` when given; returns its pid, throws
+// std::runtime_error(`what_failed`) when it cannot start.
+pid_t spawn_process(std::vector<std::string> argv, const std::string& out, const std::string& err,
+                    const std::string& what_failed, const std::string& cwd = "");
+
+// Waits until `pred` holds (polling every 20 ms) or `limit_s` passes; returns whether it held.
+template <class F>
+bool eventually(double limit_s, F pred) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+    while (std::chrono::steady_clock::now() < end) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return pred();
+}
 
 // Runs a shell command with a time limit; returns its exit status and output (stdout + stderr).
 CommandResult run_command(const std::string& command, int timeout_s);

@@ -55,17 +55,6 @@ int raw_request(int port, const json& body) {
     return fd;
 }
 
-// Waits until `pred` holds (polling every 20 ms) or `limit_s` passes; returns whether it held.
-template <class F>
-bool eventually(double limit_s, F pred) {
-    const auto end = Clock::now() + std::chrono::duration<double>(limit_s);
-    while (Clock::now() < end) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return pred();
-}
-
 // A text whose synthesis takes a while on the fixture models (with seed 11: 96 frames in 6
 // segments, ~1-2 s here; the random-weight models end each segment after a few frames, and other
 // seeds may end them sooner).
