@@ -87,40 +87,29 @@ std::string Metrics::render(const State& s) const {
     }
     o << "# HELP talkbox_errors_total Error responses by HTTP status.\n# TYPE talkbox_errors_total counter\n";
     for (const auto& [status, n] : errors_) o << "talkbox_errors_total{status=\"" << status << "\"} " << n << "\n";
-    o << "# HELP talkbox_cancelled_total Syntheses stopped because the client went away or the request timed out.\n"
-         "# TYPE talkbox_cancelled_total counter\ntalkbox_cancelled_total "
-      << cancelled_ << "\n";
-    o << "# HELP talkbox_syntheses_total Finished syntheses.\n# TYPE talkbox_syntheses_total counter\n"
-         "talkbox_syntheses_total "
-      << syntheses_ << "\n";
-    o << "# HELP talkbox_audio_seconds_total Seconds of audio produced.\n# TYPE talkbox_audio_seconds_total counter\n"
-         "talkbox_audio_seconds_total "
-      << audio_seconds_ << "\n";
-    o << "# HELP talkbox_synthesis_seconds_total Wall seconds spent synthesising.\n"
-         "# TYPE talkbox_synthesis_seconds_total counter\ntalkbox_synthesis_seconds_total "
-      << wall_seconds_ << "\n";
-    o << "# HELP talkbox_real_time_factor Synthesis seconds per second of audio, over all syntheses (< 1: faster than real time).\n"
-         "# TYPE talkbox_real_time_factor gauge\ntalkbox_real_time_factor "
-      << (audio_seconds_ > 0 ? wall_seconds_ / audio_seconds_ : 0.0) << "\n";
-    o << "# HELP talkbox_queue_depth Requests waiting for a synthesis slot (the autoscaling signal).\n"
-         "# TYPE talkbox_queue_depth gauge\ntalkbox_queue_depth "
-      << s.waiting << "\n";
-    o << "# HELP talkbox_active_requests Syntheses running now.\n# TYPE talkbox_active_requests gauge\n"
-         "talkbox_active_requests "
-      << s.running << "\n";
-    o << "# HELP talkbox_max_concurrent Synthesis slots (--max-concurrent).\n# TYPE talkbox_max_concurrent gauge\n"
-         "talkbox_max_concurrent "
-      << s.slots << "\n";
-    o << "# HELP talkbox_max_queue Requests that may wait for a slot before 429 (--max-queue).\n# TYPE talkbox_max_queue gauge\n"
-         "talkbox_max_queue "
-      << s.max_queue << "\n";
-    // No batching yet: occupancy is the share of slots in use (a batcher would report its fill).
-    o << "# HELP talkbox_slot_occupancy Running syntheses per slot, 0 to 1.\n# TYPE talkbox_slot_occupancy gauge\n"
-         "talkbox_slot_occupancy "
-      << (s.slots > 0 ? static_cast<double>(s.running) / static_cast<double>(s.slots) : 0.0) << "\n";
-    o << "# HELP talkbox_draining 1 once SIGTERM/SIGINT started the drain, else 0.\n# TYPE talkbox_draining gauge\n"
-         "talkbox_draining "
-      << (s.draining ? 1 : 0) << "\n";
+    // One unlabelled sample: its HELP and TYPE lines, then the value (integers stay integers).
+    const auto scalar = [&](const char* name, const char* type, const char* help, auto value) {
+        o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << value << "\n";
+    };
+    scalar("talkbox_cancelled_total", "counter", "Syntheses stopped because the client went away or the request timed out.",
+           cancelled_);
+    scalar("talkbox_syntheses_total", "counter", "Finished syntheses.", syntheses_);
+    scalar("talkbox_audio_seconds_total", "counter", "Seconds of audio produced.", audio_seconds_);
+    scalar("talkbox_synthesis_seconds_total", "counter", "Wall seconds spent synthesising.", wall_seconds_);
+    scalar("talkbox_real_time_factor", "gauge",
+           "Synthesis seconds per second of audio, over all syntheses (< 1: faster than real time).",
+           audio_seconds_ > 0 ? wall_seconds_ / audio_seconds_ : 0.0);
+    scalar("talkbox_queue_depth", "gauge", "Requests waiting for a synthesis slot (the autoscaling signal).",
+           s.waiting);
+    scalar("talkbox_active_requests", "gauge", "Syntheses running now.", s.running);
+    scalar("talkbox_max_concurrent", "gauge", "Synthesis slots (--max-concurrent).", s.slots);
+    scalar("talkbox_max_queue", "gauge", "Requests that may wait for a slot before 429 (--max-queue).",
+           s.max_queue);
+    // The running Qwen3-TTS syntheses of a model are one batch, so the share of slots in use is
+    // also the batch occupancy.
+    scalar("talkbox_slot_occupancy", "gauge", "Running syntheses per slot, 0 to 1.",
+           s.slots > 0 ? static_cast<double>(s.running) / static_cast<double>(s.slots) : 0.0);
+    scalar("talkbox_draining", "gauge", "1 once SIGTERM/SIGINT started the drain, else 0.", s.draining ? 1 : 0);
     o << "# HELP talkbox_model_load_seconds Seconds the model took to load at start.\n# TYPE talkbox_model_load_seconds gauge\n";
     for (const auto& [model, secs] : model_load_seconds_) o << "talkbox_model_load_seconds{model=\"" << label(model) << "\"} " << secs << "\n";
     o << "# HELP talkbox_first_audio_seconds Request arrival to first audio ready.\n"
