@@ -107,6 +107,7 @@ TEST(BenchCli, HelpAndBadArguments) {
     EXPECT_NE(error_of("bench --frames 10").find("--model"), std::string::npos);
     EXPECT_NE(error_of("bench -m " + cv + " --frames 0").find("--frames"), std::string::npos);
     EXPECT_NE(error_of("bench -m " + cv + " --repeat 0").find("--repeat"), std::string::npos);
+    EXPECT_NE(error_of("bench -m " + cv + " --streams 0").find("--streams"), std::string::npos);
     EXPECT_NE(error_of("bench -m /nonexistent/model.gguf").find("nonexistent"), std::string::npos);
     EXPECT_NE(error_of("bench -m " + cv + " --frames 4 --speaker nobody").find("unknown speaker 'nobody'"), std::string::npos);
     EXPECT_NE(error_of("bench -m " + cv + " --frames 4 --voice x.voice").find("--voice: a cloned voice is not a setting of Qwen3-TTS 0.6b CustomVoice"), std::string::npos);

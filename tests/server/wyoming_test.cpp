@@ -677,4 +677,11 @@ TEST(WyomingOnly, FlagErrors) {
     EXPECT_NE(z.err.find("--wyoming-samples-per-chunk must be at least 1"), std::string::npos) << z.err;
 }
 
+// (serve's batching flag, refused before anything is loaded.)
+TEST(ServeFlags, NegativeMaxBatchIsRefused) {
+    const auto b = run_talkbox("serve -m " + converted_fixture("tiny-0.6B-CustomVoice") + " --port 0 --max-batch -1");
+    EXPECT_EQ(b.exit_code, 1);
+    EXPECT_NE(b.err.find("--max-batch must be 0 (the default) or more"), std::string::npos) << b.err;
+}
+
 }  // namespace
