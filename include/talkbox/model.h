@@ -87,6 +87,9 @@ struct Capabilities {
     // The speech decoder runs on its own backend alongside generation (decoder threads and the
     // stream chunking of StreamOptions apply).
     bool concurrent_decoder = false;
+    // Long-form segments worth synthesising at once, each on a session of its own: sessions of
+    // this model advance together in one batch (1: they would only take turns on the cores).
+    uint32_t parallel_segments = 1;
     std::vector<std::string> kv_cache_types;  // ModelOptions::kv_cache values it takes
     std::vector<RequestField> fields;         // numeric request fields it takes
 
