@@ -20,7 +20,7 @@ struct LongFormOptions {
     int pause_ms = 300;          // silence between segments
     // Segments synthesised at once, each on a session of its own, their audio still delivered in
     // order (the same audio as one after another). 0: Capabilities::parallel_segments.
-    uint32_t parallel = 1;
+    uint32_t parallel = 0;
 };
 
 // The segments of `text`; throws Error (InvalidArgument) "the text to speak is empty" when there

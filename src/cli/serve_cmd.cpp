@@ -142,6 +142,7 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--parallel", a->parallel,
                     "Segments of one long input synthesised at once, their audio still in order (0: the model's choice, "
                     "4 for Qwen3-TTS; 1: one after another)")
+        ->check(CLI::Range(0u, 64u))
         ->capture_default_str();
     cmd->add_option("--max-queue", a->max_queue, "Requests waiting for a slot before the server answers 429")->capture_default_str();
     cmd->add_option("--queue-timeout", a->queue_timeout, "Seconds a request may wait for a slot before 503")->capture_default_str();

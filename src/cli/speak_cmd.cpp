@@ -294,6 +294,7 @@ void register_speak(CLI::App& app) {
     cmd->add_flag("--no-split", a->no_split, "Synthesise the whole text as one segment");
     cmd->add_option("--parallel", a->parallel, "Segments synthesised at once, audio still in order and identical "
                                                "(0: the model's choice, 4 for Qwen3-TTS, whose sessions batch; 1: one after another)")
+        ->check(CLI::Range(0u, 64u))
         ->capture_default_str();
     cmd->add_option("-T,--threads", a->threads, "CPU threads (0: one per core)")->capture_default_str();
     cmd->add_option("--decoder-threads", a->decoder_threads, "Threads of the speech decoder, which takes turns on the "
