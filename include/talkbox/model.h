@@ -107,8 +107,8 @@ struct Refusal {
 class Session;
 
 // The int8 matrix kernels this process runs on the CPU for Q8_0 and Q4_K weights: "avx512"
-// (AVX512-VNNI), "avx2", or "ggml" (ggml's own products: another CPU, or TALKBOX_KERNELS=ggml).
-// Chosen once from the CPU; the environment variable TALKBOX_KERNELS=avx2|avx512|ggml overrides
+// (AVX512-VNNI), "avxvnni" (AVX2 with AVX-VNNI), "avx2", or "ggml" (ggml's own products: another
+// CPU, or TALKBOX_KERNELS=ggml). Chosen once from the CPU; TALKBOX_KERNELS=avx512|avxvnni|avx2|ggml overrides
 // it (a set the CPU lacks is an InvalidArgument error).
 std::string cpu_kernels();
 
