@@ -41,6 +41,11 @@ async function main() {
     const listed = () => page.evaluate(() => [...document.querySelectorAll("#voiceList li")].map((li) => li.dataset.voice));
 
     await page.goto(url + "/");
+    // Without the key the page says why it has no models (and Chromium logs the 401s); with it, no errors.
+    await waitText("#status", /Cannot load models/, 10000);
+    check(/API key/.test(await text("#status")), "without a key: " + await text("#status"));
+    check(errors.length > 0 && errors.every((e) => e.includes("401")), "errors before the key: " + errors.join("; "));
+    errors.length = 0;
     await page.fill("#apikey", key);
     await page.dispatchEvent("#apikey", "change");
     await page.waitForFunction(() => document.querySelectorAll("#voice option").length > 0, null, { timeout: 10000 });
@@ -60,6 +65,23 @@ async function main() {
     out.voice_status = await text("#voiceStatus");
     check(out.voice_status.startsWith("Created voice 'browser_voice'"), out.voice_status);
     await page.waitForFunction(() => document.querySelector('#voiceList li[data-voice="browser_voice"]'), null, { timeout: 10000 });
+    check((await page.evaluate(() => window.talkbox.lastUpload)).name === "en_3p5s.wav", "a WAV file was not sent as it is");
+
+    // A file the server does not read (by its name) is decoded in the page and sent as WAV; one the
+    // browser cannot decode either is refused there.
+    await page.fill("#voiceName", "converted_voice");
+    await page.setInputFiles("#voiceFile", { name: "reference.m4a", mimeType: "audio/mp4", buffer: fs.readFileSync(clip) });
+    await page.click("#createVoice");
+    await waitText("#voiceStatus", /Created voice|Error/);
+    check((await text("#voiceStatus")).startsWith("Created voice 'converted_voice'"), await text("#voiceStatus"));
+    out.converted_upload = await page.evaluate(() => window.talkbox.lastUpload);
+    check(out.converted_upload.name === "reference.wav" && out.converted_upload.type === "audio/wav", "not converted: " + JSON.stringify(out.converted_upload));
+    await page.fill("#voiceName", "noise_voice");
+    await page.setInputFiles("#voiceFile", { name: "noise.m4a", mimeType: "audio/mp4", buffer: Buffer.from("not audio at all") });
+    await page.click("#createVoice");
+    await waitText("#voiceStatus", /Created voice 'noise|Error/);
+    out.undecodable = await text("#voiceStatus");
+    check(out.undecodable === "Error: this browser cannot decode 'noise.m4a' (send WAV, FLAC, Ogg or MP3)", out.undecodable);
 
     // A voice recorded from the (fake) microphone: WebM from MediaRecorder, sent as WAV.
     await page.fill("#voiceName", "mic_voice");
@@ -75,12 +97,14 @@ async function main() {
     await waitText("#voiceStatus", /Created voice 'mic_voice'|Error/);
     out.mic_voice_status = await text("#voiceStatus");
     check(out.mic_voice_status.startsWith("Created voice 'mic_voice'"), out.mic_voice_status);
+    out.recorded_upload = await page.evaluate(() => window.talkbox.lastUpload);
+    check(out.recorded_upload.name === "recording.wav" && out.recorded_upload.type === "audio/wav", "recording sent as " + JSON.stringify(out.recorded_upload));
     await page.waitForFunction(() => [...document.querySelectorAll("#voice option")].some((o) => o.value === "mic_voice"), null, { timeout: 10000 });
     out.voices_listed = await listed();
-    check(out.voices_listed.join() === "browser_voice,mic_voice", "voice list: " + out.voices_listed.join());
+    check(out.voices_listed.join() === "browser_voice,converted_voice,mic_voice", "voice list: " + out.voices_listed.join());
 
-    // Speech with the recorded voice, by the button: streamed, played, drawn while it streams.
-    await page.selectOption("#voice", "mic_voice");
+    // Speech with the uploaded voice, by the button: streamed, played, drawn while it streams.
+    await page.selectOption("#voice", "browser_voice");
     await page.fill("#text", "Hello from headless Chromium. The page plays this while it streams.");
     await page.fill("#seed", "9");
     await page.click("#speak");
@@ -101,7 +125,8 @@ async function main() {
     out.status = await text("#status");
     await page.waitForSelector('#history li[data-clip="1"]', { timeout: 5000 });
 
-    // Enter alone is a new line; Ctrl+Enter in the text speaks.
+    // Enter alone is a new line; Ctrl+Enter in the text speaks (with the recorded voice).
+    await page.selectOption("#voice", "mic_voice");
     await page.focus("#text");
     await page.keyboard.press("End");
     await page.keyboard.press("Enter");
@@ -125,7 +150,7 @@ async function main() {
     out.download_bytes = wav.length;
     check(wav.subarray(0, 4).toString() === "RIFF" && wav.length === 44 + stats.bytes,
           "the download is not clip 1's audio as WAV (" + wav.length + " bytes for " + stats.bytes + " received)");
-    check(out.download_name === "talkbox-1-mic_voice.wav", "download name " + out.download_name);
+    check(out.download_name === "talkbox-1-browser_voice.wav", "download name " + out.download_name);
     out.replay_seconds = await page.evaluate(async () => {
       const a = document.querySelector('#history li[data-clip="2"] audio');
       await a.play();
@@ -133,6 +158,19 @@ async function main() {
       return a.duration;
     });
     check(Math.abs(out.replay_seconds - second.bytes / 2 / 24000) < 0.01, "clip 2's player holds " + out.replay_seconds + " s");
+
+    // Stop during a long text: the part received so far is kept in the history, marked as stopped.
+    await page.selectOption("#voice", "browser_voice");
+    await page.fill("#text", "This sentence is one of many. ".repeat(40));
+    await page.click("#speak");
+    await page.waitForFunction(() => window.talkbox.requests === 3 && window.talkbox.samplesScheduled > 0, null, { timeout: 20000 });
+    await page.click("#stop");
+    await page.waitForFunction(() => window.talkbox.error || window.talkbox.done, null, { timeout: 10000 });
+    out.stopped = await page.evaluate(() => window.talkbox.error);
+    check(out.stopped === "stopped" && await text("#status") === "Stopped.", "Stop: " + out.stopped + ", " + await text("#status"));
+    await page.waitForSelector('#history li[data-clip="3"]', { timeout: 5000 });
+    check(/\(stopped\)/.test(await text('#history li[data-clip="3"]')), "the stopped clip is not marked as stopped");
+    check(await page.isEnabled("#speak") && !(await page.isEnabled("#stop")), "the buttons after Stop");
 
     // Deleting a voice from the list: confirmed, gone from the list and the voice menu.
     await page.click('button[aria-label="Delete voice browser_voice"]');
@@ -142,7 +180,7 @@ async function main() {
     check(dialogs.length === 1 && dialogs[0].includes("browser_voice"), "no confirmation before deleting: " + dialogs.join());
     await page.waitForFunction(() => ![...document.querySelectorAll("#voice option")].some((o) => o.value === "browser_voice"), null, { timeout: 5000 });
     out.voices_after_delete = await listed();
-    check(out.voices_after_delete.join() === "mic_voice", "after delete: " + out.voices_after_delete.join());
+    check(out.voices_after_delete.join() === "converted_voice,mic_voice", "after delete: " + out.voices_after_delete.join());
 
     // Every control has an accessible name.
     out.unnamed = await page.evaluate(() => {

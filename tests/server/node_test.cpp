@@ -65,7 +65,9 @@ TEST(NodeClients, WebPageInHeadlessChromium) {
     EXPECT_GE(j["wavePeaksWhileStreaming"].size(), 2u);
     EXPECT_EQ(j["history"], json::array({"2", "1"}));
     EXPECT_EQ(j["download_bytes"].get<int>(), 44 + j["bytes"].get<int>());
-    // The recorded voice was made and spoke; the uploaded one was deleted from the page's list.
+    // The recorded and the converted voice were made; the uploaded one was deleted from the page's list.
     EXPECT_TRUE(std::filesystem::exists(voices.file("mic_voice.voice")));
+    EXPECT_TRUE(std::filesystem::exists(voices.file("converted_voice.voice")));
+    EXPECT_FALSE(std::filesystem::exists(voices.file("noise_voice.voice")));
     EXPECT_FALSE(std::filesystem::exists(voices.file("browser_voice.voice")));
 }
