@@ -2,8 +2,8 @@
 //   node browser_page.cjs BASE_URL API_KEY REFERENCE_CLIP
 // Drives every part of the page: a voice from an uploaded clip and one recorded from Chromium's fake
 // microphone, the voice list and its delete buttons, speech streamed with its live waveform and
-// progress line (by button, and by Ctrl+Enter in the text), the session's history with replay and
-// download, accessible names, and no errors in the console.
+// progress line (by button, by Ctrl+Enter and Cmd+Enter in the text), Stop, the session's history
+// with replay and download, accessible names, and no errors in the console.
 // Prints one JSON line; exit 0 = pass.
 "use strict";
 const fs = require("fs");
@@ -159,10 +159,11 @@ async function main() {
     });
     check(Math.abs(out.replay_seconds - second.bytes / 2 / 24000) < 0.01, "clip 2's player holds " + out.replay_seconds + " s");
 
-    // Stop during a long text: the part received so far is kept in the history, marked as stopped.
+    // Stop during a long text (spoken by Cmd+Enter): the part received so far is kept in the
+    // history, marked as stopped.
     await page.selectOption("#voice", "browser_voice");
     await page.fill("#text", "This sentence is one of many. ".repeat(40));
-    await page.click("#speak");
+    await page.press("#text", "Meta+Enter");
     await page.waitForFunction(() => window.talkbox.requests === 3 && window.talkbox.samplesScheduled > 0, null, { timeout: 20000 });
     await page.click("#stop");
     await page.waitForFunction(() => window.talkbox.error || window.talkbox.done, null, { timeout: 10000 });
