@@ -28,6 +28,9 @@ async function main() {
     page.on("pageerror", (e) => errors.push(String(e)));
     page.on("console", (m) => { if (m.type() === "error") errors.push("console: " + m.text()); });
     page.on("dialog", (d) => { dialogs.push(d.message()); d.accept(); });
+    // Self-contained: nothing is fetched from anywhere but the server (no CDN, fonts or scripts).
+    const foreign = [];
+    page.on("request", (r) => { if (!/^(blob|data):/.test(r.url()) && !r.url().startsWith(url + "/")) foreign.push(r.url()); });
     const text = (sel) => page.textContent(sel);
     const waitText = (sel, re, ms) => page.waitForFunction(([s, r]) => new RegExp(r).test(document.querySelector(s).textContent),
                                                            [sel, re.source], { timeout: ms || 20000 });
@@ -193,6 +196,7 @@ async function main() {
     });
     check(out.unnamed.length === 0, "controls without an accessible name: " + out.unnamed.join(", "));
     check(errors.length === 0, "page errors: " + errors.join("; "));
+    check(foreign.length === 0, "requests to other origins: " + foreign.join(", "));
   } finally {
     await browser.close();
   }
