@@ -186,6 +186,17 @@ async function main() {
     out.voices_after_delete = await listed();
     check(out.voices_after_delete.join() === "converted_voice,mic_voice", "after delete: " + out.voices_after_delete.join());
 
+    // Where the browser offers no microphone (a page on plain http that is not localhost), the
+    // record button says why instead of failing.
+    const insecure = await browser.newPage();
+    insecure.on("pageerror", (e) => errors.push("insecure page: " + String(e)));
+    await insecure.addInitScript(() => Object.defineProperty(Navigator.prototype, "mediaDevices", { get: () => undefined }));
+    await insecure.goto(url + "/");
+    await insecure.click("#record");
+    out.no_microphone = await insecure.textContent("#clipInfo");
+    check(/only on https or localhost/.test(out.no_microphone), "without mediaDevices: " + out.no_microphone);
+    await insecure.close();
+
     // Every control has an accessible name.
     out.unnamed = await page.evaluate(() => {
       const bad = [];
