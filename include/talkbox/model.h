@@ -109,7 +109,8 @@ class Session;
 // The int8 matrix kernels this process runs on the CPU for Q8_0 and Q4_K weights: "avx512"
 // (AVX512-VNNI), "avxvnni" (AVX2 with AVX-VNNI), "avx2", or "ggml" (ggml's own products: another
 // CPU, or TALKBOX_KERNELS=ggml). Chosen once from the CPU; TALKBOX_KERNELS=avx512|avxvnni|avx2|ggml overrides
-// it (a set the CPU lacks is an InvalidArgument error).
+// it (a set the CPU lacks is an InvalidArgument error). avxvnni and avx2 also keep the convolution
+// and attention kernels off AVX-512: a machine without it, emulated.
 std::string cpu_kernels();
 
 class Model {

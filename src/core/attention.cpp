@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/attention_kernels.h"
+#include "core/cpu_features.h"
 #include "core/attention_kernels_impl.h"  // the plain set, kPlain
 #include "talkbox/error.h"
 
@@ -22,9 +23,7 @@ std::atomic<const attention_kernels::Set*> overridden{nullptr};
 const attention_kernels::Set& attention_kernels::cpu_set() {
     if (const Set* set = overridden.load(std::memory_order_relaxed)) return *set;
 #if defined(__x86_64__)
-    static const Set& chosen = __builtin_cpu_supports("avx512f")                                  ? kAvx512
-                               : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? kAvx2
-                                                                                                 : kPlain;
+    static const Set& chosen = cpu_avx512_allowed() ? kAvx512 : cpu_avx2_allowed() ? kAvx2 : kPlain;
     return chosen;
 #else
     return kPlain;

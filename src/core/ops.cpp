@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/conv_kernels.h"
+#include "core/cpu_features.h"
 #include "core/fast_math.h"
 #include "talkbox/error.h"
 
@@ -219,14 +220,7 @@ void columns_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
 constexpr int64_t kConvFieldMax = (int64_t{1} << 12) - 1, kConvLeftMax = (int64_t{1} << 16) - 1;
 
 // The direct conv's kernel needs AVX-512 F (a portable build checks the CPU at run time).
-bool cpu_runs_conv_direct() {
-#if defined(__x86_64__)
-    static const bool avx512 = __builtin_cpu_supports("avx512f");
-    return avx512;
-#else
-    return false;
-#endif
-}
+bool cpu_runs_conv_direct() { return cpu_avx512_allowed(); }
 
 intptr_t pack_conv(int64_t dilation, int64_t taps, int64_t stride, int64_t left, bool hist, bool residual) {
     return static_cast<intptr_t>(dilation | (taps << 12) | (stride << 24) | (left << 36) | (int64_t{hist} << 52) |
