@@ -24,16 +24,28 @@ std::vector<float> tone(double hz, double seconds, double start_s = 0, double to
     return x;
 }
 
-// The strongest frequency from 50 Hz to 2 kHz in the middle half (a DFT scan in 1 Hz steps).
-double dominant_hz(const std::vector<float>& x) {
-    const size_t from = x.size() / 4, to = x.size() * 3 / 4;
+// The strongest frequency from 50 Hz to 2 kHz in the middle 0.5 s (or the whole signal): a DFT
+// scan in 1 Hz steps (within the 2 Hz main lobe of a 0.5 s window), then 0.25 Hz around the peak.
+double dominant_hz(const std::vector<float>& x, bool whole = false) {
+    const size_t mid = x.size() / 2, half = whole ? mid : std::min<size_t>(kRate / 4, mid);
+    const auto power = [&](double hz) {  // Goertzel: |DFT at hz|^2 without a sine per sample
+        const double c = 2 * std::cos(2 * M_PI * hz / kRate);
+        double s1 = 0, s2 = 0;
+        for (size_t i = mid - half; i < mid + half; ++i) {
+            const double s0 = x[i] + c * s1 - s2;
+            s2 = s1;
+            s1 = s0;
+        }
+        return s1 * s1 + s2 * s2 - c * s1 * s2;
+    };
     double best = 0, best_hz = 0;
-    for (double hz = 50; hz <= 2000; hz += 1) {
-        double re = 0, im = 0;
-        const double w = 2 * M_PI * hz / kRate;
-        for (size_t i = from; i < to; ++i) re += x[i] * std::cos(w * static_cast<double>(i)), im += x[i] * std::sin(w * static_cast<double>(i));
-        if (re * re + im * im > best) best = re * re + im * im, best_hz = hz;
-    }
+    const auto scan = [&](double from, double to, double step) {
+        for (double hz = from; hz <= to; hz += step) {
+            if (const double p = power(hz); p > best) best = p, best_hz = hz;
+        }
+    };
+    scan(50, 2000, 1);
+    scan(best_hz - 1, best_hz + 1, 0.25);
     return best_hz;
 }
 
@@ -75,34 +87,36 @@ TEST(TimeStretch, LengthIsTheInputOverTheSpeed) {
     EXPECT_TRUE(time_stretch({}, kRate, 2.0).empty());
 }
 
-// A 1 s tone between 1 s and 2 s of silence: its start and end move to 1/speed and 2/speed, within
-// 40 ms (a few of SoundTouch's overlap windows), so the content is stretched, not just padded.
+// A 1 s tone between 1 s and 2 s of silence: its start and end move to 1/speed and 2/speed, so
+// the content is stretched, not just padded. Tolerance: 80 ms of the input (two of SoundTouch's
+// sequences at slow tempi, where an onset can be copied one sequence early), at least 40 ms.
 TEST(TimeStretch, ContentMovesWithTheTempo) {
     const auto x = tone(440, 1.0, 1.0, 3.0);
     for (double speed : kSpeeds) {
         const auto [start, end] = loud_span_s(time_stretch(x, kRate, speed));
-        EXPECT_NEAR(start, 1.0 / speed, 0.04) << speed;
-        EXPECT_NEAR(end, 2.0 / speed, 0.04) << speed;
+        const double tolerance = std::max(0.04, 0.08 / speed);
+        EXPECT_NEAR(start, 1.0 / speed, tolerance) << speed;
+        EXPECT_NEAR(end, 2.0 / speed, tolerance) << speed;
     }
 }
 
 TEST(TimeStretch, PitchIsKept) {
     for (double hz : {220.0, 440.0}) {
         const auto x = tone(hz, 2.0);
-        ASSERT_EQ(dominant_hz(x), hz);
+        ASSERT_NEAR(dominant_hz(x), hz, 0.5);
         for (double speed : kSpeeds) EXPECT_NEAR(dominant_hz(time_stretch(x, kRate, speed)), hz, 2.0) << hz << " Hz at " << speed;
     }
 }
 
-// Speech (the fixture clip) keeps its spectrum's peak too and gets the expected length.
+// Speech (the fixture clip) keeps the peak of its long-term spectrum and gets the expected length.
 TEST(TimeStretch, SpeechClip) {
     const auto clip = read_audio_file(testing::fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav").samples;
     ASSERT_GT(clip.size(), 24000u);
-    const double hz = dominant_hz(clip);
+    const double hz = dominant_hz(clip, true);
     for (double speed : {0.5, 1.5, 2.0}) {
         const auto y = time_stretch(clip, kRate, speed);
         EXPECT_EQ(y.size(), static_cast<size_t>(std::llround(clip.size() / speed)));
-        EXPECT_NEAR(dominant_hz(y), hz, 0.05 * hz) << speed;
+        EXPECT_NEAR(dominant_hz(y, true), hz, 0.05 * hz) << speed;
     }
 }
 
@@ -118,7 +132,7 @@ TEST(TimeStretch, StreamedChunksEqualOneShot) {
 }
 
 TEST(TimeStretch, OutOfRangeSpeedsAreRefused) {
-    for (double bad : {0.0, 0.2499, 4.01, -1.0, std::nan(""), INFINITY}) {
+    for (double bad : {0.0, 0.2499, 4.01, -1.0, std::nan(""), double(INFINITY)}) {
         try {
             TimeStretch s(kRate, bad);
             ADD_FAILURE() << bad << " accepted";
