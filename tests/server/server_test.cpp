@@ -461,19 +461,22 @@ TEST_F(ServerTest, ConcurrentRequestsAreAllCorrect) {
 
 TEST_F(ServerTest, DisconnectCancelsAndFreesTheSlot) {
     const double cancelled_before = metric(metrics(), "talkbox_cancelled_total");
-    for (bool stream : {true, false}) {
+    // Streaming, whole file, and streaming as Server-Sent Events (at another speed, through the stretcher).
+    const json base = {{"input", long_text()}, {"voice", "ryan"}, {"response_format", "wav"}, {"seed", 11}};
+    const std::pair<const char*, json> cases[] = {{"streaming", with(base, {{"stream", true}})},
+                                                  {"whole-file", with(base, {{"stream", false}})},
+                                                  {"sse", with(base, {{"stream_format", "sse"}, {"speed", 1.5}})}};
+    for (const auto& [what, body] : cases) {
         const auto start = Clock::now();
-        const int fd = raw_request(server_->port(),
-                                   {{"input", long_text()}, {"voice", "ryan"}, {"response_format", "wav"}, {"stream", stream}, {"seed", 11}});
+        const int fd = raw_request(server_->port(), body);
         ASSERT_GE(fd, 0);
         ASSERT_TRUE(eventually(30, [&] { return metric(metrics(), "talkbox_active_requests") >= 1; })) << "never started";
         close(fd);
         EXPECT_TRUE(eventually(5, [&] { return metric(metrics(), "talkbox_active_requests") == 0; }))
-            << (stream ? "streaming" : "whole-file") << " request kept its slot after the client left";
-        std::cout << (stream ? "streaming" : "whole-file") << ": slot free " << seconds(start, Clock::now()) * 1000
-                  << " ms after the request\n";
+            << what << " request kept its slot after the client left";
+        std::cout << what << ": slot free " << seconds(start, Clock::now()) * 1000 << " ms after the request\n";
     }
-    EXPECT_TRUE(eventually(10, [&] { return metric(metrics(), "talkbox_cancelled_total") >= cancelled_before + 2; }))
+    EXPECT_TRUE(eventually(10, [&] { return metric(metrics(), "talkbox_cancelled_total") >= cancelled_before + 3; }))
         << "a synthesis ended by itself instead of being cancelled:\n" << metrics();
     auto r = speech({{"input", kSentence}, {"voice", "ryan"}, {"response_format", "wav"}});
     ASSERT_TRUE(r);
