@@ -7,6 +7,9 @@ pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(SNDFILE REQUIRED IMPORTED_TARGET sndfile)
 pkg_check_modules(SOXR REQUIRED IMPORTED_TARGET soxr)
+# `speed` (audio/time_stretch.cpp): SoundTouch's tempo change; AAC (audio/aac_encoder.cpp): libavcodec's native encoder.
+pkg_check_modules(SOUNDTOUCH REQUIRED IMPORTED_TARGET soundtouch)
+pkg_check_modules(AVCODEC REQUIRED IMPORTED_TARGET libavcodec libavutil)
 # SLEEF: the speaker mel's window cosine and log, bit for bit as torch's CPU kernels compute them.
 pkg_check_modules(SLEEF REQUIRED IMPORTED_TARGET sleef)
 # The hub client (src/hub): libcurl, and libcrypto for SHA-256; its tests serve a fake hub with cpp-httplib.

@@ -17,11 +17,12 @@ enum class SampleFormat {
     OggVorbis,  // Ogg Vorbis (libsndfile)
     OggOpus,    // Ogg Opus (libsndfile)
     Mp3,        // MPEG layer III (libsndfile)
+    Aac,        // AAC-LC in ADTS frames (libavcodec)
 };
 // Compressed containers are encoded whole (encode_audio, write_audio), never streamed.
 bool is_compressed(SampleFormat f);
 
-const char* sample_format_name(SampleFormat f);  // "wav16", "wav32", "raw16", "raw32", "flac", "ogg", "opus", "mp3"
+const char* sample_format_name(SampleFormat f);  // "wav16", "wav32", "raw16", "raw32", "flac", "ogg", "opus", "mp3", "aac"
 // Also accepts the aliases wav (wav16), s16le (raw16) and f32le (raw32); throws Error
 // (InvalidArgument) listing the choices.
 SampleFormat parse_sample_format(const std::string& name);
@@ -37,7 +38,7 @@ void append_samples(std::vector<uint8_t>& out, const float* samples, size_t coun
 int16_t to_pcm16(float x);
 
 // The bytes of a complete file (header, if any, then the samples); compressed formats are encoded
-// in memory by libsndfile. Throws Error (Unsupported) when this libsndfile cannot write the format.
+// in memory by libsndfile (AAC by libavcodec). Throws Error (Unsupported) when the library cannot write the format.
 std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format);
 
 // Writes encode_audio's bytes to `path` atomically (temp file + rename). Throws Error (Io) naming

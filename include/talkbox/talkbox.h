@@ -248,7 +248,7 @@ TALKBOX_API talkbox_status talkbox_session_speak(talkbox_session* session, const
                                                  talkbox_audio_callback callback, void* user_data, talkbox_result* result);
 /* The same, into an audio file written atomically once synthesis is done (nothing is written when
  * it fails or is cancelled). format: "wav16" (NULL: the default), "wav32", "flac", "ogg", "opus",
- * "mp3", "raw16", "raw32". */
+ * "mp3", "aac", "raw16", "raw32". */
 TALKBOX_API talkbox_status talkbox_session_speak_to_file(talkbox_session* session, const talkbox_request* request,
                                                          const char* path, const char* format, talkbox_result* result);
 /* Stops the synthesis running on the session: from then on no audio reaches the callback, and the

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "audio/aac_encoder.h"
 #include "audio/compressed_writer.h"
 #include "core/atomic_file.h"
 #include "talkbox/error.h"
@@ -36,20 +37,21 @@ const char* sample_format_name(SampleFormat f) {
         case SampleFormat::OggVorbis: return "ogg";
         case SampleFormat::OggOpus: return "opus";
         case SampleFormat::Mp3: return "mp3";
+        case SampleFormat::Aac: return "aac";
     }
     return "?";
 }
 
 SampleFormat parse_sample_format(const std::string& name) {
     for (SampleFormat f : {SampleFormat::Wav16, SampleFormat::Wav32, SampleFormat::Raw16, SampleFormat::Raw32,
-                           SampleFormat::Flac, SampleFormat::OggVorbis, SampleFormat::OggOpus, SampleFormat::Mp3}) {
+                           SampleFormat::Flac, SampleFormat::OggVorbis, SampleFormat::OggOpus, SampleFormat::Mp3, SampleFormat::Aac}) {
         if (name == sample_format_name(f)) return f;
     }
     if (name == "wav") return SampleFormat::Wav16;
     if (name == "s16le") return SampleFormat::Raw16;
     if (name == "f32le") return SampleFormat::Raw32;
     throw Error(ErrorKind::InvalidArgument,
-                "unknown audio format '" + name + "' (choose wav16 (wav), wav32, raw16 (s16le), raw32 (f32le), flac, ogg, opus or mp3)");
+                "unknown audio format '" + name + "' (choose wav16 (wav), wav32, raw16 (s16le), raw32 (f32le), flac, ogg, opus, mp3 or aac)");
 }
 
 int16_t to_pcm16(float x) {
@@ -60,7 +62,8 @@ int16_t to_pcm16(float x) {
 
 bool has_header(SampleFormat f) { return f == SampleFormat::Wav16 || f == SampleFormat::Wav32; }
 bool is_compressed(SampleFormat f) {
-    return f == SampleFormat::Flac || f == SampleFormat::OggVorbis || f == SampleFormat::OggOpus || f == SampleFormat::Mp3;
+    return f == SampleFormat::Flac || f == SampleFormat::OggVorbis || f == SampleFormat::OggOpus || f == SampleFormat::Mp3 ||
+           f == SampleFormat::Aac;
 }
 
 namespace {
@@ -130,6 +133,7 @@ void append_samples(std::vector<uint8_t>& out, const float* samples, size_t coun
 
 std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format) {
     if (sample_rate <= 0) throw Error(ErrorKind::InvalidArgument, "sample rate must be positive");
+    if (format == SampleFormat::Aac) return encode_aac_adts(samples, sample_rate);
     if (is_compressed(format)) return encode_compressed_audio(samples, sample_rate, format);
     const uint64_t data_bytes = static_cast<uint64_t>(samples.size()) * (is_pcm16(format) ? 2 : 4);
     // RIFF sizes are 32-bit: the header and data chunk must stay below 4 GiB.

@@ -19,6 +19,7 @@
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
 #include "talkbox/long_form.h"
+#include "talkbox/time_stretch.h"
 #include "talkbox/voice_file.h"
 
 namespace talkbox::cli {
@@ -45,6 +46,7 @@ struct SpeakArgs {
     uint32_t parallel = 0;
     std::string normalize = "none";
     std::optional<double> normalize_db;
+    std::optional<double> speed;
 };
 
 // Off by default: the model's own level is the reference. Peak: the loudest sample at
@@ -75,13 +77,38 @@ std::string input_text(const SpeakArgs& a) {
 }
 
 // Where the audio goes: collected and written atomically to a file, or streamed to stdout.
+// At a speed other than 1 the audio goes through the stretcher as it comes.
 class AudioSink {
 public:
-    AudioSink(const std::string& path, audio::SampleFormat format, int rate)
+    AudioSink(const std::string& path, audio::SampleFormat format, int rate, double speed)
         : path_(path), format_(format), rate_(rate), to_stdout_(path == "-") {
+        if (speed != 1.0) stretch_ = std::make_unique<audio::TimeStretch>(rate, speed);
         if (to_stdout_) emit(audio::stream_header(rate, format));
     }
     void write(const float* pcm, size_t n) {
+        if (!stretch_) return put(pcm, n);
+        std::vector<float> out;
+        stretch_->process(pcm, n, out);
+        put(out.data(), out.size());
+    }
+    // Files reproduce the official in-context cut exactly (see SpeechResult); stretched audio has
+    // no such cut to match (the sample positions are those before stretching).
+    void insert_leading(size_t at, float sample) {
+        if (!to_stdout_ && !stretch_ && at <= samples_.size()) samples_.insert(samples_.begin() + static_cast<long>(at), sample);
+    }
+    void finish(const std::string& normalize, double db) {
+        if (stretch_) {
+            std::vector<float> rest;
+            stretch_->finish(rest);
+            put(rest.data(), rest.size());
+        }
+        if (to_stdout_) return;
+        normalize_level(samples_, normalize, db);
+        audio::write_audio(path_, samples_, rate_, format_);
+    }
+
+private:
+    void put(const float* pcm, size_t n) {
         if (!to_stdout_) {
             samples_.insert(samples_.end(), pcm, pcm + n);
             return;
@@ -90,17 +117,6 @@ public:
         audio::append_samples(bytes, pcm, n, format_);
         emit(bytes);
     }
-    // Files reproduce the official in-context cut exactly (see SpeechResult).
-    void insert_leading(size_t at, float sample) {
-        if (!to_stdout_ && at <= samples_.size()) samples_.insert(samples_.begin() + static_cast<long>(at), sample);
-    }
-    void finish(const std::string& normalize, double db) {
-        if (to_stdout_) return;
-        normalize_level(samples_, normalize, db);
-        audio::write_audio(path_, samples_, rate_, format_);
-    }
-
-private:
     void emit(const std::vector<uint8_t>& bytes) {
         if (bytes.empty()) return;
         if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
@@ -111,6 +127,7 @@ private:
     audio::SampleFormat format_;
     int rate_;
     bool to_stdout_;
+    std::unique_ptr<audio::TimeStretch> stretch_;
     std::vector<float> samples_;
 };
 
@@ -127,6 +144,10 @@ void run_speak(const SpeakArgs& a) {
     const double normalize_db = a.normalize_db.value_or(a.normalize == "peak" ? -1.0 : -20.0);
     if (a.output.empty() && a.codes_out.empty()) {
         throw Error(ErrorKind::InvalidArgument, "nothing to do: give -o FILE (or -o - for stdout) and/or --codes-out FILE");
+    }
+    if (a.speed) {
+        audio::check_speed(*a.speed, "--speed");
+        if (a.output.empty()) throw Error(ErrorKind::InvalidArgument, "--speed changes the audio: give -o FILE (or -o -)");
     }
     if (a.normalize != "none" && a.output == "-") {
         throw Error(ErrorKind::InvalidArgument, "--normalize needs the whole signal: write to a file, not to stdout");
@@ -182,7 +203,7 @@ void run_speak(const SpeakArgs& a) {
     SpeechTimings total;
     const bool progress = !a.quiet && stderr_is_tty() && segments.size() > 1;
     std::unique_ptr<AudioSink> sink;
-    if (!a.output.empty()) sink = std::make_unique<AudioSink>(a.output, format, caps.sample_rate);
+    if (!a.output.empty()) sink = std::make_unique<AudioSink>(a.output, format, caps.sample_rate, a.speed.value_or(1.0));
     size_t audio_samples = 0, inserted = 0;
     const auto segment_done = [&](size_t i, const SpeechResult& r, uint32_t max_frames) {
         if (r.stop_reason == "stalled" && !a.quiet) {
@@ -254,8 +275,9 @@ void register_speak(CLI::App& app) {
     cmd->add_option("-t,--text", a->text, "Text to speak");
     cmd->add_option("-f,--file", a->text_file, "Read the text from a file ('-': stdin; stdin is also read when piped)");
     cmd->add_option("-o,--output", a->output, "Audio output file, or '-' to stream raw PCM to stdout");
-    cmd->add_option("--format", a->format, "wav16 (default for files), wav32, flac, ogg, opus, mp3; for stdout raw16/s16le (default), raw32/f32le, wav16");
+    cmd->add_option("--format", a->format, "wav16 (default for files), wav32, flac, ogg, opus, mp3, aac; for stdout raw16/s16le (default), raw32/f32le, wav16");
     cmd->add_option("--codes-out", a->codes_out, "Also write the generated codec frames as JSON");
+    cmd->add_option("--speed", a->speed, "Tempo of the audio, 0.25 to 4 (1: the model's own pace), pitch kept (SoundTouch); streams too");
     cmd->add_option("--speaker", a->speaker, "CustomVoice: preset speaker (see talkbox info)");
     cmd->add_option("--instruct", a->instruct, "Style instruction (CustomVoice 1.7B) or voice description (VoiceDesign)");
     cmd->add_option("--language", a->language, "Language name or 'auto' (Chatterbox: a code such as en, fr, zh; 'auto': no language tag)")

@@ -15,4 +15,19 @@ std::string join_names(const std::vector<std::string>& items) {
     return out;
 }
 
+std::string base64_encode(const void* data, size_t n) {
+    static const char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const auto* p = static_cast<const unsigned char*>(data);
+    std::string out;
+    out.reserve((n + 2) / 3 * 4);
+    for (size_t i = 0; i < n; i += 3) {
+        const unsigned v = (p[i] << 16) | (i + 1 < n ? p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+        out += kDigits[(v >> 18) & 63];
+        out += kDigits[(v >> 12) & 63];
+        out += i + 1 < n ? kDigits[(v >> 6) & 63] : '=';
+        out += i + 2 < n ? kDigits[v & 63] : '=';
+    }
+    return out;
+}
+
 }  // namespace talkbox

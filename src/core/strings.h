@@ -1,6 +1,7 @@
 // Small string helpers of names and messages, shared by the families and the front ends.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -11,5 +12,8 @@ std::string ascii_lower(std::string s);
 
 // The items with ", " between them: "a, b, c".
 std::string join_names(const std::vector<std::string>& items);
+
+// Standard base64 (RFC 4648, '+' '/', '=' padding) of `n` bytes.
+std::string base64_encode(const void* data, size_t n);
 
 }  // namespace talkbox

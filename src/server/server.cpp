@@ -31,6 +31,7 @@
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
 #include "talkbox/segmenter.h"
+#include "talkbox/time_stretch.h"
 #include "talkbox/voice_file.h"
 
 namespace talkbox::server {
@@ -69,7 +70,25 @@ constexpr OutputFormat kFormats[] = {
     {"flac", audio::SampleFormat::Flac, "audio/flac", false},
     {"mp3", audio::SampleFormat::Mp3, "audio/mpeg", false},
     {"opus", audio::SampleFormat::OggOpus, "audio/ogg; codecs=opus", false},
+    {"aac", audio::SampleFormat::Aac, "audio/aac", false},
 };
+
+// "wav, pcm, ..., aac": the names of kFormats, for error messages.
+std::string format_names(bool streaming_only) {
+    std::vector<std::string> names;
+    for (const auto& f : kFormats) {
+        if (!streaming_only || f.streams) names.push_back(f.name);
+    }
+    return join_names(names);
+}
+
+// One Server-Sent Event of `stream_format: "sse"` (a JSON object on one data line).
+std::string sse_event(const nlohmann::json& data) {
+    return "data: " + data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
+}
+std::string sse_audio_delta(const void* bytes, size_t n) {
+    return sse_event({{"type", "speech.audio.delta"}, {"audio", base64_encode(bytes, n)}});
+}
 
 // The voice name of a Chatterbox model's built-in voice (registered voices cannot take it).
 constexpr const char* kBuiltinVoice = "builtin";
@@ -95,6 +114,9 @@ struct SpeechParams {
     SpeechRequest request;
     const OutputFormat* format = nullptr;
     bool stream = false;
+    bool sse = false;     // stream_format "sse": the audio as base64 in speech.audio.delta events
+    double speed = 1.0;   // tempo (1: the model's own pace, no stretcher)
+    size_t input_chars = 0;
     std::vector<std::string> segments;
 };
 
@@ -106,7 +128,9 @@ struct Job {
     std::string pending;        // encoded bytes not yet sent (streaming)
     std::vector<float> samples;  // everything (whole-file formats)
     bool streaming = false;
+    bool sse = false;
     audio::SampleFormat format = audio::SampleFormat::Wav16;
+    std::unique_ptr<audio::TimeStretch> stretch;  // speed other than 1; used by the worker only
     bool finished = false;
     std::exception_ptr error;
     LongFormResult result;
@@ -121,6 +145,38 @@ struct Job {
     std::thread thread;
 
     ~Job() { stop(); }
+    // The synthesis's audio, after the stretcher when there is one (the worker thread).
+    void audio(const float* pcm, size_t n) {
+        if (!stretch) return deliver(pcm, n);
+        std::vector<float> out;
+        stretch->process(pcm, n, out);
+        deliver(out.data(), out.size());
+    }
+    // The end of the audio (a synthesis that ran to its end): what the stretcher still holds.
+    void audio_end() {
+        if (!stretch) return;
+        std::vector<float> out;
+        stretch->finish(out);
+        deliver(out.data(), out.size());
+    }
+    void deliver(const float* pcm, size_t n) {
+        if (n == 0) return;
+        std::lock_guard<std::mutex> lock(m);
+        if (first_audio_s < 0) first_audio_s = seconds_since(arrived);
+        samples_out += n;
+        if (streaming) {
+            std::vector<uint8_t> bytes;
+            audio::append_samples(bytes, pcm, n, format);
+            if (sse) {
+                pending += sse_audio_delta(bytes.data(), bytes.size());
+            } else {
+                pending.append(bytes.begin(), bytes.end());
+            }
+        } else {
+            samples.insert(samples.end(), pcm, pcm + n);
+        }
+        cv.notify_all();
+    }
     void stop() {
         cancel = true;
         if (thread.joinable()) thread.join();
@@ -591,6 +647,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         const std::string input = string_field("input", true);
         if (input.find_first_not_of(" \t\r\n") == std::string::npos) throw bad_request("'input' is empty", "input");
         const size_t chars = code_point_count(input);
+        p.input_chars = chars;
         if (chars > options.max_text_chars) {
             throw ApiError(413, "invalid_request_error", "text_too_long",
                            "'input' has " + std::to_string(chars) + " characters; this server takes at most " +
@@ -617,29 +674,30 @@ struct Server::Impl : http::Handler, wyoming::Service {
         if (!stream.is_boolean()) throw bad_request("'stream' must be true or false", "stream");
         p.stream = stream.get<bool>();
         const std::string stream_format = string_field("stream_format", false);
-        if (!stream_format.empty() && stream_format != "audio") {
-            throw bad_request("stream_format '" + stream_format + "' is not supported (this server streams raw audio: 'audio')",
+        if (!stream_format.empty() && stream_format != "audio" && stream_format != "sse") {
+            throw bad_request("'stream_format' must be 'audio' (the audio bytes, the default) or 'sse' (Server-Sent Events), not '" +
+                                  stream_format + "'",
                               "stream_format");
         }
+        p.sse = stream_format == "sse";
         std::string format = string_field("response_format", false);
         if (format.empty()) format = p.stream ? "wav" : "mp3";  // OpenAI's default is mp3, which cannot stream
         for (const auto& f : kFormats) {
             if (format == f.name) p.format = &f;
         }
         if (!p.format) {
-            throw bad_request("response_format '" + format + "' is not supported (choose wav, pcm, flac, mp3 or opus)",
+            throw bad_request("response_format '" + format + "' is not supported (choose " + format_names(false) + ")",
                               "response_format", "unsupported_format");
         }
         if (p.format->name == std::string("pcm")) p.stream = true;
         if (p.stream && !p.format->streams) {
-            throw bad_request(std::string("response_format '") + p.format->name +
-                                  "' is encoded whole and cannot stream; stream wav or pcm",
+            throw bad_request(std::string("response_format '") + p.format->name + "' is encoded whole and cannot stream; stream " +
+                                  format_names(true),
                               "stream");
         }
-        if (auto speed = number_field("speed", 0.25, 4.0); speed && *speed != 1.0) {
-            throw bad_request("'speed' other than 1.0 is not supported (the model speaks at its own pace)", "speed",
-                              "unsupported_value");
-        }
+        // SSE streams wav and pcm as they are generated; whole-file formats go out in events once encoded.
+        if (p.sse && p.format->streams) p.stream = true;
+        if (auto speed = number_field("speed", audio::kMinSpeed, audio::kMaxSpeed)) p.speed = *speed;
         auto& s = p.request.sampling;
         s.seed = integer_field("seed", 18446744073709551615.0);
         const auto positive = [&](const char* key, double hi) -> std::optional<float> {
@@ -693,6 +751,30 @@ struct Server::Impl : http::Handler, wyoming::Service {
         return o;
     }
 
+    // Why a synthesis ended without its audio, if it did: its error, the client leaving (499) or
+    // the request timeout (504).
+    std::optional<ApiError> failure(const Job& job) const {
+        if (job.error) {
+            try {
+                std::rethrow_exception(job.error);
+            } catch (const ApiError& e) {
+                return e;
+            } catch (const Error& e) {
+                return from_error(e);
+            } catch (const std::bad_alloc&) {
+                return ApiError(503, "server_error", "out_of_memory", "the server ran out of memory for this request");
+            } catch (const std::exception& e) {
+                return ApiError(500, "server_error", "internal_error", std::string("internal error: ") + e.what());
+            }
+        }
+        if (job.client_gone) return ApiError(499, "invalid_request_error", "cancelled", "the client closed the connection");
+        if (job.timed_out) {
+            return ApiError(504, "server_error", "timeout",
+                            "the synthesis took longer than this server's limit of " + json(options.request_timeout_s).dump() + " s");
+        }
+        return std::nullopt;
+    }
+
     void speech(const http::Request& req, Response& res) {
         SpeechParams p = parse_speech(req);
         auto job = std::make_shared<Job>();
@@ -702,28 +784,18 @@ struct Server::Impl : http::Handler, wyoming::Service {
         job->deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(options.request_timeout_s * 1000));
         job->lease = p.model->lease();
         job->streaming = p.stream;
+        job->sse = p.sse;
         job->format = p.format->format;
+        if (p.speed != 1.0) job->stretch = std::make_unique<audio::TimeStretch>(p.model->capabilities().sample_rate, p.speed);
         Session& session = *job->lease;
         // The worker holds a plain pointer: ~Job joins it, so the Job outlives it (a shared_ptr here
         // could make the worker drop the last reference and join itself).
         job->thread = std::thread([job = job.get(), &session, p, long_form = long_form_options()] {
             try {
                 job->result = speak_long_form(
-                    session, p.request, p.segments, long_form,
-                    [&](const float* pcm, size_t n) {
-                        std::lock_guard<std::mutex> lock(job->m);
-                        if (job->first_audio_s < 0) job->first_audio_s = seconds_since(job->arrived);
-                        job->samples_out += n;
-                        if (job->streaming) {
-                            std::vector<uint8_t> bytes;
-                            audio::append_samples(bytes, pcm, n, job->format);
-                            job->pending.append(bytes.begin(), bytes.end());
-                        } else {
-                            job->samples.insert(job->samples.end(), pcm, pcm + n);
-                        }
-                        job->cv.notify_all();
-                    },
-                    {}, StreamOptions{}, &job->cancel);
+                    session, p.request, p.segments, long_form, [&](const float* pcm, size_t n) { job->audio(pcm, n); }, {},
+                    StreamOptions{}, &job->cancel);
+                if (!job->result.cancelled) job->audio_end();
             } catch (...) {
                 std::lock_guard<std::mutex> lock(job->m);
                 job->error = std::current_exception();
@@ -744,22 +816,19 @@ struct Server::Impl : http::Handler, wyoming::Service {
             }
         }
         const auto fail_before_audio = [&]() {
-            if (job->error) {
-                try {
-                    std::rethrow_exception(job->error);
-                } catch (const Error& e) {
-                    throw from_error(e);
-                }
+            if (auto e = failure(*job)) {
+                if (job->client_gone || job->timed_out) metrics.cancelled();
+                throw *e;
             }
-            if (job->client_gone) {
-                metrics.cancelled();
-                throw ApiError(499, "invalid_request_error", "cancelled", "the client closed the connection");
-            }
-            if (job->timed_out) {
-                metrics.cancelled();
-                throw ApiError(504, "server_error", "timeout",
-                               "the synthesis took longer than this server's limit of " + json(options.request_timeout_s).dump() + " s");
-            }
+        };
+        // speech.audio.done: input tokens are the characters of `input` (what --max-text-chars
+        // counts; the public API does not expose the models' text tokenizers), output tokens the
+        // frames generated (Qwen3-TTS codec frames, 12.5 a second; Chatterbox speech tokens, 25).
+        const size_t input_tokens = p.input_chars;
+        const auto sse_done = [input_tokens](const Job& j) {
+            const size_t out = j.result.frames.size();
+            return sse_event({{"type", "speech.audio.done"},
+                              {"usage", {{"input_tokens", input_tokens}, {"output_tokens", out}, {"total_tokens", input_tokens + out}}}});
         };
         res.set_header("X-Talkbox-Model", p.model->id());
         res.set_header("X-Talkbox-Sample-Rate", std::to_string(p.model->capabilities().sample_rate));
@@ -770,7 +839,17 @@ struct Server::Impl : http::Handler, wyoming::Service {
             metrics.synthesis(static_cast<double>(job->samples.size()) / p.model->capabilities().sample_rate, wall, job->first_audio_s);
             const auto bytes = audio::encode_audio(job->samples, p.model->capabilities().sample_rate, p.format->format);
             res.set_header("X-Talkbox-Seed", std::to_string(*p.request.sampling.seed));
-            res.set_content(std::string(bytes.begin(), bytes.end()), p.format->content_type);
+            if (!p.sse) {
+                res.set_content(std::string(bytes.begin(), bytes.end()), p.format->content_type);
+                return;
+            }
+            // The encoded file, in deltas of at most 48 KiB (64 KiB of base64), then done.
+            std::string events;
+            constexpr size_t kPiece = 48 << 10;
+            for (size_t at = 0; at < bytes.size(); at += kPiece) events += sse_audio_delta(bytes.data() + at, std::min(kPiece, bytes.size() - at));
+            events += sse_done(*job);
+            res.set_header("Cache-Control", "no-cache");
+            res.set_content(events, "text/event-stream");
             return;
         }
         {
@@ -778,11 +857,16 @@ struct Server::Impl : http::Handler, wyoming::Service {
             if (job->pending.empty()) fail_before_audio();  // finished with an error or no audio yet
         }
         res.set_header("X-Talkbox-Seed", std::to_string(*p.request.sampling.seed));
-        const auto header = audio::stream_header(p.model->capabilities().sample_rate, p.format->format);
+        const auto header_bytes = audio::stream_header(p.model->capabilities().sample_rate, p.format->format);
+        // With SSE the WAV header is the first delta.
+        const std::string header = header_bytes.empty() ? std::string()
+                                 : p.sse ? sse_audio_delta(header_bytes.data(), header_bytes.size())
+                                         : std::string(header_bytes.begin(), header_bytes.end());
         const int rate = p.model->capabilities().sample_rate;
-        res.set_header("Content-Type", p.format->content_type);
-        res.stream = [job, header, socket](const std::function<bool(const char*, size_t)>& write) {
-                if (!header.empty() && !write(reinterpret_cast<const char*>(header.data()), header.size())) {
+        if (p.sse) res.set_header("Cache-Control", "no-cache");
+        res.set_header("Content-Type", p.sse ? "text/event-stream" : p.format->content_type);
+        res.stream = [this, job, header, socket, sse_done](const std::function<bool(const char*, size_t)>& write) {
+                if (!header.empty() && !write(header.data(), header.size())) {
                     job->client_gone = true;
                     job->cancel = true;
                     return false;
@@ -803,8 +887,17 @@ struct Server::Impl : http::Handler, wyoming::Service {
                         return false;
                     }
                     if (done) {
-                        if (failed || job->client_gone) return false;  // cut off: no final chunk, the client sees an error
-                        return true;
+                        if (job->client_gone) return false;
+                        if (!job->sse) return !failed;  // failed: cut off, no final chunk, the client sees an error
+                        // SSE ends properly either way: with speech.audio.done, or with an error event.
+                        std::string last;
+                        if (auto e = failed ? failure(*job) : std::nullopt) {
+                            metrics.error(e->status);
+                            last = sse_event({{"type", "error"}, {"error", error_json(*e)["error"]}});
+                        } else {
+                            last = sse_done(*job);
+                        }
+                        return write(last.data(), last.size());
                     }
                     job->check(socket);
                 }

@@ -82,7 +82,7 @@ TEST(Wav, FormatNamesAndErrors) {
         ADD_FAILURE();
     } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
-        EXPECT_NE(std::string(e.what()).find("wav16 (wav), wav32, raw16 (s16le), raw32 (f32le), flac, ogg, opus or mp3"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("wav16 (wav), wav32, raw16 (s16le), raw32 (f32le), flac, ogg, opus, mp3 or aac"), std::string::npos);
     }
     EXPECT_EQ(parse_sample_format("s16le"), SampleFormat::Raw16);
     EXPECT_EQ(parse_sample_format("f32le"), SampleFormat::Raw32);

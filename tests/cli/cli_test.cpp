@@ -185,7 +185,7 @@ TEST(Cli, ReadmeCommandsRun) {
     for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav", "decoded.flac", "fox.voice",
                             "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf", "server.mp3",
                             "fox.wav", "voices/fox.voice", "bonjour.wav", "chatterbox-clone.wav", "turbo.gguf", "turbo.wav",
-                            "voices/anna.voice", "anna.wav"}) {
+                            "voices/anna.voice", "anna.wav", "faster.wav", "events.txt", "hello.aac"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
     }
     if (server) EXPECT_EQ(server->stop(), 0) << server->log();

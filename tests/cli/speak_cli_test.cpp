@@ -94,6 +94,46 @@ TEST_F(SpeakCli, OptionalNormalisation) {
     EXPECT_NE(r.err.find("--normalize needs the whole signal"), std::string::npos) << r.err;
 }
 
+// --speed: the same audio stretched (pitch kept, see audio_test); round(n / speed) samples, the
+// same streamed to stdout as written to a file; out-of-range values refused before any work.
+TEST_F(SpeakCli, SpeedStretchesFileAndStream) {
+    const std::string args = "speak -m " + model("tiny-0.6B-CustomVoice") + " -t 'Hello there, at another pace.' --speaker ryan --seed 4 -q ";
+    auto r = run_talkbox(args + "-o " + dir_->file("s1.wav") + " --format wav32");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto normal = read_wav32(dir_->file("s1.wav"));
+    ASSERT_GT(normal.size(), 1920u);
+    for (const char* speed : {"0.5", "2"}) {
+        r = run_talkbox(args + "--speed " + speed + " -o " + dir_->file("s.wav") + " --format wav32");
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const auto fast = read_wav32(dir_->file("s.wav"));
+        EXPECT_EQ(fast.size(), static_cast<size_t>(std::llround(normal.size() / std::stod(speed)))) << speed;
+        const auto streamed = run_talkbox(args + "--speed " + speed + " -o - --format f32le");
+        ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+        ASSERT_EQ(streamed.out.size(), fast.size() * 4) << speed;
+        EXPECT_EQ(std::memcmp(streamed.out.data(), fast.data(), streamed.out.size()), 0) << "stdout differs from the file at " << speed;
+    }
+    for (const char* bad : {"0.2", "4.5", "0", "-1"}) {
+        r = run_talkbox(args + "--speed " + bad + " -o " + dir_->file("bad.wav"));
+        EXPECT_EQ(r.exit_code, 1) << bad;
+        EXPECT_NE(r.err.find("--speed must be between 0.25 and 4.0 (1 = the model's own pace), not "), std::string::npos) << r.err;
+        EXPECT_FALSE(std::filesystem::exists(dir_->file("bad.wav")));
+    }
+    r = run_talkbox(args + "--speed 2 --codes-out " + dir_->file("c.json"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--speed changes the audio: give -o FILE"), std::string::npos) << r.err;
+}
+
+// --format aac writes an ADTS stream (checked frame by frame in audio_test).
+TEST_F(SpeakCli, AacFile) {
+    const auto r = run_talkbox("speak -m " + model("tiny-0.6B-CustomVoice") + " -t 'Hello.' --speaker ryan --seed 4 -q -o " +
+                               dir_->file("a.aac") + " --format aac");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string b = read_text(dir_->file("a.aac"));
+    ASSERT_GT(b.size(), 7u);
+    EXPECT_EQ(static_cast<unsigned char>(b[0]), 0xFF);
+    EXPECT_EQ(static_cast<unsigned char>(b[1]), 0xF1);
+}
+
 TEST_F(SpeakCli, ClearErrors) {
     const std::string m = model("tiny-0.6B-CustomVoice");
     auto r = run_talkbox("speak -m " + m + " -t 'Hi.' --speaker nobody -o " + dir_->file("x.wav"));

@@ -118,6 +118,28 @@ TEST_F(ChatterboxServerTest, SpeechWholeStreamedPerSentenceAndCliAgree) {
     }
 }
 
+// SSE and speed are the same for Chatterbox: one delta per sentence, whose audio joined is the
+// pcm stream; output tokens are its speech tokens; speed 2 equals `talkbox speak --speed 2`.
+TEST_F(ChatterboxServerTest, SseAndSpeed) {
+    const json pcm_request = with(kRequest, {{"voice", "builtin"}, {"response_format", "pcm"}});
+    auto pcm = speech(pcm_request);
+    ASSERT_TRUE(pcm && pcm->status == 200);
+    auto sse = speech(with(pcm_request, {{"stream_format", "sse"}}));
+    ASSERT_TRUE(sse && sse->status == 200) << (sse ? sse->body : "");
+    const auto [audio, done] = sse_audio(sse->body);
+    EXPECT_TRUE(audio == pcm->body);
+    EXPECT_EQ(sse_events(sse->body).size(), 3u) << "two sentences, then done";
+    EXPECT_EQ(done["type"], "speech.audio.done");
+    // The random weights never stop: each of the two sentences runs to max_frames speech tokens.
+    EXPECT_EQ(done["usage"]["output_tokens"], 2 * kFrames) << done.dump();
+    EXPECT_EQ(done["usage"]["input_tokens"], kText.size());
+
+    auto fast = speech(with(kRequest, {{"voice", "builtin"}, {"speed", 2}}));
+    ASSERT_TRUE(fast && fast->status == 200) << (fast ? fast->body : "");
+    EXPECT_EQ((fast->body.size() - 44) / 2, static_cast<size_t>(std::llround(pcm->body.size() / 2 / 2.0)));
+    EXPECT_TRUE(speak_cli(kText, " --speed 2") == fast->body) << "server and `talkbox speak --speed 2` differ";
+}
+
 TEST_F(ChatterboxServerTest, OtherFamilysFieldsAndBadValuesAre400) {
     const json cb = {{"model", kCb}, {"input", kText}, {"voice", "builtin"}, {"max_frames", kFrames}, {"response_format", "wav"}};
     const json qwen = {{"model", kCustom}, {"input", kText}, {"voice", "ryan"}, {"response_format", "wav"}};

@@ -35,6 +35,54 @@ inline uint32_t u32(const std::string& b, size_t at) {
     return v;
 }
 
+// The events of a text/event-stream body ("data: {json}" lines, a blank line after each); fails
+// the test on anything else.
+inline std::vector<nlohmann::json> sse_events(const std::string& body) {
+    std::vector<nlohmann::json> events;
+    size_t at = 0;
+    while (at < body.size()) {
+        const size_t end = body.find("\n\n", at);
+        if (end == std::string::npos || body.compare(at, 6, "data: ") != 0) {
+            ADD_FAILURE() << "not an SSE event at byte " << at << ": " << body.substr(at, 80);
+            break;
+        }
+        events.push_back(nlohmann::json::parse(body.substr(at + 6, end - at - 6)));
+        at = end + 2;
+    }
+    return events;
+}
+
+inline std::string base64_decode(const std::string& s) {
+    static const std::string digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    unsigned v = 0;
+    int bits = 0;
+    for (char c : s) {
+        if (c == '=') break;
+        const size_t d = digits.find(c);
+        EXPECT_NE(d, std::string::npos) << "not base64: " << c;
+        v = (v << 6) | static_cast<unsigned>(d);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out += static_cast<char>((v >> bits) & 0xFF);
+        }
+    }
+    return out;
+}
+
+// The audio of an SSE body: its speech.audio.delta events decoded and joined, and the final event.
+inline std::pair<std::string, nlohmann::json> sse_audio(const std::string& body) {
+    const auto events = sse_events(body);
+    std::string audio;
+    for (size_t i = 0; i + 1 < events.size(); ++i) {
+        EXPECT_EQ(events[i]["type"], "speech.audio.delta") << events[i].dump();
+        EXPECT_EQ(events[i].size(), 2u) << "type and audio only: " << events[i].dump();
+        audio += base64_decode(events[i]["audio"].get<std::string>());
+    }
+    return {audio, events.empty() ? nlohmann::json() : events.back()};
+}
+
 class HttpFixture : public ::testing::Test {
 protected:
     // Starts `talkbox serve ARGS --api-key KEY --voices-dir DIR` for the suite.

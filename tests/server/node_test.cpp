@@ -41,6 +41,10 @@ TEST(NodeClients, OfficialOpenaiPackageWorksUnchanged) {
     EXPECT_GT(j["stream_chunks"].get<int>(), 4);
     EXPECT_LT(j["first_chunk_ms"].get<double>(), 0.5 * j["total_ms"].get<double>()) << "the SDK did not get audio before the end";
     EXPECT_EQ(j["transfer_encoding"], "chunked");
+    EXPECT_EQ(j["sse_bytes"], j["stream_bytes"]);
+    EXPECT_GT(j["sse_deltas"].get<int>(), 4);
+    EXPECT_EQ(j["sse_content_type"], "text/event-stream");
+    EXPECT_GT(j["sse_usage"]["output_tokens"].get<int>(), 0);
     EXPECT_GT(j["mp3_bytes"].get<int>(), 100);
     EXPECT_NE(j["not_found"].get<std::string>().find("nobody"), std::string::npos);
     EXPECT_NE(j["unauthorized"].get<std::string>().find("API key"), std::string::npos);

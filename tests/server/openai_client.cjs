@@ -1,9 +1,11 @@
 // The official `openai` npm package, unchanged, against `talkbox serve`:
 //   node openai_client.cjs BASE_URL API_KEY
-// Streams speech (audio.speech.create, reading the body as it arrives), fetches a whole mp3, and
-// checks that errors reach the SDK as its typed exceptions. Prints one JSON line; exit 0 = pass.
+// Streams speech (audio.speech.create, reading the body as it arrives), streams it as Server-Sent
+// Events through the SDK's own SSE reader (openai/streaming), fetches a whole mp3, and checks that
+// errors reach the SDK as its typed exceptions. Prints one JSON line; exit 0 = pass.
 "use strict";
 const OpenAI = require("openai");
+const { Stream } = require("openai/streaming");
 
 async function main() {
   const [url, key] = process.argv.slice(2);
@@ -25,6 +27,27 @@ async function main() {
   Object.assign(out, { stream_bytes: bytes, stream_chunks: chunks, first_chunk_ms: firstMs, total_ms: Date.now() - t0,
                        transfer_encoding: response.headers.get("transfer-encoding") });
   if (bytes === 0 || bytes % 2 !== 0) throw new Error("bad PCM stream of " + bytes + " bytes");
+
+  // stream_format "sse": the same request's events, parsed by the SDK's SSE stream; the decoded
+  // deltas are the PCM bytes above.
+  const sse = await client.audio.speech.create({ model: "tts-1", voice: "ryan", response_format: "pcm", input, seed: 11,
+                                                 stream_format: "sse" });
+  const pieces = [];
+  let usage = null, deltas = 0;
+  for await (const event of Stream.fromSSEResponse(sse, new AbortController())) {
+    if (event.type === "speech.audio.delta") {
+      pieces.push(Buffer.from(event.audio, "base64"));
+      deltas++;
+    } else if (event.type === "speech.audio.done") {
+      usage = event.usage;
+    } else {
+      throw new Error("unexpected event " + JSON.stringify(event));
+    }
+  }
+  const sseBytes = Buffer.concat(pieces).length;
+  Object.assign(out, { sse_bytes: sseBytes, sse_deltas: deltas, sse_usage: usage, sse_content_type: sse.headers.get("content-type") });
+  if (sseBytes !== bytes) throw new Error("SSE deltas hold " + sseBytes + " bytes, the pcm stream " + bytes);
+  if (!usage || usage.total_tokens !== usage.input_tokens + usage.output_tokens) throw new Error("bad usage " + JSON.stringify(usage));
 
   // The defaults (mp3, whole file) through the SDK's helper.
   const mp3 = Buffer.from(await (await client.audio.speech.create({ model: "tts-1", voice: "vivian", input: "Hello there." })).arrayBuffer());
@@ -54,8 +77,8 @@ async function main() {
     out.unauthorized = e.message;
   }
   try {
-    await client.audio.speech.create({ model: "tts-1", voice: "ryan", input: "x", speed: 2 });
-    throw new Error("speed 2 accepted");
+    await client.audio.speech.create({ model: "tts-1", voice: "ryan", input: "x", speed: 5 });
+    throw new Error("speed 5 accepted");
   } catch (e) {
     if (!(e instanceof OpenAI.BadRequestError)) throw e;
     out.bad_request = e.message;

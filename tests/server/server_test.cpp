@@ -158,8 +158,17 @@ TEST_F(ServerTest, EveryResponseFormat) {
     EXPECT_EQ(mp3->get_header_value("Content-Type"), "audio/mpeg");
     const auto b0 = static_cast<unsigned char>(mp3->body[0]), b1 = static_cast<unsigned char>(mp3->body[1]);
     EXPECT_TRUE(mp3->body.substr(0, 3) == "ID3" || (b0 == 0xFF && (b1 & 0xE0) == 0xE0)) << "not an MP3 stream";
-    expect_error(speech(with(base, {{"response_format", "aac"}})), 400, "response_format", "unsupported_format");
-    expect_error(speech(with(base, {{"response_format", "flac"}, {"stream", true}})), 400, "stream");
+    // aac: ADTS frames (the audio tests check the stream frame by frame and decode it).
+    auto aac = speech(with(base, {{"response_format", "aac"}}));
+    ASSERT_TRUE(aac && aac->status == 200) << (aac ? aac->body : "");
+    EXPECT_EQ(aac->get_header_value("Content-Type"), "audio/aac");
+    ASSERT_GT(aac->body.size(), 100u);
+    EXPECT_EQ(static_cast<unsigned char>(aac->body[0]), 0xFF);
+    EXPECT_EQ(static_cast<unsigned char>(aac->body[1]) & 0xF6, 0xF0);
+    const auto unknown = expect_error(speech(with(base, {{"response_format", "wma"}})), 400, "response_format", "unsupported_format");
+    EXPECT_NE(unknown.find("choose wav, pcm, flac, mp3, opus, aac"), std::string::npos) << unknown;
+    const auto whole = expect_error(speech(with(base, {{"response_format", "aac"}, {"stream", true}})), 400, "stream");
+    EXPECT_NE(whole.find("stream wav, pcm"), std::string::npos) << whole;
 }
 
 TEST_F(ServerTest, StreamingSendsAudioBeforeGenerationEnds) {
@@ -194,6 +203,75 @@ TEST_F(ServerTest, StreamingSendsAudioBeforeGenerationEnds) {
     EXPECT_TRUE(whole->body.substr(44) == received.substr(44));
 }
 
+// stream_format "sse": speech.audio.delta events whose audio joined is the pcm response for the
+// same seed (same chunks, sent as generated), then speech.audio.done with the usage.
+TEST_F(ServerTest, SseDeltasEqualThePcmResponse) {
+    const json base = {{"input", long_text(8)}, {"voice", "ryan"}, {"seed", 11}};
+    auto pcm = speech(with(base, {{"response_format", "pcm"}}));
+    ASSERT_TRUE(pcm && pcm->status == 200);
+    auto r = speech(with(base, {{"response_format", "pcm"}, {"stream_format", "sse"}}));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+    EXPECT_EQ(r->get_header_value("Transfer-Encoding"), "chunked");
+    EXPECT_EQ(r->get_header_value("X-Talkbox-Seed"), "11");
+    const auto [audio, done] = sse_audio(r->body);
+    EXPECT_GT(sse_events(r->body).size(), 4u) << "the audio came in one piece";
+    EXPECT_TRUE(audio == pcm->body) << audio.size() << " bytes in the deltas, " << pcm->body.size() << " in the pcm response";
+    EXPECT_EQ(done["type"], "speech.audio.done") << done.dump();
+    const json& usage = done["usage"];
+    EXPECT_EQ(usage["input_tokens"], long_text(8).size());  // ASCII: one character a byte
+    // Output tokens are frames: 12.5 a second of audio (up to the 300 ms pauses between segments).
+    const double audio_s = static_cast<double>(audio.size()) / 2 / 24000;
+    EXPECT_GT(usage["output_tokens"].get<double>(), 0.5 * 12.5 * audio_s);
+    EXPECT_LE(usage["output_tokens"].get<double>(), 12.5 * audio_s + 1);
+    EXPECT_EQ(usage["total_tokens"], usage["input_tokens"].get<int>() + usage["output_tokens"].get<int>());
+
+    // wav: the streamed WAV (open-ended header first), i.e. the header and the pcm bytes.
+    auto wav = speech(with(base, {{"response_format", "wav"}, {"stream_format", "sse"}}));
+    ASSERT_TRUE(wav && wav->status == 200);
+    const auto [wav_bytes, wav_done] = sse_audio(wav->body);
+    ASSERT_EQ(wav_bytes.size(), 44 + pcm->body.size());
+    EXPECT_EQ(wav_bytes.substr(0, 4), "RIFF");
+    EXPECT_EQ(u32(wav_bytes, 40), 0xFFFFFFFFu);
+    EXPECT_TRUE(wav_bytes.substr(44) == pcm->body);
+    EXPECT_EQ(wav_done["usage"], usage);
+
+    // A whole-file format: its file in deltas once encoded, equal to the plain response.
+    auto flac = speech(with(base, {{"response_format", "flac"}}));
+    auto flac_sse = speech(with(base, {{"response_format", "flac"}, {"stream_format", "sse"}}));
+    ASSERT_TRUE(flac && flac->status == 200 && flac_sse && flac_sse->status == 200);
+    EXPECT_EQ(flac_sse->get_header_value("Content-Type"), "text/event-stream");
+    const auto [flac_bytes, flac_done] = sse_audio(flac_sse->body);
+    EXPECT_TRUE(flac_bytes == flac->body);
+    EXPECT_EQ(flac_done["usage"], usage);
+    // "stream_format": "audio" is the default.
+    auto plain = speech(with(base, {{"response_format", "pcm"}, {"stream_format", "audio"}}));
+    ASSERT_TRUE(plain && plain->status == 200);
+    EXPECT_TRUE(plain->body == pcm->body);
+}
+
+// speed: the same audio stretched (SoundTouch), streamed or whole; round(n / speed) samples.
+TEST_F(ServerTest, SpeedChangesTheDuration) {
+    const json base = {{"input", kSentence}, {"voice", "vivian"}, {"seed", 5}};
+    auto normal = speech(with(base, {{"response_format", "pcm"}}));
+    ASSERT_TRUE(normal && normal->status == 200);
+    const size_t n = normal->body.size() / 2;
+    for (const double speed : {0.5, 2.0}) {
+        auto fast = speech(with(base, {{"response_format", "pcm"}, {"speed", speed}}));
+        ASSERT_TRUE(fast && fast->status == 200) << (fast ? fast->body : "");
+        EXPECT_EQ(fast->body.size() / 2, static_cast<size_t>(std::llround(n / speed))) << speed;
+        // Streamed (pcm) and whole (wav) give the same samples: the stretcher takes chunks as they come.
+        auto wav = speech(with(base, {{"response_format", "wav"}, {"speed", speed}}));
+        ASSERT_TRUE(wav && wav->status == 200);
+        EXPECT_TRUE(wav->body.substr(44) == fast->body) << speed;
+        EXPECT_FALSE(fast->body == normal->body.substr(0, fast->body.size()));
+    }
+    auto same = speech(with(base, {{"response_format", "pcm"}, {"speed", 1.0}}));
+    ASSERT_TRUE(same && same->status == 200);
+    EXPECT_TRUE(same->body == normal->body) << "speed 1 must not touch the audio";
+}
+
 TEST_F(ServerTest, ErrorStatuses) {
     const json ok = {{"input", kSentence}, {"voice", "ryan"}, {"response_format", "wav"}};
     // 401: missing and wrong keys.
@@ -208,8 +286,10 @@ TEST_F(ServerTest, ErrorStatuses) {
     expect_error(speech({{"voice", "ryan"}}), 400, "input", "missing_field");
     expect_error(speech(with(ok, {{"input", "   "}})), 400, "input");
     expect_error(speech(with(ok, {{"input", 42}})), 400, "input");
-    expect_error(speech(with(ok, {{"speed", 1.5}})), 400, "speed", "unsupported_value");
-    expect_error(speech(with(ok, {{"speed", 9}})), 400, "speed");
+    for (const double bad : {9.0, 0.2, 4.01, 0.0}) {
+        const auto msg = expect_error(speech(with(ok, {{"speed", bad}})), 400, "speed");
+        EXPECT_EQ(msg, "'speed' must be between 0.25 and 4.0");
+    }
     expect_error(speech(with(ok, {{"speed", "fast"}})), 400, "speed");
     expect_error(speech(with(ok, {{"temperature", -1}})), 400, "temperature");
     expect_error(speech(with(ok, {{"top_p", 0}})), 400, "top_p");
@@ -217,7 +297,9 @@ TEST_F(ServerTest, ErrorStatuses) {
     expect_error(speech(with(ok, {{"seed", -3}})), 400, "seed");
     expect_error(speech(with(ok, {{"stream", "yes"}})), 400, "stream");
     expect_error(speech(with(ok, {{"language", "klingon"}})), 400, "language");
-    expect_error(speech(with(ok, {{"stream_format", "sse"}})), 400, "stream_format");
+    const auto sf = expect_error(speech(with(ok, {{"stream_format", "foo"}})), 400, "stream_format");
+    EXPECT_NE(sf.find("'stream_format' must be 'audio' (the audio bytes, the default) or 'sse'"), std::string::npos) << sf;
+    expect_error(speech(with(ok, {{"stream_format", 42}})), 400, "stream_format");
     // Base takes cloned voices only: a preset of the CustomVoice model is a mismatch naming it.
     const auto preset = expect_error(speech(with(ok, {{"model", kBase}})), 400, "voice", "voice_mismatch");
     EXPECT_NE(preset.find("it fits " + kCustom), std::string::npos) << preset;
@@ -344,19 +426,22 @@ TEST_F(ServerTest, ConcurrentRequestsAreAllCorrect) {
 
 TEST_F(ServerTest, DisconnectCancelsAndFreesTheSlot) {
     const double cancelled_before = metric(metrics(), "talkbox_cancelled_total");
-    for (bool stream : {true, false}) {
+    // Streaming, whole file, and streaming as Server-Sent Events (at another speed, through the stretcher).
+    const json base = {{"input", long_text()}, {"voice", "ryan"}, {"response_format", "wav"}, {"seed", 11}};
+    const std::pair<const char*, json> cases[] = {{"streaming", with(base, {{"stream", true}})},
+                                                  {"whole-file", with(base, {{"stream", false}})},
+                                                  {"sse", with(base, {{"stream_format", "sse"}, {"speed", 1.5}})}};
+    for (const auto& [what, body] : cases) {
         const auto start = Clock::now();
-        const int fd = raw_request(server_->port(),
-                                   {{"input", long_text()}, {"voice", "ryan"}, {"response_format", "wav"}, {"stream", stream}, {"seed", 11}});
+        const int fd = raw_request(server_->port(), body);
         ASSERT_GE(fd, 0);
         ASSERT_TRUE(eventually(30, [&] { return metric(metrics(), "talkbox_active_requests") >= 1; })) << "never started";
         close(fd);
         EXPECT_TRUE(eventually(5, [&] { return metric(metrics(), "talkbox_active_requests") == 0; }))
-            << (stream ? "streaming" : "whole-file") << " request kept its slot after the client left";
-        std::cout << (stream ? "streaming" : "whole-file") << ": slot free " << seconds(start, Clock::now()) * 1000
-                  << " ms after the request\n";
+            << what << " request kept its slot after the client left";
+        std::cout << what << ": slot free " << seconds(start, Clock::now()) * 1000 << " ms after the request\n";
     }
-    EXPECT_TRUE(eventually(10, [&] { return metric(metrics(), "talkbox_cancelled_total") >= cancelled_before + 2; }))
+    EXPECT_TRUE(eventually(10, [&] { return metric(metrics(), "talkbox_cancelled_total") >= cancelled_before + 3; }))
         << "a synthesis ended by itself instead of being cancelled:\n" << metrics();
     auto r = speech({{"input", kSentence}, {"voice", "ryan"}, {"response_format", "wav"}});
     ASSERT_TRUE(r);
@@ -436,6 +521,18 @@ TEST(ServerLimits, RequestTimeoutAnswers504) {
     ASSERT_TRUE(m);
     EXPECT_NE(m->body.find("talkbox_active_requests 0"), std::string::npos);
     EXPECT_NE(m->body.find("talkbox_cancelled_total 1"), std::string::npos);
+    // With SSE the stream has begun when time runs out: it ends with an error event, not a cut.
+    auto sse = c.Post("/v1/audio/speech", with(body, {{"response_format", "pcm"}, {"stream_format", "sse"}}).dump(), "application/json");
+    ASSERT_TRUE(sse);
+    ASSERT_EQ(sse->status, 200) << sse->body;
+    const auto events = sse_events(sse->body);
+    ASSERT_GE(events.size(), 2u) << sse->body;
+    EXPECT_EQ(events.front()["type"], "speech.audio.delta");
+    const json& last = events.back();
+    EXPECT_EQ(last["type"], "error") << last.dump();
+    EXPECT_EQ(last["error"]["code"], "timeout") << last.dump();
+    EXPECT_EQ(last["error"]["type"], "server_error") << last.dump();
+    EXPECT_NE(last["error"]["message"].get<std::string>().find("limit of 0.2 s"), std::string::npos) << last.dump();
     EXPECT_EQ(server.stop(), 0) << server.log();
 }
 

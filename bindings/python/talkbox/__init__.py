@@ -260,7 +260,7 @@ def _as_float_buffer(samples):
 
 
 def write_audio(path, samples, sample_rate, format="wav16"):
-    """Writes mono samples in [-1, 1] to an audio file atomically (wav16, wav32, flac, ogg, opus, mp3, raw16, raw32)."""
+    """Writes mono samples in [-1, 1] to an audio file atomically (wav16, wav32, flac, ogg, opus, mp3, aac, raw16, raw32)."""
     pointer, count, keep = _as_float_buffer(samples)
     _check(_load().talkbox_write_audio(_bytes(path, "path"), pointer, count, int(sample_rate), _bytes(format, "format")))
     del keep
