@@ -23,6 +23,12 @@ uint32_t segment_frame_limit(const Capabilities& caps, uint32_t max_frames, cons
     return caps.own_frame_limit ? 0 : default_max_frames(segment);  // 0: the family applies its own
 }
 
+std::vector<size_t> result_parts(const SpeechResult& r) {
+    if (!r.part_frames.empty()) return r.part_frames;
+    if (r.frames.empty()) return {};
+    return {r.frames.size()};
+}
+
 LongFormResult speak_long_form(Session& session, SpeechRequest request, const std::vector<std::string>& segments,
                                const LongFormOptions& options, const AudioCallback& on_audio,
                                const std::function<void(const SegmentDone&)>& on_segment, const StreamOptions& stream,
@@ -49,6 +55,7 @@ LongFormResult speak_long_form(Session& session, SpeechRequest request, const st
         const SpeechResult r = session.speak(request, [&](const float* pcm, size_t n) { on_audio(pcm, n); }, stream, cancel);
         out.samples += r.samples;
         out.frames.insert(out.frames.end(), r.frames.begin(), r.frames.end());
+        out.segment_parts.push_back(result_parts(r));
         out.timings.prefill_ms += r.timings.prefill_ms;
         out.timings.talker_ms += r.timings.talker_ms;
         out.timings.code_predictor_ms += r.timings.code_predictor_ms;

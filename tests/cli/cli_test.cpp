@@ -16,11 +16,11 @@ using talkbox::testing::TempDir;
 TEST(Cli, HelpListsEveryCommand) {
     const auto r = run_talkbox("--help");
     EXPECT_EQ(r.exit_code, 0);
-    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "serve", "tokenize", "bench"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
+    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "default", "serve", "tokenize", "bench"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "serve", "tokenize", "bench"}) {
+    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "default", "serve", "tokenize", "bench"}) {
         const auto r = run_talkbox(std::string(cmd) + " --help");
         EXPECT_EQ(r.exit_code, 0) << cmd;
         EXPECT_NE(r.out.find("Usage: talkbox " + std::string(cmd)), std::string::npos) << r.out;
@@ -185,7 +185,7 @@ TEST(Cli, ReadmeCommandsRun) {
     for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav", "decoded.flac", "fox.voice",
                             "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf", "server.mp3",
                             "fox.wav", "voices/fox.voice", "bonjour.wav", "chatterbox-clone.wav", "turbo.gguf", "turbo.wav",
-                            "voices/anna.voice", "anna.wav"}) {
+                            "voices/anna.voice", "anna.wav", "tokens.json", "spoken.wav", "tokens.wav", "whole.wav"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
     }
     if (server) EXPECT_EQ(server->stop(), 0) << server->log();
