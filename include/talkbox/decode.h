@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "talkbox/codes.h"
+
 namespace talkbox {
 
 struct DecodeOptions {
@@ -32,5 +34,8 @@ struct DecodeSummary {
 
 // Throws talkbox::Error naming the bad file, frame or option; leaves no partial output.
 DecodeSummary decode_codes_file(const DecodeOptions& options);
+// The same with the codes already read from options.codes_path (codec::read_codes_file), so that
+// a front end can check them before it looks for the model.
+DecodeSummary decode_codes(const DecodeOptions& options, const codec::CodesFile& codes);
 
 }  // namespace talkbox

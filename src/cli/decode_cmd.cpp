@@ -5,6 +5,8 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "talkbox/audio.h"
+#include "talkbox/codes.h"
 #include "talkbox/decode.h"
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
@@ -40,12 +42,14 @@ void register_decode(CLI::App& app) {
                 "gives speak's audio.");
     cmd->callback([args] {
         DecodeOptions opt = args->opt;
+        audio::parse_sample_format(opt.format);
+        const codec::CodesFile codes = codec::read_codes_file(opt.codes_path);  // its faults first, model or not
         opt.model_path = resolve_model(opt.model_path);
         opt.stream_chunk = args->streaming ? args->chunk : 0;
         if (args->streaming && args->chunk == 0) {
             throw Error(ErrorKind::InvalidArgument, "--chunk must be at least 1");
         }
-        const DecodeSummary s = decode_codes_file(opt);
+        const DecodeSummary s = decode_codes(opt, codes);
         if (!args->quiet) {
             const double audio_s = static_cast<double>(s.samples) / s.sample_rate;
             std::fprintf(stderr, "wrote %s: %zu frames, %.2f s at %d Hz, decoded in %.2f s (%.2fx real time)\n",

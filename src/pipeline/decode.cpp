@@ -9,8 +9,12 @@
 namespace talkbox {
 
 DecodeSummary decode_codes_file(const DecodeOptions& options) {
+    audio::parse_sample_format(options.format);  // a bad format before the codes are read
+    return decode_codes(options, codec::read_codes_file(options.codes_path));
+}
+
+DecodeSummary decode_codes(const DecodeOptions& options, const codec::CodesFile& codes) {
     const audio::SampleFormat format = audio::parse_sample_format(options.format);
-    const codec::CodesFile codes = codec::read_codes_file(options.codes_path);
     if (codes.frames.empty()) throw Error(ErrorKind::InvalidArgument, "'" + options.codes_path + "' holds no frames");
     const Family* family = nullptr;
     {
