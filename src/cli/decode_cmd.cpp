@@ -22,7 +22,7 @@ void register_decode(CLI::App& app) {
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("decode", "Decode frames (JSON, as speak --codes-out writes them) into audio with the model's speech decoder");
     cmd->add_option("codes", args->opt.codes_path,
-                    "Codes JSON: {\"frames\": [[16 codes], ...]} (Qwen3-TTS) or [[speech token], ...] (Chatterbox), or a list of frames")
+                    "Codes JSON: {\"frames\": [[16 codes], ...]} (Qwen3-TTS) or {\"frames\": [[speech token], ...]} (Chatterbox), or a bare list of frames")
         ->required();
     cmd->add_option("-m,--model", args->opt.model_path, "talkbox GGUF model (Qwen3-TTS: any model of that codec; Chatterbox) or a pulled model's name")->required();
     auto* voice = cmd->add_option("--voice", args->opt.voice_path, "Chatterbox: the voice file speak used (default: the built-in voice)");

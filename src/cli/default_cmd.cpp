@@ -18,7 +18,7 @@ void register_default(CLI::App& app) {
     auto* cmd = app.add_subcommand("default", "Choose the model that speak and serve use without -m, or show the current one");
     auto* model = cmd->add_option("model", args->model, "A pulled model's name (see talkbox list) or a GGUF file");
     cmd->add_flag("--clear", args->clear, "Forget the choice")->excludes(model);
-    cmd->footer("Without -m a command uses, in this order: $TALKBOX_MODEL, the model chosen here (stored in\n"
+    cmd->footer("Without -m, speak and serve use, in this order: $TALKBOX_MODEL, the model chosen here (stored in\n"
                 "$TALKBOX_HOME/default_model, default ~/.cache/talkbox), the only model in the cache.");
     cmd->callback([args] {
         if (args->clear) {

@@ -27,6 +27,32 @@ TEST(Cli, EveryCommandHasHelp) {
     }
 }
 
+// The help describes both families where both apply (it once said pull and voice were Qwen3-TTS only).
+TEST(Cli, HelpDescribesWhatExists) {
+    const auto top = run_talkbox("--help");
+    for (const char* want : {"pull                        Download a Qwen3-TTS or Chatterbox model",
+                             "voice                       Make and inspect cloned voices (.voice files) for Qwen3-TTS Base and Chatterbox",
+                             "default                     Choose the model that speak and serve use without -m",
+                             "encode                      Encode audio into Qwen3-TTS codec frames"}) {
+        EXPECT_NE(top.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << top.out;
+    }
+    const auto pull = run_talkbox("pull --help");
+    for (const char* want : {"ResembleAI/chatterbox, ResembleAI/chatterbox-turbo", "--variant", "ORG/NAME@VARIANT",
+                             "Downloads only the files conversion reads", "HF_TOKEN"}) {
+        EXPECT_NE(pull.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << pull.out;
+    }
+    const auto voice = run_talkbox("voice create --help");
+    for (const char* want : {"A Qwen3-TTS Base or a Chatterbox model", "Chatterbox: the clip alone (no --ref-text)"}) {
+        EXPECT_NE(voice.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << voice.out;
+    }
+    const auto speak = run_talkbox("speak --help");
+    EXPECT_EQ(speak.out.find("-m,--model TEXT REQUIRED"), std::string::npos) << "-m is optional now:\n" << speak.out;
+    const auto decode = run_talkbox("decode --help");
+    for (const char* want : {"--voice", "--ref-audio", "--seed", "[[speech token], ...]} (Chatterbox)"}) {
+        EXPECT_NE(decode.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << decode.out;
+    }
+}
+
 TEST(Cli, NoCommandIsAnError) {
     const auto r = run_talkbox("");
     EXPECT_NE(r.exit_code, 0);
