@@ -216,6 +216,8 @@ TEST_F(PullCli, ReadmeHubCommandsRun) {
         ++ran;
     }
     EXPECT_GE(ran, 8u);
+    for (const char* out : {"hello.wav", "default.wav", "default_model"}) EXPECT_TRUE(fs::exists(home_.path() + "/" + out)) << out;
+    EXPECT_EQ(talkbox::testing::read_text(home_.path() + "/default_model"), kChatterbox + "@english\n");
 }
 
 }  // namespace
