@@ -26,6 +26,8 @@ Frames parse_codes_json(const std::string& text, const std::string& where);
 // Writes {"frames": [...]} atomically, one frame per line.
 void write_codes_json(const std::string& path, const Frames& frames);
 
+constexpr int kMaxPauseMs = 3600000;  // "pause_ms" at most (an hour)
+
 struct CodesFile {
     Frames frames;
     std::optional<uint64_t> seed;

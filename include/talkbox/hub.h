@@ -70,9 +70,9 @@ struct CachedModel {
 // Converted models in <cache>/models, sorted by name then type. cache_dir empty: the default.
 std::vector<CachedModel> list_cached_models(const std::string& cache_dir = "");
 
-// An existing file path as is; otherwise the cached model of that hub repository: `type` when
-// cached, else f16, else any type (f32 first). Throws Error (NotFound) telling the user to run
-// `talkbox pull NAME` when nothing is cached.
+// An existing file path as is; otherwise the cached model of that name (ORG/NAME, or
+// ORG/NAME@VARIANT): `type` when cached, else f16, else any type (f32 first). Throws Error
+// (NotFound) telling the user which `talkbox pull` to run when nothing is cached.
 std::string resolve_model(const std::string& name_or_path, std::optional<WeightType> type = std::nullopt,
                           const std::string& cache_dir = "");
 

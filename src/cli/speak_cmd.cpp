@@ -130,6 +130,10 @@ void run_speak(const SpeakArgs& a) {
     if (a.normalize != "none" && a.output == "-") {
         throw Error(ErrorKind::InvalidArgument, "--normalize needs the whole signal: write to a file, not to stdout");
     }
+    if (a.pause_ms < 0 || a.pause_ms > codec::kMaxPauseMs) {
+        throw Error(ErrorKind::InvalidArgument, "--pause-ms must be in [0, " + std::to_string(codec::kMaxPauseMs) + "], got " +
+                                                    std::to_string(a.pause_ms));
+    }
     const std::string text = input_text(a);
     const auto format = audio::parse_sample_format(
         !a.format.empty() ? a.format : (a.output == "-" ? std::string("raw16") : std::string("wav16")));
@@ -239,7 +243,7 @@ void run_speak(const SpeakArgs& a) {
         codes.frames = all_frames;
         codes.seed = request.sampling.seed;
         codes.segments = segment_parts;
-        codes.pause_ms = a.pause_ms > 0 ? a.pause_ms : 0;
+        codes.pause_ms = a.pause_ms;
         codec::write_codes_file(a.codes_out, codes);
     }
     // What ran: the family's own sentences (Chatterbox, unless --no-split) or the long-form segments.

@@ -104,7 +104,7 @@ TEST(CodesJson, BadSeedSegmentsOrPauseNameTheKey) {
         }
     };
     refused(R"({"frames": [[1]], "seed": 1.5})", "codes: 'seed' must be an integer >= 0, got 1.5");
-    refused(R"({"frames": [[1]], "pause_ms": 70000})", "'pause_ms' must be an integer in [0, 60000], got 70000");
+    refused(R"({"frames": [[1]], "pause_ms": 3600001})", "'pause_ms' must be an integer in [0, 3600000], got 3600001");
     refused(R"({"frames": [[1]], "segments": []})", "'segments' must be a list of lists of frame counts");
     refused(R"({"frames": [[1]], "segments": [3]})", "segment 0 is 3");
     refused(R"({"frames": [[1]], "segments": [[0]]})", "segment 0: a part must have 1 to 1 frames, got 0");

@@ -69,8 +69,9 @@ CodesFile codes_from_json(const nlohmann::json& doc, const std::string& where) {
         c.seed = it->get<uint64_t>();
     }
     if (const auto it = doc.find("pause_ms"); it != doc.end()) {
-        if (!it->is_number_unsigned() || it->get<uint64_t>() > 60000) {
-            throw Error(ErrorKind::Format, where + ": 'pause_ms' must be an integer in [0, 60000], got " + json_excerpt(*it));
+        if (!it->is_number_unsigned() || it->get<uint64_t>() > kMaxPauseMs) {
+            throw Error(ErrorKind::Format, where + ": 'pause_ms' must be an integer in [0, " + std::to_string(kMaxPauseMs) +
+                                               "], got " + json_excerpt(*it));
         }
         c.pause_ms = it->get<int>();
     }
