@@ -9,6 +9,7 @@
 //   build/bin/talkbox convert /tmp/full -o /tmp/full.gguf --type f32
 //   build/bin/decoder_bench -m /tmp/full.gguf -t 2 --frames 25
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <map>
 #include <ctime>
@@ -111,14 +112,26 @@ int main(int argc, char** argv) {
             auto run = [&](talkbox::StageTimes* times) {
                 stream.reset();
                 stream.time_stages(times);
+                std::vector<float> pcm;
                 for (size_t i = 0; i < codes.size(); i += chunk) {
                     const auto end = codes.begin() + static_cast<std::ptrdiff_t>(std::min(codes.size(), i + chunk));
-                    stream.push(talkbox::codec::Frames(codes.begin() + static_cast<std::ptrdiff_t>(i), end));
+                    const auto out = stream.push(talkbox::codec::Frames(codes.begin() + static_cast<std::ptrdiff_t>(i), end));
+                    pcm.insert(pcm.end(), out.begin(), out.end());
                 }
-                stream.flush();
+                const auto tail = stream.flush();
+                pcm.insert(pcm.end(), tail.begin(), tail.end());
                 stream.time_stages(nullptr);
+                return pcm;
             };
-            run(nullptr);
+            {  // exactness: the streamed audio against one offline decode (rounding of the
+               // transformer's products, which differ with the step length)
+                const std::vector<float> streamed = run(nullptr), offline = decoder.decode(codes);
+                double worst = 0;
+                for (size_t i = 0; i < std::min(offline.size(), streamed.size()); ++i)
+                    worst = std::max(worst, static_cast<double>(std::fabs(offline[i] - streamed[i])));
+                std::printf("streaming chunk %zu against offline: %zu / %zu samples, max abs difference %.3g\n", chunk,
+                            streamed.size(), offline.size(), worst);
+            }
             const std::string what = "streaming chunk " + std::to_string(chunk);
             report(what, time_runs(repeats, [&] { run(nullptr); }), frames);
             if (staged) profile(what, repeats, frames, run);

@@ -1,7 +1,7 @@
 // Load test for `talkbox serve`: N clients send streaming speech requests back to back for a
-// while; reports throughput, first-audio and total latency percentiles, and checks that every
-// response is complete and correct (status 200, chunked body complete, and the same bytes as a
-// reference fetched alone for the same seed).
+// while; reports throughput, percentiles of first-audio and total latency and of the gaps within
+// a response, and checks that every response is complete and correct (status 200, chunked body
+// complete, and the same bytes as a reference fetched alone for the same seed).
 //
 //   server_load --port 8080 --clients 4 --seconds 60 [--voice ryan] [--key KEY] [--seeds 8] [--max-frames N]
 #include <httplib.h>
@@ -24,6 +24,7 @@ struct Outcome {
     bool ok = false;
     std::string why;
     double first_s = -1, total_s = 0;
+    std::vector<double> gaps_s;  // between consecutive pieces of the body after the first
     std::string body;
 };
 
@@ -38,8 +39,12 @@ Outcome request(const std::string& host, int port, const std::string& key, const
     if (!key.empty()) req.set_header("Authorization", "Bearer " + key);
     Outcome o;
     const auto start = Clock::now();
+    double last_s = -1;
     req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-        if (o.first_s < 0) o.first_s = std::chrono::duration<double>(Clock::now() - start).count();
+        const double now_s = std::chrono::duration<double>(Clock::now() - start).count();
+        if (o.first_s < 0) o.first_s = now_s;
+        if (last_s >= 0) o.gaps_s.push_back(now_s - last_s);
+        last_s = now_s;
         o.body.append(data, n);
         return true;
     };
@@ -103,7 +108,7 @@ int main(int argc, char** argv) {
     }
 
     std::mutex mutex;
-    std::vector<double> first, total;
+    std::vector<double> first, total, gaps;
     size_t done = 0, failed = 0, wrong = 0, bytes = 0;
     std::vector<std::string> failures;
     std::atomic<int> next{0};
@@ -126,6 +131,7 @@ int main(int argc, char** argv) {
                 bytes += o.body.size();
                 first.push_back(o.first_s);
                 total.push_back(o.total_s);
+                gaps.insert(gaps.end(), o.gaps_s.begin(), o.gaps_s.end());
             }
         });
     }
@@ -136,6 +142,9 @@ int main(int argc, char** argv) {
                 clients, wall, done, failed, wrong, static_cast<double>(done) / wall, audio_s, audio_s / wall);
     std::printf("first audio: p50 %.0f ms, p99 %.0f ms | whole response: p50 %.0f ms, p99 %.0f ms\n", percentile(first, 50) * 1000,
                 percentile(first, 99) * 1000, percentile(total, 50) * 1000, percentile(total, 99) * 1000);
+    // A running stream's stalls, e.g. while a newcomer's prompt is prefilled.
+    std::printf("gap between audio pieces of one response: p50 %.0f ms, p99 %.0f ms, max %.0f ms\n", percentile(gaps, 50) * 1000,
+                percentile(gaps, 99) * 1000, percentile(gaps, 100) * 1000);
     for (const auto& f : failures) std::printf("failure: %s\n", f.c_str());
     return failed == 0 && wrong == 0 && done > 0 ? 0 : 1;
 }

@@ -18,6 +18,9 @@ struct LongFormOptions {
     bool split = true;           // false: the whole text is one segment
     size_t segment_chars = 200;  // join sentences into segments of up to this many code points
     int pause_ms = 300;          // silence between segments
+    // Segments synthesised at once, each on a session of its own, their audio still delivered in
+    // order (the same audio as one after another). 0: Capabilities::parallel_segments.
+    uint32_t parallel = 0;
 };
 
 // The segments of `text`; throws Error (InvalidArgument) "the text to speak is empty" when there
@@ -51,8 +54,10 @@ struct LongFormResult {
 std::vector<size_t> result_parts(const SpeechResult& result);
 
 // Speaks every segment with `request` (its text replaced; one seed for all segments, drawn when
-// the request has none), delivering audio and pauses through `on_audio` in order. `on_segment`
-// (optional) runs after each segment. Stops after the current frame when `cancel` becomes true.
+// the request has none), delivering audio and pauses through `on_audio` in order, on the calling
+// thread. With options.parallel > 1 the segments after the current one are synthesised ahead on
+// sessions made for the call, their audio held until its turn. `on_segment` (optional) runs after
+// each segment, in order. Stops after the current frame when `cancel` becomes true.
 // The frame limit of one segment: `max_frames` when given; otherwise 0 for a family that keeps its
 // own per-sentence limit (Capabilities::own_frame_limit), else default_max_frames(segment).
 uint32_t segment_frame_limit(const Capabilities& caps, uint32_t max_frames, const std::string& segment);

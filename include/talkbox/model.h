@@ -87,6 +87,9 @@ struct Capabilities {
     // The speech decoder runs on its own backend alongside generation (decoder threads and the
     // stream chunking of StreamOptions apply).
     bool concurrent_decoder = false;
+    // Long-form segments worth synthesising at once, each on a session of its own: sessions of
+    // this model advance together in one batch (1: they would only take turns on the cores).
+    uint32_t parallel_segments = 1;
     std::vector<std::string> kv_cache_types;  // ModelOptions::kv_cache values it takes
     std::vector<RequestField> fields;         // numeric request fields it takes
 
@@ -104,9 +107,10 @@ struct Refusal {
 class Session;
 
 // The int8 matrix kernels this process runs on the CPU for Q8_0 and Q4_K weights: "avx512"
-// (AVX512-VNNI), "avx2", or "ggml" (ggml's own products: another CPU, or TALKBOX_KERNELS=ggml).
-// Chosen once from the CPU; the environment variable TALKBOX_KERNELS=avx2|avx512|ggml overrides
-// it (a set the CPU lacks is an InvalidArgument error).
+// (AVX512-VNNI), "avxvnni" (AVX2 with AVX-VNNI), "avx2", or "ggml" (ggml's own products: another
+// CPU, or TALKBOX_KERNELS=ggml). Chosen once from the CPU; TALKBOX_KERNELS=avx512|avxvnni|avx2|ggml overrides
+// it (a set the CPU lacks is an InvalidArgument error). avxvnni and avx2 also keep the convolution
+// and attention kernels off AVX-512: a machine without it, emulated.
 std::string cpu_kernels();
 
 class Model {

@@ -203,7 +203,8 @@ TALKBOX_API talkbox_status talkbox_request_set_greedy(talkbox_request* request, 
  *     max_frames, min_frames;
  *   stall_frames (24; 0: off), and for the text and the stream: split (1: speak the text
  *     sentence by sentence, as `talkbox speak`; 0: as one segment), segment_chars (200),
- *     pause_ms (300, silence between segments), chunk (4), first_chunk (1).
+ *     pause_ms (300, silence between segments), parallel (0: the model's choice; segments
+ *     synthesised at once, the audio identical), chunk (4), first_chunk (1).
  * NaN restores the default. An unknown name or a value that is not a number of the right kind
  * gives INVALID_ARGUMENT here; ranges are the model's and are checked when it speaks. */
 TALKBOX_API talkbox_status talkbox_request_set_number(talkbox_request* request, const char* name, double value);

@@ -257,6 +257,8 @@ void set_number(talkbox_request& r, const std::string& name, double v) {
         r.long_form.segment_chars = unset ? talkbox::LongFormOptions{}.segment_chars : static_cast<size_t>(whole("segment_chars", v, u32));
     } else if (name == "pause_ms") {
         r.long_form.pause_ms = unset ? talkbox::LongFormOptions{}.pause_ms : static_cast<int>(whole("pause_ms", v, 600000));
+    } else if (name == "parallel") {
+        r.long_form.parallel = unset ? talkbox::LongFormOptions{}.parallel : static_cast<uint32_t>(whole("parallel", v, 64));
     } else if (name == "chunk") {
         if (!unset && v < 1) throw invalid("chunk must be a whole number in [1, 1000], got " + number_text(v));
         r.stream.frames_per_chunk = unset ? talkbox::StreamOptions{}.frames_per_chunk : static_cast<size_t>(whole("chunk", v, 1000));

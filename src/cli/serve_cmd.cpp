@@ -26,7 +26,8 @@ struct ServeArgs {
     std::string host = "127.0.0.1", api_key, voices_dir;
     std::vector<std::string> cors_origins, allowed_hosts;
     int port = 8080, threads = 0, max_batch = 0;
-    size_t max_concurrent = 1, max_queue = 16, max_text_chars = 4096, max_upload_mb = 20;
+    uint32_t parallel = 0;
+    size_t max_concurrent = 4, max_queue = 16, max_text_chars = 4096, max_upload_mb = 20;
     double request_timeout = 300, queue_timeout = 60, read_timeout = 30, drain_timeout = 30;
     size_t max_connections = 1024;
     int wyoming_port = -1;
@@ -92,6 +93,7 @@ void run_serve(const ServeArgs& a) {
     o.threads = a.threads;
     if (a.max_batch < 0) throw Error(ErrorKind::InvalidArgument, "--max-batch must be 0 (the default) or more");
     o.max_batch = a.max_batch;
+    o.parallel = a.parallel;
     if (a.read_timeout <= 0) throw Error(ErrorKind::InvalidArgument, "--read-timeout must be positive");
     if (!(a.drain_timeout >= 0)) throw Error(ErrorKind::InvalidArgument, "--drain-timeout must be 0 or more");
     o.read_timeout_s = a.read_timeout;
@@ -167,6 +169,11 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--max-batch", a->max_batch,
                     "Running syntheses of a Qwen3-TTS model generated together, frame by frame, reading the weights once "
                     "for all (0: 8); --max-concurrent decides how many run")
+        ->capture_default_str();
+    cmd->add_option("--parallel", a->parallel,
+                    "Segments of one long input synthesised at once, their audio still in order (0: the model's choice, "
+                    "4 for Qwen3-TTS; 1: one after another)")
+        ->check(CLI::Range(0u, 64u))
         ->capture_default_str();
     cmd->add_option("--max-queue", a->max_queue, "Requests waiting for a slot before the server answers 429")->capture_default_str();
     cmd->add_option("--queue-timeout", a->queue_timeout, "Seconds a request may wait for a slot before 503")->capture_default_str();

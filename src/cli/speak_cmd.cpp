@@ -42,6 +42,7 @@ struct SpeakArgs {
     size_t chunk = 4, first_chunk = 1;
     int pause_ms = 300;
     size_t segment_chars = 200;
+    uint32_t parallel = 0;
     std::string normalize = "none";
     std::optional<double> normalize_db;
 };
@@ -157,6 +158,7 @@ void run_speak(const SpeakArgs& a) {
     LongFormOptions long_form;
     long_form.split = !a.no_split;
     long_form.segment_chars = a.segment_chars;
+    long_form.parallel = a.parallel;
     long_form.pause_ms = a.pause_ms;
     const std::vector<std::string> segments = long_form_segments(text, long_form);
 
@@ -312,6 +314,10 @@ void register_speak(CLI::App& app) {
         ->capture_default_str();
     cmd->add_flag("--no-split", a->no_split, "Synthesise the whole text as one segment (Chatterbox: one T3 sequence, as the official "
                                              "code runs it, instead of one per sentence)");
+    cmd->add_option("--parallel", a->parallel, "Segments synthesised at once, audio still in order and identical "
+                                               "(0: the model's choice, 4 for Qwen3-TTS, whose sessions batch; 1: one after another)")
+        ->check(CLI::Range(0u, 64u))
+        ->capture_default_str();
     cmd->add_option("-T,--threads", a->threads, "CPU threads (0: one per core)")->capture_default_str();
     cmd->add_option("--decoder-threads", a->decoder_threads, "Threads of the speech decoder, which takes turns on the "
                                                              "cores with generation (0: as --threads)")

@@ -178,7 +178,10 @@ void Backend::share_cores_with(const Backend& other) const {
 }
 
 void Backend::compute(ggml_cgraph* graph) const {
-    if (!is_cpu_) return run(graph);
+    if (!is_cpu_) {
+        std::lock_guard<std::mutex> lock(device_busy_);
+        return run(graph);
+    }
     process_gate().run(
         [&] {
             // Only the executor thread runs this, so the static state of free_cores needs no lock.

@@ -3,6 +3,7 @@
 // of a process share one executor (see share_cores_with).
 #pragma once
 
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,6 +70,9 @@ private:
     void run(ggml_cgraph* graph) const;
 
     ggml_backend_t backend_ = nullptr;
+    // A GPU backend's graphs, from any number of sessions and threads, run one at a time: a ggml
+    // device backend (its stream and scratch state) is not safe to drive from two threads.
+    mutable std::mutex device_busy_;
     mutable bool gate_first_ = false;
     bool is_cpu_ = true;
     int threads_ = 1;

@@ -1,8 +1,8 @@
 // Small branch-free math kernels shared by the fused CPU ops (inline so that loops over them
-// vectorise).
+// vectorise; always inlined and calling no library function, so that the instruction-set source
+// files may use them: see attention_kernels_impl.h).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -10,10 +10,10 @@ namespace talkbox {
 
 // exp(x) for x <= 0 (Cephes expf: round x / ln 2 to n, reduce by n ln 2 in two parts, degree-6
 // polynomial), branch-free so that loops vectorise. Below -87.3 it returns exp(-87.3) (~1e-38).
-inline float exp_nonpositive(float x) {
+[[gnu::always_inline]] inline float exp_nonpositive(float x) {
     constexpr float log2e = 1.44269504088896341f, c1 = 0.693359375f, c2 = -2.12194440e-4f;
     constexpr float round = 12582912.0f;  // 1.5 * 2^23
-    x = std::max(x, -87.3f);
+    x = x < -87.3f ? -87.3f : x;  // std::max(x, -87.3f), NaN kept
     const float n = (x * log2e + round) - round;
     const float r = (x - n * c1) - n * c2;
     float p = 1.9875691500e-4f;

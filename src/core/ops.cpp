@@ -5,12 +5,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/conv_kernels.h"
+#include "core/cpu_features.h"
 #include "core/fast_math.h"
 #include "talkbox/error.h"
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 namespace talkbox {
 
@@ -215,91 +214,19 @@ void columns_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
 }
 
 
-#if defined(__AVX512F__)
-// A weight panel holds R 16-float registers of output channels per input channel and tap: 48
-// channels (R = 3, tiles of 8 columns) unless Cout is a multiple of 32 but not of 48 (HiFT's 64,
-// 128, 256 channels), then 32 (R = 2, tiles of 12 columns), so that no lanes are wasted on
-// zero-padded channels. Either way 24 accumulators.
-inline int panel_regs(int64_t cout) { return cout % 48 != 0 && cout % 32 == 0 ? 2 : 3; }
-inline int64_t panel_width(int64_t cout) { return 16 * panel_regs(cout); }
-
-// Columns [t, t + NC) of the panel of output channels [co, co + 16 R): out = W·x + bias
-// (+ residual), each output a single chain of fused multiply-adds over (tap, input channel) in
-// order, so the result does not depend on how the columns are split into tiles, steps or threads.
-// Column n, tap j reads rows_base[n * stride + j * dilation].
-template <int R, int NC>
-inline void conv_tile(const float* const* rows_base, int64_t dilation, int64_t stride, int64_t taps, int64_t cin,
-                      const float* w, const float* bias, const char* residual, size_t residual_nb, char* out,
-                      size_t out_nb, const __mmask16* mask) {
-    constexpr int64_t panel = 16 * R;
-    __m512 acc[NC][R];
-    for (int n = 0; n < NC; ++n)
-        for (int r = 0; r < R; ++r) acc[n][r] = _mm512_setzero_ps();
-    for (int64_t j = 0; j < taps; ++j) {
-        const float* rows[NC];
-        for (int n = 0; n < NC; ++n) rows[n] = rows_base[n * stride + j * dilation];
-        const float* wj = w + j * cin * panel;
-        for (int64_t ci = 0; ci < cin; ++ci) {
-            __m512 a[R];
-            for (int r = 0; r < R; ++r) a[r] = _mm512_loadu_ps(wj + ci * panel + 16 * r);
-#pragma GCC unroll 12
-            for (int n = 0; n < NC; ++n) {
-                const __m512 b = _mm512_set1_ps(rows[n][ci]);
-                for (int r = 0; r < R; ++r) acc[n][r] = _mm512_fmadd_ps(a[r], b, acc[n][r]);
-            }
-        }
-    }
-    for (int n = 0; n < NC; ++n) {
-        const float* res = residual ? reinterpret_cast<const float*>(residual + n * residual_nb) : nullptr;
-        float* o = reinterpret_cast<float*>(out + n * out_nb);
-        for (int r = 0; r < R; ++r) {
-            __m512 y = _mm512_add_ps(acc[n][r], _mm512_maskz_loadu_ps(mask[r], bias + 16 * r));
-            if (res) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask[r], res + 16 * r));
-            _mm512_mask_storeu_ps(o + 16 * r, mask[r], y);
-        }
-    }
-}
-
-// Every panel of output channels over columns [t0, t1), in register tiles of NC columns (then
-// single columns); rows = the input row pointers from column t0's first sample on.
-template <int R, int NC>
-void conv_panels(const float* const* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, int64_t cout,
-                 const float* w, const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb, int64_t t0,
-                 int64_t t1) {
-    constexpr int64_t panel = 16 * R;
-    for (int64_t co = 0; co < cout; co += panel) {
-        const float* wp = w + co * taps * cin;
-        __mmask16 mask[R];  // the channels of a last, partial panel (its weights are zero-padded)
-        for (int r = 0; r < R; ++r) {
-            const int64_t lanes = std::clamp<int64_t>(cout - co - 16 * r, 0, 16);
-            mask[r] = static_cast<__mmask16>((1u << lanes) - 1u);
-        }
-        for (int64_t t = t0; t < t1;) {
-            const char* r = res ? res + t * res_nb + co * sizeof(float) : nullptr;
-            char* o = out + t * out_nb + co * sizeof(float);
-            const float* const* rb = rows + (t - t0) * stride;
-            if (t + NC <= t1) {
-                conv_tile<R, NC>(rb, dilation, stride, taps, cin, wp, bias + co, r, res_nb, o, out_nb, mask);
-                t += NC;
-            } else {
-                conv_tile<R, 1>(rb, dilation, stride, taps, cin, wp, bias + co, r, res_nb, o, out_nb, mask);
-                t += 1;
-            }
-        }
-    }
-}
-#endif
 
 // The userdata word of conv_direct: dilation, taps, stride (12 bits each), left padding (16 bits)
 // and whether a history / residual source follows.
 constexpr int64_t kConvFieldMax = (int64_t{1} << 12) - 1, kConvLeftMax = (int64_t{1} << 16) - 1;
 
-[[maybe_unused]] intptr_t pack_conv(int64_t dilation, int64_t taps, int64_t stride, int64_t left, bool hist, bool residual) {
+// The direct conv's kernel needs AVX-512 F (a portable build checks the CPU at run time).
+bool cpu_runs_conv_direct() { return cpu_avx512_allowed(); }
+
+intptr_t pack_conv(int64_t dilation, int64_t taps, int64_t stride, int64_t left, bool hist, bool residual) {
     return static_cast<intptr_t>(dilation | (taps << 12) | (stride << 24) | (left << 36) | (int64_t{hist} << 52) |
                                  (int64_t{residual} << 53));
 }
 
-#if defined(__AVX512F__)
 // dst [Cout, T, B]; sources x [Cin, L, B], packed weights, bias [Cout], then [hist [Cin, H]],
 // [residual [Cout, T, B]]. Column t, tap j reads sample t * stride + j * dilation - left of
 // [hist | x], zeros outside it.
@@ -333,16 +260,14 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
         }
         const char* rb_res = res ? static_cast<const char*>(res->data) + b * res->nb[2] : nullptr;
         char* db = static_cast<char*>(dst->data) + b * dst->nb[2];
-        if (panel_regs(cout) == 2) {
-            conv_panels<2, 12>(rows.data(), dilation, stride, taps, cin, cout, wdata, bdata, rb_res, res ? res->nb[1] : 0, db,
-                               dst->nb[1], t0, t1);
-        } else {
-            conv_panels<3, 8>(rows.data(), dilation, stride, taps, cin, cout, wdata, bdata, rb_res, res ? res->nb[1] : 0, db,
-                              dst->nb[1], t0, t1);
-        }
+#if defined(__x86_64__)  // only built where cpu_runs_conv_direct() can be true
+        conv_kernels::conv_columns_avx512(rows.data(), dilation, stride, taps, cin, cout, wdata, bdata, rb_res,
+                                          res ? res->nb[1] : 0, db, dst->nb[1], t0, t1);
+#else
+        (void)wdata, (void)bdata, (void)rb_res, (void)db;
+#endif
     }
 }
-#endif
 
 }  // namespace
 
@@ -452,29 +377,18 @@ ggml_tensor* conv_columns_padded(ggml_context* ctx, ggml_tensor* x, int64_t taps
 }
 
 bool conv_direct_supported(int64_t cin, int64_t cout, int64_t taps, int64_t dilation, int64_t stride, int64_t left) {
-#if defined(__AVX512F__)
-    return cout > 0 && cin > 0 && taps >= 1 && taps <= kConvFieldMax && dilation >= 1 && dilation <= kConvFieldMax &&
-           stride >= 1 && stride <= kConvFieldMax && left >= 0 && left <= kConvLeftMax;
-#else
-    (void)cin, (void)cout, (void)taps, (void)dilation, (void)stride, (void)left;
-    return false;
-#endif
+    return cpu_runs_conv_direct() && cout > 0 && cin > 0 && taps >= 1 && taps <= kConvFieldMax && dilation >= 1 &&
+           dilation <= kConvFieldMax && stride >= 1 && stride <= kConvFieldMax && left >= 0 && left <= kConvLeftMax;
 }
 
 int64_t conv_panel_rows(int64_t cout) {
-#if defined(__AVX512F__)
-    return (cout + panel_width(cout) - 1) / panel_width(cout) * panel_width(cout);
-#else
-    return cout;
-#endif
+    if (!cpu_runs_conv_direct()) return cout;
+    const int64_t width = conv_kernels::panel_width(cout);
+    return (cout + width - 1) / width * width;
 }
 
 std::vector<float> conv_weight_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout) {
-#if defined(__AVX512F__)
-    const int64_t panel = panel_width(cout);
-#else
-    const int64_t panel = 1;
-#endif
+    const int64_t panel = cpu_runs_conv_direct() ? conv_kernels::panel_width(cout) : 1;
     std::vector<float> out(static_cast<size_t>(conv_panel_rows(cout) * k * cin), 0.0f);
     for (int64_t co = 0; co < cout; ++co)
         for (int64_t ci = 0; ci < cin; ++ci)
@@ -495,7 +409,6 @@ ggml_tensor* conv_direct_node(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w,
         (residual && (residual->ne[0] != cout || residual->ne[1] != columns || residual->ne[2] != x->ne[2]))) {
         throw Error(ErrorKind::Internal, "conv_direct: unsupported shape (check conv_direct_supported first)");
     }
-#if defined(__AVX512F__)
     // The op reads rows of channels in place (any row and batch strides): channels must be contiguous.
     if (x->nb[0] != sizeof(float)) x = ggml_cont(ctx, x);
     if (hist && hist->nb[0] != sizeof(float)) hist = ggml_cont(ctx, hist);
@@ -506,10 +419,6 @@ ggml_tensor* conv_direct_node(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w,
     return ggml_custom_4d(ctx, GGML_TYPE_F32, cout, columns, x->ne[2], 1, args.data(), static_cast<int>(args.size()),
                           conv_direct_op, GGML_N_TASKS_MAX,
                           reinterpret_cast<void*>(pack_conv(dilation, taps, stride, left, hist != nullptr, residual != nullptr)));
-#else
-    (void)ctx, (void)hist;
-    return nullptr;
-#endif
 }
 
 }  // namespace

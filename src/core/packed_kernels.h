@@ -1,6 +1,6 @@
 // The instruction-set kernels behind core/packed_matmul.h. Each set lives in its own source file
-// compiled for its instructions (packed_kernels_avx512.cpp: AVX512 BW + VNNI; packed_kernels_avx2.cpp:
-// AVX2 + FMA + F16C) and is picked at run time from the CPU, so one binary serves both machine
+// compiled for its instructions (packed_kernels_avx512.cpp: AVX512 BW + VNNI; packed_kernels_avxvnni.cpp:
+// AVX2 + AVX-VNNI; packed_kernels_avx2.cpp: AVX2 + FMA + F16C) and is picked at run time from the CPU, so one binary serves every machine
 // classes. Both compute every output row with the same integer sums and the same float operations
 // in the same order, so their results are bit-identical (packed_matmul_test checks it where the CPU
 // runs both). Those files include nothing but intrinsics and this header: an inline library
@@ -48,7 +48,7 @@ using Quantise = void (*)(const float* const* columns, int n, int64_t blocks, In
 using PanelProduct = void (*)(const uint8_t* panel, int64_t k, const InputBlock* xs, int n, float* const* out);
 
 struct KernelSet {
-    const char* name;   // "avx512", "avx2": what TALKBOX_KERNELS selects
+    const char* name;   // "avx512", "avxvnni", "avx2": what TALKBOX_KERNELS selects
     uint8_t q8_offset;  // added to each stored Q8_0 weight by the packing (VNNI multiplies u8 × s8)
     Quantise quantise;
     PanelProduct q8_0;
@@ -57,6 +57,7 @@ struct KernelSet {
 
 #if defined(__x86_64__)
 extern const KernelSet kAvx512;  // needs AVX512 F, BW, VL, VNNI
+extern const KernelSet kAvxVnni;  // needs AVX2, FMA, F16C, AVX-VNNI
 extern const KernelSet kAvx2;    // needs AVX2, FMA, F16C
 #endif
 

@@ -33,10 +33,16 @@ static_assert(kernels::kRows == kPanelRows);
 namespace {
 
 #if defined(__x86_64__)
-// F16C from CPUID directly: clang's __builtin_cpu_supports does not know the name.
+// F16C and AVX-VNNI from CPUID directly: __builtin_cpu_supports does not know the names everywhere.
 bool cpu_has_f16c() {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+
+// AVX-VNNI (the VEX-encoded vpdpbusd): CPUID leaf 7, subleaf 1, EAX bit 4.
+bool cpu_has_avx_vnni() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
 }
 #endif
 
@@ -46,15 +52,15 @@ bool cpu_runs(const KernelSet& set) {
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     }
-    if (&set == &kernels::kAvx2) {
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
-    }
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+    if (&set == &kernels::kAvxVnni) return avx2 && cpu_has_avx_vnni();
+    if (&set == &kernels::kAvx2) return avx2;
 #endif
     (void)set;
     return false;
 }
 
-// The best set this CPU runs, or the one TALKBOX_KERNELS names ("avx512", "avx2"; "ggml": none,
+// The best set this CPU runs, or the one TALKBOX_KERNELS names ("avx512", "avxvnni", "avx2"; "ggml": none,
 // ggml's own products), for comparing them on one machine.
 const KernelSet* choose() {
     const std::vector<const KernelSet*> sets = runnable_kernel_sets();
@@ -113,7 +119,7 @@ void packed_mul_mat(ggml_tensor* dst, int ith, int nth, void* userdata) {
 std::vector<const KernelSet*> runnable_kernel_sets() {
     std::vector<const KernelSet*> sets;
 #if defined(__x86_64__)
-    for (const KernelSet* set : {&kernels::kAvx512, &kernels::kAvx2}) {
+    for (const KernelSet* set : {&kernels::kAvx512, &kernels::kAvxVnni, &kernels::kAvx2}) {
         if (cpu_runs(*set)) sets.push_back(set);
     }
 #endif

@@ -1,5 +1,12 @@
 #include "talkbox/long_form.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 #include "talkbox/error.h"
 #include "talkbox/segmenter.h"
@@ -29,6 +36,87 @@ std::vector<size_t> result_parts(const SpeechResult& r) {
     return {r.frames.size()};
 }
 
+namespace {
+
+void add_segment(LongFormResult& out, const SpeechResult& r, bool first) {
+    out.frames.insert(out.frames.end(), r.frames.begin(), r.frames.end());
+    out.segment_parts.push_back(result_parts(r));
+    out.timings.prefill_ms += r.timings.prefill_ms;
+    out.timings.talker_ms += r.timings.talker_ms;
+    out.timings.code_predictor_ms += r.timings.code_predictor_ms;
+    out.timings.decoder_ms += r.timings.decoder_ms;
+    out.timings.flow_ms += r.timings.flow_ms;
+    out.timings.vocoder_ms += r.timings.vocoder_ms;
+    out.timings.segments += r.timings.segments;
+    out.timings.steps += r.timings.steps;
+    out.timings.total_ms += r.timings.total_ms;
+    if (first) out.timings.first_audio_ms = r.timings.first_audio_ms;
+    ++out.segments;
+}
+
+// A segment synthesised on its own thread, ahead of its turn: its audio waits here until the
+// caller's thread takes it.
+class AheadSegment {
+public:
+    AheadSegment(Session& session, SpeechRequest request, const StreamOptions& stream, const std::atomic<bool>& stop) {
+        thread_ = std::thread([this, &session, request = std::move(request), stream, &stop] {
+            SpeechResult r;
+            std::exception_ptr error;
+            try {
+                r = session.speak(request, [this](const float* pcm, size_t n) {
+                    std::lock_guard<std::mutex> lock(mutex_);
+                    pcm_.insert(pcm_.end(), pcm, pcm + n);
+                    arrived_.notify_one();
+                }, stream, &stop);
+            } catch (...) {
+                error = std::current_exception();
+            }
+            std::lock_guard<std::mutex> lock(mutex_);
+            result_ = std::move(r);
+            error_ = error;
+            done_ = true;
+            arrived_.notify_one();
+        });
+    }
+    ~AheadSegment() { thread_.join(); }  // the owner sets `stop` first when it abandons the segment
+    AheadSegment(const AheadSegment&) = delete;
+    AheadSegment& operator=(const AheadSegment&) = delete;
+
+    // Waits up to `wait` for audio, hands what arrived to `sink` (outside the lock); true once the
+    // segment has ended and all of its audio was handed over.
+    bool take(const AudioCallback& sink, std::chrono::milliseconds wait) {
+        std::vector<float> chunk;
+        bool ended;
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            arrived_.wait_for(lock, wait, [&] { return done_ || pcm_.size() > taken_; });
+            chunk.assign(pcm_.begin() + static_cast<std::ptrdiff_t>(taken_), pcm_.end());
+            taken_ = pcm_.size();
+            ended = done_;
+        }
+        if (!chunk.empty()) sink(chunk.data(), chunk.size());
+        return ended;
+    }
+    // After take() returned true: the result, or the segment's error rethrown.
+    SpeechResult result() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (error_) std::rethrow_exception(error_);
+        return result_;
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable arrived_;
+    std::vector<float> pcm_;
+    size_t taken_ = 0;
+    bool done_ = false;
+    SpeechResult result_;
+    std::exception_ptr error_;
+    std::thread thread_;
+};
+
+}  // namespace
+
 LongFormResult speak_long_form(Session& session, SpeechRequest request, const std::vector<std::string>& segments,
                                const LongFormOptions& options, const AudioCallback& on_audio,
                                const std::function<void(const SegmentDone&)>& on_segment, const StreamOptions& stream,
@@ -36,43 +124,82 @@ LongFormResult speak_long_form(Session& session, SpeechRequest request, const st
     if (!request.sampling.seed) request.sampling.seed = random_seed();
     const uint32_t max_frames = request.max_frames;
     const Capabilities& caps = session.model().capabilities();
+    const size_t parallel = std::min<size_t>(options.parallel ? options.parallel : caps.parallel_segments, segments.size());
     LongFormResult out;
     out.seed = *request.sampling.seed;
     const size_t pause = options.pause_ms > 0 ? static_cast<size_t>(caps.sample_rate) * static_cast<size_t>(options.pause_ms) / 1000 : 0;
-    for (size_t i = 0; i < segments.size(); ++i) {
-        if (cancel && cancel->load()) {
-            out.cancelled = true;
-            break;
+    const auto segment_request = [&](size_t i) {
+        SpeechRequest r = request;
+        r.text = segments[i];
+        r.max_frames = segment_frame_limit(caps, max_frames, segments[i]);
+        return r;
+    };
+    const auto deliver = [&](const float* pcm, size_t n) {
+        on_audio(pcm, n);
+        out.samples += n;
+    };
+
+    // Parallel: segments i .. i + parallel - 1 run at once, each on a session of its own (the
+    // caller's and ones made here); the caller's thread streams segment i's audio as it arrives.
+    std::vector<std::unique_ptr<Session>> made;
+    std::vector<Session*> idle{&session};
+    std::atomic<bool> stop{false};  // set when the caller cancels or fails: the segments ahead end
+    struct Running {
+        Session* session;
+        std::unique_ptr<AheadSegment> segment;
+    };
+    std::deque<Running> running;
+    size_t next = 0;
+    const auto launch = [&] {
+        while (running.size() < parallel && next < segments.size()) {
+            if (idle.empty()) {
+                made.push_back(std::make_unique<Session>(session.model()));
+                idle.push_back(made.back().get());
+            }
+            Session* s = idle.back();
+            idle.pop_back();
+            running.push_back({s, std::make_unique<AheadSegment>(*s, segment_request(next++), stream, stop)});
         }
-        if (i > 0 && pause > 0) {
-            const std::vector<float> zeros(pause, 0.0f);
-            on_audio(zeros.data(), zeros.size());
-            out.samples += pause;
+    };
+    const auto cancelled = [&] { return cancel && cancel->load(); };
+
+    try {
+        for (size_t i = 0; i < segments.size(); ++i) {
+            if (parallel > 1) launch();
+            if (cancelled()) {
+                out.cancelled = true;
+                break;
+            }
+            if (i > 0 && pause > 0) {
+                const std::vector<float> zeros(pause, 0.0f);
+                deliver(zeros.data(), zeros.size());
+            }
+            const size_t first_sample = out.samples;
+            SpeechResult r;
+            if (parallel > 1) {
+                while (!running.front().segment->take(deliver, std::chrono::milliseconds(20))) {
+                    if (cancelled()) stop = true;  // the segments stop after their current frame
+                }
+                r = running.front().segment->result();
+                idle.push_back(running.front().session);
+                running.pop_front();
+            } else {
+                r = session.speak(segment_request(i), deliver, stream, cancel);
+            }
+            add_segment(out, r, i == 0);
+            if (on_segment) on_segment(SegmentDone{i, segments.size(), segment_frame_limit(caps, max_frames, segments[i]), first_sample, &r});
+            if (r.stop_reason == "cancelled") {
+                out.cancelled = true;
+                break;
+            }
         }
-        request.text = segments[i];
-        request.max_frames = segment_frame_limit(caps, max_frames, segments[i]);
-        const size_t first_sample = out.samples;
-        const SpeechResult r = session.speak(request, [&](const float* pcm, size_t n) { on_audio(pcm, n); }, stream, cancel);
-        out.samples += r.samples;
-        out.frames.insert(out.frames.end(), r.frames.begin(), r.frames.end());
-        out.segment_parts.push_back(result_parts(r));
-        out.timings.prefill_ms += r.timings.prefill_ms;
-        out.timings.talker_ms += r.timings.talker_ms;
-        out.timings.code_predictor_ms += r.timings.code_predictor_ms;
-        out.timings.decoder_ms += r.timings.decoder_ms;
-        out.timings.flow_ms += r.timings.flow_ms;
-        out.timings.vocoder_ms += r.timings.vocoder_ms;
-        out.timings.segments += r.timings.segments;
-        out.timings.steps += r.timings.steps;
-        out.timings.total_ms += r.timings.total_ms;
-        if (i == 0) out.timings.first_audio_ms = r.timings.first_audio_ms;
-        ++out.segments;
-        if (on_segment) on_segment(SegmentDone{i, segments.size(), request.max_frames, first_sample, &r});
-        if (r.stop_reason == "cancelled") {
-            out.cancelled = true;
-            break;
-        }
+    } catch (...) {
+        stop = true;
+        running.clear();  // joins the segments ahead, which stop after their current frame
+        throw;
     }
+    stop = true;
+    running.clear();
     return out;
 }
 

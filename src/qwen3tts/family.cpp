@@ -88,6 +88,10 @@ int decoder_thread_count(const talkbox::ModelOptions& o) {
 // 8 concurrent requests: on 2 Zen 2 cores the 0.6B talker + code predictor give 2.7x one
 // stream's throughput at 8 streams (Q8_0, frame_bench --streams 8).
 constexpr uint32_t kDefaultMaxBatch = 8;
+// Long-form segments in flight at once (speak --parallel 0). 20 segments of 24 frames, 0.6B Q8_0 on
+// 2 Zen 4 cores: wall time 0.69x sequential with 2, 0.63x with 4, 0.57x with 8 (the speech decoder,
+// one per segment, bounds it); peak RSS +50, +180, +320 MiB.
+constexpr uint32_t kParallelSegments = 4;
 
 class QwenModel final : public FamilyModel {
 public:
@@ -101,6 +105,7 @@ public:
           scheduler(model, kv_type, o.max_batch > 0 ? static_cast<uint32_t>(o.max_batch) : kDefaultMaxBatch) {
         // Decoded audio leaves as soon as possible: the decoder goes first when both wait.
         decoder_backend.share_cores_with(model.backend());
+        caps.parallel_segments = std::min(kParallelSegments, scheduler.max_batch());
     }
 
     const Capabilities& capabilities() const override { return caps; }

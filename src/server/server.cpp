@@ -687,6 +687,12 @@ struct Server::Impl : http::Handler, wyoming::Service {
         }
     }
 
+    LongFormOptions long_form_options() const {
+        LongFormOptions o;
+        o.parallel = options.parallel;
+        return o;
+    }
+
     void speech(const http::Request& req, Response& res) {
         SpeechParams p = parse_speech(req);
         auto job = std::make_shared<Job>();
@@ -700,10 +706,10 @@ struct Server::Impl : http::Handler, wyoming::Service {
         Session& session = *job->lease;
         // The worker holds a plain pointer: ~Job joins it, so the Job outlives it (a shared_ptr here
         // could make the worker drop the last reference and join itself).
-        job->thread = std::thread([job = job.get(), &session, p] {
+        job->thread = std::thread([job = job.get(), &session, p, long_form = long_form_options()] {
             try {
                 job->result = speak_long_form(
-                    session, p.request, p.segments, LongFormOptions{},
+                    session, p.request, p.segments, long_form,
                     [&](const float* pcm, size_t n) {
                         std::lock_guard<std::mutex> lock(job->m);
                         if (job->first_audio_s < 0) job->first_audio_s = seconds_since(job->arrived);
@@ -1015,7 +1021,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
             double first_audio_s = -1;
             size_t samples = 0;
             const LongFormResult result = speak_long_form(
-                *lease, r, segments, LongFormOptions{},
+                *lease, r, segments, long_form_options(),
                 [&](const float* pcm, size_t n) {
                     if (first_audio_s < 0) first_audio_s = seconds_since(arrived);
                     samples += n;

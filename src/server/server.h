@@ -24,7 +24,7 @@ struct ServerOptions {
     int port = 8080;                // 0: any free port (bind() returns it)
     std::string api_key;            // empty: no authentication
     std::string voices_dir;         // registered voices (<name>.voice)
-    size_t max_concurrent = 1;      // syntheses (and voice clonings) running at once
+    size_t max_concurrent = 4;      // syntheses (and voice clonings) running at once (Qwen3-TTS: batched)
     size_t max_queue = 16;          // requests waiting for a slot before 429
     double queue_timeout_s = 60;    // waiting longer than this: 503
     size_t max_text_chars = 4096;   // code points of "input"; more: 413
@@ -45,6 +45,8 @@ struct ServerOptions {
     std::optional<uint64_t> default_seed;
     int threads = 0;                // compute threads of the one executor every request shares (0: one per core)
     int max_batch = 0;              // running requests of a model generated together (Qwen3-TTS; 0: the default, 8)
+    // Segments of one long input synthesised at once (LongFormOptions::parallel; 0: the model's choice).
+    uint32_t parallel = 0;
     std::function<void(const std::string&)> log;  // one line per request; empty: silent
 };
 

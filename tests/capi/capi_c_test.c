@@ -287,6 +287,12 @@ static void test_speak_parity(talkbox_session* s, const talkbox_model* m) {
     CHECK_OK(talkbox_session_speak(s, r, collect, &got, &res));
     CHECK(same_samples(&got, &want, "long form"));
     CHECK(res.segments == 2);
+    /* The segments one after another (the default runs them at once): the same samples. */
+    CHECK_OK(talkbox_request_set_number(r, "parallel", 1));
+    samples_free(&got);
+    CHECK_OK(talkbox_session_speak(s, r, collect, &got, &res));
+    CHECK(same_samples(&got, &want, "long form, parallel 1"));
+    CHECK_ERROR(talkbox_request_set_number(r, "parallel", 65), TALKBOX_ERROR_INVALID_ARGUMENT, "parallel");
     samples_free(&got);
     samples_free(&want);
     talkbox_request_free(r);

@@ -63,6 +63,7 @@ std::string make_expected(const TempDir& dir) {
         LongFormOptions lf;
         lf.segment_chars = 0;
         lf.pause_ms = CASE_LONG_PAUSE_MS;
+        lf.parallel = 1;  // the C test runs them at once (the default) and one after another: both must match this
         const auto segments = long_form_segments(r.text, lf);
         EXPECT_EQ(segments.size(), 2u);
         std::vector<float> long_form;

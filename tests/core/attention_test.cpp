@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/attention.h"
+#include "core/attention_kernels.h"
 #include "core/backend.h"
 #include "support/graph_run.h"
 #include "talkbox/error.h"
@@ -30,15 +31,33 @@ std::vector<float> random_values(std::mt19937& rng, size_t n, float sigma) {
     return v;
 }
 
-// Runs `run` (builds the op in the context and computes it) fused and composed on 1-3 threads and
-// compares each result with the double-precision reference, relative to its largest value; the
-// fused op computes each query block alone, so its result must not depend on the thread count.
+// The kernel sets this CPU runs: the widest first, the plain one last.
+std::vector<const attention_kernels::Set*> runnable_sets() {
+    std::vector<const attention_kernels::Set*> sets;
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f")) sets.push_back(&attention_kernels::kAvx512);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) sets.push_back(&attention_kernels::kAvx2);
+#endif
+    sets.push_back(&attention_kernels::kPlain);
+    return sets;
+}
+
+// Runs `run` (builds the op in the context and computes it) fused, with every kernel set this CPU
+// runs, and composed, on 1-3 threads, and compares each result with the double-precision
+// reference, relative to its largest value; the fused op computes each query block alone, so its
+// result must not depend on the thread count, and the AVX-512 and AVX2 sets agree bit for bit.
 void expect_every_variant_matches(const std::vector<double>& ref, const std::string& what,
                                   const std::function<std::vector<float>(bool fused, Backend&, ggml_context*)>& run) {
     double scale_ref = 0;
     for (double x : ref) scale_ref = std::max(scale_ref, std::fabs(x));
-    std::vector<float> first;
-    for (bool fused : {true, false}) {
+    std::vector<const attention_kernels::Set*> variants = runnable_sets();
+    variants.push_back(nullptr);  // composed
+    std::vector<float> vector_result;
+    for (const attention_kernels::Set* set : variants) {
+        attention_kernels::override_set(set);
+        const bool fused = set != nullptr;
+        const std::string name = fused ? std::string("fused ") + set->name : "composed";
+        std::vector<float> first;
         for (int threads : {1, 2, 3}) {
             Backend backend(threads);
             ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 64, nullptr, true});
@@ -47,11 +66,16 @@ void expect_every_variant_matches(const std::vector<double>& ref, const std::str
             ASSERT_EQ(out.size(), ref.size());
             double worst = 0;
             for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(out[i] - ref[i]));
-            EXPECT_LE(worst / scale_ref, 1e-5) << (fused ? "fused" : "composed") << ", " << threads << " threads, " << what;
-            if (fused && threads == 1) first = out;
-            if (fused && threads > 1) EXPECT_EQ(out, first) << threads << " threads";
+            EXPECT_LE(worst / scale_ref, 1e-5) << name << ", " << threads << " threads, " << what;
+            if (threads == 1) first = out;
+            if (fused && threads > 1) EXPECT_EQ(out, first) << name << ", " << threads << " threads";
+        }
+        if (fused && set != &attention_kernels::kPlain) {
+            if (vector_result.empty()) vector_result = first;
+            EXPECT_EQ(first, vector_result) << name << " differs from the wider set, " << what;
         }
     }
+    attention_kernels::override_set(nullptr);
 }
 
 TEST(Attention, FusedAndComposedMatchTheReference) {

@@ -120,15 +120,18 @@ void expect_accurate(const Product& p, ggml_type type, const std::vector<float>&
 
 TEST(PackedMatmul, TheCpuChoosesAKernelSet) {
     // x86-64 CPUs with AVX2 + FMA + F16C (Haswell, Zen and later) run the AVX2 set; those with
-    // AVX512 F/BW/VL/VNNI the AVX-512 set too, and prefer it.
+    // AVX-VNNI too (Alder Lake, Zen 4 and later) the AVX-VNNI set; those with AVX512 F/BW/VL/VNNI
+    // the AVX-512 set; each prefers the widest.
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
+    const bool avx_vnni = avx2 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
     const bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     const auto sets = packed::runnable_kernel_sets();
-    ASSERT_EQ(sets.size(), static_cast<size_t>(avx2) + static_cast<size_t>(vnni));
+    ASSERT_EQ(sets.size(), static_cast<size_t>(avx2) + static_cast<size_t>(avx_vnni) + static_cast<size_t>(vnni));
     if (vnni) EXPECT_STREQ(sets.front()->name, "avx512");
+    if (avx_vnni) EXPECT_STREQ(sets[sets.size() - 2]->name, "avxvnni");
     if (avx2) EXPECT_STREQ(sets.back()->name, "avx2");
     const char* forced = std::getenv("TALKBOX_KERNELS");
     if (!forced || !*forced) EXPECT_EQ(packed::kernel_set(), sets.empty() ? nullptr : sets.front());

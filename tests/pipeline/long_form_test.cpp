@@ -59,3 +59,56 @@ TEST(LongForm, EqualsTheSegmentsSpokenOneByOneWithPauses) {
     EXPECT_TRUE(c.cancelled);
     EXPECT_EQ(delivered, 0u);
 }
+
+// Segments run ahead on sessions of their own batch with the current one (Qwen3-TTS), and the
+// caller still gets exactly the sequential audio, segment callbacks in order.
+TEST(LongForm, ParallelSegmentsGiveTheSequentialAudio) {
+    talkbox::testing::LoadedModel loaded(talkbox::testing::converted_fixture("tiny-0.6B-CustomVoice"));
+    EXPECT_GT(loaded.model.capabilities().parallel_segments, 1u);
+    SpeechRequest request;
+    request.speaker = "ryan";
+    request.sampling.seed = 5;
+    const auto segments = long_form_segments("One short line. A second, longer sentence follows it. Third. And a fourth one to end.",
+                                             {true, 0, 100});
+    ASSERT_EQ(segments.size(), 4u);
+    const auto run = [&](uint32_t parallel, std::vector<SegmentDone>* done, const std::atomic<bool>* cancel) {
+        std::vector<float> audio;
+        const LongFormResult r = speak_long_form(
+            loaded.session, request, segments, {true, 0, 100, parallel},
+            [&](const float* p, size_t n) { audio.insert(audio.end(), p, p + n); },
+            [&](const SegmentDone& d) { if (done) done->push_back(d); }, {}, cancel);
+        EXPECT_EQ(r.samples, audio.size());
+        return std::make_pair(r, audio);
+    };
+    std::vector<SegmentDone> seq_done, par_done;
+    const auto [seq, seq_audio] = run(1, &seq_done, nullptr);
+    for (const uint32_t parallel : {3u, 0u}) {
+        par_done.clear();
+        const auto [par, par_audio] = run(parallel, &par_done, nullptr);
+        EXPECT_EQ(par_audio, seq_audio) << "parallel " << parallel;
+        EXPECT_EQ(par.frames, seq.frames);
+        EXPECT_EQ(par.segments, 4u);
+        ASSERT_EQ(par_done.size(), 4u);
+        for (size_t i = 0; i < 4; ++i) {
+            EXPECT_EQ(par_done[i].index, i);
+            EXPECT_EQ(par_done[i].first_sample, seq_done[i].first_sample);
+        }
+    }
+
+    // Cancelled while segment 1 plays: segment 0's audio is whole, nothing after segment 1's stop.
+    std::atomic<bool> cancel{false};
+    std::vector<float> audio;
+    size_t segments_done = 0;
+    const LongFormResult c = speak_long_form(
+        loaded.session, request, segments, {true, 0, 100, 4},
+        [&](const float* p, size_t n) {
+            audio.insert(audio.end(), p, p + n);
+            if (audio.size() > seq_done[1].first_sample) cancel = true;
+        },
+        [&](const SegmentDone&) { ++segments_done; }, {}, &cancel);
+    EXPECT_TRUE(c.cancelled);
+    EXPECT_EQ(segments_done, 2u);
+    ASSERT_GT(audio.size(), seq_done[1].first_sample);
+    EXPECT_LT(audio.size(), seq_done[2].first_sample);
+    EXPECT_TRUE(std::equal(audio.begin(), audio.end(), seq_audio.begin()));
+}

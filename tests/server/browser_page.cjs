@@ -1,58 +1,213 @@
 // Headless Chromium (playwright-core, the system's /usr/bin/chromium) on the page served at /:
 //   node browser_page.cjs BASE_URL API_KEY REFERENCE_CLIP
-// Creates a voice from the clip through the page, synthesises a sentence with it, and checks that
-// the streamed audio was received, scheduled and played, and that the download is a WAV of it.
+// Drives every part of the page: a voice from an uploaded clip and one recorded from Chromium's fake
+// microphone, the voice list and its delete buttons, speech streamed with its live waveform and
+// progress line (by button, by Ctrl+Enter and Cmd+Enter in the text), Stop, the session's history
+// with replay and download, accessible names, and no errors in the console.
 // Prints one JSON line; exit 0 = pass.
 "use strict";
 const fs = require("fs");
 const { chromium } = require("playwright-core");
 
+function check(ok, what) {
+  if (!ok) throw new Error(what);
+}
+
 async function main() {
   const [url, key, clip] = process.argv.slice(2);
   const browser = await chromium.launch({
     executablePath: process.env.TALKBOX_CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--autoplay-policy=no-user-gesture-required"],
+    // The fake-media flags grant the microphone without a prompt and feed it a generated beep.
+    args: ["--no-sandbox", "--autoplay-policy=no-user-gesture-required", "--use-fake-ui-for-media-stream",
+           "--use-fake-device-for-media-stream"],
   });
   const out = {};
   try {
     const page = await browser.newPage();
-    const errors = [];
+    const errors = [], dialogs = [];
     page.on("pageerror", (e) => errors.push(String(e)));
+    page.on("console", (m) => { if (m.type() === "error") errors.push("console: " + m.text()); });
+    page.on("dialog", (d) => { dialogs.push(d.message()); d.accept(); });
+    // Self-contained: nothing is fetched from anywhere but the server (no CDN, fonts or scripts).
+    const foreign = [];
+    page.on("request", (r) => { if (!/^(blob|data):/.test(r.url()) && !r.url().startsWith(url + "/")) foreign.push(r.url()); });
+    const text = (sel) => page.textContent(sel);
+    const waitText = (sel, re, ms) => page.waitForFunction(([s, r]) => new RegExp(r).test(document.querySelector(s).textContent),
+                                                           [sel, re.source], { timeout: ms || 20000 });
+    // Pixels the waveform canvas has drawn (it is cleared to transparent).
+    const ink = () => page.evaluate(() => {
+      const c = document.getElementById("wave"), d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 3; i < d.length; i += 4) n += d[i] > 0;
+      return n;
+    });
+    const listed = () => page.evaluate(() => [...document.querySelectorAll("#voiceList li")].map((li) => li.dataset.voice));
+
     await page.goto(url + "/");
+    // Without the key the page says why it has no models (and Chromium logs the 401s); with it, no errors.
+    await waitText("#status", /Cannot load models/, 10000);
+    check(/API key/.test(await text("#status")), "without a key: " + await text("#status"));
+    check(errors.length > 0 && errors.every((e) => e.includes("401")), "errors before the key: " + errors.join("; "));
+    errors.length = 0;
     await page.fill("#apikey", key);
     await page.dispatchEvent("#apikey", "change");
     await page.waitForFunction(() => document.querySelectorAll("#voice option").length > 0, null, { timeout: 10000 });
+    check(await ink() === 0, "the waveform is drawn before anything was spoken");
+    check((await listed()).length === 0 && await page.isVisible("#voicesEmpty"), "a fresh server lists registered voices");
+    check(await page.isVisible("#historyEmpty"), "the empty history does not say so");
 
-    // A voice from the reference clip, on the Base model.
+    // A voice from an uploaded clip, on the Base model.
     const base = await page.evaluate(() => [...document.querySelectorAll("#model option")].map((o) => o.value).find((v) => v.includes("Base")));
     await page.selectOption("#model", base);
+    await page.click("#createVoice");
+    check(/Give a name and a clip/.test(await text("#voiceStatus")), "creating a voice without a clip is not refused in the page");
     await page.fill("#voiceName", "browser_voice");
     await page.setInputFiles("#voiceFile", clip);
     await page.click("#createVoice");
-    await page.waitForFunction(() => /Created voice|Error/.test(document.getElementById("voiceStatus").textContent), null, { timeout: 20000 });
-    out.voice_status = await page.textContent("#voiceStatus");
-    if (!out.voice_status.startsWith("Created voice")) throw new Error(out.voice_status);
-    await page.waitForFunction(() => [...document.querySelectorAll("#voice option")].some((o) => o.value === "browser_voice"), null, { timeout: 10000 });
-    await page.selectOption("#voice", "browser_voice");
+    await waitText("#voiceStatus", /Created voice|Error/);
+    out.voice_status = await text("#voiceStatus");
+    check(out.voice_status.startsWith("Created voice 'browser_voice'"), out.voice_status);
+    await page.waitForFunction(() => document.querySelector('#voiceList li[data-voice="browser_voice"]'), null, { timeout: 10000 });
+    check((await page.evaluate(() => window.talkbox.lastUpload)).name === "en_3p5s.wav", "a WAV file was not sent as it is");
 
+    // A file the server does not read (by its name) is decoded in the page and sent as WAV; one the
+    // browser cannot decode either is refused there.
+    await page.fill("#voiceName", "converted_voice");
+    await page.setInputFiles("#voiceFile", { name: "reference.m4a", mimeType: "audio/mp4", buffer: fs.readFileSync(clip) });
+    await page.click("#createVoice");
+    await waitText("#voiceStatus", /Created voice|Error/);
+    check((await text("#voiceStatus")).startsWith("Created voice 'converted_voice'"), await text("#voiceStatus"));
+    out.converted_upload = await page.evaluate(() => window.talkbox.lastUpload);
+    check(out.converted_upload.name === "reference.wav" && out.converted_upload.type === "audio/wav", "not converted: " + JSON.stringify(out.converted_upload));
+    await page.fill("#voiceName", "noise_voice");
+    await page.setInputFiles("#voiceFile", { name: "noise.m4a", mimeType: "audio/mp4", buffer: Buffer.from("not audio at all") });
+    await page.click("#createVoice");
+    await waitText("#voiceStatus", /Created voice 'noise|Error/);
+    out.undecodable = await text("#voiceStatus");
+    check(out.undecodable === "Error: this browser cannot decode 'noise.m4a' (send WAV, FLAC, Ogg or MP3)", out.undecodable);
+
+    // A voice recorded from the (fake) microphone: WebM from MediaRecorder, sent as WAV.
+    await page.fill("#voiceName", "mic_voice");
+    await page.click("#record");
+    await waitText("#clipInfo", /Recording\.\.\. (1\.[5-9]|[2-9]\.\d) s/, 10000);
+    check(await page.getAttribute("#record", "aria-pressed") === "true", "the record button does not show that it records");
+    await page.click("#record");
+    await waitText("#clipInfo", /Using the recording|Cannot use/, 10000);
+    out.recording = await text("#clipInfo");
+    check(out.recording.startsWith("Using the recording"), out.recording);
+    check(await page.isVisible("#recording"), "the recording has no player to hear it back");
+    await page.click("#createVoice");
+    await waitText("#voiceStatus", /Created voice 'mic_voice'|Error/);
+    out.mic_voice_status = await text("#voiceStatus");
+    check(out.mic_voice_status.startsWith("Created voice 'mic_voice'"), out.mic_voice_status);
+    out.recorded_upload = await page.evaluate(() => window.talkbox.lastUpload);
+    check(out.recorded_upload.name === "recording.wav" && out.recorded_upload.type === "audio/wav", "recording sent as " + JSON.stringify(out.recorded_upload));
+    await page.waitForFunction(() => [...document.querySelectorAll("#voice option")].some((o) => o.value === "mic_voice"), null, { timeout: 10000 });
+    out.voices_listed = await listed();
+    check(out.voices_listed.join() === "browser_voice,converted_voice,mic_voice", "voice list: " + out.voices_listed.join());
+
+    // Speech with the uploaded voice, by the button: streamed, played, drawn while it streams.
+    await page.selectOption("#voice", "browser_voice");
     await page.fill("#text", "Hello from headless Chromium. The page plays this while it streams.");
     await page.fill("#seed", "9");
     await page.click("#speak");
     await page.waitForFunction(() => window.talkbox.done || window.talkbox.error, null, { timeout: 20000 });
     let stats = await page.evaluate(() => window.talkbox);
-    if (stats.error) throw new Error("page error: " + stats.error);
+    check(!stats.error, "page error: " + stats.error);
     await page.waitForFunction(() => window.talkbox.buffersPlayed > 0, null, { timeout: 10000 });
     stats = await page.evaluate(() => window.talkbox);
     Object.assign(out, stats);
-    out.status = await page.textContent("#status");
+    out.wave_ink = await ink();
+    check(out.wave_ink > 100, "the waveform canvas is blank after speaking (" + out.wave_ink + " pixels)");
+    const seen = stats.wavePeaksWhileStreaming;
+    check(seen.length >= 2 && seen[0] < stats.wavePeaks, "the waveform was not drawn while the audio streamed: " + JSON.stringify(seen));
+    check(stats.wavePeaks === Math.floor(stats.samplesScheduled / 240), "the waveform does not cover the audio");
+    out.progress = await text("#progress");
+    check(/^Done: \d+\.\d s generated · real-time factor \d+\.\d\d · first audio after \d+ ms$/.test(out.progress), "progress line: " + out.progress);
+    check(Math.abs(parseFloat(out.progress.slice(6)) - stats.samplesScheduled / 24000) < 0.051, "the progress line's seconds are not the audio's");
+    out.status = await text("#status");
+    await page.waitForSelector('#history li[data-clip="1"]', { timeout: 5000 });
 
-    const [download] = await Promise.all([page.waitForEvent("download"), page.click("#download")]);
+    // Enter alone is a new line; Ctrl+Enter in the text speaks (with the recorded voice).
+    await page.selectOption("#voice", "mic_voice");
+    await page.focus("#text");
+    await page.keyboard.press("End");
+    await page.keyboard.press("Enter");
+    await page.keyboard.type("Spoken by the keyboard.");
+    check(await page.evaluate(() => window.talkbox.requests) === 1, "Enter alone started a request");
+    await page.keyboard.press("Control+Enter");
+    await page.waitForFunction(() => window.talkbox.requests === 2 && (window.talkbox.done || window.talkbox.error), null, { timeout: 20000 });
+    const second = await page.evaluate(() => window.talkbox);
+    check(!second.error, "Ctrl+Enter: " + second.error);
+    check((await page.inputValue("#text")).endsWith("\nSpoken by the keyboard."), "Ctrl+Enter changed the text");
+    out.second_bytes = second.bytes;
+
+    // The history: newest first, each clip playable and downloadable as the WAV of what streamed.
+    await page.waitForSelector('#history li[data-clip="2"]', { timeout: 5000 });
+    out.history = await page.evaluate(() => [...document.querySelectorAll("#history li")].map((li) => li.dataset.clip));
+    check(out.history.join() === "2,1", "history: " + out.history.join());
+    check(!(await page.isVisible("#historyEmpty")), "the history still says it is empty");
+    const [download] = await Promise.all([page.waitForEvent("download"), page.click('#history li[data-clip="1"] a')]);
     const wav = fs.readFileSync(await download.path());
+    out.download_name = download.suggestedFilename();
     out.download_bytes = wav.length;
-    if (wav.subarray(0, 4).toString() !== "RIFF" || wav.length !== 44 + stats.bytes) {
-      throw new Error("the download is not the received audio as WAV (" + wav.length + " bytes for " + stats.bytes + " received)");
-    }
-    if (errors.length) throw new Error("page errors: " + errors.join("; "));
+    check(wav.subarray(0, 4).toString() === "RIFF" && wav.length === 44 + stats.bytes,
+          "the download is not clip 1's audio as WAV (" + wav.length + " bytes for " + stats.bytes + " received)");
+    check(out.download_name === "talkbox-1-browser_voice.wav", "download name " + out.download_name);
+    out.replay_seconds = await page.evaluate(async () => {
+      const a = document.querySelector('#history li[data-clip="2"] audio');
+      await a.play();
+      a.pause();
+      return a.duration;
+    });
+    check(Math.abs(out.replay_seconds - second.bytes / 2 / 24000) < 0.01, "clip 2's player holds " + out.replay_seconds + " s");
+
+    // Stop during a long text (spoken by Cmd+Enter): the part received so far is kept in the
+    // history, marked as stopped.
+    await page.selectOption("#voice", "browser_voice");
+    await page.fill("#text", "This sentence is one of many. ".repeat(40));
+    await page.press("#text", "Meta+Enter");
+    await page.waitForFunction(() => window.talkbox.requests === 3 && window.talkbox.samplesScheduled > 0, null, { timeout: 20000 });
+    await page.click("#stop");
+    await page.waitForFunction(() => window.talkbox.error || window.talkbox.done, null, { timeout: 10000 });
+    out.stopped = await page.evaluate(() => window.talkbox.error);
+    check(out.stopped === "stopped" && await text("#status") === "Stopped.", "Stop: " + out.stopped + ", " + await text("#status"));
+    await page.waitForSelector('#history li[data-clip="3"]', { timeout: 5000 });
+    check(/\(stopped\)/.test(await text('#history li[data-clip="3"]')), "the stopped clip is not marked as stopped");
+    check(await page.isEnabled("#speak") && !(await page.isEnabled("#stop")), "the buttons after Stop");
+
+    // Deleting a voice from the list: confirmed, gone from the list and the voice menu.
+    await page.click('button[aria-label="Delete voice browser_voice"]');
+    await waitText("#voicesStatus", /Deleted voice|Cannot delete/);
+    out.delete_status = await text("#voicesStatus");
+    check(out.delete_status === "Deleted voice 'browser_voice'.", out.delete_status);
+    check(dialogs.length === 1 && dialogs[0].includes("browser_voice"), "no confirmation before deleting: " + dialogs.join());
+    await page.waitForFunction(() => ![...document.querySelectorAll("#voice option")].some((o) => o.value === "browser_voice"), null, { timeout: 5000 });
+    out.voices_after_delete = await listed();
+    check(out.voices_after_delete.join() === "converted_voice,mic_voice", "after delete: " + out.voices_after_delete.join());
+
+    // Where the browser offers no microphone (a page on plain http that is not localhost), the
+    // record button says why instead of failing.
+    const insecure = await browser.newPage();
+    insecure.on("pageerror", (e) => errors.push("insecure page: " + String(e)));
+    await insecure.addInitScript(() => Object.defineProperty(Navigator.prototype, "mediaDevices", { get: () => undefined }));
+    await insecure.goto(url + "/");
+    await insecure.click("#record");
+    out.no_microphone = await insecure.textContent("#clipInfo");
+    check(/only on https or localhost/.test(out.no_microphone), "without mediaDevices: " + out.no_microphone);
+    await insecure.close();
+
+    // Every control has an accessible name.
+    out.unnamed = await page.evaluate(() => {
+      const bad = [];
+      for (const e of document.querySelectorAll("input, select, textarea")) if (!e.labels.length && !e.getAttribute("aria-label")) bad.push(e.id);
+      for (const e of document.querySelectorAll("button, a")) if (!(e.getAttribute("aria-label") || e.textContent.trim())) bad.push(e.outerHTML);
+      for (const e of document.querySelectorAll("canvas, audio")) if (!e.getAttribute("aria-label")) bad.push(e.outerHTML);
+      return bad;
+    });
+    check(out.unnamed.length === 0, "controls without an accessible name: " + out.unnamed.join(", "));
+    check(errors.length === 0, "page errors: " + errors.join("; "));
+    check(foreign.length === 0, "requests to other origins: " + foreign.join(", "));
   } finally {
     await browser.close();
   }

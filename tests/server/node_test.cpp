@@ -52,7 +52,7 @@ TEST(NodeClients, WebPageInHeadlessChromium) {
     ServeProcess server({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "-m", converted_fixture("tiny-0.6B-Base"), "--api-key", kKey,
                          "--voices-dir", voices.path(), "-T", "1"});
     const std::string clip = fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav";
-    const auto r = run_command(node_command("browser_page.cjs", server.url() + " " + kKey + " " + clip), 60);
+    const auto r = run_command(node_command("browser_page.cjs", server.url() + " " + kKey + " " + clip), 120);
     ASSERT_EQ(r.exit_code, 0) << r.out << "\nserver log:\n" << server.log();
     const json j = last_json_line(r.out);
     ASSERT_TRUE(j.is_object()) << r.out;
@@ -61,5 +61,13 @@ TEST(NodeClients, WebPageInHeadlessChromium) {
     EXPECT_GT(j["chunks"].get<int>(), 1);
     EXPECT_EQ(j["samplesScheduled"].get<int>() * 2, j["bytes"].get<int>());
     EXPECT_GT(j["buffersPlayed"].get<int>(), 0);
-    EXPECT_TRUE(std::filesystem::exists(voices.file("browser_voice.voice")));
+    EXPECT_GT(j["wave_ink"].get<int>(), 100);  // the waveform canvas is not blank
+    EXPECT_GE(j["wavePeaksWhileStreaming"].size(), 2u);
+    EXPECT_EQ(j["history"], json::array({"2", "1"}));
+    EXPECT_EQ(j["download_bytes"].get<int>(), 44 + j["bytes"].get<int>());
+    // The recorded and the converted voice were made; the uploaded one was deleted from the page's list.
+    EXPECT_TRUE(std::filesystem::exists(voices.file("mic_voice.voice")));
+    EXPECT_TRUE(std::filesystem::exists(voices.file("converted_voice.voice")));
+    EXPECT_FALSE(std::filesystem::exists(voices.file("noise_voice.voice")));
+    EXPECT_FALSE(std::filesystem::exists(voices.file("browser_voice.voice")));
 }

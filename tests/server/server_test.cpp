@@ -119,6 +119,19 @@ TEST_F(ServerTest, WavEqualsTheCliWithTheSameSeed) {
     EXPECT_EQ(again->get_header_value("X-Talkbox-Model"), kCustom);
 }
 
+// A long input's segments run at once (the default --parallel) and give the audio of one after another.
+TEST_F(ServerTest, LongInputInParallelEqualsTheCliOneSegmentAtATime) {
+    const std::string text = long_text(12);  // 3 segments of up to 200 characters
+    auto r = speech({{"model", kCustom}, {"input", text}, {"voice", "ryan"}, {"response_format", "wav"}, {"seed", 9}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    TempDir tmp;
+    const auto cli = run_talkbox("speak -m " + converted_fixture("tiny-0.6B-CustomVoice") + " --speaker ryan -t '" + text +
+                                 "' --seed 9 --parallel 1 -q -o " + tmp.file("cli.wav"));
+    ASSERT_EQ(cli.exit_code, 0) << cli.err;
+    EXPECT_TRUE(read_text(tmp.file("cli.wav")) == r->body) << "parallel server audio differs from sequential CLI audio";
+}
+
 TEST_F(ServerTest, EveryResponseFormat) {
     const json base = {{"input", kSentence}, {"voice", "vivian"}, {"seed", 3}};
     auto wav = speech(with(base, {{"response_format", "wav"}}));

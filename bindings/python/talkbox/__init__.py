@@ -501,7 +501,7 @@ class Session(_Handle):
     instructions, voice (a Voice or a .voice path), seed, greedy, text_mode ('default',
     'streaming', 'non_streaming'), and the numeric request names of talkbox_request_set_number:
     temperature, top_k, top_p, repetition_penalty, subtalker_*, exaggeration, cfg_weight, min_p,
-    max_frames, min_frames, stall_frames, split, segment_chars, pause_ms, chunk, first_chunk.
+    max_frames, min_frames, stall_frames, split, segment_chars, pause_ms, parallel, chunk, first_chunk.
     """
 
     _free = "talkbox_session_free"
