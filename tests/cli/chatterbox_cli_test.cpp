@@ -60,8 +60,9 @@ TEST_F(ChatterboxCodes, SpeakCodesDecodeGivesSpeaksAudio) {
 }
 
 TEST_F(ChatterboxCodes, ClonedVoiceAndLongFormPausesDecodeExactly) {
-    // Two long-form segments (a pause between them), a cloned voice given as a clip and as a voice file.
-    const std::string args = " --segment-chars 5 --pause-ms 120 --seed 3 --codes-out " + tmp_.file("codes.json");
+    // Two long-form segments (a pause between them, synthesised at once), a cloned voice given as a
+    // clip and as a voice file.
+    const std::string args = " --segment-chars 5 --pause-ms 120 --parallel 2 --seed 3 --codes-out " + tmp_.file("codes.json");
     speak(args + " --ref-audio " + clip_ + " -o " + tmp_.file("speak.wav"));
     const auto c = codes();
     EXPECT_EQ(c["pause_ms"], 120);
