@@ -1,5 +1,6 @@
-// libFuzzer target: the codec-codes JSON that `talkbox decode` reads (a list of frames, or
-// {"frames": ...}) must reject, never crash, hang or overflow the stack on deep nesting.
+// libFuzzer target: the codes JSON that `talkbox decode` reads (a list of frames, or
+// {"frames": ..., "seed", "segments", "pause_ms"}) must reject, never crash, hang or overflow the
+// stack on deep nesting; the parts a valid file splits into cover its frames exactly.
 #include <cstdint>
 #include <string>
 
@@ -8,7 +9,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
-        talkbox::codec::parse_codes_json(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+        const auto codes = talkbox::codec::parse_codes_file(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+        size_t frames = 0;
+        for (const auto& part : codes.parts(24000)) frames += part.frames.size();
+        if (frames != codes.frames.size()) __builtin_trap();
     } catch (const talkbox::Error&) {
     }
     return 0;

@@ -1,6 +1,8 @@
-// Models from the Hugging Face hub: `talkbox pull` downloads a Qwen3-TTS snapshot into the local
-// cache and converts it to GGUF; `talkbox list` shows the cache; resolve_model() lets every
-// command take "-m Qwen/Qwen3-TTS-12Hz-0.6B-Base" instead of a file path.
+// Models from the Hugging Face hub: `talkbox pull` downloads a Qwen3-TTS or Chatterbox checkpoint
+// into the local cache and converts it to GGUF; `talkbox list` shows the cache; resolve_model()
+// lets every command take "-m Qwen/Qwen3-TTS-12Hz-0.6B-Base" (or "ResembleAI/chatterbox@english",
+// a variant pulled with --variant) instead of a file path; `talkbox default` picks the model that
+// commands without -m use (default_model()).
 #pragma once
 
 #include <cstddef>
@@ -29,8 +31,11 @@ struct PullProgress {
 };
 
 struct PullOptions {
-    std::string repo_id;            // "Qwen/Qwen3-TTS-12Hz-0.6B-Base"
+    std::string repo_id;            // "Qwen/Qwen3-TTS-12Hz-0.6B-Base", "ResembleAI/chatterbox"
     std::string revision = "main";  // branch, tag or commit
+    // Chatterbox repositories: "multilingual", "english" or "turbo" (which official loader's files
+    // to download and convert); empty: the repository's default (ResembleAI/chatterbox: multilingual).
+    std::string variant;
     WeightType type = WeightType::F16;
     std::string cache_dir;          // empty: default_cache_dir()
     std::string endpoint;           // empty: $HF_ENDPOINT, else https://huggingface.co
@@ -40,7 +45,8 @@ struct PullOptions {
 };
 
 struct PullResult {
-    std::string model_path;  // <cache>/models/<org>--<name>-<type>.gguf
+    std::string model_path;  // <cache>/models/<org>--<name>[@<variant>]-<type>.gguf
+    std::string model_name;  // what -m takes: ORG/NAME, or ORG/NAME@VARIANT for a variant other than the default
     std::string commit;      // the snapshot's commit on the hub
     size_t files_downloaded = 0;
     uint64_t bytes_downloaded = 0;
@@ -57,15 +63,37 @@ struct CachedModel {
     WeightType type;
     std::string path;
     uint64_t bytes = 0;
+    std::string variant;  // empty: the repository's default variant
+    std::string name;     // what -m takes: repo_id, or repo_id@variant
 };
 
-// Converted models in <cache>/models, sorted by repository id then type. cache_dir empty: the default.
+// Converted models in <cache>/models, sorted by name then type. cache_dir empty: the default.
 std::vector<CachedModel> list_cached_models(const std::string& cache_dir = "");
 
-// An existing file path as is; otherwise the cached model of that hub repository: `type` when
-// cached, else f16, else any type (f32 first). Throws Error (NotFound) telling the user to run
-// `talkbox pull NAME` when nothing is cached.
+// An existing file path as is; otherwise the cached model of that name (ORG/NAME, or
+// ORG/NAME@VARIANT): `type` when cached, else f16, else any type (f32 first). Throws Error
+// (NotFound) telling the user which `talkbox pull` to run when nothing is cached.
 std::string resolve_model(const std::string& name_or_path, std::optional<WeightType> type = std::nullopt,
                           const std::string& cache_dir = "");
+
+// The model commands use without -m, by precedence: $TALKBOX_MODEL (this shell), then the choice
+// of `talkbox default` (stored in <cache>/default_model), then the only model in the cache.
+struct DefaultModel {
+    enum class Source { Environment, Setting, OnlyCached };
+    std::string model;  // a file path or a cached model's name, as given
+    Source source = Source::OnlyCached;
+    std::string setting_file;  // <cache>/default_model
+    std::string describe() const;  // "from $TALKBOX_MODEL", "set by `talkbox default` in ...", ...
+};
+
+// Throws Error (NotFound) when there is none, saying which `talkbox pull` command to run, or, with
+// several models cached and no choice made, listing them and how to choose.
+DefaultModel default_model(const std::string& cache_dir = "");
+// name_or_path must resolve (resolve_model); a file path is stored absolute. Returns what was stored.
+std::string set_default_model(const std::string& name_or_path, const std::string& cache_dir = "");
+bool clear_default_model(const std::string& cache_dir = "");  // false when none was set
+
+// resolve_model(-m) when given, else the default model's file.
+std::string resolve_model_or_default(const std::string& name_or_path);
 
 }  // namespace talkbox

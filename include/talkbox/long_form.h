@@ -40,12 +40,18 @@ struct SegmentDone {
 
 struct LongFormResult {
     std::vector<Frame> frames;  // all segments' frames
+    // Per segment, the frames of each part decoded on its own (SpeechResult::part_frames; a
+    // segment whose result names none is one part of all its frames, none when it made none).
+    std::vector<std::vector<size_t>> segment_parts;
     size_t samples = 0;         // samples delivered, pauses included
     size_t segments = 0;
     uint64_t seed = 0;          // the one seed used for every segment
     bool cancelled = false;
     SpeechTimings timings;      // summed; first_audio_ms is the first segment's
 };
+
+// The parts of one segment's result, as LongFormResult::segment_parts holds them.
+std::vector<size_t> result_parts(const SpeechResult& result);
 
 // Speaks every segment with `request` (its text replaced; one seed for all segments, drawn when
 // the request has none), delivering audio and pauses through `on_audio` in order, on the calling

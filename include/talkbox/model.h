@@ -75,8 +75,8 @@ struct Capabilities {
     bool clone_transcript = false;
     uint32_t voice_embedding_dim = 0;    // size of a Voice's speaker embedding for this model
     bool text_modes = false;             // SpeechRequest::text_mode other than Default
-    // Frames are codec frames that `talkbox decode` and `--codes-out` exchange (otherwise
-    // decode() still takes what generate() made).
+    // Frames are what `talkbox speak --codes-out` writes and `talkbox decode` turns back into audio
+    // (Qwen3-TTS: codec frames; Chatterbox: speech tokens, decoded with a voice and the seed).
     bool codec_frames = false;
     // Generation hands out each frame as it is made (false: a sentence's frames at once, its audio
     // when the sentence is done).

@@ -54,6 +54,9 @@ struct SpeechRequest {
     std::optional<float> exaggeration;  // emotion intensity, >= 0
     std::optional<float> cfg_weight;    // classifier-free guidance weight, >= 0 (0: off)
     std::optional<float> min_p;         // [0, 1]
+    // Families that split a text into sentences themselves (Chatterbox: one T3 + S3Gen run each)
+    // do; false: the whole text is one sequence (speak --no-split). Qwen3-TTS never splits a request.
+    bool split_sentences = true;
 };
 
 using Frame = std::vector<int32_t>;  // one code per codebook, codebook 0 first (Chatterbox: one speech token)
@@ -79,6 +82,9 @@ struct SpeechResult {
     // audio for ~4 % of lengths (its cut is computed in floating point from the total length,
     // unknown while streaming); when set, prepend this sample to reproduce it exactly.
     std::optional<float> official_leading_sample;
+    // Frames of each part the family decoded on its own, in order (Chatterbox: one per sentence
+    // that made speech tokens); empty: all frames are one part. --codes-out records them.
+    std::vector<size_t> part_frames;
 };
 
 struct StreamOptions {

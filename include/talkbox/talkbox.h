@@ -202,7 +202,8 @@ TALKBOX_API talkbox_status talkbox_request_set_greedy(talkbox_request* request, 
  *     subtalker_temperature, subtalker_top_k, subtalker_top_p, exaggeration, cfg_weight, min_p,
  *     max_frames, min_frames;
  *   stall_frames (24; 0: off), and for the text and the stream: split (1: speak the text
- *     sentence by sentence, as `talkbox speak`; 0: as one segment), segment_chars (200),
+ *     sentence by sentence, as `talkbox speak`; 0: as one segment, for Chatterbox one T3
+ *     sequence, as `speak --no-split`), segment_chars (200),
  *     pause_ms (300, silence between segments), parallel (0: the model's choice; segments
  *     synthesised at once, the audio identical), chunk (4), first_chunk (1).
  * NaN restores the default. An unknown name or a value that is not a number of the right kind

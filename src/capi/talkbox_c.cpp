@@ -179,6 +179,7 @@ void speak(talkbox_session& s, const talkbox_request& r, const std::function<boo
         ~ConsumeCancel() { flag.store(false); }
     } consume{s.cancel};
     talkbox::SpeechRequest request = r.speech;
+    request.split_sentences = r.long_form.split;  // 0: one segment, for Chatterbox too (as speak --no-split)
     check_request(*s.model, request);
     const std::vector<std::string> segments = talkbox::long_form_segments(request.text, r.long_form);
     if (!request.sampling.seed) request.sampling.seed = talkbox::random_seed();

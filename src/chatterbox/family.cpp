@@ -13,6 +13,8 @@
 #include "core/clock.h"
 #include "talkbox/error.h"
 #include "talkbox/segmenter.h"
+#include "talkbox/voice_file.h"
+#include "voice/reference_audio.h"
 #include "voice/voice_file.h"
 
 namespace talkbox::chatterbox {
@@ -33,6 +35,7 @@ Capabilities capabilities_of(const Pipeline& p) {
     c.clones = true;
     c.needs_voice = !c.builtin_voice;
     c.own_frame_limit = true;
+    c.codec_frames = true;  // speech tokens: decode() and `talkbox decode` vocode them with a voice and a seed
     c.kv_cache_types = {"f32", "f16"};
     if (t3.hparams().head_dim % 32 == 0) c.kv_cache_types.push_back("q8_0");  // whole Q8_0 blocks per row
     const T3Options d = t3.default_options();
@@ -80,14 +83,21 @@ public:
     }
 
     std::vector<float> decode(const std::vector<Frame>& frames) const override {
+        return pipeline.vocode(speech_tokens(frames), pipeline.builtin_voice(), {}, 0);
+    }
+
+    static std::vector<int32_t> speech_tokens(const std::vector<Frame>& frames) {
         std::vector<int32_t> tokens;
-        for (const auto& f : frames) {
+        for (size_t i = 0; i < frames.size(); ++i) {
+            const Frame& f = frames[i];
             if (f.size() != 1 || f[0] < 0 || f[0] >= Flow::kVocab) {
-                throw Error(ErrorKind::InvalidArgument, "Chatterbox decodes frames of one speech token below 6561");
+                throw Error(ErrorKind::InvalidArgument, "frame " + std::to_string(i) + ": Chatterbox decodes frames of one speech token "
+                                                        "in [0, " + std::to_string(Flow::kVocab) + "), got " +
+                                                        (f.size() == 1 ? std::to_string(f[0]) : std::to_string(f.size()) + " codes"));
             }
             tokens.push_back(f[0]);
         }
-        return pipeline.vocode(tokens, pipeline.builtin_voice(), {}, 0);
+        return tokens;
     }
 
     Voice clone_voice(const voice::ReferenceAudio& ref, const std::optional<std::string>&, const std::string& source,
@@ -182,7 +192,8 @@ private:
         const std::string lang = m_.language(r);
         SegmenterOptions seg;
         seg.join_up_to = 0;  // one sentence per official call: the official code hallucinates on long inputs
-        const std::vector<std::string> sentences = split_into_segments(r.text, seg);
+        // split_sentences false (speak --no-split): the whole text is one T3 sequence, as the official code runs it.
+        const std::vector<std::string> sentences = r.split_sentences ? split_into_segments(r.text, seg) : std::vector<std::string>{r.text};
         for (const auto& s : sentences) m_.pipeline.text().encode(s, lang);  // front-end errors before any computation
         result.stop_reason = "eos";
         try {
@@ -193,6 +204,7 @@ private:
                     result.frames.push_back(Frame{id});
                     if (on_frame) on_frame(result.frames.back());
                 }
+                if (!p.s3gen_tokens.empty()) result.part_frames.push_back(p.s3gen_tokens.size());  // S3Gen ran on these alone
                 result.timings.talker_ms += p.t3_ms;
                 result.timings.prefill_ms += p.t3_timings.prefill_ms;
                 result.timings.steps += p.t3_timings.tokens;
@@ -223,8 +235,45 @@ std::unique_ptr<FamilyModel> load(const std::string& path, const ModelOptions& o
     return std::make_unique<ChatterboxModel>(path, options);
 }
 
+// `talkbox decode`: each sentence's speech tokens through S3Gen with the voice and the seed that
+// speak used, which gives speak's audio again.
+DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes) {
+    if (o.stream_chunk) {
+        throw Error(ErrorKind::InvalidArgument, "--streaming applies to Qwen3-TTS codec frames; Chatterbox's S3Gen decodes a sentence at once");
+    }
+    if (!o.voice_path.empty() && !o.ref_audio_path.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "give a voice file (--voice) or reference audio (--ref-audio), not both");
+    }
+    (void)ChatterboxModel::speech_tokens(codes.frames);  // bad tokens are refused before the model loads
+    ModelOptions mo;
+    mo.threads = o.threads;
+    const ChatterboxModel m(o.model_path, mo);
+    PipelineVoice v;
+    if (!o.voice_path.empty()) {
+        const Voice voice = load_voice(o.voice_path);
+        voice::check_chatterbox_voice_fits(voice, m.identity, "the voice '" + o.voice_path + "'");
+        v = pipeline_voice(voice.chatterbox);
+    } else if (!o.ref_audio_path.empty()) {
+        const voice::ReferenceAudio ref = voice::load_reference_audio(o.ref_audio_path);
+        v = pipeline_voice(m.clone_voice(ref, std::nullopt, o.ref_audio_path, {}).chatterbox);
+    } else {
+        v = m.pipeline.builtin_voice();
+    }
+    const uint64_t seed = o.seed ? *o.seed : codes.seed.value_or(0);
+    const auto start = Clock::now();
+    DecodedAudio out;
+    out.sample_rate = m.pipeline.sample_rate();
+    for (const auto& part : codes.parts(out.sample_rate)) {
+        out.pcm.insert(out.pcm.end(), part.pause_before, 0.0f);
+        const std::vector<float> wav = m.pipeline.vocode(ChatterboxModel::speech_tokens(part.frames), v, {}, seed);
+        out.pcm.insert(out.pcm.end(), wav.begin(), wav.end());
+    }
+    out.decode_seconds = ms_between(start, Clock::now()) / 1000.0;
+    return out;
+}
+
 }  // namespace
 
-Family family() { return {kArchitecture, load, read_model_info}; }
+Family family() { return {kArchitecture, load, read_model_info, decode_codes}; }
 
 }  // namespace talkbox::chatterbox

@@ -13,6 +13,7 @@ namespace talkbox::cli {
 void register_bench(CLI::App& app);
 void register_convert(CLI::App& app);
 void register_decode(CLI::App& app);
+void register_default(CLI::App& app);
 void register_encode(CLI::App& app);
 void register_info(CLI::App& app);
 void register_pull(CLI::App& app);

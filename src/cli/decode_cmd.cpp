@@ -1,11 +1,15 @@
 // talkbox decode -m model.gguf codes.json -o out.wav [--format ...] [-t N] [--streaming --chunk N]
+//                [--voice FILE | --ref-audio CLIP] [--seed N]
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/commands.h"
+#include "talkbox/audio.h"
+#include "talkbox/codes.h"
 #include "talkbox/decode.h"
 #include "talkbox/error.h"
+#include "talkbox/hub.h"
 
 namespace talkbox::cli {
 
@@ -16,26 +20,36 @@ void register_decode(CLI::App& app) {
         size_t chunk = 4;
     };
     auto args = std::make_shared<Args>();
-    auto* cmd = app.add_subcommand("decode", "Decode codec frames (JSON) into audio with the model's speech decoder");
-    cmd->add_option("codes", args->opt.codes_path, "Codes JSON: {\"frames\": [[16 codes], ...]} or a list of frames")
+    auto* cmd = app.add_subcommand("decode", "Decode frames (JSON, as speak --codes-out writes them) into audio with the model's speech decoder");
+    cmd->add_option("codes", args->opt.codes_path,
+                    "Codes JSON: {\"frames\": [[16 codes], ...]} (Qwen3-TTS) or {\"frames\": [[speech token], ...]} (Chatterbox), or a bare list of frames")
         ->required();
-    cmd->add_option("-m,--model", args->opt.model_path, "talkbox GGUF model")->required();
+    cmd->add_option("-m,--model", args->opt.model_path, "talkbox GGUF model (Qwen3-TTS: any model of that codec; Chatterbox) or a pulled model's name")->required();
+    auto* voice = cmd->add_option("--voice", args->opt.voice_path, "Chatterbox: the voice file speak used (default: the built-in voice)");
+    cmd->add_option("--ref-audio", args->opt.ref_audio_path, "Chatterbox: clone the voice of this clip, as speak --ref-audio")
+        ->excludes(voice);
+    cmd->add_option("--seed", args->opt.seed, "Chatterbox: seed of S3Gen's noise (default: the codes file's \"seed\", else 0)");
     cmd->add_option("-o,--output", args->opt.output_path, "Output audio file (written atomically)")->required();
     cmd->add_option("--format", args->opt.format, "wav16, wav32 (float), raw16 (s16le), raw32 (f32le), flac, ogg, opus or mp3")
         ->capture_default_str();
     cmd->add_option("-t,--threads", args->opt.threads, "CPU threads (0: one per core)")->capture_default_str();
     auto* streaming = cmd->add_flag("--streaming", args->streaming,
-                                    "Decode incrementally, exactly as one pass over all frames (the official decode "
-                                    "restarts every 300 frames)");
+                                    "Qwen3-TTS: decode incrementally, exactly as one pass over all frames (the official "
+                                    "decode restarts every 300 frames)");
     cmd->add_option("--chunk", args->chunk, "Frames per streaming step")->needs(streaming)->capture_default_str();
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but errors");
+    cmd->footer("Files from speak --codes-out carry the seed and the segments: decoding them with the same model and voice "
+                "gives speak's audio.");
     cmd->callback([args] {
         DecodeOptions opt = args->opt;
+        audio::parse_sample_format(opt.format);
+        const codec::CodesFile codes = codec::read_codes_file(opt.codes_path);  // its faults first, model or not
+        opt.model_path = resolve_model(opt.model_path);
         opt.stream_chunk = args->streaming ? args->chunk : 0;
         if (args->streaming && args->chunk == 0) {
             throw Error(ErrorKind::InvalidArgument, "--chunk must be at least 1");
         }
-        const DecodeSummary s = decode_codes_file(opt);
+        const DecodeSummary s = decode_codes(opt, codes);
         if (!args->quiet) {
             const double audio_s = static_cast<double>(s.samples) / s.sample_rate;
             std::fprintf(stderr, "wrote %s: %zu frames, %.2f s at %d Hz, decoded in %.2f s (%.2fx real time)\n",

@@ -15,7 +15,7 @@ void register_encode(CLI::App& app) {
         bool quiet = false;
     };
     auto args = std::make_shared<Args>();
-    auto* cmd = app.add_subcommand("encode", "Encode audio into codec frames (JSON) with the model's speech encoder "
+    auto* cmd = app.add_subcommand("encode", "Encode audio into Qwen3-TTS codec frames (JSON) with the model's speech encoder "
                                              "(the inverse of decode)");
     cmd->add_option("audio", args->opt.audio_path,
                     "Audio file: WAV, FLAC, Ogg/Vorbis/Opus, MP3, ... (mixed to mono, resampled to 24 kHz; at most 600 s)")

@@ -1,5 +1,5 @@
-// talkbox pull ORG/NAME [--type ...]: download a Qwen3-TTS snapshot from the Hugging Face hub into
-// the local cache, convert it, print the model's path.
+// talkbox pull ORG/NAME [--type ...] [--variant ...]: download a Qwen3-TTS or Chatterbox checkpoint
+// from the Hugging Face hub into the local cache, convert it, print the model's path.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -63,28 +63,37 @@ private:
 
 void register_pull(CLI::App& app) {
     struct Args {
-        std::string repo, type = "f16", revision = "main";
+        std::string repo, type = "f16", revision = "main", variant;
         long timeout = 30;
         bool quiet = false;
     };
     auto args = std::make_shared<Args>();
-    auto* cmd = app.add_subcommand("pull", "Download a Qwen3-TTS model from the Hugging Face hub and convert it into "
-                                           "the local cache");
-    cmd->add_option("repo", args->repo, "Hub repository, e.g. Qwen/Qwen3-TTS-12Hz-0.6B-Base")->required();
+    auto* cmd = app.add_subcommand("pull", "Download a Qwen3-TTS or Chatterbox model from the Hugging Face hub and "
+                                           "convert it into the local cache");
+    cmd->add_option("repo", args->repo,
+                    "Hub repository: Qwen/Qwen3-TTS-12Hz-{0.6B,1.7B}-{Base,CustomVoice}, Qwen/Qwen3-TTS-12Hz-1.7B-VoiceDesign, "
+                    "ResembleAI/chatterbox, ResembleAI/chatterbox-turbo")
+        ->required();
     cmd->add_option("--type", args->type, "Type of the large weight matrices: f32, f16, bf16, q8_0, q4_k")
         ->capture_default_str();
+    cmd->add_option("--variant", args->variant,
+                    "Chatterbox: which checkpoint of the repository, multilingual (ResembleAI/chatterbox's default) or "
+                    "english; the model is then named ORG/NAME@VARIANT");
     cmd->add_option("--revision", args->revision, "Branch, tag or commit to download")->capture_default_str();
     cmd->add_option("--timeout", args->timeout, "Fail when the hub sends nothing for this many seconds")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but errors and the model path");
-    cmd->footer("Prints the converted model's path; later commands also accept the repository name (-m ORG/NAME).\n"
+    cmd->footer("Downloads only the files conversion reads. Prints the converted model's path; later commands also\n"
+                "accept the model's name (-m ORG/NAME, or ORG/NAME@VARIANT), and use it without -m when it is the\n"
+                "only model in the cache or the one `talkbox default` chose.\n"
                 "Environment: HF_ENDPOINT (default https://huggingface.co), HF_TOKEN (gated or private "
                 "repositories),\nTALKBOX_HOME (the cache folder, default ~/.cache/talkbox).");
     cmd->callback([args] {
         PullOptions opt;
         opt.repo_id = args->repo;
         opt.revision = args->revision;
+        opt.variant = args->variant;
         opt.type = parse_weight_type(args->type);
         opt.stall_timeout_s = args->timeout;
         ProgressLine line;
@@ -94,11 +103,11 @@ void register_pull(CLI::App& app) {
         if (!args->quiet) {
             const std::string commit = r.commit.substr(0, 12);
             if (r.up_to_date) {
-                std::fprintf(stderr, "%s is up to date (commit %s, %s)\n", opt.repo_id.c_str(), commit.c_str(),
+                std::fprintf(stderr, "%s is up to date (commit %s, %s)\n", r.model_name.c_str(), commit.c_str(),
                              weight_type_name(opt.type));
             } else {
                 std::fprintf(stderr, "pulled %s at commit %s: %zu files downloaded (%s), converted to %s\n",
-                             opt.repo_id.c_str(), commit.c_str(), r.files_downloaded,
+                             r.model_name.c_str(), commit.c_str(), r.files_downloaded,
                              human_bytes(static_cast<double>(r.bytes_downloaded)).c_str(), weight_type_name(opt.type));
             }
         }

@@ -44,9 +44,39 @@ std::string model_id(const std::string& arg) {
     return fs::is_regular_file(arg) ? fs::path(arg).stem().string() : arg;
 }
 
+// Without -m: every model in the cache, the default one (if any) first, so that it answers requests
+// that name no model. A repository cached in several types is served once per type (NAME-TYPE).
+std::vector<server::ModelSpec> cached_models() {
+    const auto cached = list_cached_models();
+    if (cached.empty()) default_model();  // throws the error that says which `talkbox pull` to run
+    std::optional<DefaultModel> chosen;
+    try {
+        chosen = default_model();
+    } catch (const Error&) {
+        // several models and no choice made: serve them all in the cache's order
+    }
+    std::string first;
+    std::vector<server::ModelSpec> models;
+    if (chosen) {
+        first = resolve_model_or_default("");  // a default that does not resolve is an error, not skipped
+        bool cached_default = false;
+        for (const auto& m : cached) cached_default |= m.path == first;
+        if (!cached_default) models.push_back({model_id(chosen->model), first});  // a file outside the cache
+    }
+    for (const auto& m : cached) {
+        size_t types = 0;
+        for (const auto& other : cached) types += other.name == m.name;
+        server::ModelSpec s{types > 1 ? m.name + "-" + weight_type_name(m.type) : m.name, m.path};
+        if (m.path == first) models.insert(models.begin(), s);
+        else models.push_back(s);
+    }
+    return models;
+}
+
 void run_serve(const ServeArgs& a) {
     server::ServerOptions o;
     for (const auto& m : a.models) o.models.push_back({model_id(m), resolve_model(m)});
+    if (a.models.empty()) o.models = cached_models();
     o.host = a.host;
     o.port = a.port;
     o.api_key = !a.api_key.empty() ? a.api_key : (std::getenv("TALKBOX_API_KEY") ? std::getenv("TALKBOX_API_KEY") : "");
@@ -127,8 +157,9 @@ void run_serve(const ServeArgs& a) {
 void register_serve(CLI::App& app) {
     auto a = std::make_shared<ServeArgs>();
     auto* cmd = app.add_subcommand("serve", "OpenAI-compatible speech server with a web page (POST /v1/audio/speech)");
-    cmd->add_option("-m,--model", a->models, "Model GGUF file or pulled hub name; repeat for several (the first is the default)")
-        ->required();
+    cmd->add_option("-m,--model", a->models,
+                    "Model GGUF file or pulled model's name; repeat for several (the first is the default). Without -m: every "
+                    "model in the cache, the one `talkbox default` chose first");
     cmd->add_option("--host", a->host, "Address to listen on (0.0.0.0: every interface)")->capture_default_str();
     cmd->add_option("--port", a->port, "Port (0: any free port, printed at start)")->capture_default_str();
     cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer KEY' on /v1 and /metrics (default: $TALKBOX_API_KEY)");

@@ -152,6 +152,10 @@ void run_speak(const SpeakArgs& a) {
     if (a.normalize != "none" && a.output == "-") {
         throw Error(ErrorKind::InvalidArgument, "--normalize needs the whole signal: write to a file, not to stdout");
     }
+    if (a.pause_ms < 0 || a.pause_ms > codec::kMaxPauseMs) {
+        throw Error(ErrorKind::InvalidArgument, "--pause-ms must be in [0, " + std::to_string(codec::kMaxPauseMs) + "], got " +
+                                                    std::to_string(a.pause_ms));
+    }
     const std::string text = input_text(a);
     const auto format = audio::parse_sample_format(
         !a.format.empty() ? a.format : (a.output == "-" ? std::string("raw16") : std::string("wav16")));
@@ -183,12 +187,13 @@ void run_speak(const SpeakArgs& a) {
     mo.threads = a.threads;
     mo.decoder_threads = a.decoder_threads;
     mo.kv_cache = a.kv_cache;
-    const Model model(resolve_model(a.model), mo);
+    const Model model(resolve_model_or_default(a.model), mo);
     Session session(model);
     const Capabilities& caps = model.capabilities();
     if (!caps.codec_frames && !a.codes_out.empty()) {
         throw Error(ErrorKind::InvalidArgument, "--codes-out writes codec frames; " + caps.description() + " makes none");
     }
+    request.split_sentences = !a.no_split;
     if (!a.voice.empty()) {
         request.voice = std::make_shared<Voice>(load_voice(a.voice));
     } else if (!a.ref_audio.empty()) {
@@ -200,6 +205,7 @@ void run_speak(const SpeakArgs& a) {
 
     const auto start = std::chrono::steady_clock::now();
     std::vector<Frame> all_frames;
+    std::vector<std::vector<size_t>> segment_parts;
     SpeechTimings total;
     const bool progress = !a.quiet && stderr_is_tty() && segments.size() > 1;
     std::unique_ptr<AudioSink> sink;
@@ -237,6 +243,7 @@ void run_speak(const SpeakArgs& a) {
             },
             {a.chunk, 64, a.first_chunk});
         all_frames = r.frames;
+        segment_parts = r.segment_parts;
         total = r.timings;
     } else {
         for (size_t i = 0; i < segments.size(); ++i) {
@@ -244,6 +251,8 @@ void run_speak(const SpeakArgs& a) {
             request.max_frames = segment_frame_limit(caps, a.max_frames, segments[i]);
             const SpeechResult r = session.generate(request);
             all_frames.insert(all_frames.end(), r.frames.begin(), r.frames.end());
+            segment_parts.push_back(result_parts(r));
+            total.segments += r.timings.segments;
             total.prefill_ms += r.timings.prefill_ms;
             total.talker_ms += r.timings.talker_ms;
             total.code_predictor_ms += r.timings.code_predictor_ms;
@@ -251,7 +260,17 @@ void run_speak(const SpeakArgs& a) {
         }
     }
     if (sink) sink->finish(a.normalize, normalize_db);
-    if (!a.codes_out.empty()) codec::write_codes_json(a.codes_out, all_frames);
+    if (!a.codes_out.empty()) {
+        // With the seed and the parts, `talkbox decode` gives this run's audio back.
+        codec::CodesFile codes;
+        codes.frames = all_frames;
+        codes.seed = request.sampling.seed;
+        codes.segments = segment_parts;
+        codes.pause_ms = a.pause_ms;
+        codec::write_codes_file(a.codes_out, codes);
+    }
+    // What ran: the family's own sentences (Chatterbox, unless --no-split) or the long-form segments.
+    const size_t ran = total.segments > 0 ? total.segments : segments.size();
     const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     const double seconds = static_cast<double>(all_frames.size()) / caps.frames_per_second;
     if (a.timings) {
@@ -259,9 +278,9 @@ void run_speak(const SpeakArgs& a) {
         std::fprintf(stderr, "         seed %llu\n", static_cast<unsigned long long>(*request.sampling.seed));
     }
     if (!a.quiet && a.output != "-") {
-        std::fprintf(stderr, "%s%s%s: %zu frames (%.2f s) from %zu segment%s\n", a.output.c_str(),
+        std::fprintf(stderr, "%s%s%s: %zu frames (%.2f s) from %zu segment%s%s\n", a.output.c_str(),
                      !a.output.empty() && !a.codes_out.empty() ? ", " : "", a.codes_out.c_str(), all_frames.size(),
-                     seconds, segments.size(), segments.size() == 1 ? "" : "s");
+                     seconds, ran, ran == 1 ? "" : "s", a.no_split ? " (--no-split: the whole text as one sequence)" : "");
     }
 }
 
@@ -270,13 +289,15 @@ void run_speak(const SpeakArgs& a) {
 void register_speak(CLI::App& app) {
     auto a = std::make_shared<SpeakArgs>();
     auto* cmd = app.add_subcommand("speak", "Synthesise speech from text (to a file, to stdout while generating, or as codes)");
-    cmd->add_option("-m,--model", a->model, "Model GGUF file (Qwen3-TTS or Chatterbox) or a pulled hub name (Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice)")
-        ->required();
+    cmd->add_option("-m,--model", a->model,
+                    "Model GGUF file (Qwen3-TTS or Chatterbox) or a pulled model's name (ResembleAI/chatterbox); default: "
+                    "$TALKBOX_MODEL, else `talkbox default`, else the only model in the cache");
     cmd->add_option("-t,--text", a->text, "Text to speak");
     cmd->add_option("-f,--file", a->text_file, "Read the text from a file ('-': stdin; stdin is also read when piped)");
     cmd->add_option("-o,--output", a->output, "Audio output file, or '-' to stream raw PCM to stdout");
     cmd->add_option("--format", a->format, "wav16 (default for files), wav32, flac, ogg, opus, mp3, aac; for stdout raw16/s16le (default), raw32/f32le, wav16");
-    cmd->add_option("--codes-out", a->codes_out, "Also write the generated codec frames as JSON");
+    cmd->add_option("--codes-out", a->codes_out, "Also write the generated frames as JSON (Qwen3-TTS: codec frames; Chatterbox: "
+                                                 "speech tokens), with the seed and segments that `talkbox decode` needs");
     cmd->add_option("--speed", a->speed, "Tempo of the audio, 0.25 to 4 (1: the model's own pace), pitch kept (SoundTouch); streams too");
     cmd->add_option("--speaker", a->speaker, "CustomVoice: preset speaker (see talkbox info)");
     cmd->add_option("--instruct", a->instruct, "Style instruction (CustomVoice 1.7B) or voice description (VoiceDesign)");
@@ -313,7 +334,8 @@ void register_speak(CLI::App& app) {
     cmd->add_option("--pause-ms", a->pause_ms, "Silence between segments")->capture_default_str();
     cmd->add_option("--segment-chars", a->segment_chars, "Join sentences into segments of up to this many characters")
         ->capture_default_str();
-    cmd->add_flag("--no-split", a->no_split, "Synthesise the whole text as one segment");
+    cmd->add_flag("--no-split", a->no_split, "Synthesise the whole text as one segment (Chatterbox: one T3 sequence, as the official "
+                                             "code runs it, instead of one per sentence)");
     cmd->add_option("--parallel", a->parallel, "Segments synthesised at once, audio still in order and identical "
                                                "(0: the model's choice, 4 for Qwen3-TTS, whose sessions batch; 1: one after another)")
         ->check(CLI::Range(0u, 64u))

@@ -16,7 +16,7 @@ void register_tokenize(CLI::App& app) {
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("tokenize", "Show how a Chatterbox model reads a text: normalised text, the string "
                                                "handed to its tokenizer, and the T3 text token ids");
-    cmd->add_option("model", args->model, "Chatterbox GGUF file (from `talkbox convert`)")->required();
+    cmd->add_option("model", args->model, "Chatterbox GGUF file, or a model pulled with `talkbox pull`")->required();
     cmd->add_option("text", args->text, "Text (UTF-8)")->required();
     cmd->add_option("-l,--language", args->language,
                     "Language code (multilingual models: ar da de el en es fi fr he hi it ja ko ms nl no pl pt ru sv sw "

@@ -24,20 +24,21 @@ void register_voice_create(CLI::App& voice) {
     };
     auto args = std::make_shared<Args>();
     auto* cmd = voice.add_subcommand("create", "Clone a voice from reference audio with a Qwen3-TTS Base or a Chatterbox model");
-    cmd->add_option("-m,--model", args->model, "Base model: GGUF file, or a hub name pulled with `talkbox pull`")->required();
+    cmd->add_option("-m,--model", args->model, "A Qwen3-TTS Base or a Chatterbox model: GGUF file, or a model pulled with `talkbox pull`")->required();
     cmd->add_option("--ref-audio", args->audio,
                     "Reference clip: WAV, FLAC, Ogg/Vorbis/Opus, MP3, ... (0.25-60 s; 3-10 s of clean speech works best)")
         ->required();
     auto* text = cmd->add_option("--ref-text", args->text,
-                                 "Exact transcript of the clip: in-context cloning, the closest match");
+                                 "Qwen3-TTS Base: exact transcript of the clip: in-context cloning, the closest match");
     auto* xvec = cmd->add_flag("--x-vector-only", args->x_vector_only,
-                               "Clone from the speaker embedding alone: no transcript needed, a looser match");
+                               "Qwen3-TTS Base: clone from the speaker embedding alone: no transcript needed, a looser match");
     text->excludes(xvec);
     cmd->add_option("-o,--output", args->output, "Voice file to write (atomically), e.g. anna.voice")->required();
     cmd->add_option("-t,--threads", args->threads, "CPU threads (0: one per core)")->capture_default_str();
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but warnings and errors");
-    cmd->footer("The voice fits every model of the same size as the one that made it (talkbox speak --voice FILE).\n"
-                "Chatterbox: the clip alone (no --ref-text); Turbo needs more than 5 s and normalises it to -27 LUFS.");
+    cmd->footer("Qwen3-TTS Base: give --ref-text or --x-vector-only; the voice fits every Base model of the size that made it.\n"
+                "Chatterbox: the clip alone (no --ref-text); the voice fits the Chatterbox models with the same voice encoder weights;\n"
+                "Turbo needs more than 5 s and normalises the clip to -27 LUFS. Use it with talkbox speak --voice FILE.");
     cmd->callback([args, text] {
         ModelOptions options;
         options.threads = args->threads;
@@ -80,7 +81,7 @@ std::optional<std::string> clone_transcript(const Capabilities& caps, const std:
 }
 
 void register_voice(CLI::App& app) {
-    auto* voice = app.add_subcommand("voice", "Make and inspect cloned voices (.voice files) for Base models");
+    auto* voice = app.add_subcommand("voice", "Make and inspect cloned voices (.voice files) for Qwen3-TTS Base and Chatterbox models");
     voice->require_subcommand(1);
     register_voice_create(*voice);
     register_voice_info(*voice);

@@ -114,11 +114,6 @@ std::string read_text_file(const std::string& path, const std::string& what) {
     return ss.str();
 }
 
-std::string require(const std::string& path, const std::string& what) {
-    if (!fs::exists(path)) throw Error(ErrorKind::NotFound, "Chatterbox folder is missing " + what + ": '" + path + "' does not exist");
-    return path;
-}
-
 // Values the official code hard-codes and shapes cannot tell (head counts). A folder may carry
 // tiny_hparams.json (the test fixture does; the released folders do not); otherwise the official
 // constants apply.
@@ -427,92 +422,127 @@ PlannedTensor plan_tensor(const std::string& name, const Source& src, WeightType
     }
 }
 
-// The file the official loader reads (`stem` + `official`), else its other form: the repository
-// carries S3Gen and the voice encoder as both .pt and .safetensors (same tensors), and a folder
-// may hold the built-in voice as conds.safetensors (the conds.pt tensors, made contiguous).
-// Empty when neither exists.
-std::string either_form(const std::string& dir, const std::string& stem, const std::string& official) {
-    const std::string other = official == ".pt" ? ".safetensors" : ".pt";
-    for (const std::string& ext : {official, other}) {
-        if (fs::exists(dir + "/" + stem + ext)) return dir + "/" + stem + ext;
-    }
-    return "";
-}
-
-std::string require_either(const std::string& dir, const std::string& stem, const std::string& official, const std::string& what) {
-    const std::string path = either_form(dir, stem, official);
-    if (path.empty()) {
-        throw Error(ErrorKind::NotFound, "Chatterbox folder is missing " + what + ": neither '" + dir + "/" + stem + official +
-                                             "' nor its " + (official == ".pt" ? ".safetensors" : ".pt") + " form exists");
-    }
-    return path;
-}
-
 struct GgufContextDeleter {
     void operator()(gguf_context* c) const { gguf_free(c); }
 };
 
-// The multilingual T3 checkpoint ChatterboxMultilingualTTS.from_local(t3_model=...) reads.
-std::string multilingual_t3_file(const std::string& dir, const std::string& t3_model) {
-    if (t3_model.empty()) {
-        return !fs::exists(dir + "/t3_mtl23ls_v2.safetensors") && fs::exists(dir + "/t3_mtl23ls_v3.safetensors")
-                   ? "t3_mtl23ls_v3.safetensors"
-                   : "t3_mtl23ls_v2.safetensors";
-    }
-    if (t3_model == "v2" || t3_model == "t3_mtl23ls_v2") return "t3_mtl23ls_v2.safetensors";
-    if (t3_model == "v3" || t3_model == "t3_mtl23ls_v3") return "t3_mtl23ls_v3.safetensors";
-    const std::string ext = ".safetensors";
-    if (t3_model.size() > ext.size() && t3_model.compare(t3_model.size() - ext.size(), ext.size(), ext) == 0) return t3_model;
-    throw Error(ErrorKind::InvalidArgument, "unknown multilingual T3 model '" + t3_model +
-                                                "' (choose v2, v3, t3_mtl23ls_v2, t3_mtl23ls_v3 or a .safetensors file in the folder)");
-}
-
 }  // namespace
 
-bool is_chatterbox_folder(const std::string& dir) {
-    const bool t3 = fs::exists(dir + "/t3_mtl23ls_v2.safetensors") || fs::exists(dir + "/t3_mtl23ls_v3.safetensors") ||
-                    fs::exists(dir + "/t3_cfg.safetensors") || fs::exists(dir + "/t3_turbo_v1.safetensors");
-    const bool s3 = fs::exists(dir + "/s3gen.pt") || fs::exists(dir + "/s3gen.safetensors") ||
-                    fs::exists(dir + "/s3gen_meanflow.safetensors");
-    return t3 || s3;
+std::vector<std::string> ChatterboxFiles::all() const {
+    std::vector<std::string> out{t3, s3gen, ve};
+    if (!conds.empty()) out.push_back(conds);
+    out.insert(out.end(), text.begin(), text.end());
+    if (!hparams.empty()) out.push_back(hparams);
+    return out;
+}
+
+FileSet folder_files(const std::string& dir) {
+    return {[dir](const std::string& name) { return fs::is_regular_file(dir + "/" + name); },
+            [dir](const std::string& name) { return dir + "/" + name; }, "Chatterbox folder"};
+}
+
+bool is_chatterbox_folder(const FileSet& files) {
+    for (const char* f : {"t3_mtl23ls_v2.safetensors", "t3_mtl23ls_v3.safetensors", "t3_cfg.safetensors", "t3_turbo_v1.safetensors",
+                          "s3gen.pt", "s3gen.safetensors", "s3gen_meanflow.safetensors"}) {
+        if (files.has(f)) return true;
+    }
+    return false;
+}
+
+bool is_chatterbox_folder(const std::string& dir) { return is_chatterbox_folder(folder_files(dir)); }
+
+ChatterboxFiles chatterbox_files(const FileSet& files, const std::string& requested_variant, const std::string& t3_model) {
+    const auto missing = [&](const std::string& what, const std::string& name) {
+        return Error(ErrorKind::NotFound, files.what + " is missing " + what + ": '" + files.path(name) + "' does not exist");
+    };
+    const auto require = [&](const std::string& name, const std::string& what) {
+        if (!files.has(name)) throw missing(what, name);
+        return name;
+    };
+    // The file the official loader reads (`stem` + `official`), else its other form: the repository
+    // carries S3Gen and the voice encoder as both .pt and .safetensors (same tensors), and a folder
+    // may hold the built-in voice as conds.safetensors (the conds.pt tensors, made contiguous).
+    const auto either_form = [&](const std::string& stem, const std::string& official) -> std::string {
+        const std::string other = official == ".pt" ? ".safetensors" : ".pt";
+        for (const std::string& ext : {official, other}) {
+            if (files.has(stem + ext)) return stem + ext;
+        }
+        return "";
+    };
+    const auto require_either = [&](const std::string& stem, const std::string& official, const std::string& what) {
+        const std::string name = either_form(stem, official);
+        if (name.empty()) {
+            throw Error(ErrorKind::NotFound, files.what + " is missing " + what + ": neither '" + files.path(stem + official) +
+                                                 "' nor its " + (official == ".pt" ? ".safetensors" : ".pt") + " form exists");
+        }
+        return name;
+    };
+    const bool has_mtl = files.has("t3_mtl23ls_v2.safetensors") || files.has("t3_mtl23ls_v3.safetensors");
+    const std::string folder_default = has_mtl || !t3_model.empty() ? "multilingual"
+                                       : files.has("t3_turbo_v1.safetensors") ? "turbo"
+                                                                               : "english";
+    ChatterboxFiles f;
+    f.variant = requested_variant.empty() ? folder_default : requested_variant;
+    f.default_variant = f.variant == folder_default;
+    if (f.variant != "multilingual" && f.variant != "english" && f.variant != "turbo") {
+        throw Error(ErrorKind::InvalidArgument, "unknown Chatterbox variant '" + f.variant + "' (choose multilingual, english or turbo)");
+    }
+    const bool mtl = f.variant == "multilingual", turbo = f.variant == "turbo";
+    if (!mtl && !t3_model.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "a T3 model choice ('" + t3_model + "') applies to the multilingual variant only, not " +
+                                                    f.variant);
+    }
+    // The official stem of the variant (tiny_hparams.json's key); the file may be another checkpoint
+    // of the same architecture (v3, a fine-tune): ChatterboxMultilingualTTS.from_local(t3_model=...).
+    f.t3_stem = mtl ? "t3_mtl23ls_v2" : turbo ? "t3_turbo_v1" : "t3_cfg";
+    f.t3 = f.t3_stem + ".safetensors";
+    if (mtl && t3_model.empty() && !files.has(f.t3) && files.has("t3_mtl23ls_v3.safetensors")) f.t3 = "t3_mtl23ls_v3.safetensors";
+    if (mtl && (t3_model == "v3" || t3_model == "t3_mtl23ls_v3")) f.t3 = "t3_mtl23ls_v3.safetensors";
+    if (mtl && !t3_model.empty() && t3_model != "v2" && t3_model != "t3_mtl23ls_v2" && t3_model != "v3" && t3_model != "t3_mtl23ls_v3") {
+        const std::string ext = ".safetensors";
+        if (t3_model.size() <= ext.size() || t3_model.compare(t3_model.size() - ext.size(), ext.size(), ext) != 0) {
+            throw Error(ErrorKind::InvalidArgument, "unknown multilingual T3 model '" + t3_model +
+                                                        "' (choose v2, v3, t3_mtl23ls_v2, t3_mtl23ls_v3 or a .safetensors file in the folder)");
+        }
+        f.t3 = t3_model;
+    }
+    require(f.t3, "the " + f.variant + " T3 weights");
+    // The files each official loader reads (mtl_tts.py / tts.py / tts_turbo.py from_local), or
+    // their other form where the repository ships both.
+    const std::string weights_ext = mtl ? ".pt" : ".safetensors";
+    f.s3gen = turbo ? require("s3gen_meanflow.safetensors", "the S3Gen weights") : require_either("s3gen", weights_ext, "the S3Gen weights");
+    f.ve = require_either("ve", weights_ext, "the voice encoder weights");
+    f.conds = either_form("conds", ".pt");
+    if (mtl) {
+        f.text = {require("grapheme_mtl_merged_expanded_v1.json", "the tokenizer"), require("Cangjie5_TC.json", "the Chinese Cangjie table")};
+    } else if (!turbo) {
+        f.text = {require("tokenizer.json", "the tokenizer")};
+    } else {
+        // write_tokenizer_metadata: tokenizer_config.json's added tokens, else added_tokens.json;
+        // tokenizer.json, when there, is checked against them.
+        f.text = {require("vocab.json", "the GPT-2 tokenizer"), require("merges.txt", "the GPT-2 tokenizer"),
+                  files.has("tokenizer_config.json") ? std::string("tokenizer_config.json") : require("added_tokens.json", "the GPT-2 tokenizer")};
+        if (files.has("tokenizer.json")) f.text.push_back("tokenizer.json");
+    }
+    if (files.has("tiny_hparams.json")) f.hparams = "tiny_hparams.json";
+    return f;
 }
 
 ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     const std::string dir = opt.snapshot_dir;
     if (!fs::is_directory(dir)) throw Error(ErrorKind::NotFound, "Chatterbox folder '" + dir + "' does not exist");
-    std::string variant = opt.chatterbox_variant;
-    if (variant.empty()) {
-        variant = fs::exists(dir + "/t3_mtl23ls_v2.safetensors") || fs::exists(dir + "/t3_mtl23ls_v3.safetensors") ||
-                          !opt.chatterbox_t3_model.empty()
-                      ? "multilingual"
-                  : fs::exists(dir + "/t3_turbo_v1.safetensors") ? "turbo"
-                                                                  : "english";
-    }
-    if (variant != "multilingual" && variant != "english" && variant != "turbo") {
-        throw Error(ErrorKind::InvalidArgument, "unknown Chatterbox variant '" + variant + "' (choose multilingual, english or turbo)");
-    }
+    const ChatterboxFiles files = chatterbox_files(folder_files(dir), opt.chatterbox_variant, opt.chatterbox_t3_model);
+    const std::string& variant = files.variant;
     const bool mtl = variant == "multilingual", turbo = variant == "turbo";
-    if (!mtl && !opt.chatterbox_t3_model.empty()) {
-        throw Error(ErrorKind::InvalidArgument, "a T3 model choice ('" + opt.chatterbox_t3_model +
-                                                    "') applies to the multilingual variant only, not " + variant);
-    }
-    // The official stem of the variant (tiny_hparams.json's key); the file may be another checkpoint
-    // of the same architecture (v3, a fine-tune).
-    const std::string t3_stem = mtl ? "t3_mtl23ls_v2" : turbo ? "t3_turbo_v1" : "t3_cfg";
-    const std::string t3_file = mtl ? multilingual_t3_file(dir, opt.chatterbox_t3_model) : t3_stem + ".safetensors";
-    const std::string s3gen_file = "/s3gen_meanflow.safetensors";  // Turbo's; the others take either form
-
-    // The files each official loader reads (mtl_tts.py / tts.py / tts_turbo.py from_local), or
-    // their other form where the repository ships both.
-    const std::string weights_ext = mtl ? ".pt" : ".safetensors";
+    const std::string& t3_stem = files.t3_stem;
+    const std::string& t3_file = files.t3;
+    const std::string s3gen_file = "/" + files.s3gen;
     Sources sources;
-    sources.add(ChatterboxFile::T3, require(dir + "/" + t3_file, "the " + variant + " T3 weights"));
-    sources.add(ChatterboxFile::S3Gen, turbo ? require(dir + s3gen_file, "the S3Gen weights")
-                                             : require_either(dir, "s3gen", weights_ext, "the S3Gen weights"));
-    sources.add(ChatterboxFile::VoiceEncoder, require_either(dir, "ve", weights_ext, "the voice encoder weights"));
-    const std::string conds = either_form(dir, "conds", ".pt");
-    const bool has_voice = !conds.empty();
-    if (has_voice) sources.add(ChatterboxFile::Conds, conds);
+    sources.add(ChatterboxFile::T3, dir + "/" + t3_file);
+    sources.add(ChatterboxFile::S3Gen, dir + s3gen_file);
+    sources.add(ChatterboxFile::VoiceEncoder, dir + "/" + files.ve);
+    const bool has_voice = !files.conds.empty();
+    if (has_voice) sources.add(ChatterboxFile::Conds, dir + "/" + files.conds);
     const bool gpt2 = sources.find("t3.blk.0.attn_qkv.weight") != nullptr;
     if (gpt2 != turbo) {
         throw Error(ErrorKind::Format, dir + "/" + t3_file + ": " +
@@ -525,14 +555,10 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
 
     std::string tokenizer_json, cangjie_json;
     if (!turbo) {
-        const std::string tokenizer_file = mtl ? "grapheme_mtl_merged_expanded_v1.json" : "tokenizer.json";
-        tokenizer_json = read_text_file(dir + "/" + tokenizer_file, "the tokenizer");
-        if (mtl) cangjie_json = read_text_file(dir + "/Cangjie5_TC.json", "the Chinese Cangjie table");
+        tokenizer_json = read_text_file(dir + "/" + files.text[0], "the tokenizer");
+        if (mtl) cangjie_json = read_text_file(dir + "/" + files.text[1], "the Chinese Cangjie table");
         // Check the stored text data with the engine's own parser.
         (void)chatterbox::TextFrontEnd(mtl ? "multilingual" : "english", tokenizer_json, cangjie_json, dir);
-    } else {
-        for (const char* f : {"vocab.json", "merges.txt"}) require(dir + "/" + f, "the GPT-2 tokenizer");
-        if (!fs::exists(dir + "/tokenizer_config.json")) require(dir + "/added_tokens.json", "the GPT-2 tokenizer");
     }
 
     std::unique_ptr<gguf_context, GgufContextDeleter> gguf(gguf_init_empty());

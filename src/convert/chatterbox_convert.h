@@ -2,13 +2,42 @@
 // (general.architecture = "chatterbox"; docs/gguf-format.md, "Chatterbox").
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "talkbox/convert.h"
 
 namespace talkbox {
 
-// True when `dir` looks like a Chatterbox folder (a T3 checkpoint and s3gen weights, no config.json).
+// The files of a folder, or of a hub repository before anything is downloaded, as far as choosing
+// what to read goes: `pull` downloads exactly what convert_chatterbox then reads.
+struct FileSet {
+    std::function<bool(const std::string& name)> has;          // a file of that relative name is there
+    std::function<std::string(const std::string& name)> path;  // how messages name it
+    std::string what;                                          // the subject of "... is missing X"
+};
+FileSet folder_files(const std::string& dir);  // "Chatterbox folder", files named by their path
+
+// What converting a Chatterbox folder reads, all names relative to the folder.
+struct ChatterboxFiles {
+    std::string variant;          // "multilingual", "english" or "turbo"
+    bool default_variant = true;  // the variant the folder converts to when none is asked for
+    std::string t3_stem;          // the official T3 stem (tiny_hparams.json's key)
+    std::string t3, s3gen, ve;
+    std::string conds;              // the built-in voice; empty when there is none
+    std::vector<std::string> text;  // the tokenizer files (multilingual: grapheme table, then Cangjie table)
+    std::string hparams;            // "tiny_hparams.json" when there (test fixtures: the tiny head counts)
+    std::vector<std::string> all() const;
+};
+
+// The files of `variant` (empty: the folder's default, see convert_chatterbox) and, multilingual
+// only, `t3_model` (ConvertOptions::chatterbox_t3_model). Throws Error (NotFound) naming the first
+// required file that is missing, (InvalidArgument) for an unknown variant or T3 model.
+ChatterboxFiles chatterbox_files(const FileSet& files, const std::string& variant, const std::string& t3_model);
+
+// True when the files look like a Chatterbox folder (a T3 checkpoint or S3Gen weights).
+bool is_chatterbox_folder(const FileSet& files);
 bool is_chatterbox_folder(const std::string& dir);
 
 // Reads the files the official loader of the chosen variant reads (options.chatterbox_variant:

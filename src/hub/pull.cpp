@@ -1,5 +1,5 @@
-// pull_model(): hub snapshot → cached GGUF, skipping all work when the cached model already came
-// from the commit the revision points at.
+// pull_model(): hub snapshot (Qwen3-TTS or Chatterbox) → cached GGUF, skipping all work when the
+// cached model already came from the commit the revision points at.
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -77,7 +77,11 @@ PullResult pull_model(const PullOptions& opt) {
     const hub::RepoInfo info = api.info(opt.revision);
     PullResult result;
     result.commit = info.commit;
-    result.model_path = hub::model_file(cache, opt.repo_id, opt.type);
+    const hub::SnapshotPlan plan = hub::plan_snapshot(info, opt.repo_id, opt.variant);
+    // The default variant keeps the plain name, so that `-m ORG/NAME` is what was pulled without --variant.
+    const std::string variant = plan.default_variant ? "" : plan.variant;
+    result.model_path = hub::model_file(cache, opt.repo_id, opt.type, variant);
+    result.model_name = hub::model_name(opt.repo_id, variant);
     const std::string source_url = api.endpoint() + "/" + opt.repo_id + "/tree/" + info.commit;
     if (converted_from(result.model_path, source_url)) {
         result.up_to_date = true;
@@ -85,7 +89,7 @@ PullResult pull_model(const PullOptions& opt) {
     }
 
     const std::string dir = hub::snapshot_dir(cache, opt.repo_id, info.commit);
-    const hub::SnapshotDownload download = hub::download_snapshot(api, info, dir, opt.progress);
+    const hub::SnapshotDownload download = hub::download_snapshot(api, info, plan, dir, opt.progress);
     result.files_downloaded = download.files_downloaded;
     result.bytes_downloaded = download.bytes_downloaded;
 
@@ -93,7 +97,8 @@ PullResult pull_model(const PullOptions& opt) {
     convert.snapshot_dir = dir;
     convert.output_path = result.model_path;
     convert.type = opt.type;
-    convert.name = opt.repo_id.substr(opt.repo_id.find('/') + 1);
+    convert.name = result.model_name.substr(opt.repo_id.find('/') + 1);
+    convert.chatterbox_variant = plan.variant;
     convert.source_url = source_url;
     if (opt.progress) {
         convert.progress = [&opt](size_t done, size_t total, const std::string& tensor) {

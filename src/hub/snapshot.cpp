@@ -5,6 +5,7 @@
 #include <system_error>
 #include <vector>
 
+#include "convert/chatterbox_convert.h"
 #include "core/json_file.h"
 #include "hub/download.h"
 #include "talkbox/error.h"
@@ -42,28 +43,53 @@ std::vector<std::string> shard_names(const std::string& index_path, const std::s
 
 }  // namespace
 
-SnapshotDownload download_snapshot(HubApi& api, const RepoInfo& info, const std::string& dir,
-                                   const std::function<void(const PullProgress&)>& progress) {
+SnapshotPlan plan_snapshot(const RepoInfo& info, const std::string& repo_id, const std::string& variant) {
     const std::set<std::string> listed(info.files.begin(), info.files.end());
-    const std::string where = "repository '" + api.repo_id() + "' at commit " + info.commit.substr(0, 12);
-    std::vector<std::string> files;
+    const std::string where = "repository '" + repo_id + "' at commit " + info.commit.substr(0, 12);
+    SnapshotPlan plan;
+    const FileSet files{[&listed](const std::string& name) { return listed.count(name) > 0; },
+                        [](const std::string& name) { return name; }, where};
+    if (!listed.count("config.json") && is_chatterbox_folder(files)) {
+        const ChatterboxFiles c = chatterbox_files(files, variant, "");
+        plan.files = c.all();
+        plan.variant = c.variant;
+        plan.default_variant = c.default_variant;
+        return plan;
+    }
+    if (!variant.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "--variant " + variant + " applies to Chatterbox repositories; " + where +
+                                                    " is a Qwen3-TTS checkpoint (its variant is in the repository name)");
+    }
     // The index goes first: the shards it names join the list once it is here.
-    const bool sharded = !listed.count("model.safetensors");
-    if (sharded) {
+    plan.expand_index = !listed.count("model.safetensors");
+    if (plan.expand_index) {
         if (!listed.count("model.safetensors.index.json")) {
             throw Error(ErrorKind::NotFound, where + " has neither model.safetensors nor model.safetensors.index.json: "
-                                                     "is it a Qwen3-TTS checkpoint?");
+                                                     "is it a Qwen3-TTS or Chatterbox checkpoint?");
         }
-        files.push_back("model.safetensors.index.json");
+        plan.files.push_back("model.safetensors.index.json");
     } else {
-        files.push_back("model.safetensors");
+        plan.files.push_back("model.safetensors");
     }
     for (const char* f : kRequired) {
         if (!listed.count(f)) throw Error(ErrorKind::NotFound, where + " has no " + f + ": is it a Qwen3-TTS checkpoint?");
-        files.push_back(f);
+        plan.files.push_back(f);
     }
-    if (listed.count("tokenizer.json")) files.push_back("tokenizer.json");
+    if (listed.count("tokenizer.json")) plan.files.push_back("tokenizer.json");
+    return plan;
+}
 
+SnapshotDownload download_snapshot(HubApi& api, const RepoInfo& info, const std::string& dir,
+                                   const std::function<void(const PullProgress&)>& progress) {
+    return download_snapshot(api, info, plan_snapshot(info, api.repo_id(), ""), dir, progress);
+}
+
+SnapshotDownload download_snapshot(HubApi& api, const RepoInfo& info, const SnapshotPlan& plan, const std::string& dir,
+                                   const std::function<void(const PullProgress&)>& progress) {
+    const std::set<std::string> listed(info.files.begin(), info.files.end());
+    const std::string where = "repository '" + api.repo_id() + "' at commit " + info.commit.substr(0, 12);
+    std::vector<std::string> files = plan.files;
+    const bool sharded = plan.expand_index;
     const auto tree = api.tree(info.commit);
     SnapshotDownload result;
     for (size_t i = 0; i < files.size(); ++i) {

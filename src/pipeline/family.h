@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "talkbox/codes.h"
+#include "talkbox/decode.h"
 #include "talkbox/model.h"
 #include "talkbox/model_info.h"
 #include "talkbox/voice_file.h"
@@ -44,10 +46,20 @@ public:
     virtual std::unique_ptr<FamilySession> new_session() const = 0;
 };
 
+// What `talkbox decode` made of a codes file (decode_codes_file writes it).
+struct DecodedAudio {
+    std::vector<float> pcm;
+    int sample_rate = 0;
+    double decode_seconds = 0;  // decoding only (no loading)
+};
+
 struct Family {
     const char* architecture;  // general.architecture
     std::unique_ptr<FamilyModel> (*load)(const std::string& path, const ModelOptions& options);
     ModelInfo (*describe)(const GgufFile& file);  // `talkbox info`, without loading weights
+    // `talkbox decode`: each part of `codes` decoded on its own, in order, after its pause; the
+    // family refuses options it does not take (a voice, a seed) with a message.
+    DecodedAudio (*decode_codes)(const DecodeOptions& options, const codec::CodesFile& codes);
 };
 
 // The family of a talkbox GGUF: throws Error (Unsupported) naming the file's architecture and the

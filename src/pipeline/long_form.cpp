@@ -30,10 +30,17 @@ uint32_t segment_frame_limit(const Capabilities& caps, uint32_t max_frames, cons
     return caps.own_frame_limit ? 0 : default_max_frames(segment);  // 0: the family applies its own
 }
 
+std::vector<size_t> result_parts(const SpeechResult& r) {
+    if (!r.part_frames.empty()) return r.part_frames;
+    if (r.frames.empty()) return {};
+    return {r.frames.size()};
+}
+
 namespace {
 
 void add_segment(LongFormResult& out, const SpeechResult& r, bool first) {
     out.frames.insert(out.frames.end(), r.frames.begin(), r.frames.end());
+    out.segment_parts.push_back(result_parts(r));
     out.timings.prefill_ms += r.timings.prefill_ms;
     out.timings.talker_ms += r.timings.talker_ms;
     out.timings.code_predictor_ms += r.timings.code_predictor_ms;

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "lm/kv_cache.h"
 #include "pipeline/bounded_queue.h"
+#include "qwen3tts/codec/decode_file.h"
 #include "qwen3tts/codec/decoder.h"
 #include "qwen3tts/frame_generator.h"
 #include "qwen3tts/frame_scheduler.h"
@@ -331,6 +332,6 @@ std::unique_ptr<FamilyModel> load(const std::string& path, const talkbox::ModelO
 
 }  // namespace
 
-Family family() { return {kArchitecture, load, read_model_info}; }
+Family family() { return {kArchitecture, load, read_model_info, decode_codes}; }
 
 }  // namespace talkbox::qwen3tts

@@ -16,14 +16,40 @@ using talkbox::testing::TempDir;
 TEST(Cli, HelpListsEveryCommand) {
     const auto r = run_talkbox("--help");
     EXPECT_EQ(r.exit_code, 0);
-    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "serve", "tokenize", "bench"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
+    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "default", "serve", "tokenize", "bench"}) EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "serve", "tokenize", "bench"}) {
+    for (const char* cmd : {"convert", "info", "speak", "decode", "encode", "voice", "pull", "list", "default", "serve", "tokenize", "bench"}) {
         const auto r = run_talkbox(std::string(cmd) + " --help");
         EXPECT_EQ(r.exit_code, 0) << cmd;
         EXPECT_NE(r.out.find("Usage: talkbox " + std::string(cmd)), std::string::npos) << r.out;
+    }
+}
+
+// The help describes both families where both apply (it once said pull and voice were Qwen3-TTS only).
+TEST(Cli, HelpDescribesWhatExists) {
+    const auto top = run_talkbox("--help");
+    for (const char* want : {"pull                        Download a Qwen3-TTS or Chatterbox model",
+                             "voice                       Make and inspect cloned voices (.voice files) for Qwen3-TTS Base and Chatterbox",
+                             "default                     Choose the model that speak and serve use without -m",
+                             "encode                      Encode audio into Qwen3-TTS codec frames"}) {
+        EXPECT_NE(top.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << top.out;
+    }
+    const auto pull = run_talkbox("pull --help");
+    for (const char* want : {"ResembleAI/chatterbox, ResembleAI/chatterbox-turbo", "--variant", "ORG/NAME@VARIANT",
+                             "Downloads only the files conversion reads", "HF_TOKEN"}) {
+        EXPECT_NE(pull.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << pull.out;
+    }
+    const auto voice = run_talkbox("voice create --help");
+    for (const char* want : {"A Qwen3-TTS Base or a Chatterbox model", "Chatterbox: the clip alone (no --ref-text)"}) {
+        EXPECT_NE(voice.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << voice.out;
+    }
+    const auto speak = run_talkbox("speak --help");
+    EXPECT_EQ(speak.out.find("-m,--model TEXT REQUIRED"), std::string::npos) << "-m is optional now:\n" << speak.out;
+    const auto decode = run_talkbox("decode --help");
+    for (const char* want : {"--voice", "--ref-audio", "--seed", "[[speech token], ...]} (Chatterbox)"}) {
+        EXPECT_NE(decode.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << decode.out;
     }
 }
 
@@ -185,7 +211,8 @@ TEST(Cli, ReadmeCommandsRun) {
     for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav", "decoded.flac", "fox.voice",
                             "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf", "server.mp3",
                             "fox.wav", "voices/fox.voice", "bonjour.wav", "chatterbox-clone.wav", "turbo.gguf", "turbo.wav",
-                            "voices/anna.voice", "anna.wav", "faster.wav", "events.txt", "hello.aac"}) {
+                            "voices/anna.voice", "anna.wav", "faster.wav", "events.txt", "hello.aac", "tokens.json", "spoken.wav",
+                            "tokens.wav", "whole.wav"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
     }
     if (server) EXPECT_EQ(server->stop(), 0) << server->log();

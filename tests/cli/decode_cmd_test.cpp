@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
 
@@ -140,6 +141,27 @@ TEST_F(DecodeCommandTest, BadInputFailsCleanlyWithoutOutput) {
         EXPECT_FALSE(std::filesystem::exists(wav)) << c.args;
     }
     EXPECT_EQ(std::distance(std::filesystem::directory_iterator(out.path()), {}), 5);  // the inputs only
+}
+
+// speak --codes-out records the long-form segments: each is decoded on its own (as speak decoded
+// it) and the pause between them is put back.
+TEST_F(DecodeCommandTest, SegmentsAreDecodedOnTheirOwnWithThePauseBetween) {
+    testing::TempDir out;
+    const auto frames = nlohmann::json::parse(testing::read_text(golden("decode_40/codes.json")));
+    const nlohmann::json first(frames.begin(), frames.begin() + 15), second(frames.begin() + 15, frames.end());
+    const auto decode = [&](const nlohmann::json& codes, const std::string& name) {
+        testing::write_text(out.file(name + ".json"), codes.dump());
+        const auto r = run_talkbox("decode -m " + model() + " " + out.file(name + ".json") + " -o " + out.file(name + ".raw") +
+                                   " --format raw32");
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return testing::read_text(out.file(name + ".raw"));
+    };
+    nlohmann::json both = {{"frames", frames}, {"segments", {{15}, {frames.size() - 15}}}, {"pause_ms", 100}};
+    const std::string joined = decode(both, "both");
+    const std::string expected = decode({{"frames", first}}, "first") + std::string(2400 * sizeof(float), '\0') +
+                                 decode({{"frames", second}}, "second");
+    EXPECT_EQ(joined.size(), expected.size());
+    EXPECT_TRUE(joined == expected) << "not the two segments decoded apart with 100 ms (2400 samples) between them";
 }
 
 }  // namespace

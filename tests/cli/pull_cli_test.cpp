@@ -4,11 +4,13 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "hub/fake_hub.h"
 #include "support/test_support.h"
+#include "support/tiny_turbo.h"
 
 namespace fs = std::filesystem;
 using talkbox::testing::FakeHub;
@@ -18,11 +20,18 @@ using talkbox::testing::TempDir;
 namespace {
 
 const std::string kRepo = "Qwen/Qwen3-TTS-12Hz-0.6B-Base";
+const std::string kChatterbox = "ResembleAI/chatterbox", kTurbo = "ResembleAI/chatterbox-turbo";
 
 class PullCli : public ::testing::Test {
 protected:
     void SetUp() override {
         hub_.add_repo(kRepo, talkbox::testing::qwen_fixture("tiny-0.6B-Base"));
+        // The Chatterbox repositories as released: both variants' files (and files no loader reads) in one.
+        hub_.add_repo(kChatterbox, talkbox::testing::chatterbox_fixture("tiny-multilingual"));
+        hub_.add_file(kChatterbox, "README.md", "# Chatterbox\n");
+        hub_.add_file(kChatterbox, "t3_23lang.safetensors", std::string(4096, 'x'));
+        hub_.add_repo(kTurbo, talkbox::testing::tiny_turbo_folder());
+        hub_.add_file(kTurbo, "special_tokens_map.json", "{}");
         setenv("HF_ENDPOINT", hub_.endpoint().c_str(), 1);
         setenv("TALKBOX_HOME", home_.path().c_str(), 1);
         unsetenv("HF_TOKEN");
@@ -32,9 +41,92 @@ protected:
         unsetenv("TALKBOX_HOME");
     }
 
+    // The repository files `pull` fetched (resolve requests), by path.
+    std::set<std::string> fetched(const std::string& repo) const {
+        std::set<std::string> files;
+        const std::string prefix = "/" + repo + "/resolve/" + hub_.commit(repo) + "/";
+        for (const auto& r : hub_.requests_for(prefix)) files.insert(r.path.substr(prefix.size()));
+        return files;
+    }
+
     FakeHub hub_;
     TempDir home_;
 };
+
+// What ChatterboxMultilingualTTS.from_local / ChatterboxTTS.from_local / ChatterboxTurboTTS.from_local
+// read (README "Chatterbox"), plus the fixtures' tiny_hparams.json that convert reads when it is there.
+const std::set<std::string> kMultilingualFiles = {"t3_mtl23ls_v2.safetensors", "s3gen.pt", "ve.pt", "conds.pt",
+                                                  "grapheme_mtl_merged_expanded_v1.json", "Cangjie5_TC.json", "tiny_hparams.json"};
+const std::set<std::string> kEnglishFiles = {"t3_cfg.safetensors", "s3gen.safetensors", "ve.safetensors", "conds.pt",
+                                             "tokenizer.json", "tiny_hparams.json"};
+const std::set<std::string> kTurboFiles = {"t3_turbo_v1.safetensors", "s3gen_meanflow.safetensors", "ve.safetensors", "conds.pt",
+                                           "vocab.json", "merges.txt", "added_tokens.json", "tiny_hparams.json"};
+
+TEST_F(PullCli, ChatterboxMultilingualByDefaultDownloadsOnlyItsFiles) {
+    const std::string model = home_.path() + "/models/ResembleAI--chatterbox-f16.gguf";
+    const auto p = run_talkbox("pull " + kChatterbox);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.out, model + "\n");
+    EXPECT_EQ(fetched(kChatterbox), kMultilingualFiles);
+    EXPECT_NE(p.err.find("pulled " + kChatterbox + " at commit " + hub_.commit(kChatterbox).substr(0, 12) + ": 7 files downloaded"),
+              std::string::npos)
+        << p.err;
+    const auto i = run_talkbox("info " + kChatterbox);
+    ASSERT_EQ(i.exit_code, 0) << i.err;
+    EXPECT_NE(i.out.find("variant:      multilingual"), std::string::npos) << i.out;
+    const auto again = run_talkbox("pull " + kChatterbox + " --variant multilingual");  // the default variant, by name
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_EQ(again.out, model + "\n");
+    EXPECT_NE(again.err.find(kChatterbox + " is up to date"), std::string::npos) << again.err;
+}
+
+TEST_F(PullCli, ChatterboxEnglishVariantIsItsOwnModel) {
+    const std::string model = home_.path() + "/models/ResembleAI--chatterbox@english-q8_0.gguf";
+    const auto p = run_talkbox("pull " + kChatterbox + " --variant english --type q8_0");
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.out, model + "\n");
+    EXPECT_EQ(fetched(kChatterbox), kEnglishFiles);
+    EXPECT_NE(p.err.find("pulled " + kChatterbox + "@english at commit"), std::string::npos) << p.err;
+    const auto i = run_talkbox("info " + kChatterbox + "@english");
+    ASSERT_EQ(i.exit_code, 0) << i.err;
+    EXPECT_NE(i.out.find("variant:      english"), std::string::npos) << i.out;
+    EXPECT_NE(i.out.find("name:         chatterbox@english"), std::string::npos) << i.out;
+    const auto l = run_talkbox("list");
+    EXPECT_NE(l.out.find(kChatterbox + "@english  q8_0"), std::string::npos) << l.out;
+    // Only the English model is cached: the plain name is not it.
+    const auto plain = run_talkbox("info " + kChatterbox);
+    EXPECT_EQ(plain.exit_code, 1);
+    EXPECT_NE(plain.err.find("run `talkbox pull " + kChatterbox + "` first"), std::string::npos) << plain.err;
+}
+
+TEST_F(PullCli, ChatterboxTurboDownloadsOnlyItsFiles) {
+    const auto p = run_talkbox("pull " + kTurbo + " --type f32");
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.out, home_.path() + "/models/ResembleAI--chatterbox-turbo-f32.gguf\n");
+    EXPECT_EQ(fetched(kTurbo), kTurboFiles);
+    const auto i = run_talkbox("info " + kTurbo);
+    ASSERT_EQ(i.exit_code, 0) << i.err;
+    EXPECT_NE(i.out.find("variant:      turbo"), std::string::npos) << i.out;
+}
+
+TEST_F(PullCli, VariantsThatDoNotApplyAreRefusedBeforeDownloading) {
+    const auto qwen = run_talkbox("pull " + kRepo + " --variant english");
+    EXPECT_EQ(qwen.exit_code, 1);
+    EXPECT_NE(qwen.err.find("--variant english applies to Chatterbox repositories; repository '" + kRepo + "' at commit"),
+              std::string::npos)
+        << qwen.err;
+    const auto bad = run_talkbox("pull " + kChatterbox + " --variant klingon");
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_NE(bad.err.find("unknown Chatterbox variant 'klingon' (choose multilingual, english or turbo)"), std::string::npos)
+        << bad.err;
+    const auto turbo = run_talkbox("pull " + kChatterbox + " --variant turbo");  // that repository has no Turbo T3
+    EXPECT_EQ(turbo.exit_code, 1);
+    EXPECT_NE(turbo.err.find("repository '" + kChatterbox + "' at commit " + hub_.commit(kChatterbox).substr(0, 12) +
+                             " is missing the turbo T3 weights: 't3_turbo_v1.safetensors' does not exist"),
+              std::string::npos)
+        << turbo.err;
+    EXPECT_TRUE(hub_.requests_for("/resolve/").empty());
+}
 
 TEST_F(PullCli, HelpListsPullAndList) {
     const auto r = run_talkbox("--help");
@@ -61,7 +153,7 @@ TEST_F(PullCli, PullThenListThenInfoByName) {
 
     const auto l = run_talkbox("list");
     ASSERT_EQ(l.exit_code, 0) << l.err;
-    for (const std::string& want : std::vector<std::string>{"REPO", "TYPE", "SIZE", "PATH", kRepo, "q8_0", "MiB", model}) {
+    for (const std::string& want : std::vector<std::string>{"MODEL", "TYPE", "SIZE", "PATH", kRepo, "q8_0", "MiB", model}) {
         EXPECT_NE(l.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << l.out;
     }
 
@@ -117,11 +209,15 @@ TEST_F(PullCli, ReadmeHubCommandsRun) {
         const size_t end = readme.find('\n', pos + 1);
         const std::string args = readme.substr(pos + 9, end - pos - 9);
         pos = end;
-        const auto r = run_talkbox(args);
+        // The tiny Chatterbox never emits its stop token: cap its 1000 speech tokens per sentence.
+        const std::string run = args.rfind("speak ", 0) == 0 ? "speak --max-frames 4 " + args.substr(6) : args;
+        const auto r = run_talkbox(run, home_.path());
         EXPECT_EQ(r.exit_code, 0) << "README command failed: talkbox " << args << "\n" << r.err;
         ++ran;
     }
-    EXPECT_EQ(ran, 3u);
+    EXPECT_GE(ran, 8u);
+    for (const char* out : {"hello.wav", "default.wav", "default_model"}) EXPECT_TRUE(fs::exists(home_.path() + "/" + out)) << out;
+    EXPECT_EQ(talkbox::testing::read_text(home_.path() + "/default_model"), kChatterbox + "@english\n");
 }
 
 }  // namespace

@@ -60,5 +60,58 @@ TEST(CodesJson, ErrorsNameTheFrameAndTheFault) {
     }
 }
 
+// What speak --codes-out adds: the seed, the parts of each long-form segment and the pause.
+TEST(CodesJson, SeedSegmentsAndPauseRoundTripAndSplitTheFrames) {
+    testing::TempDir dir;
+    CodesFile c;
+    c.frames = {{1}, {2}, {3}, {4}};
+    c.seed = 18446744073709551615ull;
+    c.segments = {{1, 2}, {}, {1}};  // the middle segment made no frames: its pause remains
+    c.pause_ms = 250;
+    write_codes_file(dir.file("c.json"), c);
+    const CodesFile back = read_codes_file(dir.file("c.json"));
+    EXPECT_EQ(back.frames, c.frames);
+    EXPECT_EQ(back.seed, c.seed);
+    EXPECT_EQ(back.segments, c.segments);
+    EXPECT_EQ(back.pause_ms, 250);
+    EXPECT_EQ(read_codes_json(dir.file("c.json")), c.frames);  // still a plain codes file for readers of frames
+
+    const auto parts = back.parts(24000);
+    ASSERT_EQ(parts.size(), 4u);
+    EXPECT_EQ(parts[0].frames, Frames({{1}}));
+    EXPECT_EQ(parts[0].pause_before, 0u);
+    EXPECT_EQ(parts[1].frames, Frames({{2}, {3}}));
+    EXPECT_EQ(parts[1].pause_before, 0u);  // parts of one segment follow each other directly
+    EXPECT_TRUE(parts[2].frames.empty());
+    EXPECT_EQ(parts[2].pause_before, 6000u);
+    EXPECT_EQ(parts[3].frames, Frames({{4}}));
+    EXPECT_EQ(parts[3].pause_before, 6000u);
+
+    const CodesFile plain = parse_codes_file("[[7], [8]]", "codes");
+    EXPECT_FALSE(plain.seed);
+    ASSERT_EQ(plain.parts(24000).size(), 1u);
+    EXPECT_EQ(plain.parts(24000)[0].frames.size(), 2u);
+}
+
+TEST(CodesJson, BadSeedSegmentsOrPauseNameTheKey) {
+    const auto refused = [](const std::string& text, const std::string& needle) {
+        try {
+            parse_codes_file(text, "codes");
+            ADD_FAILURE() << "accepted " << text;
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::Format);
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    };
+    refused(R"({"frames": [[1]], "seed": 1.5})", "codes: 'seed' must be an integer >= 0, got 1.5");
+    refused(R"({"frames": [[1]], "pause_ms": 3600001})", "'pause_ms' must be an integer in [0, 3600000], got 3600001");
+    refused(R"({"frames": [[1]], "segments": []})", "'segments' must be a list of lists of frame counts");
+    refused(R"({"frames": [[1]], "segments": [3]})", "segment 0 is 3");
+    refused(R"({"frames": [[1]], "segments": [[0]]})", "segment 0: a part must have 1 to 1 frames, got 0");
+    refused(R"({"frames": [[1], [2]], "segments": [[1], [3]]})", "segment 1: a part must have 1 to 2 frames, got 3");
+    refused(R"({"frames": [[1], [2]], "segments": [[1], [2]]})", "'segments' count 3 frames, 'frames' holds 2");
+    refused(R"({"frames": [[1], [2], [3]], "segments": [[1], [1]]})", "'segments' count 2 frames, 'frames' holds 3");
+}
+
 }  // namespace
 }  // namespace talkbox::codec

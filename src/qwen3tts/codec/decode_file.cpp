@@ -1,50 +1,52 @@
-// talkbox::decode_codes_file: codes JSON → speech decoder → audio file.
+// `talkbox decode` for Qwen3-TTS: codes JSON → speech decoder (the codec alone, no talker).
+#include "qwen3tts/codec/decode_file.h"
+
 #include <algorithm>
 #include <chrono>
 
-#include "talkbox/audio.h"
-#include "talkbox/codes.h"
-#include "qwen3tts/codec/decoder.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
+#include "qwen3tts/codec/decoder.h"
 #include "qwen3tts/hparams.h"
-#include "talkbox/decode.h"
 #include "talkbox/error.h"
 
-namespace talkbox {
+namespace talkbox::qwen3tts {
 
-DecodeSummary decode_codes_file(const DecodeOptions& options) {
-    const audio::SampleFormat format = audio::parse_sample_format(options.format);
-    const codec::Frames frames = codec::read_codes_json(options.codes_path);
-    if (frames.empty()) throw Error(ErrorKind::InvalidArgument, "'" + options.codes_path + "' holds no frames");
+DecodedAudio decode_codes(const DecodeOptions& options, const codec::CodesFile& codes) {
+    if (!options.voice_path.empty() || !options.ref_audio_path.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "Qwen3-TTS codec frames decode without a voice: drop --voice / --ref-audio");
+    }
     const GgufFile file(options.model_path);
-    const qwen3tts::Hparams hp = qwen3tts::Hparams::from_gguf(file.meta());
+    const Hparams hp = Hparams::from_gguf(file.meta());
     const Backend backend(options.threads);
     codec::CodecDecoder decoder(file, hp, backend);
-    decoder.validate(frames);
+    decoder.validate(codes.frames);
 
     const auto start = std::chrono::steady_clock::now();
-    std::vector<float> pcm;
-    if (options.stream_chunk == 0) {
-        pcm = decoder.decode(frames);
-    } else {
+    DecodedAudio out;
+    out.sample_rate = decoder.sample_rate();
+    // Each long-form segment was decoded on its own by speak.
+    for (const auto& part : codes.parts(out.sample_rate)) {
+        out.pcm.insert(out.pcm.end(), part.pause_before, 0.0f);
+        const codec::Frames& frames = part.frames;
+        if (frames.empty()) continue;
+        if (options.stream_chunk == 0) {
+            const std::vector<float> pcm = decoder.decode(frames);
+            out.pcm.insert(out.pcm.end(), pcm.begin(), pcm.end());
+            continue;
+        }
         codec::StreamingDecoder stream(decoder, options.stream_chunk);
         for (size_t i = 0; i < frames.size(); i += options.stream_chunk) {
             const size_t end = std::min(frames.size(), i + options.stream_chunk);
-            const std::vector<float> part = stream.push(
+            const std::vector<float> pcm = stream.push(
                 codec::Frames(frames.begin() + static_cast<std::ptrdiff_t>(i), frames.begin() + static_cast<std::ptrdiff_t>(end)));
-            pcm.insert(pcm.end(), part.begin(), part.end());
+            out.pcm.insert(out.pcm.end(), pcm.begin(), pcm.end());
         }
         const std::vector<float> tail = stream.flush();
-        pcm.insert(pcm.end(), tail.begin(), tail.end());
+        out.pcm.insert(out.pcm.end(), tail.begin(), tail.end());
     }
-    DecodeSummary s;
-    s.decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    s.frames = frames.size();
-    s.samples = pcm.size();
-    s.sample_rate = decoder.sample_rate();
-    audio::write_audio(options.output_path, pcm, s.sample_rate, format);
-    return s;
+    out.decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return out;
 }
 
-}  // namespace talkbox
+}  // namespace talkbox::qwen3tts

@@ -1,0 +1,34 @@
+// talkbox::decode_codes_file: codes JSON → the model family's decoder → audio file.
+#include "core/gguf_file.h"
+#include "pipeline/family.h"
+#include "talkbox/audio.h"
+#include "talkbox/codes.h"
+#include "talkbox/decode.h"
+#include "talkbox/error.h"
+
+namespace talkbox {
+
+DecodeSummary decode_codes_file(const DecodeOptions& options) {
+    audio::parse_sample_format(options.format);  // a bad format before the codes are read
+    return decode_codes(options, codec::read_codes_file(options.codes_path));
+}
+
+DecodeSummary decode_codes(const DecodeOptions& options, const codec::CodesFile& codes) {
+    const audio::SampleFormat format = audio::parse_sample_format(options.format);
+    if (codes.frames.empty()) throw Error(ErrorKind::InvalidArgument, "'" + options.codes_path + "' holds no frames");
+    const Family* family = nullptr;
+    {
+        const GgufFile file(options.model_path);
+        family = &family_of(file);
+    }
+    const DecodedAudio audio = family->decode_codes(options, codes);
+    DecodeSummary s;
+    s.decode_seconds = audio.decode_seconds;
+    s.frames = codes.frames.size();
+    s.samples = audio.pcm.size();
+    s.sample_rate = audio.sample_rate;
+    audio::write_audio(options.output_path, audio.pcm, s.sample_rate, format);
+    return s;
+}
+
+}  // namespace talkbox
