@@ -45,7 +45,8 @@ struct LongFormResult {
 };
 
 // Speaks every segment with `request` (its text replaced; one seed for all segments, drawn when
-// the request has none), delivering audio and pauses through `on_audio` in order. `on_segment`
+// the request has none) through one Session::speak_all (Chatterbox generates the sentences of
+// several segments together), delivering audio and pauses through `on_audio` in order. `on_segment`
 // (optional) runs after each segment. Stops after the current frame when `cancel` becomes true.
 // The frame limit of one segment: `max_frames` when given; otherwise 0 for a family that keeps its
 // own per-sentence limit (Capabilities::own_frame_limit), else default_max_frames(segment).

@@ -37,7 +37,7 @@ struct SpeakArgs {
     std::optional<float> exaggeration, cfg_weight, min_p;
     std::optional<uint32_t> top_k, subtalker_top_k;
     uint32_t max_frames = 0, stall_frames = 24;
-    int threads = 0, decoder_threads = 0;
+    int threads = 0, decoder_threads = 0, sentence_batch = 0;
     std::string kv_cache = "f32";
     size_t chunk = 4, first_chunk = 1;
     int pause_ms = 300;
@@ -160,6 +160,8 @@ void run_speak(const SpeakArgs& a) {
     mo.threads = a.threads;
     mo.decoder_threads = a.decoder_threads;
     mo.kv_cache = a.kv_cache;
+    if (a.sentence_batch < 0) throw Error(ErrorKind::InvalidArgument, "--sentence-batch must be 0 (the default) or more");
+    mo.sentence_batch = a.sentence_batch;
     const Model model(resolve_model(a.model), mo);
     Session session(model);
     const Capabilities& caps = model.capabilities();
@@ -293,6 +295,9 @@ void register_speak(CLI::App& app) {
     cmd->add_option("-T,--threads", a->threads, "CPU threads (0: one per core)")->capture_default_str();
     cmd->add_option("--decoder-threads", a->decoder_threads, "Threads of the speech decoder, which takes turns on the "
                                                              "cores with generation (0: as --threads)")
+        ->capture_default_str();
+    cmd->add_option("--sentence-batch", a->sentence_batch, "Chatterbox: sentences whose T3 decodes together (0: the default, 4; "
+                                                          "1: one after another; the tokens and audio are the same)")
         ->capture_default_str();
     cmd->add_option("--kv-cache", a->kv_cache, "KV cache type of the talker or T3: f32 (official), f16, q8_0 (heads of a multiple of 32 values)")->capture_default_str();
     auto* norm = cmd->add_option("--normalize", a->normalize, "Level normalisation of file output: none, peak, loudness")

@@ -28,44 +28,54 @@ LongFormResult speak_long_form(Session& session, SpeechRequest request, const st
                                const std::function<void(const SegmentDone&)>& on_segment, const StreamOptions& stream,
                                const std::atomic<bool>* cancel) {
     if (!request.sampling.seed) request.sampling.seed = random_seed();
-    const uint32_t max_frames = request.max_frames;
     const Capabilities& caps = session.model().capabilities();
     LongFormResult out;
     out.seed = *request.sampling.seed;
     const size_t pause = options.pause_ms > 0 ? static_cast<size_t>(caps.sample_rate) * static_cast<size_t>(options.pause_ms) / 1000 : 0;
+    std::vector<SpeechRequest> requests(segments.size(), request);
     for (size_t i = 0; i < segments.size(); ++i) {
-        if (cancel && cancel->load()) {
-            out.cancelled = true;
-            break;
-        }
-        if (i > 0 && pause > 0) {
-            const std::vector<float> zeros(pause, 0.0f);
-            on_audio(zeros.data(), zeros.size());
-            out.samples += pause;
-        }
-        request.text = segments[i];
-        request.max_frames = segment_frame_limit(caps, max_frames, segments[i]);
-        const size_t first_sample = out.samples;
-        const SpeechResult r = session.speak(request, [&](const float* pcm, size_t n) { on_audio(pcm, n); }, stream, cancel);
-        out.samples += r.samples;
-        out.frames.insert(out.frames.end(), r.frames.begin(), r.frames.end());
-        out.timings.prefill_ms += r.timings.prefill_ms;
-        out.timings.talker_ms += r.timings.talker_ms;
-        out.timings.code_predictor_ms += r.timings.code_predictor_ms;
-        out.timings.decoder_ms += r.timings.decoder_ms;
-        out.timings.flow_ms += r.timings.flow_ms;
-        out.timings.vocoder_ms += r.timings.vocoder_ms;
-        out.timings.segments += r.timings.segments;
-        out.timings.steps += r.timings.steps;
-        out.timings.total_ms += r.timings.total_ms;
-        if (i == 0) out.timings.first_audio_ms = r.timings.first_audio_ms;
-        ++out.segments;
-        if (on_segment) on_segment(SegmentDone{i, segments.size(), request.max_frames, first_sample, &r});
-        if (r.stop_reason == "cancelled") {
-            out.cancelled = true;
-            break;
-        }
+        requests[i].text = segments[i];
+        requests[i].max_frames = segment_frame_limit(caps, request.max_frames, segments[i]);
     }
+    // A segment begins with its first audio or its result, whichever comes first: the pause before
+    // it goes out then, and its audio starts after it.
+    size_t begun = 0, first_sample = 0;
+    const auto begin = [&](size_t i) {
+        for (; begun <= i; ++begun) {
+            if (begun > 0 && pause > 0) {
+                const std::vector<float> zeros(pause, 0.0f);
+                on_audio(zeros.data(), zeros.size());
+                out.samples += pause;
+            }
+            first_sample = out.samples;
+        }
+    };
+    session.speak_all(
+        requests,
+        [&](size_t i, const float* pcm, size_t n) {
+            begin(i);
+            on_audio(pcm, n);
+        },
+        [&](size_t i, const SpeechResult& r) {
+            begin(i);
+            out.samples += r.samples;
+            out.frames.insert(out.frames.end(), r.frames.begin(), r.frames.end());
+            out.timings.prefill_ms += r.timings.prefill_ms;
+            out.timings.talker_ms += r.timings.talker_ms;
+            out.timings.code_predictor_ms += r.timings.code_predictor_ms;
+            out.timings.decoder_ms += r.timings.decoder_ms;
+            out.timings.flow_ms += r.timings.flow_ms;
+            out.timings.vocoder_ms += r.timings.vocoder_ms;
+            out.timings.segments += r.timings.segments;
+            out.timings.steps += r.timings.steps;
+            out.timings.total_ms += r.timings.total_ms;
+            if (i == 0) out.timings.first_audio_ms = r.timings.first_audio_ms;
+            ++out.segments;
+            if (on_segment) on_segment(SegmentDone{i, segments.size(), requests[i].max_frames, first_sample, &r});
+            if (r.stop_reason == "cancelled") out.cancelled = true;
+        },
+        stream, cancel);
+    if (out.segments < segments.size() && cancel && cancel->load()) out.cancelled = true;
     return out;
 }
 
