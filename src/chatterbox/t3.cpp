@@ -5,6 +5,7 @@
 #include <ctime>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 
@@ -560,13 +561,7 @@ struct T3::Decoder {
         ggml_backend_tensor_set(in.cond, cond_emb.data(), 0, ggml_nbytes(in.cond));
         ggml_backend_tensor_set(in.ids, text.data(), 0, ggml_nbytes(in.ids));
         ggml_backend_tensor_set(in.bos, &t3.hp_.start_speech, 0, sizeof(int32_t));
-        std::vector<int32_t> p(static_cast<size_t>(in.n));
-        std::iota(p.begin(), p.end(), 0);
-        ggml_backend_tensor_set(in.pos, p.data(), 0, ggml_nbytes(in.pos));
-        const std::vector<int64_t> r(p.begin(), p.end());
-        ggml_backend_tensor_set(in.rows, r.data(), 0, ggml_nbytes(in.rows));
-        sequence.mask(mask, in.n);
-        ggml_backend_tensor_set(in.mask, mask.data(), 0, ggml_nbytes(in.mask));
+        set_positions(in, 0);
         compute_by_op(t3.backend_, g.cgraph(), t3.profile_, "prefill");
         if (embeds_out) {
             embeds_out->resize(static_cast<size_t>(ggml_nelements(embeds)));
@@ -576,25 +571,76 @@ struct T3::Decoder {
         sequence.advance(static_cast<size_t>(in.n));
     }
 
-    // Turbo prefill (one stream): [cond_emb ; text_emb(text) ; speech_emb(BOS)] + wpe[0 .. n-1].
-    void prefill_turbo(const std::vector<float>& cond_emb, const std::vector<int32_t>& text, std::vector<float>* embeds_out) {
+    // Turbo prefill, first part (one stream): cond_emb + wpe[0 .. C-1], the positions every
+    // sentence spoken with this voice starts with (prefilled once, then copied: see prefill_turbo).
+    void prefill_turbo_prompt(const std::vector<float>& cond_emb) {
         const T3Hparams& h = t3.hp_;
         const Weights& w = *t3.w_;
-        const int64_t D = h.hidden, C = static_cast<int64_t>(cond_emb.size()) / D, T = static_cast<int64_t>(text.size());
-        const int64_t n = C + T + 1;
+        const int64_t D = h.hidden, C = static_cast<int64_t>(cond_emb.size()) / D;
         Graph g;
         ggml_context* ctx = g.ctx();
-        const PrefillInputs in = prefill_inputs(g, D, C, T, n);
-        ggml_tensor *cond = in.cond, *ids = in.ids, *bos_id = in.bos, *pos = in.pos;
-        ggml_tensor* embeds = ggml_concat(ctx, ggml_concat(ctx, cond, ggml_get_rows(ctx, w.text_emb, ids), 1),
-                                          ggml_get_rows(ctx, w.speech_emb, bos_id), 1);
+        const PrefillInputs in = prefill_inputs(g, D, C, 0, C);
+        ggml_tensor* x = ggml_add(ctx, in.cond, ggml_get_rows(ctx, w.wpe, in.pos));
+        g.output(backbone(ctx, x, {in.pos, in.rows, in.mask, in.n_kv}));
+        g.allocate(t3.backend_);
+        ggml_backend_tensor_set(in.cond, cond_emb.data(), 0, ggml_nbytes(in.cond));
+        set_positions(in, 0);
+        compute_by_op(t3.backend_, g.cgraph(), t3.profile_, "prefill");
+        sequence.advance(static_cast<size_t>(C));
+    }
+
+    // Turbo prefill, second part, after `prompt`'s positions are copied in: [text_emb(text) ;
+    // speech_emb(BOS)] + wpe[C ..]. Together the two parts give every position what one graph over
+    // [cond_emb ; text_emb(text) ; speech_emb(BOS)] + wpe[0 .. n-1] would (causal attention: the
+    // prompt's keys and values do not depend on the text; each column is computed on its own).
+    void prefill_turbo(const Decoder& prompt, const std::vector<float>& cond_emb, const std::vector<int32_t>& text,
+                       std::vector<float>* embeds_out) {
+        const T3Hparams& h = t3.hp_;
+        const Weights& w = *t3.w_;
+        const int64_t T = static_cast<int64_t>(text.size()), n = T + 1;
+        sequence.copy_from(prompt.sequence, "T3");
+        const int64_t past = static_cast<int64_t>(sequence.length());
+        sequence.reserve(static_cast<size_t>(past + n), "T3");
+        const int64_t n_kv = sequence.n_kv(static_cast<size_t>(past + n));
+        Graph g;
+        ggml_context* ctx = g.ctx();
+        const PrefillInputs in{nullptr,
+                               g.input(GGML_TYPE_I32, {T}, "text_tokens"),
+                               g.input(GGML_TYPE_I32, {1}, "bos"),
+                               g.input(GGML_TYPE_I32, {n}, "positions"),
+                               g.input(GGML_TYPE_I64, {n}, "rows"),
+                               g.input(GGML_TYPE_F16, {n_kv, n}, "mask"),
+                               n,
+                               n_kv};
+        ggml_tensor* embeds = ggml_concat(ctx, ggml_get_rows(ctx, w.text_emb, in.ids), ggml_get_rows(ctx, w.speech_emb, in.bos), 1);
         if (embeds_out) g.output(embeds);
-        ggml_tensor* x = ggml_add(ctx, embeds, ggml_get_rows(ctx, w.wpe, pos));
-        ggml_tensor* lg = head(ctx, backbone(ctx, x, {pos, in.rows, in.mask, in.n_kv}), n);
+        ggml_tensor* x = ggml_add(ctx, embeds, ggml_get_rows(ctx, w.wpe, in.pos));
+        ggml_tensor* lg = head(ctx, backbone(ctx, x, {in.pos, in.rows, in.mask, in.n_kv}), n);
         g.output(lg);
         g.allocate(t3.backend_);
+        ggml_backend_tensor_set(in.ids, text.data(), 0, ggml_nbytes(in.ids));
+        ggml_backend_tensor_set(in.bos, &h.start_speech, 0, sizeof(int32_t));
+        set_positions(in, past);
+        compute_by_op(t3.backend_, g.cgraph(), t3.profile_, "prefill");
+        if (embeds_out) {  // [cond_emb ; text ; BOS], as one graph would hold them
+            std::vector<float> rest(static_cast<size_t>(ggml_nelements(embeds)));
+            ggml_backend_tensor_get(embeds, rest.data(), 0, ggml_nbytes(embeds));
+            *embeds_out = cond_emb;
+            embeds_out->insert(embeds_out->end(), rest.begin(), rest.end());
+        }
+        read_logits(lg);
+        sequence.advance(static_cast<size_t>(n));
+    }
 
-        run_prefill(g, in, cond_emb, text, embeds, lg, embeds_out);
+    // Positions and cache rows past .. past + n - 1 and the causal mask of a prefill graph.
+    void set_positions(const PrefillInputs& in, int64_t past) {
+        std::vector<int32_t> p(static_cast<size_t>(in.n));
+        std::iota(p.begin(), p.end(), static_cast<int32_t>(past));
+        ggml_backend_tensor_set(in.pos, p.data(), 0, ggml_nbytes(in.pos));
+        const std::vector<int64_t> r(p.begin(), p.end());
+        ggml_backend_tensor_set(in.rows, r.data(), 0, ggml_nbytes(in.rows));
+        sequence.mask(mask, in.n);
+        ggml_backend_tensor_set(in.mask, mask.data(), 0, ggml_nbytes(in.mask));
     }
 
     void read_logits(ggml_tensor* t) { read_logits(t, 0); }
@@ -761,7 +807,10 @@ struct T3::Generation {
     uint32_t i = 0;            // the number of the token pick() chooses next
     int32_t speech_index = 0;  // the next step's speech position (Llama T3)
 
-    Generation(const T3& t, const T3Job& j, size_t n)
+    // Turbo: the prefilled conditioning of each voice (and KV type) of a batch, shared by its jobs.
+    using Prompts = std::map<std::pair<const T3Conditioning*, lm::KvType>, std::unique_ptr<Decoder>>;
+
+    Generation(const T3& t, const T3Job& j, size_t n, Prompts& prompts)
         : t3(t), job(j), o(j.options), index(n), phases(j.timings), sampler(j.options.seed), scores(t.hp_.speech_vocab) {
         const T3Hparams& h = t3.hp_;
         const std::vector<float> cond_emb = t3.conditioning(*job.cond);
@@ -771,8 +820,13 @@ struct T3::Generation {
         const int64_t T = static_cast<int64_t>(text.size());
         if (h.gpt2) {
             const int64_t prefill_len = 1 + static_cast<int64_t>(job.cond->prompt_speech_tokens.size()) + T + 1;
+            std::unique_ptr<Decoder>& prompt = prompts[{job.cond, o.kv_cache}];
+            if (!prompt) {
+                prompt = std::make_unique<Decoder>(t3, 1, static_cast<int64_t>(cond_emb.size()) / h.hidden, o.kv_cache);
+                prompt->prefill_turbo_prompt(cond_emb);
+            }
             dec = std::make_unique<Decoder>(t3, 1, prefill_len + o.max_new_tokens + 2, o.kv_cache);
-            dec->prefill_turbo(cond_emb, text, embeds);
+            dec->prefill_turbo(*prompt, cond_emb, text, embeds);
             // inference_turbo: temperature → top-k → top-p, then the repetition penalty.
             warp.temperature(o.temperature).top_k(o.top_k).top_p(o.top_p);
         } else {
@@ -979,13 +1033,14 @@ void T3::generate_batch(const std::vector<T3Job>& jobs, size_t parallel, const T
     }
     parallel = std::max<size_t>(1, parallel);
     Stepper stepper(*this);
+    Generation::Prompts prompts;
     std::vector<std::unique_ptr<Generation>> active, running;
     std::vector<Generation*> batch;
     size_t next = 0;
     while (next < jobs.size() || !active.empty()) {
         // Free places go to the next jobs in order; a job that ends at its first token leaves at once.
         while (active.size() < parallel && next < jobs.size()) {
-            auto g = std::make_unique<Generation>(*this, jobs[next], next);
+            auto g = std::make_unique<Generation>(*this, jobs[next], next, prompts);
             ++next;
             if (g->pick()) {
                 active.push_back(std::move(g));
