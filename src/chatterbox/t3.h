@@ -145,9 +145,12 @@ public:
     // Several generate() calls at once: up to `parallel` jobs decode together, each step one graph
     // whose weight matrices multiply every job's rows (its CFG pair, or Turbo's one row) at once;
     // each job has its own KV cache, positions, sampler (seeded from its options) and limits, is
-    // prefilled alone, and leaves the batch at its stop token or limit, when the next job (in
-    // order) takes its place. A job's tokens are generate()'s for it alone: its columns are computed
-    // the same way whatever runs beside them (see lm::build_decoder's slices). `done` may run
+    // prefilled alone (Turbo: its text after a copy of its voice's prompt positions, prefilled once
+    // per conditioning object), and leaves the batch at its stop token or limit, when the next job
+    // (in order) takes its place. A job's tokens are generate()'s for it alone: its columns are
+    // computed the same way whatever runs beside them (lm::build_decoder's slices; the int8 panel
+    // kernels and, on this CPU, ggml's F32 products do; a product whose accumulation order changes
+    // with the column count would differ at rounding level). `done` may run
     // other work on this backend (S3Gen) between steps. Every job is checked before any
     // computation (Error, naming the job when there are several); `cancel` of any job stops all.
     void generate_batch(const std::vector<T3Job>& jobs, size_t parallel, const T3JobDone& done) const;
