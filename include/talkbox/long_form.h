@@ -19,7 +19,8 @@ struct LongFormOptions {
     size_t segment_chars = 200;  // join sentences into segments of up to this many code points
     int pause_ms = 300;          // silence between segments
     // Segments synthesised at once, each on a session of its own, their audio still delivered in
-    // order (the same audio as one after another). 0: Capabilities::parallel_segments.
+    // order (the same audio as one after another), where sessions batch (Capabilities::
+    // parallel_segments > 1). 0: Capabilities::parallel_segments.
     uint32_t parallel = 0;
 };
 
@@ -55,9 +56,12 @@ std::vector<size_t> result_parts(const SpeechResult& result);
 
 // Speaks every segment with `request` (its text replaced; one seed for all segments, drawn when
 // the request has none), delivering audio and pauses through `on_audio` in order, on the calling
-// thread. With options.parallel > 1 the segments after the current one are synthesised ahead on
-// sessions made for the call, their audio held until its turn. `on_segment` (optional) runs after
-// each segment, in order. Stops after the current frame when `cancel` becomes true.
+// thread. Where sessions of the model batch together (Capabilities::parallel_segments > 1:
+// Qwen3-TTS), up to options.parallel segments run at once on sessions made for the call, their audio
+// held until its turn; otherwise every segment goes through one Session::speak_all (Chatterbox
+// generates the sentences of several segments together, ModelOptions::sentence_batch at a time).
+// `on_segment` (optional) runs after each segment, in order. Stops after the current frame when
+// `cancel` becomes true.
 // The frame limit of one segment: `max_frames` when given; otherwise 0 for a family that keeps its
 // own per-sentence limit (Capabilities::own_frame_limit), else default_max_frames(segment).
 uint32_t segment_frame_limit(const Capabilities& caps, uint32_t max_frames, const std::string& segment);

@@ -42,6 +42,10 @@ struct ModelOptions {
     // one model join a running batch frame by frame and each reads the weights once per frame for
     // all). 0: the default, 8.
     int max_batch = 0;
+    // Chatterbox: sentences of a text (Session::speak_all: of its requests) whose T3 decodes
+    // together, each with its own cache and sampler (the tokens and audio are those of one after
+    // another). 0: the default, 4; 1: one sentence at a time.
+    int sentence_batch = 0;
 };
 
 // A numeric request field a model takes, by its request name (the server's JSON key, the CLI's
@@ -170,10 +174,19 @@ public:
     // Text → audio, 24 kHz, clamped to [-1, 1], reaching `on_audio` in order while generation
     // continues. Qwen3-TTS: the generator runs on its own thread and hands frames to the exact
     // streaming decoder (the audio equals one causal decoder pass over all frames). Chatterbox:
-    // sentence by sentence, each an official generate() call (stream.* do not apply; no Perth
-    // watermark). One request at a time per session (calls are serialised).
+    // sentence by sentence, each an official generate() call whose T3 decodes together with the
+    // next sentences' (ModelOptions::sentence_batch; stream.* do not apply; no Perth watermark).
+    // One request at a time per session (calls are serialised).
     SpeechResult speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions& stream = {},
                        const std::atomic<bool>* cancel = nullptr);
+
+    // speak() for each request in order, delivering request i's audio through on_audio(i, ...)
+    // before request i + 1's and on_done(i, result) once it is complete; stops after a cancelled
+    // request, and before the next one once `cancel` is set. The audio and results are those of
+    // one speak() per request; Chatterbox generates the sentences of several requests together
+    // (ModelOptions::sentence_batch). Every request is checked before any computation.
+    void speak_all(const std::vector<SpeechRequest>& requests, const IndexedAudioCallback& on_audio,
+                   const ResultCallback& on_done, const StreamOptions& stream = {}, const std::atomic<bool>* cancel = nullptr);
 
 private:
     const Model& model_;

@@ -99,5 +99,8 @@ uint64_t random_seed();
 
 using FrameCallback = std::function<void(const Frame&)>;
 using AudioCallback = std::function<void(const float* samples, size_t count)>;
+// Session::speak_all: request `index`'s audio, and its result when it is complete.
+using IndexedAudioCallback = std::function<void(size_t index, const float* samples, size_t count)>;
+using ResultCallback = std::function<void(size_t index, const SpeechResult& result)>;
 
 }  // namespace talkbox

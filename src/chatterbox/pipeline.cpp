@@ -51,18 +51,44 @@ std::vector<float> Pipeline::vocode(const std::vector<int32_t>& tokens, const Pi
 PipelineResult Pipeline::synthesize(const std::string& text, const std::string& language, const PipelineVoice& voice,
                                     const T3Options& options, const S3GenNoise& noise, bool with_audio) const {
     PipelineResult r;
-    const T3Hparams& h = t3_.hparams();
-    r.text_tokens = text_.text_tokens(text_.encode(text, language), h.start_text, h.stop_text);
-    auto t = Clock::now();
-    r.speech_tokens = t3_.generate(r.text_tokens, voice.t3, options, nullptr, &r.t3_timings);
-    r.t3_ms = ms_since(t);
-    r.stopped = !r.speech_tokens.empty() && r.speech_tokens.back() == h.stop_speech;
-    r.s3gen_tokens = t3_.postprocess(r.speech_tokens);
-    if (!with_audio) return r;
-    t = Clock::now();
-    r.wav = vocode(r.s3gen_tokens, voice, noise, options.seed, &r, options.cancel);
-    r.s3gen_ms = ms_since(t);
+    synthesize_batch({PipelineJob{text, language, &voice, options, &noise}}, 1, with_audio,
+                     [&](size_t, PipelineResult&& p) { r = std::move(p); });
     return r;
+}
+
+void Pipeline::synthesize_batch(const std::vector<PipelineJob>& jobs, size_t parallel, bool with_audio,
+                                const PipelineResultCallback& on_result) const {
+    const T3Hparams& h = t3_.hparams();
+    std::vector<PipelineResult> results(jobs.size());
+    std::vector<T3Job> t3_jobs;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        if (!jobs[i].voice) throw Error(ErrorKind::Internal, "Pipeline::synthesize_batch: a job without a voice");
+        results[i].text_tokens = text_.text_tokens(text_.encode(jobs[i].text, jobs[i].language), h.start_text, h.stop_text);
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        t3_jobs.push_back({&results[i].text_tokens, &jobs[i].voice->t3, jobs[i].options, nullptr, &results[i].t3_timings});
+    }
+    std::vector<bool> ready(jobs.size(), false);
+    size_t next = 0;  // the first job not handed out yet
+    t3_.generate_batch(t3_jobs, parallel, [&](size_t i, std::vector<int32_t>&& predicted) {
+        PipelineResult& r = results[i];
+        r.speech_tokens = std::move(predicted);
+        r.t3_ms = r.t3_timings.prefill_ms + r.t3_timings.decode_ms;
+        r.stopped = !r.speech_tokens.empty() && r.speech_tokens.back() == h.stop_speech;
+        r.s3gen_tokens = t3_.postprocess(r.speech_tokens);
+        ready[i] = true;
+        for (; next < jobs.size() && ready[next]; ++next) {
+            const PipelineJob& job = jobs[next];
+            PipelineResult& done = results[next];
+            if (with_audio) {
+                const auto t = Clock::now();
+                done.wav = vocode(done.s3gen_tokens, *job.voice, job.noise ? *job.noise : S3GenNoise{}, job.options.seed, &done,
+                                  job.options.cancel);
+                done.s3gen_ms = ms_since(t);
+            }
+            on_result(next, std::move(done));
+        }
+    });
 }
 
 }  // namespace talkbox::chatterbox

@@ -1,12 +1,13 @@
 // Chatterbox text → speech (mtl_tts.py / tts.py `generate`): text front end → T3 (speech tokens)
 // → drop_invalid_tokens → S3Gen (flow + HiFT) → the multilingual last-token cut. The Perth
-// watermark the official code applies last is omitted. Sessions (family.cpp) run this per sentence,
-// from any number of threads: T3 keeps its state per call; S3Gen's cached graphs are shared, so
-// calls take turns on it.
+// watermark the official code applies last is omitted. Sessions (family.cpp) run this per sentence
+// (several sentences' T3 at once), from any number of threads: T3 keeps its state per call;
+// S3Gen's cached graphs are shared, so calls take turns on it.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -38,6 +39,16 @@ struct PipelineResult {
     double flow_ms = 0, hift_ms = 0;     // s3gen_ms split into its two stages
 };
 
+// One sentence of Pipeline::synthesize_batch: synthesize()'s arguments (`voice` and `noise` are
+// the caller's and must outlive the call).
+struct PipelineJob {
+    std::string text, language;
+    const PipelineVoice* voice = nullptr;
+    T3Options options;
+    const S3GenNoise* noise = nullptr;  // nullptr: drawn from options.seed
+};
+using PipelineResultCallback = std::function<void(size_t job, PipelineResult&& result)>;
+
 class Pipeline {
 public:
     // Loads the converted GGUF at `path` (T3, S3Gen, text front end, built-in voice if any).
@@ -59,6 +70,14 @@ public:
     // every flow step (Error Cancelled).
     PipelineResult synthesize(const std::string& text, const std::string& language, const PipelineVoice& voice,
                               const T3Options& options, const S3GenNoise& noise = {}, bool with_audio = true) const;
+
+    // synthesize() for each job, up to `parallel` of them decoding through T3 together
+    // (T3::generate_batch; their tokens and audio are synthesize()'s). Sentences leave T3 in any
+    // order; each job's S3Gen runs, and on_result(job, result) is called, in job order as soon as
+    // the job and every one before it have their tokens. t3_ms is the job's prefill + decode time
+    // (T3Timings: its share of the shared steps). Every text is encoded before any computation.
+    void synthesize_batch(const std::vector<PipelineJob>& jobs, size_t parallel, bool with_audio,
+                          const PipelineResultCallback& on_result) const;
 
     // Speech tokens (< 6561) → waveform with the multilingual last-token cut; `stages` (if given)
     // receives the flow and HiFT times in flow_ms / hift_ms.

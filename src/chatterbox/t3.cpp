@@ -5,6 +5,7 @@
 #include <ctime>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 
@@ -419,10 +420,8 @@ struct PerceiverBlock {
     }
 };
 
-}  // namespace
-
-std::vector<float> T3::conditioning(const T3Conditioning& cond) const {
-    const T3Hparams& h = hp_;
+// conditioning()'s checks of its input: throws Error (InvalidArgument).
+void check_conditioning(const T3Hparams& h, const T3Conditioning& cond) {
     if (cond.speaker_emb.size() != h.speaker_dim) {
         throw Error(ErrorKind::InvalidArgument, "the T3 speaker embedding has " + std::to_string(cond.speaker_emb.size()) +
                                                     " values, expected " + std::to_string(h.speaker_dim));
@@ -442,6 +441,14 @@ std::vector<float> T3::conditioning(const T3Conditioning& cond) const {
     for (float v : cond.speaker_emb) {
         if (!std::isfinite(v)) throw Error(ErrorKind::InvalidArgument, "the T3 speaker embedding holds a non-finite value");
     }
+}
+
+}  // namespace
+
+std::vector<float> T3::conditioning(const T3Conditioning& cond) const {
+    const T3Hparams& h = hp_;
+    check_conditioning(h, cond);
+    const size_t P = cond.prompt_speech_tokens.size();
 
     const Weights& w = *w_;
     const int64_t D = h.hidden;
@@ -494,15 +501,6 @@ struct T3::Decoder {
     std::vector<ggml_fp16_t> mask;
     std::vector<float> logits;  // [streams][speech_vocab]
 
-    struct Step {
-        Graph graph;
-        uint64_t cache_id = 0;
-        int64_t n_kv = 0;
-        ggml_tensor *token = nullptr, *speech_pos = nullptr, *pos = nullptr, *rows = nullptr, *mask = nullptr;
-        ggml_tensor* logits = nullptr;
-    };
-    std::unique_ptr<Step> step_graph;
-
     // `longest`: the most positions this generation can reach.
     Decoder(const T3& t, int64_t n_streams, int64_t longest, lm::KvType kv_type)
         : t3(t),
@@ -519,7 +517,12 @@ struct T3::Decoder {
     // Last position of every stream → speech_head → [speech_vocab, streams].
     ggml_tensor* head(ggml_context* ctx, ggml_tensor* out, int64_t n_tokens) const {
         const int64_t D = t3.hp_.hidden;
-        ggml_tensor* last = ggml_cont(ctx, ggml_view_2d(ctx, out, D, streams, out->nb[1] * n_tokens, out->nb[1] * (n_tokens - 1)));
+        return speech_head(t3, ctx, ggml_cont(ctx, ggml_view_2d(ctx, out, D, streams, out->nb[1] * n_tokens, out->nb[1] * (n_tokens - 1))));
+    }
+
+    // speech_head of every column of `last` [D, n] → [speech_vocab, n].
+    static ggml_tensor* speech_head(const T3& t3, ggml_context* ctx, ggml_tensor* last) {
+        const int64_t D = t3.hp_.hidden;
         const Weights& w = *t3.w_;
         if (!w.head_panels) return linear(ctx, last, w.speech_head, w.speech_head_b);
         ggml_tensor* y = packed::mul_mat(ctx, w.head_panels, last);
@@ -558,13 +561,7 @@ struct T3::Decoder {
         ggml_backend_tensor_set(in.cond, cond_emb.data(), 0, ggml_nbytes(in.cond));
         ggml_backend_tensor_set(in.ids, text.data(), 0, ggml_nbytes(in.ids));
         ggml_backend_tensor_set(in.bos, &t3.hp_.start_speech, 0, sizeof(int32_t));
-        std::vector<int32_t> p(static_cast<size_t>(in.n));
-        std::iota(p.begin(), p.end(), 0);
-        ggml_backend_tensor_set(in.pos, p.data(), 0, ggml_nbytes(in.pos));
-        const std::vector<int64_t> r(p.begin(), p.end());
-        ggml_backend_tensor_set(in.rows, r.data(), 0, ggml_nbytes(in.rows));
-        sequence.mask(mask, in.n);
-        ggml_backend_tensor_set(in.mask, mask.data(), 0, ggml_nbytes(in.mask));
+        set_positions(in, 0);
         compute_by_op(t3.backend_, g.cgraph(), t3.profile_, "prefill");
         if (embeds_out) {
             embeds_out->resize(static_cast<size_t>(ggml_nelements(embeds)));
@@ -574,28 +571,79 @@ struct T3::Decoder {
         sequence.advance(static_cast<size_t>(in.n));
     }
 
-    // Turbo prefill (one stream): [cond_emb ; text_emb(text) ; speech_emb(BOS)] + wpe[0 .. n-1].
-    void prefill_turbo(const std::vector<float>& cond_emb, const std::vector<int32_t>& text, std::vector<float>* embeds_out) {
+    // Turbo prefill, first part (one stream): cond_emb + wpe[0 .. C-1], the positions every
+    // sentence spoken with this voice starts with (prefilled once, then copied: see prefill_turbo).
+    void prefill_turbo_prompt(const std::vector<float>& cond_emb) {
         const T3Hparams& h = t3.hp_;
         const Weights& w = *t3.w_;
-        const int64_t D = h.hidden, C = static_cast<int64_t>(cond_emb.size()) / D, T = static_cast<int64_t>(text.size());
-        const int64_t n = C + T + 1;
+        const int64_t D = h.hidden, C = static_cast<int64_t>(cond_emb.size()) / D;
         Graph g;
         ggml_context* ctx = g.ctx();
-        const PrefillInputs in = prefill_inputs(g, D, C, T, n);
-        ggml_tensor *cond = in.cond, *ids = in.ids, *bos_id = in.bos, *pos = in.pos;
-        ggml_tensor* embeds = ggml_concat(ctx, ggml_concat(ctx, cond, ggml_get_rows(ctx, w.text_emb, ids), 1),
-                                          ggml_get_rows(ctx, w.speech_emb, bos_id), 1);
-        if (embeds_out) g.output(embeds);
-        ggml_tensor* x = ggml_add(ctx, embeds, ggml_get_rows(ctx, w.wpe, pos));
-        ggml_tensor* lg = head(ctx, backbone(ctx, x, {pos, in.rows, in.mask, in.n_kv}), n);
-        g.output(lg);
+        const PrefillInputs in = prefill_inputs(g, D, C, 0, C);
+        ggml_tensor* x = ggml_add(ctx, in.cond, ggml_get_rows(ctx, w.wpe, in.pos));
+        g.output(backbone(ctx, x, {in.pos, in.rows, in.mask, in.n_kv}));
         g.allocate(t3.backend_);
-
-        run_prefill(g, in, cond_emb, text, embeds, lg, embeds_out);
+        ggml_backend_tensor_set(in.cond, cond_emb.data(), 0, ggml_nbytes(in.cond));
+        set_positions(in, 0);
+        compute_by_op(t3.backend_, g.cgraph(), t3.profile_, "prefill");
+        sequence.advance(static_cast<size_t>(C));
     }
 
-    void read_logits(ggml_tensor* t) { ggml_backend_tensor_get(t, logits.data(), 0, logits.size() * sizeof(float)); }
+    // Turbo prefill, second part, after `prompt`'s positions are copied in: [text_emb(text) ;
+    // speech_emb(BOS)] + wpe[C ..]. Together the two parts give every position what one graph over
+    // [cond_emb ; text_emb(text) ; speech_emb(BOS)] + wpe[0 .. n-1] would (causal attention: the
+    // prompt's keys and values do not depend on the text; each column is computed on its own).
+    void prefill_turbo(const Decoder& prompt, const std::vector<float>& cond_emb, const std::vector<int32_t>& text,
+                       std::vector<float>* embeds_out) {
+        const T3Hparams& h = t3.hp_;
+        const Weights& w = *t3.w_;
+        const int64_t T = static_cast<int64_t>(text.size()), n = T + 1;
+        sequence.copy_from(prompt.sequence, "T3");
+        const int64_t past = static_cast<int64_t>(sequence.length());
+        sequence.reserve(static_cast<size_t>(past + n), "T3");
+        const int64_t n_kv = sequence.n_kv(static_cast<size_t>(past + n));
+        Graph g;
+        ggml_context* ctx = g.ctx();
+        const PrefillInputs in{nullptr,
+                               g.input(GGML_TYPE_I32, {T}, "text_tokens"),
+                               g.input(GGML_TYPE_I32, {1}, "bos"),
+                               g.input(GGML_TYPE_I32, {n}, "positions"),
+                               g.input(GGML_TYPE_I64, {n}, "rows"),
+                               g.input(GGML_TYPE_F16, {n_kv, n}, "mask"),
+                               n,
+                               n_kv};
+        ggml_tensor* embeds = ggml_concat(ctx, ggml_get_rows(ctx, w.text_emb, in.ids), ggml_get_rows(ctx, w.speech_emb, in.bos), 1);
+        if (embeds_out) g.output(embeds);
+        ggml_tensor* x = ggml_add(ctx, embeds, ggml_get_rows(ctx, w.wpe, in.pos));
+        ggml_tensor* lg = head(ctx, backbone(ctx, x, {in.pos, in.rows, in.mask, in.n_kv}), n);
+        g.output(lg);
+        g.allocate(t3.backend_);
+        ggml_backend_tensor_set(in.ids, text.data(), 0, ggml_nbytes(in.ids));
+        ggml_backend_tensor_set(in.bos, &h.start_speech, 0, sizeof(int32_t));
+        set_positions(in, past);
+        compute_by_op(t3.backend_, g.cgraph(), t3.profile_, "prefill");
+        if (embeds_out) {  // [cond_emb ; text ; BOS], as one graph would hold them
+            std::vector<float> rest(static_cast<size_t>(ggml_nelements(embeds)));
+            ggml_backend_tensor_get(embeds, rest.data(), 0, ggml_nbytes(embeds));
+            *embeds_out = cond_emb;
+            embeds_out->insert(embeds_out->end(), rest.begin(), rest.end());
+        }
+        read_logits(lg);
+        sequence.advance(static_cast<size_t>(n));
+    }
+
+    // Positions and cache rows past .. past + n - 1 and the causal mask of a prefill graph.
+    void set_positions(const PrefillInputs& in, int64_t past) {
+        std::vector<int32_t> p(static_cast<size_t>(in.n));
+        std::iota(p.begin(), p.end(), static_cast<int32_t>(past));
+        ggml_backend_tensor_set(in.pos, p.data(), 0, ggml_nbytes(in.pos));
+        const std::vector<int64_t> r(p.begin(), p.end());
+        ggml_backend_tensor_set(in.rows, r.data(), 0, ggml_nbytes(in.rows));
+        sequence.mask(mask, in.n);
+        ggml_backend_tensor_set(in.mask, mask.data(), 0, ggml_nbytes(in.mask));
+    }
+
+    void read_logits(ggml_tensor* t) { read_logits(t, 0); }
 
     // Prefill: [cond ; text (+pos) ; BOS ; BOS] per stream; stream 1 (uncond) drops the text
     // token embeddings but keeps their positions.
@@ -625,46 +673,9 @@ struct T3::Decoder {
         run_prefill(g, in, cond_emb, text, x, lg, embeds_out);
     }
 
-    // One position: speech_emb[token] + speech_pos_emb[speech_index], the same for every stream
-    // (Turbo: + wpe[position], speech_index unused).
-    void step(int32_t token, int32_t speech_index) {
-        const T3Hparams& h = t3.hp_;
-        const Weights& w = *t3.w_;
-        const size_t length = sequence.length();
-        sequence.reserve(length + 1, "T3");
-        const int64_t n_kv = sequence.n_kv(length + 1);
-        if (!step_graph || step_graph->n_kv != n_kv || step_graph->cache_id != sequence.cache_id()) {
-            step_graph.reset();
-            auto s = std::make_unique<Step>();
-            ggml_context* ctx = s->graph.ctx();
-            s->cache_id = sequence.cache_id();
-            s->n_kv = n_kv;
-            s->token = s->graph.input(GGML_TYPE_I32, {1}, "token");
-            s->speech_pos = s->graph.input(GGML_TYPE_I32, {1}, "speech_position");
-            s->pos = s->graph.input(GGML_TYPE_I32, {1}, "position");
-            s->rows = s->graph.input(GGML_TYPE_I64, {1}, "row");
-            s->mask = s->graph.input(GGML_TYPE_F16, {n_kv, 1}, "mask");
-            ggml_tensor* added = h.gpt2 ? ggml_get_rows(ctx, w.wpe, s->pos) : ggml_get_rows(ctx, w.speech_pos, s->speech_pos);
-            ggml_tensor* x = ggml_add(ctx, ggml_get_rows(ctx, w.speech_emb, s->token), added);
-            if (streams == 2) x = ggml_concat(ctx, x, x, 1);
-            s->logits = head(ctx, backbone(ctx, x, {s->pos, s->rows, s->mask, n_kv}), 1);
-            s->graph.output(s->logits);
-            s->graph.allocate(t3.backend_);
-            step_graph = std::move(s);
-        }
-        Step& s = *step_graph;
-        const int32_t pos = static_cast<int32_t>(length);
-        const int64_t row = static_cast<int64_t>(length);
-        sequence.mask(mask, 1);
-        ggml_backend_tensor_set(s.token, &token, 0, sizeof(token));
-        if (!h.gpt2) ggml_backend_tensor_set(s.speech_pos, &speech_index, 0, sizeof(speech_index));
-        ggml_backend_tensor_set(s.pos, &pos, 0, sizeof(pos));
-        ggml_backend_tensor_set(s.rows, &row, 0, sizeof(row));
-        ggml_backend_tensor_set(s.mask, mask.data(), 0, ggml_nbytes(s.mask));
-        compute_by_op(t3.backend_, s.graph.cgraph(), t3.profile_, "step");
-        const HostTimer timer(t3.profile_, "host: logits read-back");
-        read_logits(s.logits);
-        sequence.advance(1);
+    // Reads this sequence's [speech_vocab, streams] logits from columns first .. of `t`.
+    void read_logits(ggml_tensor* t, int64_t first) {
+        ggml_backend_tensor_get(t, logits.data(), static_cast<size_t>(first) * t->nb[1], logits.size() * sizeof(float));
     }
 };
 
@@ -709,63 +720,149 @@ namespace {
 
 double cpu_ms_since(std::clock_t c) { return 1000.0 * static_cast<double>(std::clock() - c) / CLOCKS_PER_SEC; }
 
-// Wall and CPU time of a generate call's two phases (cond + prefill, then the token loop), written
-// into T3Timings when the caller asked for them.
+// Wall and CPU time since it was made.
+struct Span {
+    Clock::time_point wall = Clock::now();
+    std::clock_t cpu = std::clock();
+    double ms() const { return ms_since(wall); }
+    double cpu_ms() const { return cpu_ms_since(cpu); }
+};
+
+// A job's T3Timings: conditioning + prefill (run alone), then its share of the token loop: its own
+// sampling plus 1/B of each step it shared with B - 1 others, so that the jobs of a batch add up to
+// the batch's time (one job alone: the loop's wall time).
 class PhaseClock {
 public:
     explicit PhaseClock(T3Timings* timings) : timings_(timings) {}
     void prefill_done() {
         if (timings_) {
-            timings_->prefill_ms = ms_since(wall_);
-            timings_->prefill_cpu_ms = cpu_ms_since(cpu_);
+            timings_->prefill_ms = start_.ms();
+            timings_->prefill_cpu_ms = start_.cpu_ms();
         }
-        restart();
+    }
+    void add_decode(const Span& span, size_t share) {
+        decode_ms_ += span.ms() / static_cast<double>(share);
+        decode_cpu_ms_ += span.cpu_ms() / static_cast<double>(share);
     }
     void decode_done(size_t tokens) {
         if (!timings_) return;
-        timings_->decode_ms = ms_since(wall_);
-        timings_->decode_cpu_ms = cpu_ms_since(cpu_);
+        timings_->decode_ms = decode_ms_;
+        timings_->decode_cpu_ms = decode_cpu_ms_;
         timings_->tokens = static_cast<uint32_t>(tokens);
     }
 
 private:
-    void restart() {
-        wall_ = Clock::now();
-        cpu_ = std::clock();
-    }
     T3Timings* timings_;
-    Clock::time_point wall_ = Clock::now();
-    std::clock_t cpu_ = std::clock();
+    Span start_;
+    double decode_ms_ = 0, decode_cpu_ms_ = 0;
 };
 
 }  // namespace
 
-std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
-                                  T3Trace* trace, T3Timings* timings) const {
-    if (hp_.gpt2) return generate_turbo(text, cond, o, trace, timings);
-    check_inputs(text, cond, o);
-    PhaseClock phases(timings);
+void T3::check_turbo_inputs(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o) const {
     const T3Hparams& h = hp_;
-    const std::vector<float> cond_emb = conditioning(cond);
-    const int64_t streams = o.cfg_weight > 0.0f ? 2 : 1;
-    const int64_t prefill_len = h.cond_len() + static_cast<int64_t>(text.size()) + 2;
-    Decoder dec(*this, streams, prefill_len + o.max_new_tokens + 1, o.kv_cache);
-    if (trace) trace->start(cond_emb);
-    dec.prefill(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
-    phases.prefill_done();
+    if (text.empty()) throw Error(ErrorKind::InvalidArgument, "T3 text has no tokens");
+    for (int32_t t : text) {
+        if (t < 0 || static_cast<uint32_t>(t) >= h.text_vocab) {
+            throw Error(ErrorKind::InvalidArgument, "text token " + std::to_string(t) + " is outside 0.." +
+                                                        std::to_string(h.text_vocab - 1));
+        }
+    }
+    if (!(o.temperature > 0.0f) || !std::isfinite(o.temperature)) {
+        throw Error(ErrorKind::InvalidArgument, "temperature must be a finite value > 0, got " + std::to_string(o.temperature));
+    }
+    if (!(o.repetition_penalty > 0.0f) || !std::isfinite(o.repetition_penalty)) {
+        throw Error(ErrorKind::InvalidArgument, "repetition_penalty must be a finite value > 0, got " +
+                                                    std::to_string(o.repetition_penalty));
+    }
+    lm::SamplingParams{true, o.temperature, o.top_k, o.top_p, 0.0f}.validate("T3");
+    // The whole stream (prefill, first token, max_new_tokens steps) takes wpe positions.
+    const int64_t prefill_len = 1 + static_cast<int64_t>(cond.prompt_speech_tokens.size()) + static_cast<int64_t>(text.size()) + 1;
+    if (o.max_new_tokens == 0 || prefill_len + o.max_new_tokens > h.speech_positions) {
+        throw Error(ErrorKind::InvalidArgument, "max_new_tokens must be in 1.." +
+                                                    std::to_string(std::max<int64_t>(0, h.speech_positions - prefill_len)) +
+                                                    " (the GPT-2 positions left after a prefill of " +
+                                                    std::to_string(prefill_len) + "), got " + std::to_string(o.max_new_tokens));
+    }
+    if (o.min_new_tokens > o.max_new_tokens + 1) {
+        throw Error(ErrorKind::InvalidArgument, "min_new_tokens (" + std::to_string(o.min_new_tokens) +
+                                                    ") exceeds the max_new_tokens + 1 (" + std::to_string(o.max_new_tokens + 1) +
+                                                    ") tokens Turbo predicts");
+    }
+}
 
-    const size_t V = h.speech_vocab;
-    lm::Sampler sampler(o.seed);
-    // T3.inference: repetition penalty, then temperature → min-p → top-p.
+// One job of generate_batch: its conditioning, prefill and sequence, its sampler and the official
+// token loop, one token per pick(); the decode steps between picks are the Stepper's.
+struct T3::Generation {
+    const T3& t3;
+    const T3Job& job;
+    const T3Options& o;
+    size_t index;
+    PhaseClock phases;
+    std::unique_ptr<Decoder> dec;
+    lm::Sampler sampler;
     lm::SamplerChain warp;
-    warp.temperature(o.temperature).min_p(o.min_p).top_p(o.top_p);
-    std::vector<int32_t> history{h.start_speech}, predicted;
-    std::vector<float> scores(V);
-    for (uint32_t i = 0; i < o.max_new_tokens; ++i) {
+    std::vector<int32_t> history, predicted;
+    std::vector<float> scores;
+    uint32_t i = 0;            // the number of the token pick() chooses next
+    int32_t speech_index = 0;  // the next step's speech position (Llama T3)
+
+    // Turbo: the prefilled conditioning of each voice (and KV type) of a batch, shared by its jobs.
+    using Prompts = std::map<std::pair<const T3Conditioning*, lm::KvType>, std::unique_ptr<Decoder>>;
+
+    Generation(const T3& t, const T3Job& j, size_t n, Prompts& prompts)
+        : t3(t), job(j), o(j.options), index(n), phases(j.timings), sampler(j.options.seed), scores(t.hp_.speech_vocab) {
+        const T3Hparams& h = t3.hp_;
+        const std::vector<float> cond_emb = t3.conditioning(*job.cond);
+        const std::vector<int32_t>& text = *job.text;
+        std::vector<float>* embeds = job.trace ? &job.trace->prefill_embeds : nullptr;
+        if (job.trace) job.trace->start(cond_emb);
+        const int64_t T = static_cast<int64_t>(text.size());
+        if (h.gpt2) {
+            const int64_t prefill_len = 1 + static_cast<int64_t>(job.cond->prompt_speech_tokens.size()) + T + 1;
+            std::unique_ptr<Decoder>& prompt = prompts[{job.cond, o.kv_cache}];
+            if (!prompt) {
+                prompt = std::make_unique<Decoder>(t3, 1, static_cast<int64_t>(cond_emb.size()) / h.hidden, o.kv_cache);
+                prompt->prefill_turbo_prompt(cond_emb);
+            }
+            dec = std::make_unique<Decoder>(t3, 1, prefill_len + o.max_new_tokens + 2, o.kv_cache);
+            dec->prefill_turbo(*prompt, cond_emb, text, embeds);
+            // inference_turbo: temperature → top-k → top-p, then the repetition penalty.
+            warp.temperature(o.temperature).top_k(o.top_k).top_p(o.top_p);
+        } else {
+            const int64_t streams = o.cfg_weight > 0.0f ? 2 : 1;
+            dec = std::make_unique<Decoder>(t3, streams, h.cond_len() + T + 2 + o.max_new_tokens + 1, o.kv_cache);
+            dec->prefill(cond_emb, text, embeds);
+            // T3.inference: repetition penalty, then temperature → min-p → top-p.
+            warp.temperature(o.temperature).min_p(o.min_p).top_p(o.top_p);
+            history = {h.start_speech};
+        }
+        phases.prefill_done();
+    }
+
+    // Chooses the next token from the current logits; false when the sequence has ended (otherwise
+    // a step for predicted.back() follows).
+    bool pick() {
+        const Span span;
+        const bool more = t3.hp_.gpt2 ? pick_turbo() : pick_llama();
+        phases.add_decode(span, 1);
+        return more;
+    }
+
+    std::vector<int32_t> finish() {
+        phases.decode_done(predicted.size());
+        dec.reset();  // the KV cache's memory goes back now, not when the batch ends
+        return std::move(predicted);
+    }
+
+private:
+    bool pick_llama() {
         throw_if_cancelled(o.cancel);
-        std::optional<HostTimer> timer(std::in_place, profile_, "host: guidance + sampling");
-        const float* c = dec.logits.data();
-        const float* u = streams == 2 ? c + V : c;
+        const T3Hparams& h = t3.hp_;
+        const HostTimer timer(t3.profile_, "host: guidance + sampling");
+        const size_t V = h.speech_vocab;
+        const float* c = dec->logits.data();
+        const float* u = dec->streams == 2 ? c + V : c;
         for (size_t j = 0; j < V; ++j) scores[j] = c[j] + o.cfg_weight * (c[j] - u[j]);
         if (i < o.min_new_tokens) std::fill(scores.begin() + h.start_speech, scores.end(), -INFINITY);
         lm::apply_repetition_penalty(scores, history, o.repetition_penalty);
@@ -773,18 +870,210 @@ std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Cond
         // instead of a draw.
         warp.apply(scores);
         const int32_t next = o.greedy ? lm::argmax(scores) : sampler.draw(scores);
-        if (trace && i < trace->steps) {
-            trace->logits_cond.emplace_back(c, c + V);
-            trace->logits_uncond.emplace_back(u, u + V);
-            trace->logits_processed.push_back(scores);
+        if (job.trace && i < job.trace->steps) {
+            job.trace->logits_cond.emplace_back(c, c + V);
+            job.trace->logits_uncond.emplace_back(u, u + V);
+            job.trace->logits_processed.push_back(scores);
         }
         predicted.push_back(next);
         history.push_back(next);
-        timer.reset();
-        if (next == h.stop_speech) break;
-        if (i + 1 < o.max_new_tokens) dec.step(next, static_cast<int32_t>(i + 1));
+        ++i;
+        speech_index = static_cast<int32_t>(i);  // decode step i reads speech position i
+        return next != h.stop_speech && i < o.max_new_tokens;
     }
-    phases.decode_done(predicted.size());
+
+    // inference_turbo: processors temperature → top-k → top-p → repetition penalty (history: [BOS]
+    // for the first token, then the generated tokens only); the first token is sampled from the
+    // prefill and never checked for the stop token; each of up to max_gen_len steps stops when every
+    // processed score is -inf or after sampling the stop token.
+    bool pick_turbo() {
+        throw_if_cancelled(o.cancel);
+        const T3Hparams& h = t3.hp_;
+        const HostTimer timer(t3.profile_, "host: sampling");
+        scores.assign(dec->logits.begin(), dec->logits.begin() + static_cast<std::ptrdiff_t>(h.speech_vocab));
+        T3Trace* trace = job.trace;
+        if (trace && i < trace->steps) trace->logits_cond.push_back(scores);
+        // Fixed-length runs (T3Options::min_new_tokens): speech ids only until then.
+        if (i < o.min_new_tokens) std::fill(scores.begin() + h.start_speech, scores.end(), -INFINITY);
+        warp.apply(scores);
+        lm::apply_repetition_penalty(scores, i == 0 ? std::vector<int32_t>{h.start_speech} : predicted, o.repetition_penalty);
+        if (trace && i < trace->steps) trace->logits_processed.push_back(scores);
+        if (i > 0 && std::all_of(scores.begin(), scores.end(), [](float v) { return v == -INFINITY; })) return false;
+        const int32_t next = o.greedy ? lm::argmax(scores) : sampler.draw(scores);
+        predicted.push_back(next);
+        if (i > 0 && next == h.stop_speech) return false;
+        ++i;
+        return i <= o.max_new_tokens;
+    }
+};
+
+// Steps generations together, one position each, through one graph: every job's token embedding
+// (with its speech or GPT-2 position), repeated for each of its streams, then the decoder over one
+// slice per job (its cache, position, window) and the speech head over all their columns. The
+// graph is kept until the list of caches or a window changes.
+struct T3::Stepper {
+    struct Slice {
+        ggml_tensor *row, *mask;
+    };
+    struct StepGraph {
+        explicit StepGraph(size_t nodes) : graph(nodes) {}
+        Graph graph;
+        std::vector<std::pair<uint64_t, int64_t>> key;  // (cache_id, n_kv) of every job, in order
+        // positions: each job's length (RoPE, GPT-2's wpe); speech_positions: the Llama T3's speech_pos_emb rows
+        ggml_tensor *tokens = nullptr, *positions = nullptr, *speech_positions = nullptr, *logits = nullptr;
+        std::vector<Slice> slices;
+        std::vector<int64_t> first;  // each job's first column
+    };
+
+    explicit Stepper(const T3& t) : t3(t) {}
+
+    const T3& t3;
+    std::unique_ptr<StepGraph> graph;
+    std::vector<int32_t> tokens, positions, speech_positions;
+
+    void step(const std::vector<Generation*>& gens) {
+        const T3Hparams& h = t3.hp_;
+        const int64_t B = static_cast<int64_t>(gens.size());
+        std::vector<std::pair<uint64_t, int64_t>> key;
+        for (Generation* g : gens) {
+            lm::Sequence& seq = g->dec->sequence;
+            seq.reserve(seq.length() + 1, "T3");
+            key.emplace_back(seq.cache_id(), seq.n_kv(seq.length() + 1));
+        }
+        if (!graph || graph->key != key) build(gens, key);
+        StepGraph& s = *graph;
+        tokens.clear();
+        positions.clear();
+        speech_positions.clear();
+        for (Generation* g : gens) {
+            tokens.push_back(g->predicted.back());
+            positions.push_back(static_cast<int32_t>(g->dec->sequence.length()));
+            speech_positions.push_back(g->speech_index);
+        }
+        ggml_backend_tensor_set(s.tokens, tokens.data(), 0, ggml_nbytes(s.tokens));
+        ggml_backend_tensor_set(s.positions, positions.data(), 0, ggml_nbytes(s.positions));
+        if (!h.gpt2) ggml_backend_tensor_set(s.speech_positions, speech_positions.data(), 0, ggml_nbytes(s.speech_positions));
+        for (int64_t b = 0; b < B; ++b) {
+            Decoder& d = *gens[static_cast<size_t>(b)]->dec;
+            const Slice& in = s.slices[static_cast<size_t>(b)];
+            const int64_t row = static_cast<int64_t>(d.sequence.length());
+            d.sequence.mask(d.mask, 1);
+            ggml_backend_tensor_set(in.row, &row, 0, sizeof(row));
+            ggml_backend_tensor_set(in.mask, d.mask.data(), 0, ggml_nbytes(in.mask));
+        }
+        compute_by_op(t3.backend_, s.graph.cgraph(), t3.profile_, "step");
+        const HostTimer timer(t3.profile_, "host: logits read-back");
+        for (int64_t b = 0; b < B; ++b) {
+            Decoder& d = *gens[static_cast<size_t>(b)]->dec;
+            d.read_logits(s.logits, s.first[static_cast<size_t>(b)]);
+            d.sequence.advance(1);
+        }
+    }
+
+private:
+    void build(const std::vector<Generation*>& gens, const std::vector<std::pair<uint64_t, int64_t>>& key) {
+        const T3Hparams& h = t3.hp_;
+        const Weights& w = *t3.w_;
+        const int64_t B = static_cast<int64_t>(gens.size()), D = h.hidden;
+        graph.reset();
+        // Nodes: per layer ~30 shared and ~16 per job (its attention), plus the embeddings and head.
+        auto s = std::make_unique<StepGraph>(1024 + h.layers * static_cast<size_t>(32 + 24 * B));
+        ggml_context* ctx = s->graph.ctx();
+        s->key = key;
+        s->tokens = s->graph.input(GGML_TYPE_I32, {B}, "tokens");
+        s->positions = s->graph.input(GGML_TYPE_I32, {B}, "positions");
+        ggml_tensor* added = nullptr;
+        if (h.gpt2) {
+            added = ggml_get_rows(ctx, w.wpe, s->positions);
+        } else {
+            s->speech_positions = s->graph.input(GGML_TYPE_I32, {B}, "speech_positions");
+            added = ggml_get_rows(ctx, w.speech_pos, s->speech_positions);
+        }
+        ggml_tensor* e = ggml_add(ctx, ggml_get_rows(ctx, w.speech_emb, s->tokens), added);
+        ggml_tensor* x = nullptr;
+        std::vector<lm::SequenceSlice> slices;
+        int64_t columns = 0;
+        for (int64_t b = 0; b < B; ++b) {
+            const Decoder& d = *gens[static_cast<size_t>(b)]->dec;
+            const int64_t n_kv = key[static_cast<size_t>(b)].second;
+            const Slice in{s->graph.input(GGML_TYPE_I64, {1}, "row"), s->graph.input(GGML_TYPE_F16, {n_kv, 1}, "mask")};
+            s->slices.push_back(in);
+            ggml_tensor* pos = ggml_view_1d(ctx, s->positions, 1, static_cast<size_t>(b) * sizeof(int32_t));
+            slices.push_back({&d.sequence.cache(), {pos, in.row, in.mask, n_kv}});
+            // Both CFG rows take the same input; they differ in their caches.
+            ggml_tensor* col = B == 1 ? e : ggml_view_2d(ctx, e, D, 1, e->nb[1], static_cast<size_t>(b) * e->nb[1]);
+            for (int64_t r = 0; r < d.streams; ++r) x = x ? ggml_concat(ctx, x, col, 1) : col;
+            s->first.push_back(columns);
+            columns += d.streams;
+        }
+        const Decoder& d0 = *gens[0]->dec;
+        ggml_tensor* out = lm::build_decoder(ctx, d0.shape, w.layers, w.output_norm, x, slices, w.output_norm_b);
+        s->logits = Decoder::speech_head(t3, ctx, out);
+        s->graph.output(s->logits);
+        s->graph.allocate(t3.backend_);
+        graph = std::move(s);
+    }
+};
+
+void T3::generate_batch(const std::vector<T3Job>& jobs, size_t parallel, const T3JobDone& done) const {
+    for (size_t j = 0; j < jobs.size(); ++j) {
+        const T3Job& job = jobs[j];
+        if (!job.text || !job.cond) throw Error(ErrorKind::Internal, "T3::generate_batch: a job without text or conditioning");
+        try {
+            if (hp_.gpt2) {
+                check_turbo_inputs(*job.text, *job.cond, job.options);
+            } else {
+                check_inputs(*job.text, *job.cond, job.options);
+            }
+            check_conditioning(hp_, *job.cond);
+        } catch (const Error& e) {
+            if (jobs.size() == 1) throw;
+            throw Error(e.kind(), "T3 job " + std::to_string(j + 1) + " of " + std::to_string(jobs.size()) + ": " + e.what());
+        }
+    }
+    parallel = std::max<size_t>(1, parallel);
+    Stepper stepper(*this);
+    Generation::Prompts prompts;
+    std::vector<std::unique_ptr<Generation>> active, running;
+    std::vector<Generation*> batch;
+    size_t next = 0;
+    while (next < jobs.size() || !active.empty()) {
+        // Free places go to the next jobs in order; a job that ends at its first token leaves at once.
+        while (active.size() < parallel && next < jobs.size()) {
+            auto g = std::make_unique<Generation>(*this, jobs[next], next, prompts);
+            ++next;
+            if (g->pick()) {
+                active.push_back(std::move(g));
+            } else {
+                done(g->index, g->finish());
+            }
+        }
+        if (active.empty()) continue;
+        batch.clear();
+        for (const auto& g : active) {
+            throw_if_cancelled(g->o.cancel);
+            batch.push_back(g.get());
+        }
+        const Span span;
+        stepper.step(batch);
+        for (Generation* g : batch) g->phases.add_decode(span, batch.size());
+        running.clear();
+        for (auto& g : active) {
+            if (g->pick()) {
+                running.push_back(std::move(g));
+            } else {
+                done(g->index, g->finish());
+            }
+        }
+        std::swap(active, running);
+    }
+}
+
+std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
+                                  T3Trace* trace, T3Timings* timings) const {
+    std::vector<int32_t> predicted;
+    generate_batch({T3Job{&text, &cond, o, trace, timings}}, 1,
+                   [&](size_t, std::vector<int32_t>&& p) { predicted = std::move(p); });
     return predicted;
 }
 
@@ -827,74 +1116,6 @@ std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t>& tokens, int
     auto end = std::find(tokens.begin(), tokens.end(), stop);
     if (end < begin) return {};
     return std::vector<int32_t>(begin, end);
-}
-
-std::vector<int32_t> T3::generate_turbo(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
-                                        T3Trace* trace, T3Timings* timings) const {
-    PhaseClock phases(timings);
-    const T3Hparams& h = hp_;
-    if (text.empty()) throw Error(ErrorKind::InvalidArgument, "T3 text has no tokens");
-    for (int32_t t : text) {
-        if (t < 0 || static_cast<uint32_t>(t) >= h.text_vocab) {
-            throw Error(ErrorKind::InvalidArgument, "text token " + std::to_string(t) + " is outside 0.." +
-                                                        std::to_string(h.text_vocab - 1));
-        }
-    }
-    if (!(o.temperature > 0.0f) || !std::isfinite(o.temperature)) {
-        throw Error(ErrorKind::InvalidArgument, "temperature must be a finite value > 0, got " + std::to_string(o.temperature));
-    }
-    if (!(o.repetition_penalty > 0.0f) || !std::isfinite(o.repetition_penalty)) {
-        throw Error(ErrorKind::InvalidArgument, "repetition_penalty must be a finite value > 0, got " +
-                                                    std::to_string(o.repetition_penalty));
-    }
-    lm::SamplingParams{true, o.temperature, o.top_k, o.top_p, 0.0f}.validate("T3");
-    // The whole stream (prefill, first token, max_new_tokens steps) takes wpe positions.
-    const int64_t prefill_len = 1 + static_cast<int64_t>(cond.prompt_speech_tokens.size()) + static_cast<int64_t>(text.size()) + 1;
-    if (o.max_new_tokens == 0 || prefill_len + o.max_new_tokens > h.speech_positions) {
-        throw Error(ErrorKind::InvalidArgument, "max_new_tokens must be in 1.." +
-                                                    std::to_string(std::max<int64_t>(0, h.speech_positions - prefill_len)) +
-                                                    " (the GPT-2 positions left after a prefill of " +
-                                                    std::to_string(prefill_len) + "), got " + std::to_string(o.max_new_tokens));
-    }
-    if (o.min_new_tokens > o.max_new_tokens + 1) {
-        throw Error(ErrorKind::InvalidArgument, "min_new_tokens (" + std::to_string(o.min_new_tokens) +
-                                                    ") exceeds the max_new_tokens + 1 (" + std::to_string(o.max_new_tokens + 1) +
-                                                    ") tokens Turbo predicts");
-    }
-    const std::vector<float> cond_emb = conditioning(cond);
-    Decoder dec(*this, 1, prefill_len + o.max_new_tokens + 2, o.kv_cache);
-    if (trace) trace->start(cond_emb);
-    dec.prefill_turbo(cond_emb, text, trace ? &trace->prefill_embeds : nullptr);
-    phases.prefill_done();
-
-    // inference_turbo: processors temperature → top-k → top-p → repetition penalty (history: [BOS]
-    // for the first token, then the generated tokens only); the first token is sampled from the
-    // prefill and never checked for the stop token; each of up to max_gen_len steps stops when every
-    // processed score is -inf or after sampling the stop token.
-    const size_t V = h.speech_vocab;
-    lm::Sampler sampler(o.seed);
-    lm::SamplerChain warp;
-    warp.temperature(o.temperature).top_k(o.top_k).top_p(o.top_p);
-    std::vector<int32_t> predicted;
-    std::vector<float> scores(V);
-    for (uint32_t i = 0; i <= o.max_new_tokens; ++i) {
-        throw_if_cancelled(o.cancel);
-        if (i > 0) dec.step(predicted.back(), 0);
-        const HostTimer timer(profile_, "host: sampling");
-        scores.assign(dec.logits.begin(), dec.logits.begin() + static_cast<std::ptrdiff_t>(V));
-        if (trace && i < trace->steps) trace->logits_cond.push_back(scores);
-        // Fixed-length runs (T3Options::min_new_tokens): speech ids only until then.
-        if (i < o.min_new_tokens) std::fill(scores.begin() + h.start_speech, scores.end(), -INFINITY);
-        warp.apply(scores);
-        lm::apply_repetition_penalty(scores, i == 0 ? std::vector<int32_t>{h.start_speech} : predicted, o.repetition_penalty);
-        if (trace && i < trace->steps) trace->logits_processed.push_back(scores);
-        if (i > 0 && std::all_of(scores.begin(), scores.end(), [](float v) { return v == -INFINITY; })) break;
-        const int32_t next = o.greedy ? lm::argmax(scores) : sampler.draw(scores);
-        predicted.push_back(next);
-        if (i > 0 && next == h.stop_speech) break;
-    }
-    phases.decode_done(predicted.size());
-    return predicted;
 }
 
 std::vector<int32_t> T3::postprocess(const std::vector<int32_t>& predicted) const {

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,7 +81,9 @@ struct T3Options {
 // Where generate() spent its time (wall ms; *_cpu_ms: process CPU time, all threads).
 struct T3Timings {
     double prefill_ms = 0;  // conditioning + prefill (the first token's logits)
-    double decode_ms = 0;   // every token's guidance + sampling, and the decode steps between them
+    // Every token's guidance + sampling, and the decode steps between them (generate_batch: each
+    // step's time split evenly between the jobs it advanced, so a batch's jobs add up to its time).
+    double decode_ms = 0;
     double prefill_cpu_ms = 0, decode_cpu_ms = 0;
     uint32_t tokens = 0;    // tokens predicted
 };
@@ -100,6 +103,19 @@ struct T3Trace {
         logits_processed.clear();
     }
 };
+
+// One sentence of T3::generate_batch: generate()'s arguments (the conditioning and the text are
+// the caller's and must outlive the call).
+struct T3Job {
+    const std::vector<int32_t>* text = nullptr;
+    const T3Conditioning* cond = nullptr;
+    T3Options options;
+    T3Trace* trace = nullptr;
+    T3Timings* timings = nullptr;
+};
+
+// Called as each job of a batch ends (in the order they end): its index and raw predicted ids.
+using T3JobDone = std::function<void(size_t job, std::vector<int32_t>&& predicted)>;
 
 class T3 {
 public:
@@ -126,6 +142,19 @@ public:
     std::vector<int32_t> generate(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond,
                                   const T3Options& options, T3Trace* trace = nullptr, T3Timings* timings = nullptr) const;
 
+    // Several generate() calls at once: up to `parallel` jobs decode together, each step one graph
+    // whose weight matrices multiply every job's rows (its CFG pair, or Turbo's one row) at once;
+    // each job has its own KV cache, positions, sampler (seeded from its options) and limits, is
+    // prefilled alone (Turbo: its text after a copy of its voice's prompt positions, prefilled once
+    // per conditioning object), and leaves the batch at its stop token or limit, when the next job
+    // (in order) takes its place. A job's tokens are generate()'s for it alone: its columns are
+    // computed the same way whatever runs beside them (lm::build_decoder's slices; the int8 panel
+    // kernels and, on this CPU, ggml's F32 products do; a product whose accumulation order changes
+    // with the column count would differ at rounding level). `done` may run
+    // other work on this backend (S3Gen) between steps. Every job is checked before any
+    // computation (Error, naming the job when there are several); `cancel` of any job stops all.
+    void generate_batch(const std::vector<T3Job>& jobs, size_t parallel, const T3JobDone& done) const;
+
     // The ids S3Gen receives: drop_invalid_tokens (after the first start token, before the first
     // stop token); the English model additionally keeps only ids < start_speech. Turbo: ids
     // < start_speech followed by 3 × silence_token (tts_turbo.generate).
@@ -140,10 +169,11 @@ public:
 private:
     struct Weights;
     struct Decoder;
+    struct Stepper;
+    struct Generation;
     void check_inputs(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond, const T3Options& o) const;
+    void check_turbo_inputs(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond, const T3Options& o) const;
     void load_gpt2();
-    std::vector<int32_t> generate_turbo(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond,
-                                        const T3Options& options, T3Trace* trace, T3Timings* timings) const;
 
     const GgufFile& file_;
     const Backend& backend_;

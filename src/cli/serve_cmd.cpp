@@ -171,8 +171,8 @@ void register_serve(CLI::App& app) {
                     "for all (0: 8); --max-concurrent decides how many run")
         ->capture_default_str();
     cmd->add_option("--parallel", a->parallel,
-                    "Segments of one long input synthesised at once, their audio still in order (0: the model's choice, "
-                    "4 for Qwen3-TTS; 1: one after another)")
+                    "Segments (Qwen3-TTS) or sentences through T3 (Chatterbox) of one input synthesised at once, their "
+                    "audio still in order and identical (0: the model's choice, 4; 1: one after another)")
         ->check(CLI::Range(0u, 64u))
         ->capture_default_str();
     cmd->add_option("--max-queue", a->max_queue, "Requests waiting for a slot before the server answers 429")->capture_default_str();

@@ -187,6 +187,7 @@ void run_speak(const SpeakArgs& a) {
     mo.threads = a.threads;
     mo.decoder_threads = a.decoder_threads;
     mo.kv_cache = a.kv_cache;
+    mo.sentence_batch = static_cast<int>(a.parallel);  // Chatterbox: sentences through T3 at once
     const Model model(resolve_model_or_default(a.model), mo);
     Session session(model);
     const Capabilities& caps = model.capabilities();
@@ -336,8 +337,9 @@ void register_speak(CLI::App& app) {
         ->capture_default_str();
     cmd->add_flag("--no-split", a->no_split, "Synthesise the whole text as one segment (Chatterbox: one T3 sequence, as the official "
                                              "code runs it, instead of one per sentence)");
-    cmd->add_option("--parallel", a->parallel, "Segments synthesised at once, audio still in order and identical "
-                                               "(0: the model's choice, 4 for Qwen3-TTS, whose sessions batch; 1: one after another)")
+    cmd->add_option("--parallel", a->parallel,
+                    "Synthesised at once, audio still in order and identical to one after another: segments (Qwen3-TTS, "
+                    "whose sessions batch) or sentences through T3 (Chatterbox). 0: the model's choice, 4; 1: one at a time")
         ->check(CLI::Range(0u, 64u))
         ->capture_default_str();
     cmd->add_option("-T,--threads", a->threads, "CPU threads (0: one per core)")->capture_default_str();

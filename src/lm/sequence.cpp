@@ -43,6 +43,13 @@ void Sequence::reserve(size_t positions, const char* what) {
     cache_id_ = next_cache_id();
 }
 
+void Sequence::copy_from(const Sequence& other, const char* what) {
+    clear();
+    reserve(other.length_, what);
+    cache_->copy_prefix_from(*other.cache_, static_cast<uint32_t>(other.length_));
+    length_ = other.length_;
+}
+
 int64_t Sequence::n_kv(size_t positions) const {
     return static_cast<int64_t>(std::min(round_up(positions, shape_.window), size_t(cache_->capacity())));
 }

@@ -43,6 +43,9 @@ public:
     void mask(std::vector<ggml_fp16_t>& out, int64_t n_tokens) const;
     // Records `n` positions written by the step just run.
     void advance(size_t n) { length_ += n; }
+    // Starts over as a copy of `other`'s positions (a prompt prefilled once for several sequences);
+    // the caches must have the same layers, heads, type and streams.
+    void copy_from(const Sequence& other, const char* what);
 
 private:
     ggml_backend_t backend_;

@@ -29,6 +29,10 @@ public:
     virtual SpeechResult generate(const SpeechRequest& request, const FrameCallback& on_frame, const std::atomic<bool>* cancel) = 0;
     virtual SpeechResult speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions& stream,
                                const std::atomic<bool>* cancel) = 0;
+    // Session::speak_all (the requests have passed the capability checks). The default speaks
+    // them one by one; a family that generates several at once overrides it.
+    virtual void speak_all(const std::vector<SpeechRequest>& requests, const IndexedAudioCallback& on_audio,
+                           const ResultCallback& on_done, const StreamOptions& stream, const std::atomic<bool>* cancel);
 };
 
 class FamilyModel {

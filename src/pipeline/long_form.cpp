@@ -117,90 +117,145 @@ private:
 
 }  // namespace
 
+namespace {
+
+// What both ways of speaking the segments share: the requests, the pauses, the result.
+struct LongFormRun {
+    Session& session;
+    const Capabilities& caps;
+    SpeechRequest request;
+    const std::vector<std::string>& segments;
+    const AudioCallback& on_audio;
+    const std::function<void(const SegmentDone&)>& on_segment;
+    const StreamOptions& stream;
+    const std::atomic<bool>* cancel;
+    size_t pause = 0;
+    LongFormResult out;
+
+    SpeechRequest segment_request(size_t i) const {
+        SpeechRequest r = request;
+        r.text = segments[i];
+        r.max_frames = segment_frame_limit(caps, request.max_frames, segments[i]);
+        return r;
+    }
+    void deliver(const float* pcm, size_t n) {
+        on_audio(pcm, n);
+        out.samples += n;
+    }
+    void deliver_pause() {
+        if (pause == 0) return;
+        const std::vector<float> zeros(pause, 0.0f);
+        deliver(zeros.data(), zeros.size());
+    }
+    bool cancelled() const { return cancel && cancel->load(); }
+    // Segment i is complete: its result, where its audio began.
+    void done(size_t i, const SpeechResult& r, size_t first_sample) {
+        add_segment(out, r, i == 0);
+        if (on_segment) on_segment(SegmentDone{i, segments.size(), segment_request(i).max_frames, first_sample, &r});
+        if (r.stop_reason == "cancelled") out.cancelled = true;
+    }
+
+    // Families whose sessions batch together: up to `parallel` segments at once, each on a session
+    // of its own (the caller's and ones made here); the caller's thread streams segment i's audio
+    // as it arrives while the next ones are synthesised ahead.
+    void on_sessions(size_t parallel) {
+        std::vector<std::unique_ptr<Session>> made;
+        std::vector<Session*> idle{&session};
+        std::atomic<bool> stop{false};  // set when the caller cancels or fails: the segments ahead end
+        struct Running {
+            Session* session;
+            std::unique_ptr<AheadSegment> segment;
+        };
+        std::deque<Running> running;
+        size_t next = 0;
+        const auto launch = [&] {
+            while (running.size() < parallel && next < segments.size()) {
+                if (idle.empty()) {
+                    made.push_back(std::make_unique<Session>(session.model()));
+                    idle.push_back(made.back().get());
+                }
+                Session* s = idle.back();
+                idle.pop_back();
+                running.push_back({s, std::make_unique<AheadSegment>(*s, segment_request(next++), stream, stop)});
+            }
+        };
+        const AudioCallback sink = [&](const float* pcm, size_t n) { deliver(pcm, n); };
+        try {
+            for (size_t i = 0; i < segments.size() && !out.cancelled; ++i) {
+                if (parallel > 1) launch();
+                if (cancelled()) {
+                    out.cancelled = true;
+                    break;
+                }
+                if (i > 0) deliver_pause();
+                const size_t first_sample = out.samples;
+                SpeechResult r;
+                if (parallel > 1) {
+                    while (!running.front().segment->take(sink, std::chrono::milliseconds(20))) {
+                        if (cancelled()) stop = true;  // the segments stop after their current frame
+                    }
+                    r = running.front().segment->result();
+                    idle.push_back(running.front().session);
+                    running.pop_front();
+                } else {
+                    r = session.speak(segment_request(i), sink, stream, cancel);
+                }
+                done(i, r, first_sample);
+            }
+        } catch (...) {
+            stop = true;
+            running.clear();  // joins the segments ahead, which stop after their current frame
+            throw;
+        }
+        stop = true;
+        running.clear();
+    }
+
+    // The others: every segment through one Session::speak_all (Chatterbox batches the sentences
+    // of several segments through T3). A segment begins with its first audio or its result,
+    // whichever comes first: the pause before it goes out then, and its audio starts after it.
+    void all_at_once() {
+        std::vector<SpeechRequest> requests;
+        for (size_t i = 0; i < segments.size(); ++i) requests.push_back(segment_request(i));
+        size_t begun = 0, first_sample = 0;
+        const auto begin = [&](size_t i) {
+            for (; begun <= i; ++begun) {
+                if (begun > 0) deliver_pause();
+                first_sample = out.samples;
+            }
+        };
+        session.speak_all(
+            requests,
+            [&](size_t i, const float* pcm, size_t n) {
+                begin(i);
+                deliver(pcm, n);
+            },
+            [&](size_t i, const SpeechResult& r) {
+                begin(i);
+                done(i, r, first_sample);
+            },
+            stream, cancel);
+        if (out.segments < segments.size() && cancelled()) out.cancelled = true;
+    }
+};
+
+}  // namespace
+
 LongFormResult speak_long_form(Session& session, SpeechRequest request, const std::vector<std::string>& segments,
                                const LongFormOptions& options, const AudioCallback& on_audio,
                                const std::function<void(const SegmentDone&)>& on_segment, const StreamOptions& stream,
                                const std::atomic<bool>* cancel) {
     if (!request.sampling.seed) request.sampling.seed = random_seed();
-    const uint32_t max_frames = request.max_frames;
     const Capabilities& caps = session.model().capabilities();
-    const size_t parallel = std::min<size_t>(options.parallel ? options.parallel : caps.parallel_segments, segments.size());
-    LongFormResult out;
-    out.seed = *request.sampling.seed;
-    const size_t pause = options.pause_ms > 0 ? static_cast<size_t>(caps.sample_rate) * static_cast<size_t>(options.pause_ms) / 1000 : 0;
-    const auto segment_request = [&](size_t i) {
-        SpeechRequest r = request;
-        r.text = segments[i];
-        r.max_frames = segment_frame_limit(caps, max_frames, segments[i]);
-        return r;
-    };
-    const auto deliver = [&](const float* pcm, size_t n) {
-        on_audio(pcm, n);
-        out.samples += n;
-    };
-
-    // Parallel: segments i .. i + parallel - 1 run at once, each on a session of its own (the
-    // caller's and ones made here); the caller's thread streams segment i's audio as it arrives.
-    std::vector<std::unique_ptr<Session>> made;
-    std::vector<Session*> idle{&session};
-    std::atomic<bool> stop{false};  // set when the caller cancels or fails: the segments ahead end
-    struct Running {
-        Session* session;
-        std::unique_ptr<AheadSegment> segment;
-    };
-    std::deque<Running> running;
-    size_t next = 0;
-    const auto launch = [&] {
-        while (running.size() < parallel && next < segments.size()) {
-            if (idle.empty()) {
-                made.push_back(std::make_unique<Session>(session.model()));
-                idle.push_back(made.back().get());
-            }
-            Session* s = idle.back();
-            idle.pop_back();
-            running.push_back({s, std::make_unique<AheadSegment>(*s, segment_request(next++), stream, stop)});
-        }
-    };
-    const auto cancelled = [&] { return cancel && cancel->load(); };
-
-    try {
-        for (size_t i = 0; i < segments.size(); ++i) {
-            if (parallel > 1) launch();
-            if (cancelled()) {
-                out.cancelled = true;
-                break;
-            }
-            if (i > 0 && pause > 0) {
-                const std::vector<float> zeros(pause, 0.0f);
-                deliver(zeros.data(), zeros.size());
-            }
-            const size_t first_sample = out.samples;
-            SpeechResult r;
-            if (parallel > 1) {
-                while (!running.front().segment->take(deliver, std::chrono::milliseconds(20))) {
-                    if (cancelled()) stop = true;  // the segments stop after their current frame
-                }
-                r = running.front().segment->result();
-                idle.push_back(running.front().session);
-                running.pop_front();
-            } else {
-                r = session.speak(segment_request(i), deliver, stream, cancel);
-            }
-            add_segment(out, r, i == 0);
-            if (on_segment) on_segment(SegmentDone{i, segments.size(), segment_frame_limit(caps, max_frames, segments[i]), first_sample, &r});
-            if (r.stop_reason == "cancelled") {
-                out.cancelled = true;
-                break;
-            }
-        }
-    } catch (...) {
-        stop = true;
-        running.clear();  // joins the segments ahead, which stop after their current frame
-        throw;
+    LongFormRun run{session, caps, request, segments, on_audio, on_segment, stream, cancel};
+    run.out.seed = *request.sampling.seed;
+    if (options.pause_ms > 0) run.pause = static_cast<size_t>(caps.sample_rate) * static_cast<size_t>(options.pause_ms) / 1000;
+    if (caps.parallel_segments > 1) {
+        run.on_sessions(std::min<size_t>(options.parallel ? options.parallel : caps.parallel_segments, segments.size()));
+    } else {
+        run.all_at_once();
     }
-    stop = true;
-    running.clear();
-    return out;
+    return run.out;
 }
 
 }  // namespace talkbox

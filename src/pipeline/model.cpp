@@ -184,4 +184,20 @@ SpeechResult Session::speak(const SpeechRequest& request, const AudioCallback& o
     return impl_->speak(request, on_audio, stream, cancel);
 }
 
+void Session::speak_all(const std::vector<SpeechRequest>& requests, const IndexedAudioCallback& on_audio,
+                        const ResultCallback& on_done, const StreamOptions& stream, const std::atomic<bool>* cancel) {
+    for (const SpeechRequest& r : requests) require_fit(model_, r);
+    impl_->speak_all(requests, on_audio, on_done, stream, cancel);
+}
+
+void FamilySession::speak_all(const std::vector<SpeechRequest>& requests, const IndexedAudioCallback& on_audio,
+                              const ResultCallback& on_done, const StreamOptions& stream, const std::atomic<bool>* cancel) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+        if (cancel && cancel->load()) return;
+        const SpeechResult r = speak(requests[i], [&](const float* pcm, size_t n) { on_audio(i, pcm, n); }, stream, cancel);
+        on_done(i, r);
+        if (r.stop_reason == "cancelled") return;
+    }
+}
+
 }  // namespace talkbox

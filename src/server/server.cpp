@@ -270,6 +270,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         ModelOptions mo;
         mo.threads = options.threads;
         mo.max_batch = options.max_batch;
+        mo.sentence_batch = static_cast<int>(options.parallel);  // Chatterbox: a long input's sentences through T3 at once
         for (const auto& m : options.models) {
             for (const auto& other : models) {
                 if (other->id() == m.id) throw Error(ErrorKind::InvalidArgument, "two models are named '" + m.id + "'");

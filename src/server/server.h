@@ -45,7 +45,8 @@ struct ServerOptions {
     std::optional<uint64_t> default_seed;
     int threads = 0;                // compute threads of the one executor every request shares (0: one per core)
     int max_batch = 0;              // running requests of a model generated together (Qwen3-TTS; 0: the default, 8)
-    // Segments of one long input synthesised at once (LongFormOptions::parallel; 0: the model's choice).
+    // Segments of one long input synthesised at once (LongFormOptions::parallel; Chatterbox:
+    // ModelOptions::sentence_batch; 0: the model's choice).
     uint32_t parallel = 0;
     std::function<void(const std::string&)> log;  // one line per request; empty: silent
 };

@@ -325,6 +325,68 @@ TEST(T3, MinNewTokensMasksTheSpecialIdsForFixedLengthRuns) {
               std::vector<int32_t>(greedy_free.begin(), greedy_free.begin() + same));
 }
 
+// generate_batch: three sentences of different lengths (one without guidance: one stream beside
+// two-stream ones), seeded draws and one limit far below the others. Each sentence's tokens equal
+// generate()'s alone in batches of two (the third joins when the first leaves) and of three, at
+// F32 and with Q8_0 weights (the int8 panel kernels).
+TEST(T3Batch, EachSentenceGetsItsTokensAloneInBatchesOfTwoAndThree) {
+    const auto cond = golden_conditioning(0.5f);
+    std::vector<std::vector<int32_t>> texts;
+    std::vector<T3Options> options;
+    for (const char* name : {"en_e05_c05", "de_e10_c05", "ko_e05_c00"}) {
+        const json c = read_json(t3_goldens() + "/" + name + "/case.json");
+        texts.push_back(c["text_tokens"].get<std::vector<int32_t>>());
+        T3Options o = golden_options(c);
+        o.greedy = false;
+        o.seed = 100 + options.size();
+        o.max_new_tokens = 40;
+        options.push_back(o);
+    }
+    options[0].max_new_tokens = 5;  // leaves first
+    options[1].greedy = true;
+    ASSERT_NE(texts[0].size(), texts[1].size());
+    for (const char* type : {"f32", "q8_0"}) {
+        SCOPED_TRACE(type);
+        const T3& t3 = *model("multilingual", type).t3;
+        std::vector<std::vector<int32_t>> alone;
+        for (size_t i = 0; i < texts.size(); ++i) alone.push_back(t3.generate(texts[i], cond, options[i]));
+        std::printf("%s: %zu, %zu and %zu tokens alone\n", type, alone[0].size(), alone[1].size(), alone[2].size());
+        ASSERT_EQ(alone[0].size(), 5u);
+        ASSERT_GT(alone[1].size(), 5u);
+        ASSERT_GT(alone[2].size(), 5u);
+        for (size_t parallel : {2, 3}) {
+            std::vector<T3Job> jobs;
+            for (size_t i = 0; i < texts.size(); ++i) jobs.push_back({&texts[i], &cond, options[i], nullptr, nullptr});
+            std::vector<std::vector<int32_t>> got(texts.size());
+            std::vector<size_t> order;
+            t3.generate_batch(jobs, parallel, [&](size_t j, std::vector<int32_t>&& p) {
+                got[j] = std::move(p);
+                order.push_back(j);
+            });
+            EXPECT_EQ(got, alone) << "batches of " << parallel;
+            ASSERT_EQ(order.size(), 3u);
+            EXPECT_EQ(order[0], 0u) << "the shortest sentence leaves first";
+        }
+    }
+}
+
+TEST(T3Batch, EveryJobIsCheckedBeforeAnyComputation) {
+    const T3& t3 = *multilingual().t3;
+    const auto cond = golden_conditioning(0.5f);
+    const std::vector<int32_t> good = {255, 10, 0}, bad = {255, 99999, 0};
+    T3Options o;
+    o.max_new_tokens = 2;
+    bool ran = false;
+    try {
+        t3.generate_batch({{&good, &cond, o, nullptr, nullptr}, {&bad, &cond, o, nullptr, nullptr}}, 2,
+                          [&](size_t, std::vector<int32_t>&&) { ran = true; });
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("T3 job 2 of 2: text token 99999"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(ran);
+}
+
 TEST(T3, RejectsBadInput) {
     T3& t3 = *multilingual().t3;
     const auto cond = golden_conditioning(0.5f);

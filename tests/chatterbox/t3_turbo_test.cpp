@@ -232,6 +232,39 @@ TEST(TurboT3, BadOptionsFailCleanly) {
     EXPECT_THROW(t3.generate({40}, cond, o), Error);
 }
 
+// Turbo has no CFG: one row per sentence. Sentences of different lengths, seeded top-k/top-p
+// draws and one short limit: each one's tokens equal generate()'s alone in batches of 2 and 3, at
+// F32 and with Q8_0 weights.
+TEST(TurboT3, EachSentenceGetsItsTokensAloneInBatches) {
+    for (const char* type : {"f32", "q8_0"}) {
+        SCOPED_TRACE(type);
+        const GgufFile file(converted_turbo(type));
+        Backend backend(2);
+        const T3 t3(file, backend);
+        const T3Conditioning cond = builtin_conditioning(file);
+        const std::vector<std::vector<int32_t>> texts = {{40, 41, 42}, {50, 51, 52, 53, 54, 55, 56, 57}, {60, 61, 62, 63, 64}};
+        std::vector<T3Options> options(texts.size(), t3.default_options());
+        for (size_t i = 0; i < options.size(); ++i) {
+            options[i].seed = 30 + i;
+            options[i].max_new_tokens = 30;
+        }
+        options[0].max_new_tokens = 3;  // 4 tokens, then it leaves
+        std::vector<std::vector<int32_t>> alone;
+        for (size_t i = 0; i < texts.size(); ++i) alone.push_back(t3.generate(texts[i], cond, options[i]));
+        std::printf("[ turbo    ] %s: %zu, %zu and %zu tokens alone\n", type, alone[0].size(), alone[1].size(), alone[2].size());
+        ASSERT_EQ(alone[0].size(), 4u);
+        ASSERT_GT(alone[1].size(), 4u);
+        ASSERT_GT(alone[2].size(), 4u);
+        for (size_t parallel : {2, 3}) {
+            std::vector<T3Job> jobs;
+            for (size_t i = 0; i < texts.size(); ++i) jobs.push_back({&texts[i], &cond, options[i], nullptr, nullptr});
+            std::vector<std::vector<int32_t>> got(texts.size());
+            t3.generate_batch(jobs, parallel, [&](size_t j, std::vector<int32_t>&& p) { got[j] = std::move(p); });
+            EXPECT_EQ(got, alone) << "batches of " << parallel;
+        }
+    }
+}
+
 TEST(TurboSpeak, SpeakWritesAWav) {
     TempDir tmp;
     const auto r = run_talkbox("speak -m " + converted_turbo() + " -t 'Hello there.' --seed 3 --max-frames 6 -o " + tmp.file("out.wav"));

@@ -1,9 +1,11 @@
 // lm::Sequence, the position bookkeeping the Qwen3 talker and Chatterbox's T3 share: attention
 // windows in whole multiples of the window size, the causal mask of the next tokens, the model's
-// length limit as a clear error, and a new request starting from nothing.
+// length limit as a clear error, a new request starting from nothing, and a sequence starting as a
+// copy of a prefilled prompt.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ggml-cpu.h"
@@ -61,6 +63,47 @@ TEST(Sequence, WindowsMasksAndTheLengthLimit) {
 TEST(Sequence, RejectsACacheTypeThatCannotHoldTheHeads) {
     CpuBackend cpu;
     EXPECT_THROW(Sequence(cpu.b, {1, 1, 48, 64, 64, 1}, KvType::Q8_0), Error);  // Q8_0 rows: multiples of 32
+}
+
+// copy_from: a prompt prefilled once starts several sequences (Chatterbox Turbo's voice): the copy
+// holds the prompt's positions in every layer, head and stream and continues after them, even in
+// a cache of another capacity.
+TEST(Sequence, CopyFromStartsWithAnotherSequencesPositions) {
+    CpuBackend cpu;
+    Sequence prompt(cpu.b, {2, 2, 32, 64, 64, 2}, KvType::F32);
+    prompt.reserve(5, "test");
+    std::vector<float> plane(32 * 5);
+    for (uint32_t l = 0; l < 2; ++l) {
+        for (ggml_tensor* t : {prompt.cache().k(l), prompt.cache().v(l)}) {
+            for (size_t plane_index = 0; plane_index < 4; ++plane_index) {  // 2 heads × 2 streams
+                for (size_t i = 0; i < plane.size(); ++i) plane[i] = static_cast<float>(l * 1000 + plane_index * 100 + i);
+                ggml_backend_tensor_set(t, plane.data(), plane_index * t->nb[2], plane.size() * sizeof(float));
+            }
+        }
+    }
+    prompt.advance(5);
+    Sequence s(cpu.b, {2, 2, 32, 300, 64, 2}, KvType::F32);
+    s.reserve(9, "test");
+    s.advance(9);
+    s.copy_from(prompt, "test");
+    EXPECT_EQ(s.length(), 5u);
+    EXPECT_EQ(s.cache().capacity(), 320u);
+    std::vector<float> got(plane.size());
+    for (uint32_t l = 0; l < 2; ++l) {
+        for (const auto& [a, b] : {std::pair{prompt.cache().k(l), s.cache().k(l)}, std::pair{prompt.cache().v(l), s.cache().v(l)}}) {
+            for (size_t plane_index = 0; plane_index < 4; ++plane_index) {
+                ggml_backend_tensor_get(a, plane.data(), plane_index * a->nb[2], plane.size() * sizeof(float));
+                ggml_backend_tensor_get(b, got.data(), plane_index * b->nb[2], got.size() * sizeof(float));
+                EXPECT_EQ(got, plane) << "layer " << l << ", plane " << plane_index;
+            }
+        }
+    }
+    std::vector<ggml_fp16_t> mask, want;
+    s.mask(mask, 2);  // the next queries sit at positions 5 and 6
+    causal_mask(want, 64, 5, 2);
+    EXPECT_EQ(mask, want);
+    Sequence small(cpu.b, {2, 2, 32, 4, 64, 2}, KvType::F32);
+    EXPECT_THROW(small.copy_from(prompt, "test"), Error);  // 5 positions exceed its limit of 4
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // refuses what its capabilities do not list; cancellation stops inside T3 and the flow; `talkbox speak` works on a Chatterbox GGUF.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "support/test_support.h"
 #include "audio/audio_reader.h"
 #include "support/loaded_model.h"
+#include "support/tiny_turbo.h"
 #include "talkbox/model.h"
 #include "talkbox/error.h"
 #include "talkbox/voice_file.h"
@@ -146,6 +148,91 @@ TEST(ChatterboxEngine, LongTextIsSpokenAndStreamedSentenceBySentence) {
     EXPECT_EQ(r.frames, both);
     EXPECT_EQ(chunks[0], 11u * 960);  // the multilingual cut: (T - 1) · 960 samples
     EXPECT_EQ(chunks[1], 11u * 960);
+}
+
+// ModelOptions::sentence_batch on the multilingual model (CFG pairs) and Turbo (one row per
+// sentence): a text of five sentences of different lengths, drawn with a seed, gives the same
+// frames and audio, one callback per sentence, sentence by sentence (1) and in batches of 2 and of
+// the default 4 (later sentences join as earlier ones end).
+class SentenceBatch : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SentenceBatch, GivesTheFramesAndAudioOfOneSentenceAfterAnother) {
+    const std::string path = GetParam() == "turbo" ? converted_turbo() : converted_chatterbox("multilingual");
+    auto request = greedy_request("Hello world, the sun is out again. We can test it now! Yes. "
+                                  "A much longer sentence follows here, with a comma in it. Done.",
+                                  "en", 14);
+    request.sampling.greedy = false;
+    request.sampling.seed = 5;
+    struct Spoken {
+        std::vector<Frame> frames;
+        std::vector<float> audio;
+        size_t calls = 0;
+    };
+    const auto speak = [&](int batch) {
+        ModelOptions o{1, 1};
+        o.sentence_batch = batch;
+        LoadedModel m(path, o);
+        Spoken s;
+        const auto r = m.session.speak(request, [&](const float* p, size_t n) {
+            s.audio.insert(s.audio.end(), p, p + n);
+            ++s.calls;
+        });
+        EXPECT_EQ(r.timings.segments, 5u);
+        s.frames = r.frames;
+        return s;
+    };
+    const Spoken one = speak(1);
+    EXPECT_EQ(one.calls, 5u);
+    EXPECT_GT(one.frames.size(), 5u * 3);
+    for (int batch : {2, 0}) {
+        SCOPED_TRACE(batch);
+        const Spoken b = speak(batch);
+        EXPECT_EQ(b.frames, one.frames);
+        EXPECT_EQ(b.audio, one.audio);
+        EXPECT_EQ(b.calls, one.calls);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Chatterbox, SentenceBatch, ::testing::Values("multilingual", "turbo"),
+                         [](const auto& info) { return info.param; });
+
+// Session::speak_all: requests with different limits (one ending early) and seeds, their sentences
+// batched together, give each request's speak() result and audio, in order, request by request.
+TEST(ChatterboxEngine, SpeakAllEqualsSpeakingEachRequest) {
+    std::vector<SpeechRequest> requests;
+    for (const auto& [text, limit] : std::vector<std::pair<std::string, uint32_t>>{
+             {"Hello world, the sun is out again. We can test it now!", 14}, {"Yes.", 3}, {"Bonjour. A last one here.", 10}}) {
+        auto r = greedy_request(text, "en", limit);
+        r.sampling.greedy = false;
+        r.sampling.seed = 20 + requests.size();
+        requests.push_back(r);
+    }
+    std::vector<std::vector<float>> alone(requests.size()), together(requests.size());
+    std::vector<SpeechResult> alone_results;
+    for (size_t i = 0; i < requests.size(); ++i) {
+        alone_results.push_back(
+            engine().speak(requests[i], [&](const float* p, size_t n) { alone[i].insert(alone[i].end(), p, p + n); }));
+    }
+    ModelOptions o{1, 1};
+    o.sentence_batch = 3;
+    LoadedModel m(converted_chatterbox("multilingual"), o);
+    std::vector<size_t> audio_order, done_order;
+    m.session.speak_all(
+        requests,
+        [&](size_t i, const float* p, size_t n) {
+            audio_order.push_back(i);
+            together[i].insert(together[i].end(), p, p + n);
+        },
+        [&](size_t i, const SpeechResult& r) {
+            done_order.push_back(i);
+            EXPECT_EQ(r.frames, alone_results[i].frames) << "request " << i;
+            EXPECT_EQ(r.stop_reason, alone_results[i].stop_reason) << "request " << i;
+            EXPECT_EQ(r.samples, together[i].size()) << "request " << i;
+        });
+    EXPECT_EQ(done_order, (std::vector<size_t>{0, 1, 2}));
+    EXPECT_TRUE(std::is_sorted(audio_order.begin(), audio_order.end()));
+    EXPECT_EQ(together, alone);
+    EXPECT_LE(alone_results[1].frames.size(), 3u);
 }
 
 // min_frames (bench's fixed-length runs) reaches T3 per sentence: a hot draw gives exactly that
@@ -305,6 +392,25 @@ TEST(ChatterboxEngine, T3RunsOnF16AndQ8KvCaches) {
         std::printf("[ report ] %s KV cache: the first %zu of %zu greedy tokens equal the F32 cache's\n", type.c_str(), same,
                     r.frames.size());
     }
+}
+
+// `speak --parallel` on Chatterbox: the same file sentence by sentence and three at a time through
+// T3; a value out of range is refused naming the flag.
+TEST(ChatterboxCli, ParallelSentencesWriteTheSameWav) {
+    TempDir dir;
+    const auto speak = [&](const std::string& batch, const std::string& out) {
+        return run_talkbox("speak -m '" + converted_chatterbox("multilingual") +
+                           "' --language en -t \"Hello there. We can test it now! A third one.\" --seed 4 --max-frames 12 -T 1"
+                           " --parallel " + batch + " -o '" + dir.file(out) + "'");
+    };
+    const auto one = speak("1", "one.wav"), three = speak("3", "three.wav");
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    ASSERT_EQ(three.exit_code, 0) << three.err;
+    EXPECT_EQ(read_text(dir.file("one.wav")), read_text(dir.file("three.wav")));
+    EXPECT_GT(read_text(dir.file("one.wav")).size(), 44u + 3 * 960);
+    const auto bad = speak("-1", "bad.wav");
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("--parallel"), std::string::npos) << bad.err;
 }
 
 TEST(ChatterboxCli, SpeakWritesAWav) {
