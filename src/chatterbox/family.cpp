@@ -70,8 +70,8 @@ Capabilities capabilities_of(const Pipeline& p) {
 
 class ChatterboxModel final : public FamilyModel {
 public:
-    ChatterboxModel(const std::string& path, const ModelOptions& o)
-        : pipeline(path, o.threads, o.gpu ? Device::Gpu : Device::Cpu),
+    ChatterboxModel(std::shared_ptr<const GgufFile> file, const ModelOptions& o)
+        : pipeline(std::move(file), o.threads, o.gpu ? Device::Gpu : Device::Cpu),
           identity(model_identity(pipeline.file())),
           kv_type(lm::parse_kv_type(o.kv_cache)),
           sentence_batch(sentence_batch_of(o)),
@@ -287,8 +287,8 @@ private:
 
 std::unique_ptr<FamilySession> ChatterboxModel::new_session() const { return std::make_unique<ChatterboxSession>(*this); }
 
-std::unique_ptr<FamilyModel> load(const std::string& path, const ModelOptions& options) {
-    return std::make_unique<ChatterboxModel>(path, options);
+std::unique_ptr<FamilyModel> load(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
+    return std::make_unique<ChatterboxModel>(std::move(file), options);
 }
 
 // `talkbox decode`: each sentence's speech tokens through S3Gen with the voice and the seed that
@@ -303,7 +303,7 @@ DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes)
     (void)ChatterboxModel::speech_tokens(codes.frames);  // bad tokens are refused before the model loads
     ModelOptions mo;
     mo.threads = o.threads;
-    const ChatterboxModel m(o.model_path, mo);
+    const ChatterboxModel m(std::make_shared<const GgufFile>(o.model_path), mo);
     PipelineVoice v;
     if (!o.voice_path.empty()) {
         const Voice voice = load_voice(o.voice_path);

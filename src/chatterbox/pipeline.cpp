@@ -13,19 +13,22 @@ PipelineVoice pipeline_voice(const ChatterboxConditionals& c) {
 }
 
 Pipeline::Pipeline(const std::string& path, int threads, Device device)
-    : file_(path),
+    : Pipeline(std::make_shared<const GgufFile>(path), threads, device) {}
+
+Pipeline::Pipeline(std::shared_ptr<const GgufFile> file, int threads, Device device)
+    : file_(std::move(file)),
       backend_(threads, device),
-      text_(TextFrontEnd::from_gguf(file_.meta())),
-      t3_(file_, backend_),
-      s3gen_(file_, backend_) {
-    const GgufMeta& m = file_.meta();
+      text_(TextFrontEnd::from_gguf(file_->meta())),
+      t3_(*file_, backend_),
+      s3gen_(*file_, backend_) {
+    const GgufMeta& m = file_->meta();
     has_builtin_ = m.has_key("chatterbox.builtin_voice") && m.get_bool("chatterbox.builtin_voice");
-    if (has_builtin_) builtin_ = {builtin_conditioning(file_), builtin_flow_prompt(file_)};
+    if (has_builtin_) builtin_ = {builtin_conditioning(*file_), builtin_flow_prompt(*file_)};
 }
 
 const PipelineVoice& Pipeline::builtin_voice() const {
     if (!has_builtin_) {
-        throw Error(ErrorKind::InvalidArgument, "'" + file_.path() + "' has no built-in voice: give a voice (--voice or --ref-audio)");
+        throw Error(ErrorKind::InvalidArgument, "'" + file_->path() + "' has no built-in voice: give a voice (--voice or --ref-audio)");
     }
     return builtin_;
 }

@@ -51,10 +51,12 @@ using PipelineResultCallback = std::function<void(size_t job, PipelineResult&& r
 
 class Pipeline {
 public:
-    // Loads the converted GGUF at `path` (T3, S3Gen, text front end, built-in voice if any).
+    // Loads the converted GGUF at `path` (T3, S3Gen, text front end, built-in voice if any), or
+    // from a file already open.
     Pipeline(const std::string& path, int threads, Device device);
+    Pipeline(std::shared_ptr<const GgufFile> file, int threads, Device device);
 
-    const GgufFile& file() const { return file_; }
+    const GgufFile& file() const { return *file_; }
     const T3& t3() const { return t3_; }
     const TextFrontEnd& text() const { return text_; }
     bool multilingual() const { return text_.multilingual(); }
@@ -85,7 +87,7 @@ public:
                               uint64_t seed, PipelineResult* stages = nullptr, const std::atomic<bool>* cancel = nullptr) const;
 
 private:
-    GgufFile file_;
+    std::shared_ptr<const GgufFile> file_;
     Backend backend_;
     TextFrontEnd text_;
     T3 t3_;

@@ -59,7 +59,8 @@ struct DecodedAudio {
 
 struct Family {
     const char* architecture;  // general.architecture
-    std::unique_ptr<FamilyModel> (*load)(const std::string& path, const ModelOptions& options);
+    // The model in `file`, opened once by Model for the registry's look-up and then kept by the family.
+    std::unique_ptr<FamilyModel> (*load)(std::shared_ptr<const GgufFile> file, const ModelOptions& options);
     ModelInfo (*describe)(const GgufFile& file);  // `talkbox info`, without loading weights
     // `talkbox decode`: each part of `codes` decoded on its own, in order, after its pause; the
     // family refuses options it does not take (a voice, a seed) with a message.

@@ -106,12 +106,9 @@ std::string cpu_kernels() {
 }
 
 Model::Model(const std::string& path, const ModelOptions& options) : path_(path) {
-    const Family* family = nullptr;
-    {
-        const GgufFile file(path);
-        family = &family_of(file);
-    }
-    impl_ = family->load(path, options);
+    auto file = std::make_shared<const GgufFile>(path);
+    const Family& family = family_of(*file);
+    impl_ = family.load(std::move(file), options);
     const auto& kv = impl_->capabilities().kv_cache_types;
     if (std::find(kv.begin(), kv.end(), options.kv_cache) == kv.end()) {
         std::string list;

@@ -95,8 +95,8 @@ constexpr uint32_t kParallelSegments = 4;
 
 class QwenModel final : public FamilyModel {
 public:
-    QwenModel(const std::string& path, const talkbox::ModelOptions& o)
-        : model(path, qwen3tts::ModelOptions{o.threads, o.gpu ? Device::Gpu : Device::Cpu}),
+    QwenModel(std::shared_ptr<const GgufFile> file, const talkbox::ModelOptions& o)
+        : model(std::move(file), qwen3tts::ModelOptions{o.threads, o.gpu ? Device::Gpu : Device::Cpu}),
           tokenizer(Tokenizer::from_gguf(model.file().meta())),
           decoder_backend(decoder_thread_count(o), o.gpu ? Device::Gpu : Device::Cpu),
           decoder(model.file(), model.hparams(), decoder_backend),
@@ -326,8 +326,8 @@ SpeechResult QwenSession::speak(const SpeechRequest& request, const AudioCallbac
     return result;
 }
 
-std::unique_ptr<FamilyModel> load(const std::string& path, const talkbox::ModelOptions& options) {
-    return std::make_unique<QwenModel>(path, options);
+std::unique_ptr<FamilyModel> load(std::shared_ptr<const GgufFile> file, const talkbox::ModelOptions& options) {
+    return std::make_unique<QwenModel>(std::move(file), options);
 }
 
 }  // namespace

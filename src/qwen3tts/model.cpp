@@ -33,20 +33,22 @@ void check_tensors(const GgufFile& file, const Hparams& h) {
 
 }  // namespace
 
-Model::Model(const std::string& gguf_path, const ModelOptions& options)
-    : file_(gguf_path), hparams_(Hparams::from_gguf(file_.meta())), backend_(options.threads, options.device) {
+Model::Model(const std::string& gguf_path, const ModelOptions& options) : Model(std::make_shared<const GgufFile>(gguf_path), options) {}
+
+Model::Model(std::shared_ptr<const GgufFile> file, const ModelOptions& options)
+    : file_(std::move(file)), hparams_(Hparams::from_gguf(file_->meta())), backend_(options.threads, options.device) {
     const auto& h = hparams_;
     // Every id that survives suppression (except EOS) feeds the predictor's tables as a code.
     if (h.talker.vocab < 1024 || h.talker.vocab - 1024 > h.code_predictor.vocab) {
-        throw Error(ErrorKind::Format, "'" + gguf_path + "': talker vocabulary " + std::to_string(h.talker.vocab) +
+        throw Error(ErrorKind::Format, "'" + file_->path() + "': talker vocabulary " + std::to_string(h.talker.vocab) +
                                            " does not leave vocab-1024 codebook-0 codes within the code predictor "
                                            "vocabulary " + std::to_string(h.code_predictor.vocab));
     }
-    check_tensors(file_, h);
+    check_tensors(*file_, h);
     // The embedding tables are read a few rows at a time (the text table, 151k rows, is a third of
     // the 0.6B talker), so they stay in the mapping and only rows in use become resident.
     weights_ = std::make_unique<WeightStore>(
-        file_, backend_.get(), std::vector<std::string>{"talker.", "code_pred."}, lm::is_whole_layer_matrix,
+        *file_, backend_.get(), std::vector<std::string>{"talker.", "code_pred."}, lm::is_whole_layer_matrix,
         [](const std::string& name) {
             return name == "talker.text_embd.weight" || name == "talker.codec_embd.weight" || name.rfind("code_pred.codec_embd.", 0) == 0;
         });

@@ -38,9 +38,11 @@ public:
     // Opens the GGUF, reads and checks the hyper-parameters and every talker/code-predictor
     // tensor (name, shape, type), and loads those tensors onto the backend. Throws Error.
     explicit Model(const std::string& gguf_path, const ModelOptions& options = {});
+    // The same over a file already open (its metadata parsed once for the family registry and this).
+    explicit Model(std::shared_ptr<const GgufFile> file, const ModelOptions& options = {});
 
     const Hparams& hparams() const { return hparams_; }
-    const GgufFile& file() const { return file_; }
+    const GgufFile& file() const { return *file_; }
     const Backend& backend() const { return backend_; }
     const TalkerWeights& talker() const { return talker_; }
     const CodePredictorWeights& code_predictor() const { return code_pred_; }
@@ -51,7 +53,7 @@ public:
     uint32_t suppress_begin() const { return hparams_.talker.vocab - 1024; }
 
 private:
-    GgufFile file_;
+    std::shared_ptr<const GgufFile> file_;
     Hparams hparams_;
     Backend backend_;
     std::unique_ptr<WeightStore> weights_;
