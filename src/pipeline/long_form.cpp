@@ -115,10 +115,6 @@ private:
     std::thread thread_;
 };
 
-}  // namespace
-
-namespace {
-
 // What both ways of speaking the segments share: the requests, the pauses, the result.
 struct LongFormRun {
     Session& session;
@@ -151,7 +147,9 @@ struct LongFormRun {
     // Segment i is complete: its result, where its audio began.
     void done(size_t i, const SpeechResult& r, size_t first_sample) {
         add_segment(out, r, i == 0);
-        if (on_segment) on_segment(SegmentDone{i, segments.size(), segment_request(i).max_frames, first_sample, &r});
+        if (on_segment) {
+            on_segment(SegmentDone{i, segments.size(), segment_frame_limit(caps, request.max_frames, segments[i]), first_sample, &r});
+        }
         if (r.stop_reason == "cancelled") out.cancelled = true;
     }
 
@@ -247,9 +245,9 @@ LongFormResult speak_long_form(Session& session, SpeechRequest request, const st
                                const std::atomic<bool>* cancel) {
     if (!request.sampling.seed) request.sampling.seed = random_seed();
     const Capabilities& caps = session.model().capabilities();
-    LongFormRun run{session, caps, request, segments, on_audio, on_segment, stream, cancel};
+    const size_t pause = options.pause_ms > 0 ? static_cast<size_t>(caps.sample_rate) * static_cast<size_t>(options.pause_ms) / 1000 : 0;
+    LongFormRun run{session, caps, request, segments, on_audio, on_segment, stream, cancel, pause, {}};
     run.out.seed = *request.sampling.seed;
-    if (options.pause_ms > 0) run.pause = static_cast<size_t>(caps.sample_rate) * static_cast<size_t>(options.pause_ms) / 1000;
     if (caps.parallel_segments > 1) {
         run.on_sessions(std::min<size_t>(options.parallel ? options.parallel : caps.parallel_segments, segments.size()));
     } else {
