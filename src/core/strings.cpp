@@ -9,6 +9,11 @@ std::string ascii_lower(std::string s) {
     return s;
 }
 
+std::string trim(const std::string& s) {
+    const size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
+    return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
 std::string join_names(const std::vector<std::string>& items) {
     std::string out;
     for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;

@@ -10,6 +10,9 @@ namespace talkbox {
 // ASCII letters in lower case (names, header values); every other byte as it is.
 std::string ascii_lower(std::string s);
 
+// `s` without the spaces, tabs and line breaks at either end.
+std::string trim(const std::string& s);
+
 // The items with ", " between them: "a, b, c".
 std::string join_names(const std::vector<std::string>& items);
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "core/strings.h"
 #include "talkbox/error.h"
 
 namespace talkbox::hub {
@@ -24,12 +25,6 @@ struct Transfer {
     std::exception_ptr failure;
     bool too_large = false;
 };
-
-std::string trim(const std::string& s) {
-    const size_t b = s.find_first_not_of(" \t\r\n");
-    const size_t e = s.find_last_not_of(" \t\r\n");
-    return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
 
 size_t on_header(char* data, size_t size, size_t count, void* user) {
     auto* t = static_cast<Transfer*>(user);

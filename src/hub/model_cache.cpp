@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "core/atomic_file.h"
+#include "core/strings.h"
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
 
@@ -173,11 +174,6 @@ constexpr const char* kFirstModel = "ResembleAI/chatterbox";
 
 std::string setting_file(const std::string& cache) { return cache + "/default_model"; }
 
-std::string trimmed(const std::string& s) {
-    const size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
-    return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
 }  // namespace
 
 std::string DefaultModel::describe() const {
@@ -204,7 +200,7 @@ DefaultModel default_model(const std::string& cache_dir) {
         std::ostringstream text;
         text << in.rdbuf();
         if (!in) throw Error(ErrorKind::Io, "cannot read the default model from '" + d.setting_file + "'");
-        d.model = trimmed(text.str());
+        d.model = trim(text.str());
         if (d.model.empty() || d.model.find('\n') != std::string::npos) {
             throw Error(ErrorKind::Format, "'" + d.setting_file + "' should hold one model name or path: set it again with "
                                            "`talkbox default MODEL`");
