@@ -23,7 +23,7 @@ std::atomic<const attention_kernels::Set*> overridden{nullptr};
 const attention_kernels::Set& attention_kernels::cpu_set() {
     if (const Set* set = overridden.load(std::memory_order_relaxed)) return *set;
 #if defined(__x86_64__)
-    static const Set& chosen = cpu_avx512_allowed() ? kAvx512 : cpu_avx2_allowed() ? kAvx2 : kPlain;
+    static const Set& chosen = cpu_avx512_allowed() ? kAvx512 : cpu_has_avx2_fma() ? kAvx2 : kPlain;
     return chosen;
 #else
     return kPlain;

@@ -1,12 +1,16 @@
-// The instruction sets the hand-written CPU kernels may use (direct convolution, fused attention):
-// those of the CPU, capped by TALKBOX_KERNELS=avxvnni|avx2, which also picks the int8 kernels
-// (core/packed_matmul.h) and so emulates a machine without AVX-512 on one that has it, for
-// benchmarks and tests. Read once.
+// What the CPU offers the hand-written kernels (int8 products, direct convolution, fused
+// attention), each read once. TALKBOX_KERNELS=avxvnni|avx2, which also picks the int8 kernels
+// (core/packed_matmul.h), keeps the convolution and the attention off AVX-512 too: a machine
+// without it, emulated on one that has it, for benchmarks and tests.
 #pragma once
 
 namespace talkbox {
 
-bool cpu_avx512_allowed();  // AVX-512 F
-bool cpu_avx2_allowed();    // AVX2 + FMA
+// The CPU's own (x86-64; false elsewhere).
+bool cpu_has_avx2_fma();  // AVX2 + FMA
+bool cpu_has_f16c();
+bool cpu_has_avx_vnni();  // the VEX-encoded vpdpbusd
+// AVX-512 F, unless TALKBOX_KERNELS names a narrower set.
+bool cpu_avx512_allowed();
 
 }  // namespace talkbox

@@ -6,11 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/packed_kernels.h"
 #include "ggml-backend.h"
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 #include "talkbox/error.h"
 
 namespace talkbox::packed {
@@ -32,27 +30,13 @@ static_assert(kernels::kRows == kPanelRows);
 
 namespace {
 
-#if defined(__x86_64__)
-// F16C and AVX-VNNI from CPUID directly: __builtin_cpu_supports does not know the names everywhere.
-bool cpu_has_f16c() {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
-}
-
-// AVX-VNNI (the VEX-encoded vpdpbusd): CPUID leaf 7, subleaf 1, EAX bit 4.
-bool cpu_has_avx_vnni() {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
-}
-#endif
-
 bool cpu_runs(const KernelSet& set) {
 #if defined(__x86_64__)
     if (&set == &kernels::kAvx512) {
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     }
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+    const bool avx2 = cpu_has_avx2_fma() && cpu_has_f16c();
     if (&set == &kernels::kAvxVnni) return avx2 && cpu_has_avx_vnni();
     if (&set == &kernels::kAvx2) return avx2;
 #endif
