@@ -2,6 +2,8 @@
 // speak --speed`): SoundTouch's time-domain stretch (WSOLA), fed chunk by chunk as audio is made.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +35,24 @@ public:
 private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
+};
+
+// Audio on its way to `sink`, through a TimeStretch at speeds other than 1 and untouched at 1
+// (the server's responses and `speak --speed` both take their audio this way).
+class SpeedAdjuster {
+public:
+    using Sink = std::function<void(const float* samples, size_t n)>;
+    SpeedAdjuster(int sample_rate, double speed, Sink sink);  // check_speed(speed, "speed")
+
+    bool stretching() const { return stretch_ != nullptr; }
+    void write(const float* samples, size_t n);
+    // The end of the stream: what the stretcher still holds. No write() after it.
+    void finish();
+
+private:
+    Sink sink_;
+    std::unique_ptr<TimeStretch> stretch_;
+    std::vector<float> out_;
 };
 
 // The whole signal at once (tests, whole files).

@@ -66,6 +66,25 @@ void TimeStretch::finish(std::vector<float>& out) {
     impl_->produced = want;
 }
 
+SpeedAdjuster::SpeedAdjuster(int sample_rate, double speed, Sink sink) : sink_(std::move(sink)) {
+    check_speed(speed, "speed");
+    if (speed != 1.0) stretch_ = std::make_unique<TimeStretch>(sample_rate, speed);
+}
+
+void SpeedAdjuster::write(const float* samples, size_t n) {
+    if (!stretch_) return sink_(samples, n);
+    out_.clear();
+    stretch_->process(samples, n, out_);
+    if (!out_.empty()) sink_(out_.data(), out_.size());
+}
+
+void SpeedAdjuster::finish() {
+    if (!stretch_) return;
+    out_.clear();
+    stretch_->finish(out_);
+    if (!out_.empty()) sink_(out_.data(), out_.size());
+}
+
 std::vector<float> time_stretch(const std::vector<float>& samples, int sample_rate, double speed) {
     TimeStretch s(sample_rate, speed);
     std::vector<float> out;

@@ -81,27 +81,18 @@ std::string input_text(const SpeakArgs& a) {
 class AudioSink {
 public:
     AudioSink(const std::string& path, audio::SampleFormat format, int rate, double speed)
-        : path_(path), format_(format), rate_(rate), to_stdout_(path == "-") {
-        if (speed != 1.0) stretch_ = std::make_unique<audio::TimeStretch>(rate, speed);
+        : path_(path), format_(format), rate_(rate), to_stdout_(path == "-"),
+          speed_(rate, speed, [this](const float* pcm, size_t n) { put(pcm, n); }) {
         if (to_stdout_) emit(audio::stream_header(rate, format));
     }
-    void write(const float* pcm, size_t n) {
-        if (!stretch_) return put(pcm, n);
-        std::vector<float> out;
-        stretch_->process(pcm, n, out);
-        put(out.data(), out.size());
-    }
+    void write(const float* pcm, size_t n) { speed_.write(pcm, n); }
     // Files reproduce the official in-context cut exactly (see SpeechResult); stretched audio has
     // no such cut to match (the sample positions are those before stretching).
     void insert_leading(size_t at, float sample) {
-        if (!to_stdout_ && !stretch_ && at <= samples_.size()) samples_.insert(samples_.begin() + static_cast<long>(at), sample);
+        if (!to_stdout_ && !speed_.stretching() && at <= samples_.size()) samples_.insert(samples_.begin() + static_cast<long>(at), sample);
     }
     void finish(const std::string& normalize, double db) {
-        if (stretch_) {
-            std::vector<float> rest;
-            stretch_->finish(rest);
-            put(rest.data(), rest.size());
-        }
+        speed_.finish();
         if (to_stdout_) return;
         normalize_level(samples_, normalize, db);
         audio::write_audio(path_, samples_, rate_, format_);
@@ -127,7 +118,7 @@ private:
     audio::SampleFormat format_;
     int rate_;
     bool to_stdout_;
-    std::unique_ptr<audio::TimeStretch> stretch_;
+    audio::SpeedAdjuster speed_;  // write() → put(), stretched at speeds other than 1
     std::vector<float> samples_;
 };
 

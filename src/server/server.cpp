@@ -130,7 +130,7 @@ struct Job {
     bool streaming = false;
     bool sse = false;
     audio::SampleFormat format = audio::SampleFormat::Wav16;
-    std::unique_ptr<audio::TimeStretch> stretch;  // speed other than 1; used by the worker only
+    std::unique_ptr<audio::SpeedAdjuster> speed;  // the worker's audio on its way to deliver()
     bool finished = false;
     std::exception_ptr error;
     LongFormResult result;
@@ -145,20 +145,6 @@ struct Job {
     std::thread thread;
 
     ~Job() { stop(); }
-    // The synthesis's audio, after the stretcher when there is one (the worker thread).
-    void audio(const float* pcm, size_t n) {
-        if (!stretch) return deliver(pcm, n);
-        std::vector<float> out;
-        stretch->process(pcm, n, out);
-        deliver(out.data(), out.size());
-    }
-    // The end of the audio (a synthesis that ran to its end): what the stretcher still holds.
-    void audio_end() {
-        if (!stretch) return;
-        std::vector<float> out;
-        stretch->finish(out);
-        deliver(out.data(), out.size());
-    }
     void deliver(const float* pcm, size_t n) {
         if (n == 0) return;
         std::lock_guard<std::mutex> lock(m);
@@ -787,16 +773,17 @@ struct Server::Impl : http::Handler, wyoming::Service {
         job->streaming = p.stream;
         job->sse = p.sse;
         job->format = p.format->format;
-        if (p.speed != 1.0) job->stretch = std::make_unique<audio::TimeStretch>(p.model->capabilities().sample_rate, p.speed);
+        job->speed = std::make_unique<audio::SpeedAdjuster>(p.model->capabilities().sample_rate, p.speed,
+                                                            [j = job.get()](const float* pcm, size_t n) { j->deliver(pcm, n); });
         Session& session = *job->lease;
         // The worker holds a plain pointer: ~Job joins it, so the Job outlives it (a shared_ptr here
         // could make the worker drop the last reference and join itself).
         job->thread = std::thread([job = job.get(), &session, p, long_form = long_form_options()] {
             try {
                 job->result = speak_long_form(
-                    session, p.request, p.segments, long_form, [&](const float* pcm, size_t n) { job->audio(pcm, n); }, {},
-                    StreamOptions{}, &job->cancel);
-                if (!job->result.cancelled) job->audio_end();
+                    session, p.request, p.segments, long_form, [&](const float* pcm, size_t n) { job->speed->write(pcm, n); },
+                    {}, StreamOptions{}, &job->cancel);
+                if (!job->result.cancelled) job->speed->finish();  // what the stretcher still holds
             } catch (...) {
                 std::lock_guard<std::mutex> lock(job->m);
                 job->error = std::current_exception();
