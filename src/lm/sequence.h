@@ -34,6 +34,9 @@ public:
 
     // Forgets every position (their memory goes back to the system where it can).
     void clear();
+    // Forgets every position but keeps the memory: for a sequence rewritten from position 0 at
+    // once, over and over (the code predictor's per-frame positions).
+    void rewind() { length_ = 0; }
     // Makes room for `positions` in all; throws Error (InvalidArgument, naming `what`) past the
     // model's limit.
     void reserve(size_t positions, const char* what);

@@ -5,25 +5,36 @@
 
 namespace talkbox::qwen3tts {
 
+namespace {
+
+// A frame's positions: past hidden, codebook 0, then codebooks 1..G-2 (the last code is predicted
+// from them, never fed back). Window 1: each graph attends to exactly the rows written so far.
+// Tiny, so F32 costs nothing and avoids conversions in the hot loop.
+lm::SequenceShape frame_shape(const DecoderHparams& hp, uint32_t streams) {
+    if (streams == 0) throw Error(ErrorKind::InvalidArgument, "a code predictor needs at least one stream");
+    return {hp.layers, hp.kv_heads, hp.head_dim, /*max_positions=*/hp.code_groups, /*window=*/1, streams};
+}
+
+}  // namespace
+
 CodePredictor::CodePredictor(const Model& model, uint32_t streams)
     : model_(model),
       streams_(streams),
+      sequence_(model.backend().get(), frame_shape(model.hparams().code_predictor, streams), lm::KvType::F32),
       batch_logits_(size_t{streams} * model.hparams().code_predictor.vocab),
       logits_(model.hparams().code_predictor.vocab) {
-    if (streams == 0) throw Error(ErrorKind::InvalidArgument, "a code predictor needs at least one stream");
     const auto& hp = model.hparams().code_predictor;
-    // 16 positions: tiny, so F32 costs nothing and avoids conversions in the hot loop.
-    cache_ = std::make_unique<lm::KvCache>(model.backend().get(), hp.layers, hp.kv_heads, hp.head_dim, hp.code_groups,
-                                           lm::KvType::F32, streams);
+    sequence_.reserve(hp.code_groups, "code predictor");  // no growth later: the graphs below stay valid
     for (size_t g = 0; g + 1 < hp.code_groups; ++g) steps_.push_back(build_step(g));
-    lm::causal_mask(mask_, 2, 0, 2);
+    sequence_.mask(mask_, 2);
 }
 
 CodePredictor::~CodePredictor() = default;
 
 // Group 0 runs positions 0,1 (past hidden, codebook-0 embedding); group g > 0 runs position g+1
 // on the embedding of codebook g's code and attends to rows 0..g+1. Every stream holds those
-// positions; the columns are stream-major (build_decoder).
+// positions; the columns are stream-major (build_decoder). The graph reads the sequence's cache,
+// which never changes (reserved in full by the constructor).
 std::unique_ptr<CodePredictor::Step> CodePredictor::build_step(size_t group) {
     const Hparams& h = model_.hparams();
     const auto& hp = h.code_predictor;
@@ -31,7 +42,7 @@ std::unique_ptr<CodePredictor::Step> CodePredictor::build_step(size_t group) {
     auto s = std::make_unique<Step>();
     ggml_context* ctx = s->graph.ctx();
     const int64_t n = group == 0 ? 2 : 1;
-    const int64_t n_kv = static_cast<int64_t>(group) + 2;
+    const int64_t n_kv = sequence_.n_kv(group + 2);
     const int64_t B = streams_, H = hp.hidden;
 
     s->code = s->graph.input(GGML_TYPE_I32, {B}, "codes");
@@ -49,7 +60,8 @@ std::unique_ptr<CodePredictor::Step> CodePredictor::build_step(size_t group) {
         x = ggml_get_rows(ctx, w.codec_embd[group - 1], s->code);
     }
     if (w.in_proj_w) x = ggml_add(ctx, ggml_mul_mat(ctx, w.in_proj_w, x), w.in_proj_b);
-    ggml_tensor* out = lm::build_decoder(ctx, hp.shape(), w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv}, *cache_);
+    ggml_tensor* out = lm::build_decoder(ctx, hp.shape(), w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv},
+                                         sequence_.cache());
     // The last position of every stream.
     if (n > 1) out = ggml_cont(ctx, ggml_view_2d(ctx, out, H, B, n * out->nb[1], (n - 1) * out->nb[1]));
     s->logits = ggml_mul_mat(ctx, w.lm_head[group], out);
@@ -75,23 +87,22 @@ void CodePredictor::predict_batch(const float* past_hidden, const int32_t* code0
         }
     }
     std::vector<int32_t> code(code0, code0 + streams_);
+    sequence_.rewind();
     for (size_t g = 0; g < groups; ++g) {
         Step& s = *steps_[g];
-        const int32_t pos[2] = {0, 1};
-        const int64_t rows[2] = {0, 1};
-        const int32_t p = static_cast<int32_t>(g) + 1;
-        const int64_t r = p;
+        const int64_t n = s.pos->ne[0];
+        int32_t pos[2];
+        int64_t rows[2];
+        for (int64_t i = 0; i < n; ++i) rows[i] = pos[i] = static_cast<int32_t>(sequence_.length() + i);
         if (g == 0) {
             ggml_backend_tensor_set(s.hidden, past_hidden, 0, ggml_nbytes(s.hidden));
             ggml_backend_tensor_set(s.mask, mask_.data(), 0, ggml_nbytes(s.mask));
-            ggml_backend_tensor_set(s.pos, pos, 0, sizeof(pos));
-            ggml_backend_tensor_set(s.rows, rows, 0, sizeof(rows));
-        } else {
-            ggml_backend_tensor_set(s.pos, &p, 0, sizeof(p));
-            ggml_backend_tensor_set(s.rows, &r, 0, sizeof(r));
         }
+        ggml_backend_tensor_set(s.pos, pos, 0, n * sizeof(int32_t));
+        ggml_backend_tensor_set(s.rows, rows, 0, n * sizeof(int64_t));
         ggml_backend_tensor_set(s.code, code.data(), 0, code.size() * sizeof(int32_t));
         s.graph.compute(model_.backend());
+        sequence_.advance(static_cast<size_t>(n));
         ggml_backend_tensor_get(s.logits, batch_logits_.data(), 0, batch_logits_.size() * sizeof(float));
         for (uint32_t b = 0; b < streams_; ++b) {
             const float* own = batch_logits_.data() + size_t{b} * vocab;

@@ -1,6 +1,7 @@
 // The code predictor: for each frame, codebooks 1..G-1 from the talker's last hidden state and the
-// frame's codebook-0 code, one decoder pass per codebook. Its G-1 graphs (fixed positions and
-// attention lengths) are built once; its small F32 KV cache is simply overwritten every frame.
+// frame's codebook-0 code, one decoder pass per codebook. Every frame is a G+1-position sequence
+// started over from position 0 (an lm::Sequence rewound, its small F32 cache overwritten), so the
+// G-1 graphs, one per codebook with its attention length, are built once.
 // One predictor runs `streams` frames of independent sequences in lockstep (they share positions):
 // each pass multiplies every weight matrix by one column per stream, reading the weights once.
 #pragma once
@@ -12,7 +13,7 @@
 #include <vector>
 
 #include "core/graph.h"
-#include "lm/kv_cache.h"
+#include "lm/sequence.h"
 #include "qwen3tts/model.h"
 
 namespace talkbox::qwen3tts {
@@ -46,11 +47,11 @@ private:
 
     const Model& model_;
     uint32_t streams_;
-    std::unique_ptr<lm::KvCache> cache_;
+    lm::Sequence sequence_;
     std::vector<std::unique_ptr<Step>> steps_;
     std::vector<float> batch_logits_;  // [streams][vocab], as the graph returns them
     std::vector<float> logits_;        // one stream's, handed to select
-    std::vector<ggml_fp16_t> mask_;
+    std::vector<ggml_fp16_t> mask_;    // group 0's two positions
 };
 
 }  // namespace talkbox::qwen3tts

@@ -60,6 +60,34 @@ TEST(Sequence, WindowsMasksAndTheLengthLimit) {
     EXPECT_EQ(got, want);
 }
 
+// The code predictor's frame: window 1 (a step attends to exactly the rows written), rewound to
+// position 0 every frame while the cache's contents and identity stay (its graphs are built once).
+TEST(Sequence, RewindRestartsThePositionsAndKeepsTheCache) {
+    CpuBackend cpu;
+    Sequence s(cpu.b, {1, 1, 32, 16, 1, 3}, KvType::F32);
+    s.reserve(16, "test");
+    const uint64_t id = s.cache_id();
+    EXPECT_EQ(s.n_kv(2), 2);
+    EXPECT_EQ(s.n_kv(16), 16);
+    const std::vector<float> row(32, 7.0f);
+    ggml_backend_tensor_set(s.cache().k(0), row.data(), 0, row.size() * sizeof(float));
+    s.advance(9);
+    s.rewind();
+    EXPECT_EQ(s.length(), 0u);
+    EXPECT_EQ(s.cache_id(), id);
+    std::vector<float> got(32);
+    ggml_backend_tensor_get(s.cache().k(0), got.data(), 0, got.size() * sizeof(float));
+    EXPECT_EQ(got, row);  // not released: clear() would have handed the page back (zeros)
+    std::vector<ggml_fp16_t> mask, want;
+    s.mask(mask, 2);
+    causal_mask(want, 2, 0, 2);
+    EXPECT_EQ(mask, want);
+    s.advance(2);
+    s.clear();
+    ggml_backend_tensor_get(s.cache().k(0), got.data(), 0, got.size() * sizeof(float));
+    EXPECT_EQ(got, std::vector<float>(32, 0.0f));
+}
+
 TEST(Sequence, RejectsACacheTypeThatCannotHoldTheHeads) {
     CpuBackend cpu;
     EXPECT_THROW(Sequence(cpu.b, {1, 1, 48, 64, 64, 1}, KvType::Q8_0), Error);  // Q8_0 rows: multiples of 32
