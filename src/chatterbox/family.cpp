@@ -13,12 +13,12 @@
 #include "chatterbox/model_info.h"
 #include "chatterbox/pipeline.h"
 #include "chatterbox/reference.h"
+#include "chatterbox/voice_section.h"
 #include "core/clock.h"
 #include "talkbox/error.h"
 #include "talkbox/segmenter.h"
 #include "talkbox/voice_file.h"
 #include "voice/reference_audio.h"
-#include "voice/voice_file.h"
 
 namespace talkbox::chatterbox {
 
@@ -92,7 +92,7 @@ public:
 
     std::string voice_mismatch(const Voice& voice) const override {
         try {
-            voice::check_chatterbox_voice_fits(voice, identity, "the voice");
+            check_voice_fits(voice, identity, "the voice");
         } catch (const Error& e) {
             return e.what();
         }
@@ -168,7 +168,7 @@ public:
     PipelineVoice voice(const SpeechRequest& r) const {
         PipelineVoice v;
         if (r.voice) {
-            voice::check_chatterbox_voice_fits(*r.voice, identity, "the voice");
+            check_voice_fits(*r.voice, identity, "the voice");
             v = pipeline_voice(r.voice->chatterbox);
         } else {
             v = pipeline.builtin_voice();
@@ -307,7 +307,7 @@ DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes)
     PipelineVoice v;
     if (!o.voice_path.empty()) {
         const Voice voice = load_voice(o.voice_path);
-        voice::check_chatterbox_voice_fits(voice, m.identity, "the voice '" + o.voice_path + "'");
+        check_voice_fits(voice, m.identity, "the voice '" + o.voice_path + "'");
         v = pipeline_voice(voice.chatterbox);
     } else if (!o.ref_audio_path.empty()) {
         const voice::ReferenceAudio ref = voice::load_reference_audio(o.ref_audio_path);
@@ -330,6 +330,6 @@ DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes)
 
 }  // namespace
 
-Family family() { return {kArchitecture, load, read_model_info, decode_codes}; }
+Family family() { return {kArchitecture, load, read_model_info, decode_codes, &kVoiceSection}; }
 
 }  // namespace talkbox::chatterbox

@@ -1,5 +1,7 @@
 #include "core/strings.h"
 
+#include <cstdio>
+
 namespace talkbox {
 
 std::string ascii_lower(std::string s) {
@@ -18,6 +20,12 @@ std::string join_names(const std::vector<std::string>& items) {
     std::string out;
     for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
     return out;
+}
+
+std::string fixed_decimals(double v, int decimals) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
 }
 
 std::string base64_encode(const void* data, size_t n) {

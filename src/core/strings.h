@@ -16,6 +16,9 @@ std::string trim(const std::string& s);
 // The items with ", " between them: "a, b, c".
 std::string join_names(const std::vector<std::string>& items);
 
+// `v` with exactly `decimals` digits after the point ("%.*f"): "1.50".
+std::string fixed_decimals(double v, int decimals);
+
 // Standard base64 (RFC 4648, '+' '/', '=' padding) of `n` bytes.
 std::string base64_encode(const void* data, size_t n);
 

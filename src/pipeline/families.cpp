@@ -20,16 +20,25 @@ const Family kFamilies[] = {
 
 }  // namespace
 
+const Family* find_family(const std::string& architecture) {
+    for (const Family& f : kFamilies) {
+        if (architecture == f.architecture) return &f;
+    }
+    return nullptr;
+}
+
+std::string registered_architectures() {
+    std::string known;
+    for (const Family& f : kFamilies) known += (known.empty() ? "'" : ", '") + std::string(f.architecture) + "'";
+    return known;
+}
+
 const Family& family_of(const GgufFile& file) {
     const GgufMeta& m = file.meta();
     const std::string arch = m.has_key("general.architecture") ? m.get_string("general.architecture") : "";
-    std::string known;
-    for (const Family& f : kFamilies) {
-        if (arch == f.architecture) return f;
-        known += (known.empty() ? "'" : ", '") + std::string(f.architecture) + "'";
-    }
+    if (const Family* f = find_family(arch)) return *f;
     throw Error(ErrorKind::Unsupported, file.path() + ": general.architecture is " + (arch.empty() ? "missing" : "'" + arch + "'") +
-                                            ", expected one of " + known +
+                                            ", expected one of " + registered_architectures() +
                                             (arch == "talkbox-voice" ? " (this is a voice file; pass it with --voice)" : ""));
 }
 

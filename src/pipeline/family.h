@@ -16,6 +16,7 @@
 #include "talkbox/model_info.h"
 #include "talkbox/voice_file.h"
 #include "voice/reference_audio.h"
+#include "voice/voice_section.h"
 
 namespace talkbox {
 
@@ -65,7 +66,13 @@ struct Family {
     // `talkbox decode`: each part of `codes` decoded on its own, in order, after its pause; the
     // family refuses options it does not take (a voice, a seed) with a message.
     DecodedAudio (*decode_codes)(const DecodeOptions& options, const codec::CodesFile& codes);
+    const voice::VoiceSection* voice_section;  // its voices' part of a voice file
 };
+
+// The registered family of this general.architecture (= Voice::family), or nullptr.
+const Family* find_family(const std::string& architecture);
+// Every registered architecture, quoted, for messages: "'qwen3tts', 'chatterbox'".
+std::string registered_architectures();
 
 // The family of a talkbox GGUF: throws Error (Unsupported) naming the file's architecture and the
 // registered ones (and, for a voice file, how to pass it).

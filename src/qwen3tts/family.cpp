@@ -21,7 +21,7 @@
 #include "qwen3tts/voice_cloner.h"
 #include "talkbox/error.h"
 #include "text/tokenizer.h"
-#include "voice/voice_file.h"
+#include "qwen3tts/voice_section.h"
 
 namespace talkbox::qwen3tts {
 
@@ -114,7 +114,7 @@ public:
 
     std::string voice_mismatch(const Voice& voice) const override {
         try {
-            voice::check_voice_fits(voice, model.hparams(), "the voice");
+            check_voice_fits(voice, model.hparams(), "the voice");
         } catch (const Error& e) {
             return e.what();
         }
@@ -157,7 +157,7 @@ public:
                             "this Base model clones a voice: give a voice file (--voice) or reference audio (--ref-audio)");
             }
             const Voice& v = *r.voice;
-            voice::check_voice_fits(v, h, "the voice");
+            check_voice_fits(v, h, "the voice");
             p.speaker_embedding = v.embedding;
             if (!v.x_vector_only) {
                 for (const auto& f : v.ref_codes) p.ref_codes.insert(p.ref_codes.end(), f.begin(), f.end());
@@ -332,6 +332,6 @@ std::unique_ptr<FamilyModel> load(std::shared_ptr<const GgufFile> file, const ta
 
 }  // namespace
 
-Family family() { return {kArchitecture, load, read_model_info, decode_codes}; }
+Family family() { return {kArchitecture, load, read_model_info, decode_codes, &kVoiceSection}; }
 
 }  // namespace talkbox::qwen3tts

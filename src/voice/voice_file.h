@@ -1,12 +1,13 @@
 // Voice files (docs/voice-format.md): save_voice / load_voice of talkbox/voice_file.h, and the
-// check an engine makes before conditioning a model on a voice.
+// checks shared by every family's voices. What a voice holds beyond the common header is its
+// family's VoiceSection (voice/voice_section.h), found through the family registry.
 #pragma once
 
 #include <string>
 
-#include "qwen3tts/hparams.h"
 #include "talkbox/voice.h"
 #include "talkbox/voice_file.h"
+#include "voice/voice_section.h"
 
 namespace talkbox::voice {
 
@@ -17,13 +18,8 @@ constexpr uint32_t kVoiceFormatVersion = 1;
 // blank (the official code refuses an empty one too), valid UTF-8, no NUL character.
 void check_transcript(const std::string& text);
 
-// Throws Error (InvalidArgument) when `voice` cannot condition this model: not a Base model,
-// another size or talker width, reference frames with another number of codebooks or codes
-// outside the codebooks. `label` names the voice in messages (e.g. "voice 'anna.voice'").
-void check_voice_fits(const Voice& voice, const qwen3tts::Hparams& model, const std::string& label = "the voice");
-
-// The same for a Chatterbox model: a Chatterbox voice made with the model of this identity
-// (chatterbox::model_identity, a fingerprint of its voice encoder).
-void check_chatterbox_voice_fits(const Voice& voice, const std::string& model_identity, const std::string& label = "the voice");
+// Throws Error (InvalidArgument) unless `voice` obeys its family's rules (a registered family,
+// its section's validate). `label` names the voice in messages (e.g. "voice 'anna.voice'").
+void check_voice(const Voice& voice, const std::string& label = "the voice");
 
 }  // namespace talkbox::voice

@@ -13,6 +13,7 @@
 #include "chatterbox/s3_tokenizer.h"
 #include "chatterbox/s3gen_weights.h"
 #include "chatterbox/voice_encoder.h"
+#include "chatterbox/voice_section.h"
 #include "core/gguf_file.h"
 #include "core/json_file.h"
 #include "support/test_support.h"
@@ -21,7 +22,6 @@
 #include "talkbox/error.h"
 #include "talkbox/model.h"
 #include "talkbox/voice_file.h"
-#include "voice/voice_file.h"
 
 using namespace talkbox;
 namespace tt = talkbox::testing;
@@ -367,9 +367,9 @@ TEST(ChatterboxRefAudio, CreateVoiceMatchesPrepareConditionals) {
         EXPECT_EQ(back.chatterbox.emotion_adv, c.emotion_adv);
 
         const GgufFile file(model);
-        EXPECT_NO_THROW(voice::check_chatterbox_voice_fits(back, chatterbox::model_identity(file)));
+        EXPECT_NO_THROW(chatterbox::check_voice_fits(back, chatterbox::model_identity(file)));
         try {
-            voice::check_chatterbox_voice_fits(back, "chatterbox-0000000000000000", "voice 'x.voice'");
+            chatterbox::check_voice_fits(back, "chatterbox-0000000000000000", "voice 'x.voice'");
             FAIL() << "no error";
         } catch (const Error& e) {
             EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);

@@ -20,10 +20,10 @@
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "qwen3tts/hparams.h"
+#include "qwen3tts/voice_section.h"
 #include "support/test_support.h"
 #include "talkbox/convert.h"
 #include "talkbox/error.h"
-#include "voice/voice_file.h"
 
 namespace talkbox {
 namespace {
@@ -195,24 +195,24 @@ TEST_F(VoiceFileTest, ShortClipGivesAWarning) {
 
 TEST_F(VoiceFileTest, VoiceMustFitTheModel) {
     const Voice big = icl_voice("tiny-1.7B-Base"), small = icl_voice();
-    EXPECT_NO_THROW(voice::check_voice_fits(small, hparams("tiny-0.6B-Base")));
-    EXPECT_NO_THROW(voice::check_voice_fits(big, hparams("tiny-1.7B-Base")));
-    EXPECT_EQ(error_of([&] { voice::check_voice_fits(big, hparams("tiny-0.6B-Base"), "voice 'x.voice'"); },
+    EXPECT_NO_THROW(qwen3tts::check_voice_fits(small, hparams("tiny-0.6B-Base")));
+    EXPECT_NO_THROW(qwen3tts::check_voice_fits(big, hparams("tiny-1.7B-Base")));
+    EXPECT_EQ(error_of([&] { qwen3tts::check_voice_fits(big, hparams("tiny-0.6B-Base"), "voice 'x.voice'"); },
                        ErrorKind::InvalidArgument),
               "voice 'x.voice' was made for a 1.7b model (embedding 128 wide), this model is 0.6b (64)");
-    EXPECT_EQ(error_of([&] { voice::check_voice_fits(small, hparams("tiny-1.7B-Base"), "voice 'y.voice'"); },
+    EXPECT_EQ(error_of([&] { qwen3tts::check_voice_fits(small, hparams("tiny-1.7B-Base"), "voice 'y.voice'"); },
                        ErrorKind::InvalidArgument),
               "voice 'y.voice' was made for a 0.6b model (embedding 64 wide), this model is 1.7b (128)");
-    EXPECT_EQ(error_of([&] { voice::check_voice_fits(small, hparams("tiny-0.6B-CustomVoice"), "voice 'y.voice'"); },
+    EXPECT_EQ(error_of([&] { qwen3tts::check_voice_fits(small, hparams("tiny-0.6B-CustomVoice"), "voice 'y.voice'"); },
                        ErrorKind::InvalidArgument),
               "voice 'y.voice' needs a Base model (only Base models clone voices); this model is CustomVoice");
     Voice v = small;
     v.ref_codes[7][3] = 2048;
-    EXPECT_EQ(error_of([&] { voice::check_voice_fits(v, hparams("tiny-0.6B-Base")); }, ErrorKind::InvalidArgument),
+    EXPECT_EQ(error_of([&] { qwen3tts::check_voice_fits(v, hparams("tiny-0.6B-Base")); }, ErrorKind::InvalidArgument),
               "the voice: reference frame 7 codebook 3 holds code 2048, this model's codebooks have 2048 entries");
     v = small;
     for (auto& frame : v.ref_codes) frame.resize(8);
-    EXPECT_EQ(error_of([&] { voice::check_voice_fits(v, hparams("tiny-0.6B-Base")); }, ErrorKind::InvalidArgument),
+    EXPECT_EQ(error_of([&] { qwen3tts::check_voice_fits(v, hparams("tiny-0.6B-Base")); }, ErrorKind::InvalidArgument),
               "the voice has 8 codes per reference frame, this model uses 16");
 }
 
@@ -390,7 +390,7 @@ TEST_F(VoiceFileTest, CorruptVoiceFilesGivePreciseErrors) {
     EXPECT_EQ(edited([](GgufEdit& e) { gguf_set_val_u32(e.meta, "talkbox-voice.version", 2); }, ErrorKind::Unsupported),
               where + " was written by a newer talkbox (voice format 2; this build reads up to 1)");
     EXPECT_EQ(edited([](GgufEdit& e) { gguf_set_val_str(e.meta, "talkbox-voice.family", "kokoro"); }, ErrorKind::Unsupported),
-              where + " is a voice for 'kokoro' models; this build makes and uses qwen3tts and chatterbox voices");
+              where + ": a voice for 'kokoro' models; this build makes and uses voices for 'qwen3tts', 'chatterbox'");
     // A Qwen voice relabelled as a Chatterbox one lacks the Chatterbox tensors.
     EXPECT_EQ(edited([](GgufEdit& e) { gguf_set_val_str(e.meta, "talkbox-voice.family", "chatterbox"); }, ErrorKind::NotFound),
               where + ": missing tensor 'voice.t3.speaker_emb'");
