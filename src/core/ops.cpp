@@ -219,8 +219,14 @@ void columns_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
 // and whether a history / residual source follows.
 constexpr int64_t kConvFieldMax = (int64_t{1} << 12) - 1, kConvLeftMax = (int64_t{1} << 16) - 1;
 
-// The direct conv's kernel needs AVX-512 F (a portable build checks the CPU at run time).
-bool cpu_runs_conv_direct() { return cpu_avx512_allowed(); }
+// The direct conv's kernels need AVX-512 F or AVX2 + FMA (a portable build checks the CPU at run time).
+bool cpu_runs_conv_direct() { return cpu_avx512_allowed() || cpu_has_avx2_fma(); }
+
+// The weight panels' width for the kernel this CPU runs (fixed for the process, so weights
+// re-laid at load fit every later call).
+int64_t direct_panel_width(int64_t cout) {
+    return cpu_avx512_allowed() ? conv_kernels::panel_width(cout) : conv_kernels::kAvx2PanelWidth;
+}
 
 intptr_t pack_conv(int64_t dilation, int64_t taps, int64_t stride, int64_t left, bool hist, bool residual) {
     return static_cast<intptr_t>(dilation | (taps << 12) | (stride << 24) | (left << 36) | (int64_t{hist} << 52) |
@@ -261,8 +267,8 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
         const char* rb_res = res ? static_cast<const char*>(res->data) + b * res->nb[2] : nullptr;
         char* db = static_cast<char*>(dst->data) + b * dst->nb[2];
 #if defined(__x86_64__)  // only built where cpu_runs_conv_direct() can be true
-        conv_kernels::conv_columns_avx512(rows.data(), dilation, stride, taps, cin, cout, wdata, bdata, rb_res,
-                                          res ? res->nb[1] : 0, db, dst->nb[1], t0, t1);
+        const auto kernel = cpu_avx512_allowed() ? conv_kernels::conv_columns_avx512 : conv_kernels::conv_columns_avx2;
+        kernel(rows.data(), dilation, stride, taps, cin, cout, wdata, bdata, rb_res, res ? res->nb[1] : 0, db, dst->nb[1], t0, t1);
 #else
         (void)wdata, (void)bdata, (void)rb_res, (void)db;
 #endif
@@ -383,12 +389,12 @@ bool conv_direct_supported(int64_t cin, int64_t cout, int64_t taps, int64_t dila
 
 int64_t conv_panel_rows(int64_t cout) {
     if (!cpu_runs_conv_direct()) return cout;
-    const int64_t width = conv_kernels::panel_width(cout);
+    const int64_t width = direct_panel_width(cout);
     return (cout + width - 1) / width * width;
 }
 
 std::vector<float> conv_weight_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout) {
-    const int64_t panel = cpu_runs_conv_direct() ? conv_kernels::panel_width(cout) : 1;
+    const int64_t panel = cpu_runs_conv_direct() ? direct_panel_width(cout) : 1;
     std::vector<float> out(static_cast<size_t>(conv_panel_rows(cout) * k * cin), 0.0f);
     for (int64_t co = 0; co < cout; ++co)
         for (int64_t ci = 0; ci < cin; ++ci)
