@@ -1,7 +1,5 @@
 #include "chatterbox/s3gen_nn.h"
 
-#include <chrono>
-#include <ctime>
 #include <memory>
 
 #include "core/ops.h"
@@ -224,12 +222,6 @@ ggml_tensor* snake(ggml_context* ctx, ggml_tensor* x, const Snake& s, bool fused
 
 namespace {
 
-double wall_now_ms() {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double cpu_now_ms() { return 1000.0 * static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
-
 bool is_view(const ggml_tensor* t) {
     switch (t->op) {
         case GGML_OP_NONE:
@@ -267,21 +259,16 @@ void compute_by_op(const Backend& backend, ggml_cgraph* graph, StageTimes* times
         if (is_view(node)) continue;
         ggml_graph_clear(one);
         ggml_graph_add_node(one, node);
-        const double w0 = wall_now_ms(), c0 = cpu_now_ms();
+        const Stopwatch watch;
         backend.compute(one);
-        times->add(prefix + " " + op_key(node), wall_now_ms() - w0, cpu_now_ms() - c0);
+        times->add(prefix + " " + op_key(node), watch.wall_ms(), watch.cpu_ms());
     }
 }
 
-HostTimer::HostTimer(StageTimes* times, std::string stage) : times_(times), stage_(std::move(stage)) {
-    if (times_) {
-        wall0_ = wall_now_ms();
-        cpu0_ = cpu_now_ms();
-    }
-}
+HostTimer::HostTimer(StageTimes* times, std::string stage) : times_(times), stage_(std::move(stage)) {}
 
 HostTimer::~HostTimer() {
-    if (times_) times_->add(stage_, wall_now_ms() - wall0_, cpu_now_ms() - cpu0_);
+    if (times_) times_->add(stage_, watch_.wall_ms(), watch_.cpu_ms());
 }
 
 void TapList::add(ggml_context* ctx, ggml_cgraph* gf, const std::string& name, ggml_tensor* x, bool transpose) {

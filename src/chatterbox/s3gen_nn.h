@@ -8,6 +8,7 @@
 
 #include "chatterbox/s3gen_weights.h"
 #include "core/backend.h"
+#include "core/clock.h"
 #include "ggml.h"
 
 namespace talkbox::chatterbox {
@@ -101,7 +102,7 @@ public:
 private:
     StageTimes* times_;
     std::string stage_;
-    double wall0_ = 0, cpu0_ = 0;
+    Stopwatch watch_;
 };
 
 // A named intermediate copied out of a graph, in PyTorch order ([C, T] time contiguous for a

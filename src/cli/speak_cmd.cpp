@@ -1,7 +1,6 @@
 // talkbox speak: text → speech (file, or raw/WAV PCM streamed to stdout while generating) and/or
 // the codec frames as JSON. Long text is split into segments synthesised in order.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "core/clock.h"
 #include "talkbox/audio.h"
 #include "talkbox/codes.h"
 #include "talkbox/model.h"
@@ -195,7 +195,7 @@ void run_speak(const SpeakArgs& a) {
         if (!a.quiet) for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     }
 
-    const auto start = std::chrono::steady_clock::now();
+    const Clock::time_point start = Clock::now();
     std::vector<Frame> all_frames;
     std::vector<std::vector<size_t>> segment_parts;
     SpeechTimings total;
@@ -214,7 +214,7 @@ void run_speak(const SpeakArgs& a) {
         }
         if (progress) {
             const double secs = static_cast<double>(audio_samples) / caps.sample_rate;
-            const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            const double wall = seconds_since(start);
             std::fprintf(stderr, "\rsegment %zu/%zu | %.1f s of audio | real-time factor %.2f   ", i + 1, segments.size(),
                          secs, secs > 0 ? wall / secs : 0.0);
             if (i + 1 == segments.size()) std::fprintf(stderr, "\n");
@@ -263,7 +263,7 @@ void run_speak(const SpeakArgs& a) {
     }
     // What ran: the family's own sentences (Chatterbox, unless --no-split) or the long-form segments.
     const size_t ran = total.segments > 0 ? total.segments : segments.size();
-    const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double wall_ms = ms_since(start);
     const double seconds = static_cast<double>(all_frames.size()) / caps.frames_per_second;
     if (a.timings) {
         print_timings(total, all_frames.size(), seconds, wall_ms);

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <ctime>
 #include <deque>
 #include <dirent.h>
 #include <exception>
@@ -14,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/ggml_log.h"
 #include "ggml-cpu.h"
 #include "talkbox/error.h"
@@ -126,7 +126,6 @@ int runnable_elsewhere() {
 // speed, two 2-thread processes at 0.07 each; passive waits avoid that but halve the idle speed).
 // Re-read every 50 ms; between reads the last answer stands.
 int free_cores(int wanted) {
-    using Clock = std::chrono::steady_clock;
     static Clock::time_point last{};
     static int busy = 0;
     const auto now = Clock::now();
@@ -213,11 +212,9 @@ void Backend::compute(ggml_cgraph* graph, const GraphStages& stages, StageTimes*
         if (end <= begin) continue;
         ggml_cgraph* part = ggml_new_graph_custom(ctx.get(), static_cast<size_t>(end - begin), false);
         for (int i = begin; i < end; ++i) ggml_graph_add_node(part, ggml_graph_node(graph, i));
-        const auto t0 = std::chrono::steady_clock::now();
-        const std::clock_t c0 = std::clock();
+        const Stopwatch watch;
         compute(part);
-        times->add(name, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
-                   1000.0 * static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC);
+        times->add(name, watch.wall_ms(), watch.cpu_ms());
         begin = end;
     }
 }

@@ -2,9 +2,9 @@
 #include "qwen3tts/codec/decode_file.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "core/backend.h"
+#include "core/clock.h"
 #include "core/gguf_file.h"
 #include "qwen3tts/codec/decoder.h"
 #include "qwen3tts/hparams.h"
@@ -22,7 +22,7 @@ DecodedAudio decode_codes(const DecodeOptions& options, const codec::CodesFile& 
     codec::CodecDecoder decoder(file, hp, backend);
     decoder.validate(codes.frames);
 
-    const auto start = std::chrono::steady_clock::now();
+    const Clock::time_point start = Clock::now();
     DecodedAudio out;
     out.sample_rate = decoder.sample_rate();
     // Each long-form segment was decoded on its own by speak.
@@ -45,7 +45,7 @@ DecodedAudio decode_codes(const DecodeOptions& options, const codec::CodesFile& 
         const std::vector<float> tail = stream.flush();
         out.pcm.insert(out.pcm.end(), tail.begin(), tail.end());
     }
-    out.decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out.decode_seconds = seconds_since(start);
     return out;
 }
 

@@ -1,11 +1,11 @@
 // talkbox::encode_audio_file: audio file → mono, 24 kHz → speech encoder → codes JSON.
-#include <chrono>
 
 #include "audio/audio_reader.h"
 #include "audio/resample.h"
 #include "talkbox/codes.h"
 #include "qwen3tts/codec/encoder.h"
 #include "core/backend.h"
+#include "core/clock.h"
 #include "core/gguf_file.h"
 #include "qwen3tts/hparams.h"
 #include "talkbox/encode.h"
@@ -23,7 +23,7 @@ EncodeSummary encode_audio_file(const EncodeOptions& options) {
     codec::CodecEncoder encoder(file, hp, backend);
     const std::vector<float> samples = audio::resample(clip.samples, clip.sample_rate, encoder.sample_rate());
 
-    const auto start = std::chrono::steady_clock::now();
+    const Clock::time_point start = Clock::now();
     codec::Frames frames;
     try {
         frames = encoder.encode(samples);
@@ -31,7 +31,7 @@ EncodeSummary encode_audio_file(const EncodeOptions& options) {
         throw Error(e.kind(), "'" + options.audio_path + "': " + e.what());
     }
     EncodeSummary s;
-    s.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    s.encode_seconds = seconds_since(start);
     s.frames = frames.size();
     s.source_rate = clip.sample_rate;
     s.source_channels = clip.channels;
