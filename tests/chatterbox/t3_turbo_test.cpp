@@ -12,6 +12,7 @@
 #include "chatterbox/reference.h"
 #include "chatterbox/t3.h"
 #include "chatterbox/text.h"
+#include "convert/chatterbox_convert.h"
 #include "convert/safetensors.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
@@ -171,6 +172,11 @@ TEST(NanoConvert, TheVariantComesFromTheT3FileOrIsAsked) {
     copy_tree(tiny_turbo_folder(), both);
     fs::copy_file(tiny_nano_folder() + "/t3_nano_v1.safetensors", both + "/t3_nano_v1.safetensors");
     fs::copy_file(tiny_nano_folder() + "/tiny_hparams.json", both + "/tiny_hparams.json", fs::copy_options::overwrite_existing);
+    EXPECT_EQ(chatterbox_files(folder_files(both), "", "").variant, "turbo");
+    const ChatterboxFiles nano = chatterbox_files(folder_files(both), "nano", "");
+    EXPECT_EQ(nano.t3, "t3_nano_v1.safetensors");
+    EXPECT_FALSE(nano.default_variant);
+    EXPECT_EQ(chatterbox_files(folder_files(tiny_nano_folder()), "", "").variant, "nano");
     ConvertOptions opt;
     opt.snapshot_dir = both;
     opt.output_path = tmp.file("nano.gguf");
