@@ -12,9 +12,10 @@
 // Chatterbox: the ResembleAI/chatterbox layout in its safetensors forms (t3_mtl23ls_v2 or t3_cfg,
 // s3gen, ve, conds .safetensors, tokenizer JSON, Cangjie table): the tiny fixture folder's keys with
 // every width scaled to the released sizes (bench/chatterbox_sizes), F32 like the released files.
-//   make_random_checkpoint --family chatterbox [--model multilingual|english|turbo] -o /tmp/chatterbox-random
+//   make_random_checkpoint --family chatterbox [--model multilingual|english|turbo|nano] -o /tmp/chatterbox-random
 // Turbo (ResembleAI/chatterbox-turbo): t3_turbo_v1 (GPT-2 medium), s3gen_meanflow, ve, conds
-// .safetensors and small synthetic GPT-2 tokenizer files (bench/turbo_layout).
+// .safetensors and small synthetic GPT-2 tokenizer files (bench/turbo_layout); Nano
+// (ResembleAI/chatterbox-nano) the same with t3_nano_v1 (GPT-2 small).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstring>
@@ -169,7 +170,7 @@ void fill_conds(const bench::RandomTensor& t, std::vector<float>& v, bench::Rng&
 
 void write_chatterbox(const std::string& fixtures, const std::string& model, double voice_seconds, const std::string& out) {
     const std::string tiny = fixtures + "/tiny-multilingual";
-    const bool mtl = model == "multilingual", turbo = model == "turbo";
+    const bool mtl = model == "multilingual", turbo = model == "turbo" || model == "nano";  // tts_turbo.py's files
     fs::create_directories(out);
     const auto dtype_of = [](const SafetensorsTensor& t) {
         return t.dtype == SafetensorsDtype::I64 ? bench::StDtype::I64 : bench::StDtype::F32;
@@ -204,18 +205,21 @@ void write_chatterbox(const std::string& fixtures, const std::string& model, dou
         }, seed);
     };
     if (turbo) {
-        // GPT-2 medium T3 (its keys from bench/turbo_layout, shared with the tests' tiny Turbo folder),
-        // the meanflow S3Gen (the standard one plus the time mixer) and the GPT-2 tokenizer files.
+        // GPT-2 medium (Turbo) or small (Nano) T3 (its keys from bench/turbo_layout, shared with the
+        // tests' tiny folders), the meanflow S3Gen (the standard one plus the time mixer) and the
+        // GPT-2 tokenizer files.
+        const bool nano = model == "nano";
+        const std::string t3_file = nano ? "t3_nano_v1.safetensors" : "t3_turbo_v1.safetensors";
         std::vector<bench::RandomTensor> t3;
         size_t params = 0;
-        for (const auto& [name, shape] : bench::turbo_t3_tensors(bench::released_turbo_t3())) {
+        for (const auto& [name, shape] : bench::turbo_t3_tensors(nano ? bench::released_nano_t3() : bench::released_turbo_t3())) {
             t3.push_back({name, shape, bench::StDtype::F32});
             size_t n = 1;
             for (int64_t d : shape) n *= static_cast<size_t>(d);
             params += n;
         }
-        std::fprintf(stderr, "writing t3_turbo_v1.safetensors (%zu tensors, %.1f M values)\n", t3.size(), params / 1e6);
-        bench::write_random_safetensors(out + "/t3_turbo_v1.safetensors", t3, [](const bench::RandomTensor& t, std::vector<float>& v, bench::Rng& rng) {
+        std::fprintf(stderr, "writing %s (%zu tensors, %.1f M values)\n", t3_file.c_str(), t3.size(), params / 1e6);
+        bench::write_random_safetensors(out + "/" + t3_file, t3, [](const bench::RandomTensor& t, std::vector<float>& v, bench::Rng& rng) {
             bench::fill_chatterbox_weights(t.name, t.shape, v, rng);
         }, 3005);
         write_scaled("s3gen.safetensors", bench::s3gen_released_shapes(bench::safetensors_shapes(tiny + "/s3gen.safetensors"), true),
@@ -321,8 +325,8 @@ int main(int argc, char** argv) {
     app.add_option("--variant", variant, "Qwen3-TTS: base, custom_voice or voice_design")
         ->check(CLI::IsMember({"base", "custom_voice", "voice_design"}))
         ->capture_default_str();
-    app.add_option("--model", model, "Chatterbox: multilingual, english or turbo")
-        ->check(CLI::IsMember({"multilingual", "english", "turbo"}))
+    app.add_option("--model", model, "Chatterbox: multilingual, english, turbo or nano")
+        ->check(CLI::IsMember({"multilingual", "english", "turbo", "nano"}))
         ->capture_default_str();
     app.add_option("--voice-seconds", voice_seconds, "Chatterbox: length of the built-in voice's reference (1..10 s)")
         ->check(CLI::Range(1.0, 10.0))

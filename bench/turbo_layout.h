@@ -18,6 +18,13 @@ struct TurboT3Sizes {
 
 // The released T3 sizes (GPT-2 medium, docs/chatterbox-spec.md §9).
 inline TurboT3Sizes released_turbo_t3() { return {}; }
+// Nano's (t3_nano_v1: GPT-2 small, llama_configs.GPT2_SMALL_CONFIG: 12 layers, 768 wide).
+inline TurboT3Sizes released_nano_t3() {
+    TurboT3Sizes s;
+    s.width = 768;
+    s.layers = 12;
+    return s;
+}
 
 // Every key of t3_turbo_v1.safetensors with its torch shape (GPT-2 Conv1D weights are [in, out]),
 // in a fixed order (the tiny folder's seeded values depend on it).

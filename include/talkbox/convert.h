@@ -20,8 +20,8 @@ struct ConvertOptions {
     std::function<void(size_t, size_t, const std::string&)> progress;
     std::string name;        // general.name; empty: the snapshot folder's name
     std::string source_url;  // general.source.url when not empty (`pull` records the hub commit there)
-    // Chatterbox folders only: "multilingual" or "english" (which official loader's files to read);
-    // empty: multilingual when the folder has the multilingual T3, else english.
+    // Chatterbox folders only: "multilingual", "english", "turbo" or "nano" (which official loader's
+    // files to read); empty: the folder's own (convert_chatterbox, src/convert/chatterbox_convert.h).
     std::string chatterbox_variant;
     // Multilingual Chatterbox only, as ChatterboxMultilingualTTS's t3_model: "v2" / "t3_mtl23ls_v2"
     // (the official default), "v3" / "t3_mtl23ls_v3" (same architecture), or a .safetensors file in

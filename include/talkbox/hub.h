@@ -33,8 +33,9 @@ struct PullProgress {
 struct PullOptions {
     std::string repo_id;            // "Qwen/Qwen3-TTS-12Hz-0.6B-Base", "ResembleAI/chatterbox"
     std::string revision = "main";  // branch, tag or commit
-    // Chatterbox repositories: "multilingual", "english" or "turbo" (which official loader's files
-    // to download and convert); empty: the repository's default (ResembleAI/chatterbox: multilingual).
+    // Chatterbox repositories: "multilingual", "english", "turbo" or "nano" (which official loader's
+    // files to download and convert); empty: the repository's default (ResembleAI/chatterbox:
+    // multilingual, ResembleAI/chatterbox-turbo: turbo, ResembleAI/chatterbox-nano: nano).
     std::string variant;
     WeightType type = WeightType::F16;
     std::string cache_dir;          // empty: default_cache_dir()

@@ -62,8 +62,8 @@ struct RequestField {
 struct Capabilities {
     std::string architecture;  // general.architecture, the family registry's key
     std::string family;        // for people: "Qwen3-TTS", "Chatterbox"
-    std::string variant;       // machine-readable: "base", "custom_voice", "voice_design", "multilingual", "english", "turbo"
-    std::string variant_name;  // for people: "Base", "CustomVoice", ..., "Turbo"
+    std::string variant;       // machine-readable: "base", "custom_voice", "voice_design", "multilingual", "english", "turbo", "nano"
+    std::string variant_name;  // for people: "Base", "CustomVoice", ..., "Turbo", "Nano"
     std::string size;          // "0.6b", "1.7b"; empty when the family has one size
     int sample_rate = 24000;
     double frames_per_second = 0;        // 12.5 codec frames / 25 speech tokens

@@ -27,7 +27,7 @@ struct ModelInfo {
     std::string family;        // "Qwen3-TTS 12Hz" / "Chatterbox"
     std::string name;          // general.name
     std::string size;          // "0.6b" / "1.7b"
-    std::string variant;       // "Base" / "CustomVoice" / "VoiceDesign"; Chatterbox: "multilingual" / "english"
+    std::string variant;       // "Base" / "CustomVoice" / "VoiceDesign"; Chatterbox: "multilingual" / "english" / "turbo" / "nano"
     std::string weight_type;   // requested at conversion
     size_t file_bytes = 0;
     std::vector<ComponentInfo> components;

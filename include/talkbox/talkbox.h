@@ -112,7 +112,7 @@ TALKBOX_API double talkbox_model_frames_per_second(const talkbox_model* model); 
 TALKBOX_API const char* talkbox_model_description(const talkbox_model* model);    /* "Qwen3-TTS 0.6b CustomVoice" */
 TALKBOX_API const char* talkbox_model_family(const talkbox_model* model);         /* for people: "Qwen3-TTS", "Chatterbox" */
 TALKBOX_API const char* talkbox_model_architecture(const talkbox_model* model);   /* "qwen3tts", "chatterbox" */
-TALKBOX_API const char* talkbox_model_variant(const talkbox_model* model);        /* "base", "custom_voice", "voice_design", "multilingual", "english", "turbo" */
+TALKBOX_API const char* talkbox_model_variant(const talkbox_model* model);        /* "base", "custom_voice", "voice_design", "multilingual", "english", "turbo", "nano" */
 TALKBOX_API const char* talkbox_model_size(const talkbox_model* model);           /* "0.6b", "1.7b"; "" for a one-size family */
 /* Preset speakers (talkbox_request_set_speaker) and languages besides "auto"; index out of range: NULL. */
 TALKBOX_API size_t talkbox_model_speaker_count(const talkbox_model* model);

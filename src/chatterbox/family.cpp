@@ -34,8 +34,9 @@ Capabilities capabilities_of(const Pipeline& p) {
     Capabilities c;
     c.architecture = kArchitecture;
     c.family = "Chatterbox";
-    c.variant = t3.turbo() ? "turbo" : p.multilingual() ? "multilingual" : "english";
-    c.variant_name = t3.turbo() ? "Turbo" : p.multilingual() ? "Multilingual" : "English";
+    const Variant v = variant_of(p.file().meta());
+    c.variant = variant_id(v);
+    c.variant_name = variant_name(v);
     c.sample_rate = p.sample_rate();
     c.frames_per_second = 25;
     c.languages = p.multilingual() ? supported_languages() : std::vector<std::string>{"en"};

@@ -20,7 +20,37 @@ constexpr Component kComponents[] = {
 
 std::string u32(const GgufMeta& m, const std::string& key) { return std::to_string(m.get_u32(key)); }
 
+struct VariantNames {
+    Variant variant;
+    const char* id;
+    const char* name;
+};
+constexpr VariantNames kVariants[] = {
+    {Variant::Multilingual, "multilingual", "Multilingual"},
+    {Variant::English, "english", "English"},
+    {Variant::Turbo, "turbo", "Turbo"},
+    {Variant::Nano, "nano", "Nano"},
+};
+
+const VariantNames& names_of(Variant v) {
+    for (const auto& n : kVariants) {
+        if (n.variant == v) return n;
+    }
+    throw Error(ErrorKind::Internal, "unknown Chatterbox variant");
+}
+
 }  // namespace
+
+Variant variant_of(const GgufMeta& meta) {
+    const std::string id = meta.get_string("chatterbox.variant");
+    for (const auto& n : kVariants) {
+        if (id == n.id) return n.variant;
+    }
+    throw Error(ErrorKind::Format, meta.label() + ": chatterbox.variant is '" + id + "' (expected multilingual, english, turbo or nano)");
+}
+
+const char* variant_id(Variant v) { return names_of(v).id; }
+const char* variant_name(Variant v) { return names_of(v).name; }
 
 ModelInfo read_model_info(const GgufFile& file) {
     const GgufMeta& m = file.meta();
@@ -32,7 +62,7 @@ ModelInfo read_model_info(const GgufFile& file) {
     info.path = file.path();
     info.family = "Chatterbox";
     info.name = m.has_key("general.name") ? m.get_string("general.name") : "";
-    info.variant = m.get_string("chatterbox.variant");
+    info.variant = variant_id(variant_of(m));
     info.weight_type = m.get_string("chatterbox.weight_type");
     info.size = std::to_string(m.get_u32("chatterbox.t3.embedding_length")) + "-wide T3";
     info.file_bytes = std::filesystem::file_size(file.path());

@@ -7,6 +7,7 @@
 #include "audio/loudness.h"
 #include "audio/resample.h"
 #include "chatterbox/campplus.h"
+#include "chatterbox/model_info.h"
 #include "chatterbox/s3_tokenizer.h"
 #include "chatterbox/voice_encoder.h"
 #include "talkbox/error.h"
@@ -52,7 +53,7 @@ std::string model_identity(const GgufFile& file) {
 ReferenceRecipe ReferenceRecipe::for_model(const GgufFile& file) {
     const GgufMeta& m = file.meta();
     ReferenceRecipe r;
-    if (m.has_key("chatterbox.variant") && m.get_string("chatterbox.variant") == "turbo") {
+    if (m.has_key("chatterbox.variant") && loaded_like_turbo(variant_of(m))) {
         r.t3_samples = kTurboEncCondSamples;
         r.min_seconds = 5.0;
         r.normalize_loudness = true;

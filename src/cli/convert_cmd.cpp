@@ -29,8 +29,10 @@ void register_convert(CLI::App& app) {
                     "s3gen.pt, ve.pt, grapheme_mtl_merged_expanded_v1.json, Cangjie5_TC.json, conds.pt) or english (the "
                     "files ChatterboxTTS reads: t3_cfg.safetensors, s3gen.safetensors, ve.safetensors, tokenizer.json, "
                     "conds.pt) or turbo (the files ChatterboxTurboTTS reads: t3_turbo_v1.safetensors, s3gen_meanflow.safetensors, "
-                    "ve.safetensors, vocab.json, merges.txt, added_tokens.json, conds.pt); default: multilingual when the "
-                    "folder has t3_mtl23ls_v2.safetensors, else turbo when it has t3_turbo_v1.safetensors, else english");
+                    "ve.safetensors, vocab.json, merges.txt, added_tokens.json, conds.pt) or nano (the same with t3_nano_v1.safetensors, "
+                    "as ChatterboxTurboTTS reads them with nano=True); default: multilingual when the folder has "
+                    "t3_mtl23ls_v2.safetensors, else turbo when it has t3_turbo_v1.safetensors, else nano when it has "
+                    "t3_nano_v1.safetensors, else english");
     cmd->add_option("--t3-model", args->t3_model,
                     "Multilingual Chatterbox only, as the official t3_model: v2 (t3_mtl23ls_v2.safetensors, the default), "
                     "v3 (t3_mtl23ls_v3.safetensors, same architecture) or a .safetensors file in the folder; without it v2, "

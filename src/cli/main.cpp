@@ -9,7 +9,7 @@ bool stderr_is_tty() { return isatty(fileno(stderr)) != 0; }
 }  // namespace talkbox::cli
 
 int main(int argc, char** argv) {
-    CLI::App app{"talkbox — fast local neural text-to-speech: Qwen3-TTS (Base voice cloning, CustomVoice, VoiceDesign) and Chatterbox (multilingual, English, Turbo)", "talkbox"};
+    CLI::App app{"talkbox — fast local neural text-to-speech: Qwen3-TTS (Base voice cloning, CustomVoice, VoiceDesign) and Chatterbox (multilingual, English, Turbo, Nano)", "talkbox"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "talkbox 0.1.0");
     app.footer("Run 'talkbox <command> --help' for the options of a command.");

@@ -72,13 +72,14 @@ void register_pull(CLI::App& app) {
                                            "convert it into the local cache");
     cmd->add_option("repo", args->repo,
                     "Hub repository: Qwen/Qwen3-TTS-12Hz-{0.6B,1.7B}-{Base,CustomVoice}, Qwen/Qwen3-TTS-12Hz-1.7B-VoiceDesign, "
-                    "ResembleAI/chatterbox, ResembleAI/chatterbox-turbo")
+                    "ResembleAI/chatterbox, ResembleAI/chatterbox-turbo, ResembleAI/chatterbox-nano")
         ->required();
     cmd->add_option("--type", args->type, "Type of the large weight matrices: f32, f16, bf16, q8_0, q4_k")
         ->capture_default_str();
     cmd->add_option("--variant", args->variant,
                     "Chatterbox: which checkpoint of the repository, multilingual (ResembleAI/chatterbox's default) or "
-                    "english; the model is then named ORG/NAME@VARIANT");
+                    "english (chatterbox-turbo holds turbo, chatterbox-nano nano); a variant other than the repository's "
+                    "default is named ORG/NAME@VARIANT");
     cmd->add_option("--revision", args->revision, "Branch, tag or commit to download")->capture_default_str();
     cmd->add_option("--timeout", args->timeout, "Fail when the hub sends nothing for this many seconds")
         ->capture_default_str()

@@ -38,7 +38,7 @@ void register_voice_create(CLI::App& voice) {
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but warnings and errors");
     cmd->footer("Qwen3-TTS Base: give --ref-text or --x-vector-only; the voice fits every Base model of the size that made it.\n"
                 "Chatterbox: the clip alone (no --ref-text); the voice fits the Chatterbox models with the same voice encoder weights;\n"
-                "Turbo needs more than 5 s and normalises the clip to -27 LUFS. Use it with talkbox speak --voice FILE.");
+                "Turbo and Nano need more than 5 s and normalise the clip to -27 LUFS. Use it with talkbox speak --voice FILE.");
     cmd->callback([args, text] {
         ModelOptions options;
         options.threads = args->threads;

@@ -202,7 +202,7 @@ void write_t3_gpt2_hparams(gguf_context* g, const Sources& s, const HeadCounts& 
     set_u32(g, p + "stop_speech_token", 6562);
     set_u32(g, p + "speech_cond_prompt_length", 375);
     set_u32(g, p + "speaker_embed_size", s.dim("t3.cond.spkr_enc.weight", 1, "the T3 speaker projection"));
-    require_dim(s.find("t3.speech_head.bias") != nullptr, "the Turbo T3 has no speech_head.bias");
+    require_dim(s.find("t3.speech_head.bias") != nullptr, "the GPT-2 T3 has no speech_head.bias");
     gguf_set_val_bool(g, (p + "perceiver").c_str(), false);
     gguf_set_val_bool(g, (p + "emotion_adv").c_str(), false);
 }
@@ -443,7 +443,7 @@ FileSet folder_files(const std::string& dir) {
 
 bool is_chatterbox_folder(const FileSet& files) {
     for (const char* f : {"t3_mtl23ls_v2.safetensors", "t3_mtl23ls_v3.safetensors", "t3_cfg.safetensors", "t3_turbo_v1.safetensors",
-                          "s3gen.pt", "s3gen.safetensors", "s3gen_meanflow.safetensors"}) {
+                          "t3_nano_v1.safetensors", "s3gen.pt", "s3gen.safetensors", "s3gen_meanflow.safetensors"}) {
         if (files.has(f)) return true;
     }
     return false;
@@ -480,21 +480,25 @@ ChatterboxFiles chatterbox_files(const FileSet& files, const std::string& reques
     const bool has_mtl = files.has("t3_mtl23ls_v2.safetensors") || files.has("t3_mtl23ls_v3.safetensors");
     const std::string folder_default = has_mtl || !t3_model.empty() ? "multilingual"
                                        : files.has("t3_turbo_v1.safetensors") ? "turbo"
-                                                                               : "english";
+                                       : files.has("t3_nano_v1.safetensors")  ? "nano"
+                                                                              : "english";
     ChatterboxFiles f;
     f.variant = requested_variant.empty() ? folder_default : requested_variant;
     f.default_variant = f.variant == folder_default;
-    if (f.variant != "multilingual" && f.variant != "english" && f.variant != "turbo") {
-        throw Error(ErrorKind::InvalidArgument, "unknown Chatterbox variant '" + f.variant + "' (choose multilingual, english or turbo)");
+    if (f.variant != "multilingual" && f.variant != "english" && f.variant != "turbo" && f.variant != "nano") {
+        throw Error(ErrorKind::InvalidArgument,
+                    "unknown Chatterbox variant '" + f.variant + "' (choose multilingual, english, turbo or nano)");
     }
-    const bool mtl = f.variant == "multilingual", turbo = f.variant == "turbo";
+    const bool mtl = f.variant == "multilingual";
+    // tts_turbo.py loads Turbo and Nano alike (from_local(nano=...)): only the T3 file differs.
+    f.gpt2 = f.variant == "turbo" || f.variant == "nano";
     if (!mtl && !t3_model.empty()) {
         throw Error(ErrorKind::InvalidArgument, "a T3 model choice ('" + t3_model + "') applies to the multilingual variant only, not " +
                                                     f.variant);
     }
     // The official stem of the variant (tiny_hparams.json's key); the file may be another checkpoint
     // of the same architecture (v3, a fine-tune): ChatterboxMultilingualTTS.from_local(t3_model=...).
-    f.t3_stem = mtl ? "t3_mtl23ls_v2" : turbo ? "t3_turbo_v1" : "t3_cfg";
+    f.t3_stem = mtl ? "t3_mtl23ls_v2" : f.variant == "turbo" ? "t3_turbo_v1" : f.variant == "nano" ? "t3_nano_v1" : "t3_cfg";
     f.t3 = f.t3_stem + ".safetensors";
     if (mtl && t3_model.empty() && !files.has(f.t3) && files.has("t3_mtl23ls_v3.safetensors")) f.t3 = "t3_mtl23ls_v3.safetensors";
     if (mtl && (t3_model == "v3" || t3_model == "t3_mtl23ls_v3")) f.t3 = "t3_mtl23ls_v3.safetensors";
@@ -510,12 +514,12 @@ ChatterboxFiles chatterbox_files(const FileSet& files, const std::string& reques
     // The files each official loader reads (mtl_tts.py / tts.py / tts_turbo.py from_local), or
     // their other form where the repository ships both.
     const std::string weights_ext = mtl ? ".pt" : ".safetensors";
-    f.s3gen = turbo ? require("s3gen_meanflow.safetensors", "the S3Gen weights") : require_either("s3gen", weights_ext, "the S3Gen weights");
+    f.s3gen = f.gpt2 ? require("s3gen_meanflow.safetensors", "the S3Gen weights") : require_either("s3gen", weights_ext, "the S3Gen weights");
     f.ve = require_either("ve", weights_ext, "the voice encoder weights");
     f.conds = either_form("conds", ".pt");
     if (mtl) {
         f.text = {require("grapheme_mtl_merged_expanded_v1.json", "the tokenizer"), require("Cangjie5_TC.json", "the Chinese Cangjie table")};
-    } else if (!turbo) {
+    } else if (!f.gpt2) {
         f.text = {require("tokenizer.json", "the tokenizer")};
     } else {
         // write_tokenizer_metadata: tokenizer_config.json's added tokens, else added_tokens.json;
@@ -533,7 +537,7 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     if (!fs::is_directory(dir)) throw Error(ErrorKind::NotFound, "Chatterbox folder '" + dir + "' does not exist");
     const ChatterboxFiles files = chatterbox_files(folder_files(dir), opt.chatterbox_variant, opt.chatterbox_t3_model);
     const std::string& variant = files.variant;
-    const bool mtl = variant == "multilingual", turbo = variant == "turbo";
+    const bool mtl = variant == "multilingual", gpt2 = files.gpt2;
     const std::string& t3_stem = files.t3_stem;
     const std::string& t3_file = files.t3;
     const std::string s3gen_file = "/" + files.s3gen;
@@ -543,18 +547,18 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     sources.add(ChatterboxFile::VoiceEncoder, dir + "/" + files.ve);
     const bool has_voice = !files.conds.empty();
     if (has_voice) sources.add(ChatterboxFile::Conds, dir + "/" + files.conds);
-    const bool gpt2 = sources.find("t3.blk.0.attn_qkv.weight") != nullptr;
-    if (gpt2 != turbo) {
+    const bool has_gpt2_blocks = sources.find("t3.blk.0.attn_qkv.weight") != nullptr;
+    if (has_gpt2_blocks != gpt2) {
         throw Error(ErrorKind::Format, dir + "/" + t3_file + ": " +
-                                           (turbo ? "the turbo T3 has no GPT-2 blocks (tfmr.h.0.attn.c_attn.weight)"
-                                                  : "holds a GPT-2 (Turbo) T3; convert it as variant turbo"));
+                                           (gpt2 ? "the " + variant + " T3 has no GPT-2 blocks (tfmr.h.0.attn.c_attn.weight)"
+                                                  : std::string("holds a GPT-2 (Turbo or Nano) T3; convert it as variant turbo or nano")));
     }
-    if (turbo && sources.find("flow.est.time_embed_mixer.weight") == nullptr) {
+    if (gpt2 && sources.find("flow.est.time_embed_mixer.weight") == nullptr) {
         throw Error(ErrorKind::Format, dir + s3gen_file + ": not a meanflow S3Gen (no flow.decoder.estimator.time_embed_mixer.weight)");
     }
 
     std::string tokenizer_json, cangjie_json;
-    if (!turbo) {
+    if (!gpt2) {
         tokenizer_json = read_text_file(dir + "/" + files.text[0], "the tokenizer");
         if (mtl) cangjie_json = read_text_file(dir + "/" + files.text[1], "the Chinese Cangjie table");
         // Check the stored text data with the engine's own parser.
@@ -576,13 +580,14 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     set_str_array(g, "chatterbox.languages", mtl ? chatterbox::supported_languages() : std::vector<std::string>{"en"});
     gguf_set_val_bool(g, "chatterbox.builtin_voice", has_voice);
 
-    if (turbo) write_t3_gpt2_hparams(g, sources, heads);
+    if (gpt2) write_t3_gpt2_hparams(g, sources, heads);
     else write_t3_hparams(g, sources, heads);
     write_s3gen_hparams(g, sources, heads);
     write_ve_hparams(g, sources);
 
-    gguf_set_val_str(g, "chatterbox.tokenizer.kind", variant.c_str());
-    if (turbo) {
+    // Nano ships Turbo's GPT-2 tokenizer: one tokenizer kind for both.
+    gguf_set_val_str(g, "chatterbox.tokenizer.kind", gpt2 ? "turbo" : variant.c_str());
+    if (gpt2) {
         // GPT-2 byte-level BPE (AutoTokenizer of the folder) as tokenizer.ggml.*.
         write_tokenizer_metadata(g, dir, "gpt2");
     } else {

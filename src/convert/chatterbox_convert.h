@@ -21,8 +21,9 @@ FileSet folder_files(const std::string& dir);  // "Chatterbox folder", files nam
 
 // What converting a Chatterbox folder reads, all names relative to the folder.
 struct ChatterboxFiles {
-    std::string variant;          // "multilingual", "english" or "turbo"
+    std::string variant;          // "multilingual", "english", "turbo" or "nano"
     bool default_variant = true;  // the variant the folder converts to when none is asked for
+    bool gpt2 = false;            // turbo or nano: tts_turbo.py's files (GPT-2 T3, meanflow S3Gen, GPT-2 BPE)
     std::string t3_stem;          // the official T3 stem (tiny_hparams.json's key)
     std::string t3, s3gen, ve;
     std::string conds;              // the built-in voice; empty when there is none
@@ -46,8 +47,10 @@ bool is_chatterbox_folder(const std::string& dir);
 // t3_cfg.safetensors, s3gen.safetensors, ve.safetensors, tokenizer.json, conds.pt; "turbo" →
 // ChatterboxTurboTTS.from_local: t3_turbo_v1.safetensors (GPT-2 T3), s3gen_meanflow.safetensors,
 // ve.safetensors, the GPT-2 tokenizer files vocab.json / merges.txt / added_tokens.json, conds.pt;
+// "nano" → ChatterboxTurboTTS.from_local(nano=True): the same with t3_nano_v1.safetensors (GPT-2 small);
 // empty → multilingual when t3_mtl23ls_v2.safetensors exists, else turbo when t3_turbo_v1.safetensors
-// exists, else english). Throws Error naming the file, key or tensor.
+// exists, else nano when t3_nano_v1.safetensors exists, else english). Throws Error naming the file,
+// key or tensor.
 ConvertSummary convert_chatterbox(const ConvertOptions& options);
 
 }  // namespace talkbox

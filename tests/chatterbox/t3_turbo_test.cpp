@@ -1,5 +1,6 @@
-// Chatterbox Turbo (GPT-2 T3 + meanflow S3Gen) on the tiny random folder of tests/support/tiny_turbo
-// against goldens made once by tests/data/chatterbox_turbo/make_golden.py from the same files: the
+// Chatterbox Turbo and Nano (GPT-2 T3 + meanflow S3Gen; tts_turbo.py with nano=False / True) on the
+// tiny random folders of tests/support/tiny_turbo against goldens made once from the same files by
+// tests/data/chatterbox_turbo/make_golden.py and tests/data/chatterbox_nano/make_golden.py: the
 // converter (layout, hyper-parameters, refusals), the GPT-2 BPE and punc_norm_turbo, T3Turbo's raw
 // logits and greedy tokens at F32, and `talkbox speak` end to end.
 #include <gtest/gtest.h>
@@ -8,8 +9,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "chatterbox/reference.h"
 #include "chatterbox/t3.h"
 #include "chatterbox/text.h"
+#include "convert/chatterbox_convert.h"
 #include "convert/safetensors.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
@@ -27,8 +30,42 @@ namespace {
 
 using namespace talkbox::testing;
 
-std::string data(const std::string& name) { return std::string(TALKBOX_SOURCE_DIR) + "/tests/data/chatterbox_turbo/" + name; }
-nlohmann::json golden() { return nlohmann::json::parse(read_text(data("golden.json"))); }
+std::string data(const std::string& name, const std::string& folder = "chatterbox_turbo") {
+    return std::string(TALKBOX_SOURCE_DIR) + "/tests/data/" + folder + "/" + name;
+}
+nlohmann::json golden(const std::string& folder = "chatterbox_turbo") { return nlohmann::json::parse(read_text(data("golden.json", folder))); }
+
+// inference_turbo's greedy tokens, their post-processing and the raw logits of the first 3 tokens
+// of `gguf` at F32 against tests/data/<folder>/ (golden.json, logits.npy).
+void expect_t3_golden(const std::string& gguf, const std::string& folder) {
+    const GgufFile file(gguf);
+    Backend backend(1);
+    const T3 t3(file, backend);
+    ASSERT_TRUE(t3.turbo());
+    const auto g = golden(folder).at("t3");
+    T3Options o = t3.default_options();
+    EXPECT_EQ(o.top_k, 1000u);
+    EXPECT_FLOAT_EQ(o.top_p, 0.95f);
+    o.greedy = true;
+    o.max_new_tokens = g.at("max_gen_len").get<uint32_t>();
+    T3Trace trace;
+    std::vector<int32_t> tokens = t3.generate(g.at("text_ids").get<std::vector<int32_t>>(), builtin_conditioning(file), o, &trace);
+    const std::vector<int32_t> post = t3.postprocess(tokens);
+    if (!tokens.empty() && tokens.back() == t3.hparams().stop_speech) tokens.pop_back();  // as inference_turbo returns them
+    EXPECT_EQ(tokens, g.at("greedy_tokens").get<std::vector<int32_t>>());
+    EXPECT_EQ(post, g.at("postprocessed").get<std::vector<int32_t>>());
+
+    const NpyArray want = load_npy(data("logits.npy", folder));
+    ASSERT_EQ(want.shape, (std::vector<int64_t>{3, 6563}));
+    ASSERT_EQ(trace.logits_cond.size(), 3u);
+    for (size_t s = 0; s < 3; ++s) {
+        const std::vector<float> w(want.data.begin() + static_cast<std::ptrdiff_t>(s * 6563),
+                                   want.data.begin() + static_cast<std::ptrdiff_t>((s + 1) * 6563));
+        const float err = max_abs_diff(trace.logits_cond[s], w);
+        std::printf("[ %s ] step %zu: max |logit error| %.3g (max |golden| %.3g)\n", folder.c_str(), s, err, max_abs(w));
+        EXPECT_LE(err, 1e-4f * max_abs(w)) << "step " << s;
+    }
+}
 
 std::string convert_error(const std::string& dir, const std::string& variant = "") {
     ConvertOptions opt;
@@ -52,6 +89,17 @@ TEST(TinyTurbo, FolderHasTheReleasedLayout) {
     }
     // make_golden.py reads a copy of this folder: TALKBOX_WRITE_TINY_TURBO=<dir> writes one.
     if (const char* out = std::getenv("TALKBOX_WRITE_TINY_TURBO")) write_tiny_turbo_folder(out);
+}
+
+TEST(TinyNano, FolderHasTheReleasedLayout) {
+    const std::string dir = tiny_nano_folder();
+    for (const char* f : {"t3_nano_v1.safetensors", "s3gen_meanflow.safetensors", "ve.safetensors", "conds.pt", "vocab.json",
+                          "merges.txt", "added_tokens.json"}) {
+        EXPECT_TRUE(fs::exists(dir + "/" + f)) << f;
+    }
+    EXPECT_FALSE(fs::exists(dir + "/t3_turbo_v1.safetensors"));
+    // tests/data/chatterbox_nano/make_golden.py reads a copy: TALKBOX_WRITE_TINY_NANO=<dir> writes one.
+    if (const char* out = std::getenv("TALKBOX_WRITE_TINY_NANO")) write_tiny_turbo_folder(out, kTinyNanoT3);
 }
 
 TEST(TurboConvert, OneGgufWithTheTurboVariant) {
@@ -80,6 +128,70 @@ TEST(TurboConvert, OneGgufWithTheTurboVariant) {
     EXPECT_EQ(info.variant, "turbo");
     EXPECT_EQ(info.hyperparameters.at("T3").rfind("GPT-2, 2 layers, hidden 64", 0), 0u) << info.hyperparameters.at("T3");
     EXPECT_EQ(info.hyperparameters.at("tokenizer").rfind("GPT-2 byte-level BPE", 0), 0u);
+}
+
+// Nano's T3 is the only file that differs from Turbo's: its sizes come from its shapes and the
+// tiny head count, the rest of the GGUF is Turbo's.
+TEST(NanoConvert, OneGgufWithTheNanoVariant) {
+    const GgufFile file(converted_nano());
+    const GgufMeta& m = file.meta();
+    EXPECT_EQ(m.get_string("chatterbox.variant"), "nano");
+    EXPECT_EQ(m.get_string("chatterbox.t3.checkpoint"), "t3_nano_v1.safetensors");
+    EXPECT_EQ(m.get_string("chatterbox.t3.backbone"), "gpt2");
+    EXPECT_EQ(m.get_u32("chatterbox.t3.embedding_length"), 48u);
+    EXPECT_EQ(m.get_u32("chatterbox.t3.block_count"), 3u);
+    EXPECT_EQ(m.get_u32("chatterbox.t3.head_count"), 3u);
+    EXPECT_EQ(m.get_u32("chatterbox.t3.head_dim"), 16u);
+    EXPECT_EQ(m.get_u32("chatterbox.t3.feed_forward_length"), 192u);
+    EXPECT_EQ(m.get_u32("chatterbox.t3.speech_cond_prompt_length"), 375u);
+    EXPECT_TRUE(m.get_bool("chatterbox.s3gen.meanflow"));
+    EXPECT_EQ(m.get_string("chatterbox.tokenizer.kind"), "turbo");  // Turbo's GPT-2 BPE
+    EXPECT_EQ(m.get_string("tokenizer.ggml.pre"), "gpt2");
+    EXPECT_EQ(file.tensor("t3.blk.2.attn_qkv.weight").shape, (std::vector<int64_t>{48, 144}));
+    EXPECT_FALSE(file.has_tensor("t3.blk.3.attn_qkv.weight"));
+
+    const ModelInfo info = read_model_info(converted_nano());
+    EXPECT_EQ(info.variant, "nano");
+    EXPECT_EQ(info.hyperparameters.at("T3").rfind("GPT-2, 3 layers, hidden 48, 3 heads of 16", 0), 0u) << info.hyperparameters.at("T3");
+    // tts_turbo.py's reference clip recipe, as for Turbo.
+    const ReferenceRecipe recipe = ReferenceRecipe::for_model(file);
+    EXPECT_EQ(recipe.t3_samples, kTurboEncCondSamples);
+    EXPECT_EQ(recipe.prompt_tokens, 375);
+    EXPECT_TRUE(recipe.normalize_loudness);
+    // The same text front end as Turbo.
+    const TextFrontEnd fe = TextFrontEnd::from_gguf(m);
+    ASSERT_TRUE(fe.turbo());
+    EXPECT_EQ(fe.text_tokens(fe.encode(golden().at("t3").at("text"), "en"), 255, 0),
+              golden().at("t3").at("text_ids").get<std::vector<int32_t>>());
+}
+
+TEST(NanoConvert, TheVariantComesFromTheT3FileOrIsAsked) {
+    TempDir tmp;
+    // Both T3 files: Turbo by default (a folder of the turbo repository), Nano when asked.
+    const std::string both = tmp.file("both");
+    copy_tree(tiny_turbo_folder(), both);
+    fs::copy_file(tiny_nano_folder() + "/t3_nano_v1.safetensors", both + "/t3_nano_v1.safetensors");
+    fs::copy_file(tiny_nano_folder() + "/tiny_hparams.json", both + "/tiny_hparams.json", fs::copy_options::overwrite_existing);
+    EXPECT_EQ(chatterbox_files(folder_files(both), "", "").variant, "turbo");
+    const ChatterboxFiles nano = chatterbox_files(folder_files(both), "nano", "");
+    EXPECT_EQ(nano.t3, "t3_nano_v1.safetensors");
+    EXPECT_FALSE(nano.default_variant);
+    EXPECT_EQ(chatterbox_files(folder_files(tiny_nano_folder()), "", "").variant, "nano");
+    ConvertOptions opt;
+    opt.snapshot_dir = both;
+    opt.output_path = tmp.file("nano.gguf");
+    opt.type = WeightType::F32;
+    opt.chatterbox_variant = "nano";
+    EXPECT_EQ(convert_snapshot(opt).variant, "nano");
+    EXPECT_EQ(read_model_info(opt.output_path).hyperparameters.at("T3").rfind("GPT-2, 3 layers, hidden 48", 0), 0u);
+
+    EXPECT_EQ(convert_error(tiny_turbo_folder(), "nano"),
+              "Chatterbox folder is missing the nano T3 weights: '" + tiny_turbo_folder() + "/t3_nano_v1.safetensors' does not exist");
+    const std::string llama = tmp.file("llama_t3");
+    copy_tree(tiny_nano_folder(), llama);
+    fs::copy_file(chatterbox_fixture("tiny-multilingual/t3_cfg.safetensors"), llama + "/t3_nano_v1.safetensors",
+                  fs::copy_options::overwrite_existing);
+    EXPECT_EQ(convert_error(llama), llama + "/t3_nano_v1.safetensors: the nano T3 has no GPT-2 blocks (tfmr.h.0.attn.c_attn.weight)");
 }
 
 TEST(TurboConvert, BadFoldersFailCleanly) {
@@ -118,7 +230,7 @@ TEST(TurboConvert, BadFoldersFailCleanly) {
         fs::copy_file(dir + "/t3_turbo_v1.safetensors", dir + "/t3_cfg.safetensors");
         fs::copy_file(chatterbox_fixture("tiny-multilingual/s3gen.safetensors"), dir + "/s3gen.safetensors");
         fs::copy_file(chatterbox_fixture("tiny-multilingual/tokenizer.json"), dir + "/tokenizer.json");
-        EXPECT_EQ(convert_error(dir, "english"), dir + "/t3_cfg.safetensors: holds a GPT-2 (Turbo) T3; convert it as variant turbo");
+        EXPECT_EQ(convert_error(dir, "english"), dir + "/t3_cfg.safetensors: holds a GPT-2 (Turbo or Nano) T3; convert it as variant turbo or nano");
     }
     {  // an unknown GPT-2 key
         const std::string dir = fresh("foreign_key");
@@ -182,35 +294,10 @@ TEST(TurboText, PuncNormAndFrontEnd) {
     }
 }
 
-TEST(TurboT3, LogitsAndGreedyTokensMatchTheReferencePort) {
-    const GgufFile file(converted_turbo());
-    Backend backend(1);
-    const T3 t3(file, backend);
-    ASSERT_TRUE(t3.turbo());
-    const auto g = golden().at("t3");
-    T3Options o = t3.default_options();
-    EXPECT_EQ(o.top_k, 1000u);
-    EXPECT_FLOAT_EQ(o.top_p, 0.95f);
-    o.greedy = true;
-    o.max_new_tokens = g.at("max_gen_len").get<uint32_t>();
-    T3Trace trace;
-    std::vector<int32_t> tokens = t3.generate(g.at("text_ids").get<std::vector<int32_t>>(), builtin_conditioning(file), o, &trace);
-    const std::vector<int32_t> post = t3.postprocess(tokens);
-    if (!tokens.empty() && tokens.back() == t3.hparams().stop_speech) tokens.pop_back();  // as inference_turbo returns them
-    EXPECT_EQ(tokens, g.at("greedy_tokens").get<std::vector<int32_t>>());
-    EXPECT_EQ(post, g.at("postprocessed").get<std::vector<int32_t>>());
+TEST(TurboT3, LogitsAndGreedyTokensMatchTheReferencePort) { expect_t3_golden(converted_turbo(), "chatterbox_turbo"); }
 
-    const NpyArray want = load_npy(data("logits.npy"));
-    ASSERT_EQ(want.shape, (std::vector<int64_t>{3, 6563}));
-    ASSERT_EQ(trace.logits_cond.size(), 3u);
-    for (size_t s = 0; s < 3; ++s) {
-        const std::vector<float> w(want.data.begin() + static_cast<std::ptrdiff_t>(s * 6563),
-                                   want.data.begin() + static_cast<std::ptrdiff_t>((s + 1) * 6563));
-        const float err = max_abs_diff(trace.logits_cond[s], w);
-        std::printf("[ turbo    ] step %zu: max |logit error| %.3g (max |golden| %.3g)\n", s, err, max_abs(w));
-        EXPECT_LE(err, 1e-4f * max_abs(w)) << "step " << s;
-    }
-}
+// Nano's golden was checked bit for bit against the official T3 (tests/data/chatterbox_nano/README.md).
+TEST(NanoT3, LogitsAndGreedyTokensMatchTheOfficialT3) { expect_t3_golden(converted_nano(), "chatterbox_nano"); }
 
 TEST(TurboT3, BadOptionsFailCleanly) {
     const GgufFile file(converted_turbo());
@@ -277,6 +364,22 @@ TEST(TurboSpeak, SpeakWritesAWav) {
     const auto bad = run_talkbox("speak -m " + converted_turbo() + " -t 'Hallo.' --language de -o " + tmp.file("de.wav"));
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.err.find("speaks only 'en'"), std::string::npos) << bad.err;
+}
+
+// Nano speaks as Turbo does: tts_turbo.py's sampling settings, no guidance, English only.
+TEST(NanoSpeak, SpeakWritesAWavAndInfoNamesNano) {
+    TempDir tmp;
+    const auto r = run_talkbox("speak -m " + converted_nano() + " -t 'Hello there.' --seed 3 --max-frames 6 -o " + tmp.file("out.wav"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto bytes = fs::file_size(tmp.file("out.wav"));
+    EXPECT_GT(bytes, 44u + 2 * 960u);
+    EXPECT_LE(bytes, 44u + 2 * 960u * 10);
+    const auto guided = run_talkbox("speak -m " + converted_nano() + " -t 'Hello.' --cfg-weight 0.3 -o " + tmp.file("cfg.wav"));
+    EXPECT_NE(guided.exit_code, 0);
+    EXPECT_NE(guided.err.find("Chatterbox Nano"), std::string::npos) << guided.err;
+    const auto info = run_talkbox("info " + converted_nano());
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    EXPECT_NE(info.out.find("variant:      nano"), std::string::npos) << info.out;
 }
 
 }  // namespace

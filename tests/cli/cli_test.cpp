@@ -37,7 +37,7 @@ TEST(Cli, HelpDescribesWhatExists) {
         EXPECT_NE(top.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << top.out;
     }
     const auto pull = run_talkbox("pull --help");
-    for (const char* want : {"ResembleAI/chatterbox, ResembleAI/chatterbox-turbo", "--variant", "ORG/NAME@VARIANT",
+    for (const char* want : {"ResembleAI/chatterbox, ResembleAI/chatterbox-turbo, ResembleAI/chatterbox-nano", "--variant", "ORG/NAME@VARIANT",
                              "Downloads only the files conversion reads", "HF_TOKEN"}) {
         EXPECT_NE(pull.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << pull.out;
     }
@@ -170,12 +170,14 @@ TEST(Cli, ReadmeCommandsRun) {
         replace("path/to/Qwen3-TTS-12Hz-0.6B-CustomVoice", talkbox::testing::qwen_fixture("tiny-0.6B-CustomVoice"));
         replace("path/to/Qwen3-TTS-12Hz-1.7B-VoiceDesign", talkbox::testing::qwen_fixture("tiny-1.7B-VoiceDesign"));
         replace("path/to/chatterbox-turbo", talkbox::testing::tiny_turbo_folder());
+        replace("path/to/chatterbox-nano", talkbox::testing::tiny_nano_folder());
         replace("path/to/chatterbox", talkbox::testing::chatterbox_fixture("tiny-multilingual"));
         replace(" ref.wav", " " + talkbox::testing::fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
         // The tiny Chatterbox's random weights never emit the stop token: cap the official 1000
         // speech tokens per sentence so that the README's speak commands stay fast here.
         replace("speak -m chatterbox.gguf ", "speak -m chatterbox.gguf --max-frames 8 ");
         replace("speak -m turbo.gguf ", "speak -m turbo.gguf --max-frames 8 ");
+        replace("speak -m nano.gguf ", "speak -m nano.gguf --max-frames 8 ");
         replace(R"("model": "chatterbox", )", R"("model": "chatterbox", "max_frames": 8, )");  // the same through the server
         replace("@ref.wav", "@" + talkbox::testing::fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
         ++ran;
@@ -210,7 +212,7 @@ TEST(Cli, ReadmeCommandsRun) {
     EXPECT_GE(curls, 4u);
     for (const char* out : {"hello.wav", "story.wav", "designed.wav", "seeded.wav", "codes.json", "decoded.wav", "decoded.flac", "fox.voice",
                             "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf", "server.mp3",
-                            "fox.wav", "voices/fox.voice", "bonjour.wav", "chatterbox-clone.wav", "turbo.gguf", "turbo.wav",
+                            "fox.wav", "voices/fox.voice", "bonjour.wav", "chatterbox-clone.wav", "turbo.gguf", "turbo.wav", "nano.gguf", "nano.wav",
                             "voices/anna.voice", "anna.wav", "faster.wav", "events.txt", "hello.aac", "tokens.json", "spoken.wav",
                             "tokens.wav", "whole.wav"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;

@@ -20,7 +20,7 @@ using talkbox::testing::TempDir;
 namespace {
 
 const std::string kRepo = "Qwen/Qwen3-TTS-12Hz-0.6B-Base";
-const std::string kChatterbox = "ResembleAI/chatterbox", kTurbo = "ResembleAI/chatterbox-turbo";
+const std::string kChatterbox = "ResembleAI/chatterbox", kTurbo = "ResembleAI/chatterbox-turbo", kNano = "ResembleAI/chatterbox-nano";
 
 class PullCli : public ::testing::Test {
 protected:
@@ -32,6 +32,9 @@ protected:
         hub_.add_file(kChatterbox, "t3_23lang.safetensors", std::string(4096, 'x'));
         hub_.add_repo(kTurbo, talkbox::testing::tiny_turbo_folder());
         hub_.add_file(kTurbo, "special_tokens_map.json", "{}");
+        hub_.add_repo(kNano, talkbox::testing::tiny_nano_folder());
+        hub_.add_file(kNano, "special_tokens_map.json", "{}");
+        hub_.add_file(kNano, "README.md", "# Chatterbox Nano\n");
         setenv("HF_ENDPOINT", hub_.endpoint().c_str(), 1);
         setenv("TALKBOX_HOME", home_.path().c_str(), 1);
         unsetenv("HF_TOKEN");
@@ -54,13 +57,15 @@ protected:
 };
 
 // What ChatterboxMultilingualTTS.from_local / ChatterboxTTS.from_local / ChatterboxTurboTTS.from_local
-// read (README "Chatterbox"), plus the fixtures' tiny_hparams.json that convert reads when it is there.
+// (nano=False / True) read (README "Chatterbox"), plus the fixtures' tiny_hparams.json that convert reads when it is there.
 const std::set<std::string> kMultilingualFiles = {"t3_mtl23ls_v2.safetensors", "s3gen.pt", "ve.pt", "conds.pt",
                                                   "grapheme_mtl_merged_expanded_v1.json", "Cangjie5_TC.json", "tiny_hparams.json"};
 const std::set<std::string> kEnglishFiles = {"t3_cfg.safetensors", "s3gen.safetensors", "ve.safetensors", "conds.pt",
                                              "tokenizer.json", "tiny_hparams.json"};
 const std::set<std::string> kTurboFiles = {"t3_turbo_v1.safetensors", "s3gen_meanflow.safetensors", "ve.safetensors", "conds.pt",
                                            "vocab.json", "merges.txt", "added_tokens.json", "tiny_hparams.json"};
+const std::set<std::string> kNanoFiles = {"t3_nano_v1.safetensors", "s3gen_meanflow.safetensors", "ve.safetensors", "conds.pt",
+                                          "vocab.json", "merges.txt", "added_tokens.json", "tiny_hparams.json"};
 
 TEST_F(PullCli, ChatterboxMultilingualByDefaultDownloadsOnlyItsFiles) {
     const std::string model = home_.path() + "/models/ResembleAI--chatterbox-f16.gguf";
@@ -109,6 +114,23 @@ TEST_F(PullCli, ChatterboxTurboDownloadsOnlyItsFiles) {
     EXPECT_NE(i.out.find("variant:      turbo"), std::string::npos) << i.out;
 }
 
+TEST_F(PullCli, ChatterboxNanoDownloadsOnlyItsFiles) {
+    const auto p = run_talkbox("pull " + kNano + " --type q8_0");
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.out, home_.path() + "/models/ResembleAI--chatterbox-nano-q8_0.gguf\n");
+    EXPECT_EQ(fetched(kNano), kNanoFiles);
+    const auto i = run_talkbox("info " + kNano);
+    ASSERT_EQ(i.exit_code, 0) << i.err;
+    EXPECT_NE(i.out.find("variant:      nano"), std::string::npos) << i.out;
+    EXPECT_NE(i.out.find("GPT-2, 3 layers, hidden 48"), std::string::npos) << i.out;
+    const auto s = run_talkbox("speak -m " + kNano + " -t 'Hi.' --max-frames 4 -o " + home_.file("nano.wav"));
+    EXPECT_EQ(s.exit_code, 0) << s.err;
+    // The Turbo checkpoint is not in the Nano repository.
+    const auto turbo = run_talkbox("pull " + kNano + " --variant turbo");
+    EXPECT_EQ(turbo.exit_code, 1);
+    EXPECT_NE(turbo.err.find("is missing the turbo T3 weights"), std::string::npos) << turbo.err;
+}
+
 TEST_F(PullCli, VariantsThatDoNotApplyAreRefusedBeforeDownloading) {
     const auto qwen = run_talkbox("pull " + kRepo + " --variant english");
     EXPECT_EQ(qwen.exit_code, 1);
@@ -117,7 +139,7 @@ TEST_F(PullCli, VariantsThatDoNotApplyAreRefusedBeforeDownloading) {
         << qwen.err;
     const auto bad = run_talkbox("pull " + kChatterbox + " --variant klingon");
     EXPECT_EQ(bad.exit_code, 1);
-    EXPECT_NE(bad.err.find("unknown Chatterbox variant 'klingon' (choose multilingual, english or turbo)"), std::string::npos)
+    EXPECT_NE(bad.err.find("unknown Chatterbox variant 'klingon' (choose multilingual, english, turbo or nano)"), std::string::npos)
         << bad.err;
     const auto turbo = run_talkbox("pull " + kChatterbox + " --variant turbo");  // that repository has no Turbo T3
     EXPECT_EQ(turbo.exit_code, 1);

@@ -348,8 +348,8 @@ TEST(ChatterboxConvert, BadFoldersFailCleanly) {
     }
     {
         auto opt = options(folder());
-        opt.chatterbox_variant = "nano";
-        EXPECT_EQ(error_of(opt), "unknown Chatterbox variant 'nano' (choose multilingual, english or turbo)");
+        opt.chatterbox_variant = "mini";
+        EXPECT_EQ(error_of(opt), "unknown Chatterbox variant 'mini' (choose multilingual, english, turbo or nano)");
     }
     EXPECT_FALSE(fs::exists(tmp.file("out.gguf")));
     for (const auto& e : fs::directory_iterator(tmp.path())) EXPECT_TRUE(e.is_directory()) << e.path();  // no temp files

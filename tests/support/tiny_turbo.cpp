@@ -21,7 +21,7 @@ namespace talkbox::testing {
 
 namespace {
 
-constexpr int64_t kD = 64, kLayers = 2, kHeads = 4, kPositions = 512, kSpeechVocab = 6563, kSpeaker = 256;
+constexpr int64_t kPositions = 512, kSpeechVocab = 6563, kSpeaker = 256;
 
 class Filler {
 public:
@@ -43,16 +43,16 @@ private:
 };
 
 // The values by key (uniform ranges chosen so the tiny T3 picks varied tokens), in the shared key order.
-void write_t3(const std::string& path, int64_t text_vocab) {
+void write_t3(const std::string& path, const TinyGpt2T3& t3, int64_t text_vocab) {
     Filler f(kTinyTurboSeed);
     bench::TurboT3Sizes sizes;
-    sizes.width = kD;
-    sizes.layers = kLayers;
+    sizes.width = t3.width;
+    sizes.layers = t3.layers;
     sizes.positions = kPositions;
     sizes.text_vocab = text_vocab;
     sizes.speech_vocab = kSpeechVocab;
     sizes.speaker = kSpeaker;
-    const float lin = std::sqrt(3.0f / static_cast<float>(kD)), lin_i = std::sqrt(3.0f / static_cast<float>(sizes.mlp()));
+    const float lin = std::sqrt(3.0f / static_cast<float>(t3.width)), lin_i = std::sqrt(3.0f / static_cast<float>(sizes.mlp()));
     const auto ends = [](const std::string& s, const std::string& e) {
         return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
     };
@@ -94,43 +94,51 @@ void write_s3gen_meanflow(const std::string& path) {
     write_file(path, make_safetensors(out));
 }
 
+// The folder of `t3`, written once per test process.
+std::string tiny_folder(const TinyGpt2T3& t3, const std::string& name) {
+    static TempDir dir;
+    static std::map<std::string, std::string> written;
+    auto it = written.find(name);
+    if (it != written.end()) return it->second;
+    write_tiny_turbo_folder(dir.file(name), t3);
+    return written[name] = dir.file(name);
+}
+
+// `folder` converted at `type`, once per test process.
+std::string converted(const std::string& folder, const std::string& name, const std::string& type) {
+    static TempDir dir;
+    static std::map<std::string, std::string> done;
+    const std::string key = name + "-" + type;
+    auto it = done.find(key);
+    if (it != done.end()) return it->second;
+    ConvertOptions opt;
+    opt.snapshot_dir = folder;
+    opt.output_path = dir.file(key + ".gguf");
+    opt.type = parse_weight_type(type);
+    convert_snapshot(opt);
+    return done[key] = opt.output_path;
+}
+
 }  // namespace
 
-void write_tiny_turbo_folder(const std::string& dir) {
+void write_tiny_turbo_folder(const std::string& dir, const TinyGpt2T3& t3) {
     fs::create_directories(dir);
     const int64_t text_vocab = bench::write_gpt2_tokenizer(dir);
-    write_t3(dir + "/t3_turbo_v1.safetensors", text_vocab);
+    write_t3(dir + "/" + t3.stem + ".safetensors", t3, text_vocab);
     write_s3gen_meanflow(dir + "/s3gen_meanflow.safetensors");
     for (const char* f : {"ve.safetensors", "conds.pt"}) {
         fs::copy_file(chatterbox_fixture(std::string("tiny-multilingual/") + f), dir + "/" + f, fs::copy_options::overwrite_existing);
         fs::permissions(dir + "/" + f, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add);
     }
     auto hp = nlohmann::ordered_json::parse(read_text(chatterbox_fixture("tiny-multilingual/tiny_hparams.json")));
-    hp["t3_turbo_v1"] = {{"gpt2", {{"n_head", kHeads}}}};
+    hp[t3.stem] = {{"gpt2", {{"n_head", t3.heads}}}};
     write_text(dir + "/tiny_hparams.json", hp.dump(1));
 }
 
-std::string tiny_turbo_folder() {
-    static TempDir dir;
-    static const std::string folder = [] {
-        const std::string d = dir.file("chatterbox-turbo");
-        write_tiny_turbo_folder(d);
-        return d;
-    }();
-    return folder;
-}
+std::string tiny_turbo_folder() { return tiny_folder(kTinyTurboT3, "chatterbox-turbo"); }
+std::string tiny_nano_folder() { return tiny_folder(kTinyNanoT3, "chatterbox-nano"); }
 
-std::string converted_turbo(const std::string& type) {
-    static TempDir dir;
-    static std::map<std::string, std::string> done;
-    auto it = done.find(type);
-    if (it != done.end()) return it->second;
-    ConvertOptions opt;
-    opt.snapshot_dir = tiny_turbo_folder();
-    opt.output_path = dir.file("turbo-" + type + ".gguf");
-    opt.type = parse_weight_type(type);
-    convert_snapshot(opt);
-    return done[type] = opt.output_path;
-}
+std::string converted_turbo(const std::string& type) { return converted(tiny_turbo_folder(), "turbo", type); }
+std::string converted_nano(const std::string& type) { return converted(tiny_nano_folder(), "nano", type); }
 
 }  // namespace talkbox::testing
