@@ -1,7 +1,8 @@
 // One way to capture a model's intermediates for parity tests and debugging: a Capture is a named
 // set of tensors in PyTorch order (the goldens' layout), filled from graph tensors marked with a
 // GraphCapture or from host vectors with put(). Components take a Capture* and do nothing extra
-// when it is null: no tensor is marked, nothing is copied.
+// when it is null: no tensor is marked, nothing is copied. They add to the Capture they are given,
+// so one Capture can gather a whole pipeline; pass a fresh (or cleared) one for each run.
 #pragma once
 
 #include <cstdint>
