@@ -228,7 +228,11 @@ CampPlus::CampPlus(const GgufFile& file) {
     dense_bn_ = load_bn(*src, "xvector.dense.nonlinear.batchnorm", dense_.out, false);
 }
 
-std::vector<float> CampPlus::forward(const std::vector<float>& fbank, int64_t M, Trace* trace) const {
+std::vector<float> CampPlus::forward(const std::vector<float>& fbank, int64_t M, Capture* capture) const {
+    // A stage output [C][T] (C = its size / T).
+    auto put = [&](const std::string& name, const std::vector<float>& v, int64_t T) {
+        if (capture) capture->put(name, {static_cast<int64_t>(v.size()) / T, T}, v);
+    };
     // [M][80] → [1][80 freq][M time]
     std::vector<float> x(fbank.size());
     for (int64_t t = 0; t < M; ++t) {
@@ -255,12 +259,12 @@ std::vector<float> CampPlus::forward(const std::vector<float>& fbank, int64_t M,
     }
     x = conv2d(x, H, M, head_conv2_, 2, &H);
     batch_norm(x, head_bn2_, H * M, true);  // [m][H][M] = [m·H][M] channel-major
-    if (trace) (*trace)["head"] = x;
+    put("head", x, M);
 
     int64_t T = 0;
     x = conv1d(x, M, tdnn_, 2, tdnn_.kh / 2, 1, &T);
     batch_norm(x, tdnn_bn_, T, true);
-    if (trace) (*trace)["tdnn"] = x;
+    put("tdnn", x, T);
     int64_t C = tdnn_.out;
     for (size_t k = 0; k < blocks_.size(); ++k) {
         const Block& block = blocks_[k];
@@ -297,14 +301,14 @@ std::vector<float> CampPlus::forward(const std::vector<float>& fbank, int64_t M,
             }
             C += G;
         }
-        if (trace) (*trace)["block" + std::to_string(k + 1)] = x;
+        put("block" + std::to_string(k + 1), x, T);
         batch_norm(x, block.transit_bn, T, true);
         x = conv1d(x, T, block.transit, 1, 0, 1);
         C = block.transit.out;
-        if (trace) (*trace)["transit" + std::to_string(k + 1)] = x;
+        put("transit" + std::to_string(k + 1), x, T);
     }
     batch_norm(x, out_bn_, T, true);
-    if (trace) (*trace)["out_nonlinear"] = x;
+    put("out_nonlinear", x, T);
     std::vector<float> stats(size_t(2 * C));
     for (int64_t c = 0; c < C; ++c) {
         const float* xc = x.data() + c * T;
@@ -316,7 +320,7 @@ std::vector<float> CampPlus::forward(const std::vector<float>& fbank, int64_t M,
         stats[size_t(c)] = static_cast<float>(mean);
         stats[size_t(C + c)] = static_cast<float>(std::sqrt(var / double(T - 1)));  // unbiased
     }
-    if (trace) (*trace)["stats"] = stats;
+    if (capture) capture->put("stats", {2 * C}, stats);
     std::vector<float> e = conv1d(stats, 1, dense_, 1, 0, 1);
     batch_norm(e, dense_bn_, 1, false);
     return e;

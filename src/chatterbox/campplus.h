@@ -6,11 +6,10 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <string>
 #include <vector>
 
 #include "chatterbox/host_nn.h"
+#include "core/capture.h"
 #include "core/gguf_file.h"
 
 namespace talkbox::chatterbox {
@@ -28,12 +27,9 @@ public:
     // from the tensors). Throws Error naming the tensor when one is missing or mis-shaped.
     explicit CampPlus(const GgufFile& file);
 
-    // Stage outputs of the last forward (for tests): "head" [C][T], "tdnn", "block1", "transit1",
-    // ..., "out_nonlinear" ([C][T2]), "stats" [2C]; filled only when `trace` is given.
-    using Trace = std::map<std::string, std::vector<float>>;
-
-    // The x-vector of `fbank_cmn` ([frames][80], mean-subtracted): [192].
-    std::vector<float> forward(const std::vector<float>& fbank_cmn, int64_t frames, Trace* trace = nullptr) const;
+    // The x-vector of `fbank_cmn` ([frames][80], mean-subtracted): [192]. Captures the stage
+    // outputs "head" [C, T], "tdnn", "block1", "transit1", ..., "out_nonlinear" ([C, T2]), "stats" [2C].
+    std::vector<float> forward(const std::vector<float>& fbank_cmn, int64_t frames, Capture* capture = nullptr) const;
 
     // kaldi_fbank → mean subtraction → forward.
     std::vector<float> embed(const std::vector<float>& wav16) const;

@@ -131,15 +131,15 @@ struct Flow::Model {
     // Cached graphs (rebuilt when the shape changes).
     std::unique_ptr<Graph> enc_graph;
     int64_t enc_tokens = -1;
-    bool enc_taps_on = false;
+    bool enc_capturing = false;
     ggml_tensor *enc_ids = nullptr, *enc_pe = nullptr, *enc_pe_up = nullptr, *enc_mu = nullptr;
-    std::unique_ptr<TapList> enc_taps;
+    std::unique_ptr<GraphCapture> enc_capture;
 
     std::unique_ptr<Graph> est_graph;
     int64_t est_frames = -1, est_batch = -1;
-    bool est_taps_on = false;
+    bool est_capturing = false;
     ggml_tensor *est_x = nullptr, *est_cond = nullptr, *est_t = nullptr, *est_r = nullptr, *est_out = nullptr;
-    std::unique_ptr<TapList> est_taps;
+    std::unique_ptr<GraphCapture> est_capture;
 
     StageTimes* profile = nullptr;
 
@@ -229,46 +229,46 @@ struct Flow::Model {
         return ggml_scale(ctx, x, static_cast<float>(std::sqrt(static_cast<double>(d))));
     }
 
-    void build_encoder(int64_t t, bool with_taps) {
+    void build_encoder(int64_t t, bool capturing) {
         enc_graph = std::make_unique<Graph>(kGraphNodes);
-        enc_taps = std::make_unique<TapList>(with_taps);
+        enc_capture = std::make_unique<GraphCapture>(capturing);
         Graph& g = *enc_graph;
         ggml_context* ctx = g.ctx();
         ggml_cgraph* gf = g.cgraph();
-        TapList& tap = *enc_taps;
+        GraphCapture& cap = *enc_capture;
         enc_ids = g.input(GGML_TYPE_I32, {t}, "tokens");
         enc_pe = g.input(GGML_TYPE_F32, {d, 2 * t - 1}, "pos_emb");
         enc_pe_up = g.input(GGML_TYPE_F32, {d, 4 * t - 1}, "pos_emb_up");
         ggml_tensor* x = ggml_get_rows(ctx, token_table, enc_ids);  // [D, T]
-        tap.add(ctx, gf, "token_emb", x, false);
+        cap.mark(ctx, gf, "token_emb", x, GraphCapture::Layout::AsIs);
         x = embed_in(ctx, x, embed);
-        tap.add(ctx, gf, "enc_embed", x, false);
+        cap.mark(ctx, gf, "enc_embed", x, GraphCapture::Layout::AsIs);
         ggml_tensor* y = conv1d(ctx, x, look1, 0, kLookahead, fused());
         y = conv1d(ctx, ggml_leaky_relu(ctx, y, kLookaheadSlope, false), look2, 2, 0, fused());
         x = ggml_add(ctx, y, x);
-        tap.add(ctx, gf, "enc_pre_lookahead", x, false);
+        cap.mark(ctx, gf, "enc_pre_lookahead", x, GraphCapture::Layout::AsIs);
         for (size_t i = 0; i < encoders.size(); ++i) {
             x = enc_layer(ctx, x, encoders[i], enc_pe);
-            tap.add(ctx, gf, "enc_block" + std::to_string(i), x, false);
+            cap.mark(ctx, gf, "enc_block" + std::to_string(i), x, GraphCapture::Layout::AsIs);
         }
         // Nearest ×2 (each frame twice), then a causal k=5 conv.
         ggml_tensor* x3 = ggml_reshape_3d(ctx, x, d, 1, t);
         x = ggml_reshape_2d(ctx, ggml_concat(ctx, x3, x3, 1), d, 2 * t);
         x = conv1d(ctx, x, up_conv, up_conv.k - 1, 0, fused());
-        tap.add(ctx, gf, "enc_up_layer", x, false);
+        cap.mark(ctx, gf, "enc_up_layer", x, GraphCapture::Layout::AsIs);
         x = embed_in(ctx, x, up_embed);
-        tap.add(ctx, gf, "enc_up_embed", x, false);
+        cap.mark(ctx, gf, "enc_up_embed", x, GraphCapture::Layout::AsIs);
         for (size_t i = 0; i < up_encoders.size(); ++i) {
             x = enc_layer(ctx, x, up_encoders[i], enc_pe_up);
-            tap.add(ctx, gf, "enc_up_block" + std::to_string(i), x, false);
+            cap.mark(ctx, gf, "enc_up_block" + std::to_string(i), x, GraphCapture::Layout::AsIs);
         }
         x = layer_norm(ctx, x, after_norm, kEncEpsIn);
-        tap.add(ctx, gf, "encoder_out", x, false);
+        cap.mark(ctx, gf, "encoder_out", x, GraphCapture::Layout::AsIs);
         enc_mu = ggml_cont(ctx, ggml_transpose(ctx, linear(ctx, x, enc_proj)));  // [2T, 80] = bin-major [80, 2T]
         g.output(enc_mu);
         g.allocate(*backend);
         enc_tokens = t;
-        enc_taps_on = with_taps;
+        enc_capturing = capturing;
     }
 
     // ---- estimator graph ----
@@ -301,13 +301,13 @@ struct Flow::Model {
         return x;
     }
 
-    void build_estimator(int64_t frames, int64_t batch, bool with_taps) {
+    void build_estimator(int64_t frames, int64_t batch, bool capturing) {
         est_graph = std::make_unique<Graph>(kGraphNodes);
-        est_taps = std::make_unique<TapList>(with_taps);
+        est_capture = std::make_unique<GraphCapture>(capturing);
         Graph& g = *est_graph;
         ggml_context* ctx = g.ctx();
         ggml_cgraph* gf = g.cgraph();
-        TapList& tap = *est_taps;
+        GraphCapture& cap = *est_capture;
         est_x = g.input(GGML_TYPE_F32, {kMels, frames, batch}, "x");
         est_cond = g.input(GGML_TYPE_F32, {3 * kMels, frames, batch}, "mu_spks_cond");
         est_t = g.input(GGML_TYPE_F32, {kTimeDim, batch}, "t_features");
@@ -315,21 +315,21 @@ struct Flow::Model {
         auto time_mlp = [&](ggml_tensor* e) { return linear(ctx, ggml_silu(ctx, linear(ctx, e, time1)), time2); };
         ggml_tensor* temb = time_mlp(est_t);
         if (meanflow) temb = linear(ctx, ggml_concat(ctx, temb, time_mlp(est_r), 0), mixer);
-        tap.add(ctx, gf, "step0_est_t_emb", temb, false);
+        cap.mark(ctx, gf, "step0_est_t_emb", temb, GraphCapture::Layout::AsIs);
         ggml_tensor* temb_act = mish(ctx, temb, fused());
 
         ggml_tensor* h = ggml_concat(ctx, est_x, est_cond, 0);  // [320, T, B]
         h = stage(ctx, h, down, temb_act);
         ggml_tensor* skip = h;
         h = conv1d(ctx, h, down.conv, down.conv.k - 1, 0, fused());
-        tap.add(ctx, gf, "step0_est_down", h);
+        cap.mark(ctx, gf, "step0_est_down", h);
         for (size_t i = 0; i < mids.size(); ++i) {
             h = stage(ctx, h, mids[i], temb_act);
-            tap.add(ctx, gf, "step0_est_mid" + std::to_string(i), h);
+            cap.mark(ctx, gf, "step0_est_mid" + std::to_string(i), h);
         }
         h = stage(ctx, ggml_concat(ctx, h, skip, 0), up, temb_act);
         h = conv1d(ctx, h, up.conv, up.conv.k - 1, 0, fused());
-        tap.add(ctx, gf, "step0_est_up", h);
+        cap.mark(ctx, gf, "step0_est_up", h);
         h = causal_block(ctx, h, final_block);
         h = conv1d(ctx, h, final_proj, 0, 0, fused());  // [80, T, B]
         est_out = ggml_cont(ctx, ggml_transpose(ctx, h));   // [T, 80, B] = bin-major rows
@@ -337,7 +337,7 @@ struct Flow::Model {
         g.allocate(*backend);
         est_frames = frames;
         est_batch = batch;
-        est_taps_on = with_taps;
+        est_capturing = capturing;
     }
 };
 
@@ -450,12 +450,12 @@ std::vector<float> Flow::speaker(const std::vector<float>& embedding) const {
     return spks;
 }
 
-std::vector<float> Flow::encode(const std::vector<int32_t>& tokens, std::vector<S3GenTap>* taps) {
+std::vector<float> Flow::encode(const std::vector<int32_t>& tokens, Capture* capture) {
     if (tokens.empty()) throw Error(ErrorKind::InvalidArgument, "S3Gen: no tokens to encode");
     check_tokens(tokens, "speech");
     Model& m = *m_;
     const int64_t t = static_cast<int64_t>(tokens.size());
-    if (m.enc_tokens != t || m.enc_taps_on != (taps != nullptr)) m.build_encoder(t, taps != nullptr);
+    if (m.enc_tokens != t || m.enc_capturing != (capture != nullptr)) m.build_encoder(t, capture != nullptr);
     ggml_backend_tensor_set(m.enc_ids, tokens.data(), 0, tokens.size() * sizeof(int32_t));
     const std::vector<float> pe = rel_pos_table(t, m.d), pe_up = rel_pos_table(2 * t, m.d);
     ggml_backend_tensor_set(m.enc_pe, pe.data(), 0, pe.size() * sizeof(float));
@@ -463,16 +463,13 @@ std::vector<float> Flow::encode(const std::vector<int32_t>& tokens, std::vector<
     compute_by_op(*m.backend, m.enc_graph->cgraph(), m.profile, "encoder");
     std::vector<float> mu(static_cast<size_t>(kMels * 2 * t));
     ggml_backend_tensor_get(m.enc_mu, mu.data(), 0, mu.size() * sizeof(float));
-    if (taps) {
-        taps->clear();
-        m.enc_taps->read(*taps);
-    }
+    if (capture) m.enc_capture->read(*capture);
     return mu;
 }
 
 std::vector<float> Flow::estimate(const std::vector<float>& x, const std::vector<float>& mu, const std::vector<float>& spks,
                                   const std::vector<float>& cond, int batch, int64_t frames, float t, float r,
-                                  std::vector<S3GenTap>* taps) {
+                                  Capture* capture) {
     Model& m = *m_;
     const size_t plane = static_cast<size_t>(kMels * frames);
     if (batch < 1 || frames < 1 || x.size() != plane * batch || mu.size() != plane * batch || cond.size() != plane * batch ||
@@ -480,8 +477,8 @@ std::vector<float> Flow::estimate(const std::vector<float>& x, const std::vector
         throw Error(ErrorKind::InvalidArgument, "S3Gen estimator: inputs do not match batch " + std::to_string(batch) + " x 80 x " +
                                                     std::to_string(frames));
     }
-    if (m.est_frames != frames || m.est_batch != batch || m.est_taps_on != (taps != nullptr)) {
-        m.build_estimator(frames, batch, taps != nullptr);
+    if (m.est_frames != frames || m.est_batch != batch || m.est_capturing != (capture != nullptr)) {
+        m.build_estimator(frames, batch, capture != nullptr);
     }
     // Channel-contiguous inputs: x [80, T, B]; [mu | spks | cond] [240, T, B].
     std::vector<float> xin(plane * batch), cin(3 * plane * batch);
@@ -515,7 +512,7 @@ std::vector<float> Flow::estimate(const std::vector<float>& x, const std::vector
     compute_by_op(*m.backend, m.est_graph->cgraph(), m.profile, "estimator");
     std::vector<float> out(plane * batch);
     ggml_backend_tensor_get(m.est_out, out.data(), 0, out.size() * sizeof(float));
-    if (taps) m.est_taps->read(*taps);
+    if (capture) m.est_capture->read(*capture);
     return out;
 }
 
@@ -535,7 +532,7 @@ std::vector<float> Flow::time_span(int steps) const {
 }
 
 std::vector<float> Flow::solve(const std::vector<float>& z, const std::vector<float>& mu, const std::vector<float>& spks,
-                               const std::vector<float>& cond, int64_t frames, int steps, std::vector<S3GenTap>* taps,
+                               const std::vector<float>& cond, int64_t frames, int steps, Capture* capture,
                                const std::atomic<bool>* cancel) {
     const size_t plane = static_cast<size_t>(kMels * frames);
     if (steps < 1) throw Error(ErrorKind::InvalidArgument, "S3Gen: the ODE needs at least one step");
@@ -543,11 +540,10 @@ std::vector<float> Flow::solve(const std::vector<float>& z, const std::vector<fl
         throw Error(ErrorKind::InvalidArgument, "S3Gen: ODE inputs do not match 80 x " + std::to_string(frames));
     }
     check_finite(z, "the start noise");
-    if (taps) taps->clear();
     const std::vector<float> ts = time_span(steps);
     std::vector<float> x = z;
-    auto tap = [&](const std::string& name, const float* data, size_t n) {
-        if (taps) taps->push_back({name, {kMels, frames}, std::vector<float>(data, data + n)});
+    auto put = [&](const std::string& name, const float* data) {
+        if (capture) capture->put(name, {kMels, frames}, std::vector<float>(data, data + plane));
     };
     const bool mf = m_->meanflow;
     // CFG batch: row 0 conditional, row 1 with mu, spks and cond zeroed.
@@ -561,33 +557,29 @@ std::vector<float> Flow::solve(const std::vector<float>& z, const std::vector<fl
     for (int k = 0; k < steps; ++k) {
         throw_if_cancelled(cancel);
         const float t = ts[static_cast<size_t>(k)], r = ts[static_cast<size_t>(k + 1)], dt = r - t;
-        std::vector<S3GenTap> est_taps;
-        std::vector<S3GenTap>* et = (taps && k == 0) ? &est_taps : nullptr;
+        Capture* et = k == 0 ? capture : nullptr;
         if (mf) {
             const std::vector<float> v = estimate(x, mu_b, spks_b, cond_b, 1, frames, t, r, et);
-            if (k == 0) tap("step0_dxdt", v.data(), plane);
+            if (k == 0) put("step0_dxdt", v.data());
             for (size_t i = 0; i < plane; ++i) x[i] = x[i] + dt * v[i];
         } else {
             xb = x;
             xb.insert(xb.end(), x.begin(), x.end());
             const std::vector<float> v = estimate(xb, mu_b, spks_b, cond_b, 2, frames, t, 0.0f, et);
             if (k == 0) {
-                tap("step0_dxdt_cond", v.data(), plane);
-                tap("step0_dxdt_uncond", v.data() + plane, plane);
+                put("step0_dxdt_cond", v.data());
+                put("step0_dxdt_uncond", v.data() + plane);
             }
             const float a = 1.0f + kCfgRate;
             for (size_t i = 0; i < plane; ++i) x[i] = x[i] + dt * (a * v[i] - kCfgRate * v[plane + i]);
         }
-        if (taps) {
-            for (auto& e : est_taps) taps->push_back(std::move(e));
-            tap("step" + std::to_string(k) + "_x", x.data(), plane);
-        }
+        put("step" + std::to_string(k) + "_x", x.data());
     }
     return x;
 }
 
 std::vector<float> Flow::inference(const std::vector<int32_t>& speech_tokens, const FlowPrompt& prompt,
-                                   const std::vector<float>& z_in, uint64_t seed, int steps, std::vector<S3GenTap>* taps,
+                                   const std::vector<float>& z_in, uint64_t seed, int steps, Capture* capture,
                                    std::vector<float>* mu_out, const std::atomic<bool>* cancel) {
     if (speech_tokens.empty()) throw Error(ErrorKind::InvalidArgument, "S3Gen: no speech tokens");
     check_tokens(prompt.tokens, "prompt");
@@ -604,8 +596,7 @@ std::vector<float> Flow::inference(const std::vector<int32_t>& speech_tokens, co
         throw Error(ErrorKind::InvalidArgument, "S3Gen: the prompt mel has " + std::to_string(tpf) + " frames, more than the " +
                                                     std::to_string(tm) + " mel frames of prompt + speech tokens");
     }
-    std::vector<S3GenTap> enc_taps;
-    const std::vector<float> mu = encode(tokens, taps ? &enc_taps : nullptr);
+    const std::vector<float> mu = encode(tokens, capture);
     const std::vector<float> spks = speaker(prompt.embedding);
     std::vector<float> cond(static_cast<size_t>(kMels * tm), 0.0f);
     for (int64_t f = 0; f < tpf; ++f)
@@ -615,16 +606,12 @@ std::vector<float> Flow::inference(const std::vector<int32_t>& speech_tokens, co
         throw Error(ErrorKind::InvalidArgument, "S3Gen: the start noise has " + std::to_string(z.size()) + " values, expected 80 x " +
                                                     std::to_string(tm));
     }
-    std::vector<S3GenTap> ode_taps;
-    const std::vector<float> full = solve(z, mu, spks, cond, tm, steps > 0 ? steps : default_steps(), taps ? &ode_taps : nullptr, cancel);
-    if (taps) {
-        taps->clear();
-        for (auto& t : enc_taps) taps->push_back(std::move(t));
-        taps->push_back({"spks", {1, kMels}, spks});
-        taps->push_back({"conds", {kMels, tm}, cond});
-        for (auto& t : ode_taps) taps->push_back(std::move(t));
-        taps->push_back({"mel_full", {kMels, tm}, full});
+    if (capture) {
+        capture->put("spks", {1, kMels}, spks);
+        capture->put("conds", {kMels, tm}, cond);
     }
+    const std::vector<float> full = solve(z, mu, spks, cond, tm, steps > 0 ? steps : default_steps(), capture, cancel);
+    if (capture) capture->put("mel_full", {kMels, tm}, full);
     if (mu_out) *mu_out = mu;
     const int64_t out = tm - tpf;
     std::vector<float> mel(static_cast<size_t>(kMels * out));

@@ -13,6 +13,7 @@
 #include "chatterbox/s3gen_nn.h"
 #include "chatterbox/s3gen_weights.h"
 #include "core/backend.h"
+#include "core/capture.h"
 #include "core/gguf_file.h"
 
 namespace talkbox::chatterbox {
@@ -51,25 +52,25 @@ public:
 
     // x-vector [192] → spks [80] (normalised, projected).
     std::vector<float> speaker(const std::vector<float>& embedding) const;
-    // Token ids (prompt then speech) → mu [80, 2·T] bin-major. taps: token_emb, enc_embed,
+    // Token ids (prompt then speech) → mu [80, 2·T] bin-major. Captures token_emb, enc_embed,
     // enc_pre_lookahead, enc_block{i}, enc_up_layer, enc_up_embed, enc_up_block{i}, encoder_out.
-    std::vector<float> encode(const std::vector<int32_t>& tokens, std::vector<S3GenTap>* taps = nullptr);
+    std::vector<float> encode(const std::vector<int32_t>& tokens, Capture* capture = nullptr);
     // One estimator call on a batch of `batch` rows, each [80, Tm] bin-major (x, mu, cond) and
     // [80] (spks), at time t (meanflow: and r) → velocity [batch, 80, Tm].
-    // taps: step0_est_t_emb, step0_est_down, step0_est_mid{i}, step0_est_up.
+    // Captures step0_est_t_emb, step0_est_down, step0_est_mid{i}, step0_est_up.
     std::vector<float> estimate(const std::vector<float>& x, const std::vector<float>& mu, const std::vector<float>& spks,
                                 const std::vector<float>& cond, int batch, int64_t frames, float t, float r = 0.0f,
-                                std::vector<S3GenTap>* taps = nullptr);
-    // The ODE from z [80, Tm]: returns mel_full [80, Tm]. taps: step{k}_x, step0_dxdt_cond /
-    // step0_dxdt_uncond (meanflow: step0_dxdt) and the estimator's step-0 taps.
+                                Capture* capture = nullptr);
+    // The ODE from z [80, Tm]: returns mel_full [80, Tm]. Captures step{k}_x, step0_dxdt_cond /
+    // step0_dxdt_uncond (meanflow: step0_dxdt) and the estimator's step-0 tensors.
     std::vector<float> solve(const std::vector<float>& z, const std::vector<float>& mu, const std::vector<float>& spks,
                              const std::vector<float>& cond, int64_t frames, int steps,
-                             std::vector<S3GenTap>* taps = nullptr, const std::atomic<bool>* cancel = nullptr);
+                             Capture* capture = nullptr, const std::atomic<bool>* cancel = nullptr);
     // Speech tokens → generated mel [80, M], M = 2·(Tp + T) − Tpf. z: [80, 2·(Tp + T)] start
-    // noise (empty: drawn from `seed`).
+    // noise (empty: drawn from `seed`). Captures encode()'s tensors, spks, conds, solve()'s and mel_full.
     std::vector<float> inference(const std::vector<int32_t>& speech_tokens, const FlowPrompt& prompt,
                                  const std::vector<float>& z, uint64_t seed = 0, int steps = 0,
-                                 std::vector<S3GenTap>* taps = nullptr, std::vector<float>* mu_out = nullptr,
+                                 Capture* capture = nullptr, std::vector<float>* mu_out = nullptr,
                                  const std::atomic<bool>* cancel = nullptr);
 
     // From now on, run the graphs node by node and add each op's time to `times` (null: off).

@@ -54,9 +54,10 @@ struct Hift::Model {
     ResBlockW res[9];
 
     std::unique_ptr<Graph> f0_graph, dec_graph;
-    int64_t f0_frames = -1, dec_frames = -1, dec_taps = -1;
+    int64_t f0_frames = -1, dec_frames = -1;
+    bool dec_capturing = false;
     ggml_tensor *f0_in = nullptr, *f0_out = nullptr, *dec_mel = nullptr, *dec_stft = nullptr, *dec_out = nullptr;
-    std::unique_ptr<TapList> taps;
+    std::unique_ptr<GraphCapture> dec_capture;
     StageTimes* profile = nullptr;
 
     bool fused() const { return backend->is_cpu(); }
@@ -304,7 +305,7 @@ std::vector<float> hift_istft(const std::vector<float>& spec, int64_t frames) {
 }
 
 std::vector<float> Hift::decode(const std::vector<float>& mel, int64_t frames, const std::vector<float>& source,
-                                std::vector<S3GenTap>* taps) {
+                                Capture* capture) {
     check_mel(mel, frames);
     Model& m = *m_;
     const int64_t samples = frames * kSamplesPerFrame, stft_frames = samples / kHop + 1;
@@ -317,17 +318,16 @@ std::vector<float> Hift::decode(const std::vector<float>& mel, int64_t frames, c
         HostTimer timer(m.profile, "hift stft (host)");
         stft = hift_source_stft(source);
     }
-    const int64_t want_taps = taps != nullptr;
-    if (m.dec_frames != frames || m.dec_taps != want_taps) {
+    if (m.dec_frames != frames || m.dec_capturing != (capture != nullptr)) {
         m.dec_graph = std::make_unique<Graph>(kGraphNodes);
-        m.taps = std::make_unique<TapList>(taps != nullptr);
+        m.dec_capture = std::make_unique<GraphCapture>(capture != nullptr);
         ggml_context* ctx = m.dec_graph->ctx();
         ggml_cgraph* gf = m.dec_graph->cgraph();
         m.dec_mel = m.dec_graph->input(GGML_TYPE_F32, {kMels, frames}, "mel");
         m.dec_stft = m.dec_graph->input(GGML_TYPE_F32, {2 * kBins, stft_frames}, "s_stft");
-        m.taps->add(ctx, gf, "hift_s_stft", m.dec_stft);
+        m.dec_capture->mark(ctx, gf, "hift_s_stft", m.dec_stft);
         ggml_tensor* x = conv1d(ctx, m.dec_mel, m.conv_pre, 3, 3, m.fused());
-        m.taps->add(ctx, gf, "hift_conv_pre", x);
+        m.dec_capture->mark(ctx, gf, "hift_conv_pre", x);
         for (int i = 0; i < 3; ++i) {
             x = ggml_leaky_relu(ctx, x, kLreluSlope, false);
             x = conv_transpose1d(ctx, x, m.ups[i]);
@@ -344,16 +344,16 @@ std::vector<float> Hift::decode(const std::vector<float>& mel, int64_t frames, c
                 xs = xs ? ggml_add(ctx, xs, r) : r;
             }
             x = ggml_scale(ctx, xs, 1.0f / 3.0f);
-            m.taps->add(ctx, gf, "hift_stage" + std::to_string(i), x);
+            m.dec_capture->mark(ctx, gf, "hift_stage" + std::to_string(i), x);
         }
         x = ggml_leaky_relu(ctx, x, kFinalLreluSlope, false);
         x = conv1d(ctx, x, m.conv_post, 3, 3, m.fused());
-        m.taps->add(ctx, gf, "hift_conv_post", x);
+        m.dec_capture->mark(ctx, gf, "hift_conv_post", x);
         m.dec_out = ggml_cont(ctx, ggml_transpose(ctx, x));  // [F, 18] → channel-major rows
         m.dec_graph->output(m.dec_out);
         m.dec_graph->allocate(*m.backend);
         m.dec_frames = frames;
-        m.dec_taps = want_taps;
+        m.dec_capturing = capture != nullptr;
     }
     const std::vector<float> in = transpose(mel, kMels, frames);
     ggml_backend_tensor_set(m.dec_mel, in.data(), 0, in.size() * sizeof(float));
@@ -362,10 +362,7 @@ std::vector<float> Hift::decode(const std::vector<float>& mel, int64_t frames, c
     compute_by_op(*m.backend, m.dec_graph->cgraph(), m.profile, "hift decoder");
     std::vector<float> post(static_cast<size_t>(2 * kBins * stft_frames));
     ggml_backend_tensor_get(m.dec_out, post.data(), 0, post.size() * sizeof(float));
-    if (taps) {
-        taps->clear();
-        m.taps->read(*taps);
-    }
+    if (capture) m.dec_capture->read(*capture);
     HostTimer timer(m.profile, "hift istft (host)");
     return hift_istft(post, stft_frames);
 }

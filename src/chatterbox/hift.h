@@ -10,6 +10,7 @@
 #include "chatterbox/s3gen_nn.h"
 #include "chatterbox/s3gen_weights.h"
 #include "core/backend.h"
+#include "core/capture.h"
 
 namespace talkbox::chatterbox {
 
@@ -38,9 +39,9 @@ public:
     // f0 [frames] → harmonic source s [frames · 480] (tanh of the merged sines + noise).
     std::vector<float> source(const std::vector<float>& f0, const HiftNoise& noise) const;
     // mel + source → waveform [frames · 480], clamped to ±0.99 (before the trim/fade).
-    // taps: hift_s_stft, hift_conv_pre, hift_stage{0,1,2}, hift_conv_post (PyTorch order).
+    // Captures hift_s_stft, hift_conv_pre, hift_stage{0,1,2}, hift_conv_post.
     std::vector<float> decode(const std::vector<float>& mel, int64_t frames, const std::vector<float>& source,
-                              std::vector<S3GenTap>* taps = nullptr);
+                              Capture* capture = nullptr);
     // All of the above.
     std::vector<float> synthesize(const std::vector<float>& mel, int64_t frames, const HiftNoise& noise,
                                   std::vector<float>* f0_out = nullptr, std::vector<float>* source_out = nullptr);

@@ -134,15 +134,15 @@ std::vector<float> S3Tokenizer::log_mel(const std::vector<float>& wav16, int64_t
     return l;
 }
 
-std::vector<int32_t> S3Tokenizer::tokens_from_mel(const std::vector<float>& mel, int64_t T, Trace* trace) const {
+std::vector<int32_t> S3Tokenizer::tokens_from_mel(const std::vector<float>& mel, int64_t T, Capture* capture) const {
     const int64_t D = dim_, H = heads_;
     int64_t T1 = 0, N = 0;
     std::vector<float> c = conv1d(mel, T, conv1_, 2, 1, 1, &T1);
     for (float& v : c) v = gelu(v);
-    if (trace) (*trace)["conv1"] = c;
+    if (capture) capture->put("conv1", {D, T1}, c);
     c = conv1d(c, T1, conv2_, 2, 1, 1, &N);
     for (float& v : c) v = gelu(v);
-    if (trace) (*trace)["conv2"] = c;
+    if (capture) capture->put("conv2", {D, N}, c);
     std::vector<float> x(size_t(N * D));  // [N][D]
     for (int64_t d = 0; d < D; ++d) {
         for (int64_t t = 0; t < N; ++t) x[size_t(t * D + d)] = c[size_t(d * N + t)];
@@ -219,10 +219,10 @@ std::vector<int32_t> S3Tokenizer::tokens_from_mel(const std::vector<float>& mel,
         for (float& val : m) val = gelu(val);
         m = apply(k.mlp2, m, N);
         for (size_t i = 0; i < x.size(); ++i) x[i] += m[i];
-        if (trace) (*trace)["block" + std::to_string(b)] = x;
+        if (capture) capture->put("block" + std::to_string(b), {N, D}, x);
     }
     const std::vector<float> pd = apply(project_down_, x, N);
-    if (trace) (*trace)["project_down"] = pd;
+    if (capture) capture->put("project_down", {N, project_down_.out}, pd);
     std::vector<int32_t> tokens(static_cast<size_t>(N));
     for (int64_t t = 0; t < N; ++t) {
         int32_t token = 0, power = 1;

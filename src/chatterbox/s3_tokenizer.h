@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <string>
 #include <vector>
 
 #include "chatterbox/host_nn.h"
+#include "core/capture.h"
 #include "core/gguf_file.h"
 
 namespace talkbox::chatterbox {
@@ -21,9 +20,8 @@ public:
     // The log-mel of a 16 kHz clip: [128][T], T = len / 160 (the last STFT frame dropped).
     std::vector<float> log_mel(const std::vector<float>& wav16, int64_t* frames) const;
 
-    // "conv1" [D][T1], "conv2" [D][N], "block<i>" [N][D], "project_down" [N][8] of the last call.
-    using Trace = std::map<std::string, std::vector<float>>;
-    std::vector<int32_t> tokens_from_mel(const std::vector<float>& mel, int64_t frames, Trace* trace = nullptr) const;
+    // Captures "conv1" [D, T1], "conv2" [D, N], "block<i>" [N, D], "project_down" [N, 8].
+    std::vector<int32_t> tokens_from_mel(const std::vector<float>& mel, int64_t frames, Capture* capture = nullptr) const;
 
     // S3Tokenizer.forward([wav16], max_len): max_tokens > 0 keeps the first 4·max_tokens mel frames.
     std::vector<int32_t> tokenize(const std::vector<float>& wav16, int64_t max_tokens = 0) const;

@@ -271,23 +271,4 @@ HostTimer::~HostTimer() {
     if (times_) times_->add(stage_, watch_.wall_ms(), watch_.cpu_ms());
 }
 
-void TapList::add(ggml_context* ctx, ggml_cgraph* gf, const std::string& name, ggml_tensor* x, bool transpose) {
-    if (!enabled_) return;
-    ggml_tensor* t = transpose ? ggml_cont(ctx, ggml_transpose(ctx, x)) : ggml_cont(ctx, x);
-    ggml_set_output(t);
-    ggml_build_forward_expand(gf, t);
-    taps_.emplace_back(name, t);
-}
-
-void TapList::read(std::vector<S3GenTap>& out) const {
-    for (const auto& [name, t] : taps_) {
-        S3GenTap tap;
-        tap.name = name;
-        for (int d = ggml_n_dims(t) - 1; d >= 0; --d) tap.shape.push_back(t->ne[d]);
-        tap.data.resize(static_cast<size_t>(ggml_nelements(t)));
-        ggml_backend_tensor_get(t, tap.data.data(), 0, tap.data.size() * sizeof(float));
-        out.push_back(std::move(tap));
-    }
-}
-
 }  // namespace talkbox::chatterbox

@@ -105,26 +105,4 @@ private:
     Stopwatch watch_;
 };
 
-// A named intermediate copied out of a graph, in PyTorch order ([C, T] time contiguous for a
-// [channels, time] activation).
-struct S3GenTap {
-    std::string name;
-    std::vector<int64_t> shape;  // PyTorch order
-    std::vector<float> data;
-};
-
-// Marks intermediates of a graph for read-back (transposed to PyTorch order).
-class TapList {
-public:
-    explicit TapList(bool enabled) : enabled_(enabled) {}
-    bool enabled() const { return enabled_; }
-    // transpose: swap the first two dims (channels-major PyTorch tensors); otherwise as laid out.
-    void add(ggml_context* ctx, ggml_cgraph* gf, const std::string& name, ggml_tensor* x, bool transpose = true);
-    void read(std::vector<S3GenTap>& out) const;
-
-private:
-    bool enabled_;
-    std::vector<std::pair<std::string, ggml_tensor*>> taps_;
-};
-
 }  // namespace talkbox::chatterbox

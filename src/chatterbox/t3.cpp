@@ -815,8 +815,9 @@ struct T3::Generation {
         const T3Hparams& h = t3.hp_;
         const std::vector<float> cond_emb = t3.conditioning(*job.cond);
         const std::vector<int32_t>& text = *job.text;
-        std::vector<float>* embeds = job.trace ? &job.trace->prefill_embeds : nullptr;
-        if (job.trace) job.trace->start(cond_emb);
+        std::vector<float> prefill_embeds;
+        std::vector<float>* embeds = job.capture ? &prefill_embeds : nullptr;
+        if (job.capture) job.capture->put("cond_emb", {static_cast<int64_t>(cond_emb.size()) / h.hidden, h.hidden}, cond_emb);
         const int64_t T = static_cast<int64_t>(text.size());
         if (h.gpt2) {
             const int64_t prefill_len = 1 + static_cast<int64_t>(job.cond->prompt_speech_tokens.size()) + T + 1;
@@ -836,6 +837,10 @@ struct T3::Generation {
             // T3.inference: repetition penalty, then temperature → min-p → top-p.
             warp.temperature(o.temperature).min_p(o.min_p).top_p(o.top_p);
             history = {h.start_speech};
+        }
+        if (job.capture) {
+            const int64_t rows = dec->streams, len = static_cast<int64_t>(prefill_embeds.size()) / (rows * h.hidden);
+            job.capture->put("prefill_embeds", {rows, len, h.hidden}, std::move(prefill_embeds));
         }
         phases.prefill_done();
     }
@@ -870,10 +875,10 @@ private:
         // instead of a draw.
         warp.apply(scores);
         const int32_t next = o.greedy ? lm::argmax(scores) : sampler.draw(scores);
-        if (job.trace && i < job.trace->steps) {
-            job.trace->logits_cond.emplace_back(c, c + V);
-            job.trace->logits_uncond.emplace_back(u, u + V);
-            job.trace->logits_processed.push_back(scores);
+        if (job.capture && i < kCapturedSteps) {
+            job.capture->append_row("logits_cond", std::vector<float>(c, c + V));
+            job.capture->append_row("logits_uncond", std::vector<float>(u, u + V));
+            job.capture->append_row("logits_processed", scores);
         }
         predicted.push_back(next);
         history.push_back(next);
@@ -891,13 +896,13 @@ private:
         const T3Hparams& h = t3.hp_;
         const HostTimer timer(t3.profile_, "host: sampling");
         scores.assign(dec->logits.begin(), dec->logits.begin() + static_cast<std::ptrdiff_t>(h.speech_vocab));
-        T3Trace* trace = job.trace;
-        if (trace && i < trace->steps) trace->logits_cond.push_back(scores);
+        const bool captured = job.capture && i < kCapturedSteps;
+        if (captured) job.capture->append_row("logits_cond", scores);
         // Fixed-length runs (T3Options::min_new_tokens): speech ids only until then.
         if (i < o.min_new_tokens) std::fill(scores.begin() + h.start_speech, scores.end(), -INFINITY);
         warp.apply(scores);
         lm::apply_repetition_penalty(scores, i == 0 ? std::vector<int32_t>{h.start_speech} : predicted, o.repetition_penalty);
-        if (trace && i < trace->steps) trace->logits_processed.push_back(scores);
+        if (captured) job.capture->append_row("logits_processed", scores);
         if (i > 0 && std::all_of(scores.begin(), scores.end(), [](float v) { return v == -INFINITY; })) return false;
         const int32_t next = o.greedy ? lm::argmax(scores) : sampler.draw(scores);
         predicted.push_back(next);
@@ -1070,9 +1075,9 @@ void T3::generate_batch(const std::vector<T3Job>& jobs, size_t parallel, const T
 }
 
 std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,
-                                  T3Trace* trace, T3Timings* timings) const {
+                                  Capture* capture, T3Timings* timings) const {
     std::vector<int32_t> predicted;
-    generate_batch({T3Job{&text, &cond, o, trace, timings}}, 1,
+    generate_batch({T3Job{&text, &cond, o, capture, timings}}, 1,
                    [&](size_t, std::vector<int32_t>&& p) { predicted = std::move(p); });
     return predicted;
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/capture.h"
 #include "core/gguf_file.h"
 #include "core/weights.h"
 #include "lm/decoder.h"
@@ -88,21 +89,8 @@ struct T3Timings {
     uint32_t tokens = 0;    // tokens predicted
 };
 
-// Intermediates for parity checks (filled when passed to generate()).
-struct T3Trace {
-    size_t steps = 3;                            // how many steps of logits to keep
-    std::vector<float> cond_emb;                 // [cond_len][hidden]
-    std::vector<float> prefill_embeds;           // [streams][prefill_len][hidden]
-    std::vector<std::vector<float>> logits_cond, logits_uncond, logits_processed;  // per step [speech_vocab]
-
-    // A new generation: keeps its conditioning, forgets the previous one's logits.
-    void start(const std::vector<float>& cond) {
-        cond_emb = cond;
-        logits_cond.clear();
-        logits_uncond.clear();
-        logits_processed.clear();
-    }
-};
+// The decoding steps whose logits generate() captures.
+constexpr size_t kCapturedSteps = 3;
 
 // One sentence of T3::generate_batch: generate()'s arguments (the conditioning and the text are
 // the caller's and must outlive the call).
@@ -110,7 +98,7 @@ struct T3Job {
     const std::vector<int32_t>* text = nullptr;
     const T3Conditioning* cond = nullptr;
     T3Options options;
-    T3Trace* trace = nullptr;
+    Capture* capture = nullptr;
     T3Timings* timings = nullptr;
 };
 
@@ -138,9 +126,11 @@ public:
 
     // The official inference loop: `text_tokens` is one row including [START]..[STOP] (Turbo: the
     // BPE ids only). Returns the raw predicted ids (including the stop token when it was produced).
-    // Throws Error on bad input.
+    // Throws Error on bad input. Captures cond_emb [cond_len, hidden], prefill_embeds [streams,
+    // prefill_len, hidden] and, for the first kCapturedSteps steps, logits_cond, logits_uncond
+    // (Llama T3; the cond row when there is no CFG) and logits_processed, each [steps, speech_vocab].
     std::vector<int32_t> generate(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond,
-                                  const T3Options& options, T3Trace* trace = nullptr, T3Timings* timings = nullptr) const;
+                                  const T3Options& options, Capture* capture = nullptr, T3Timings* timings = nullptr) const;
 
     // Several generate() calls at once: up to `parallel` jobs decode together, each step one graph
     // whose weight matrices multiply every job's rows (its CFG pair, or Turbo's one row) at once;

@@ -118,7 +118,7 @@ ggml_tensor* SpeakerEncoder::tdnn(ggml_context* ctx, ggml_tensor* x, const Conv&
     return relu ? ggml_relu(ctx, y) : y;
 }
 
-std::vector<float> SpeakerEncoder::embed(const audio::MelSpectrogram& mel, SpeakerEncoderTrace* trace, StageTimes* times) {
+std::vector<float> SpeakerEncoder::embed(const audio::MelSpectrogram& mel, Capture* capture, StageTimes* times) {
     const int64_t frames = mel.frames;
     if (mel.n_mels != hp_.mel_dim || mel.data.size() != static_cast<size_t>(mel.n_mels * frames)) {
         throw Error(ErrorKind::InvalidArgument, "the speaker encoder needs " + std::to_string(hp_.mel_dim) +
@@ -136,13 +136,10 @@ std::vector<float> SpeakerEncoder::embed(const audio::MelSpectrogram& mel, Speak
     if (!ctx) throw Error(ErrorKind::Internal, "cannot create a ggml context for the speaker encoder");
     std::unique_ptr<ggml_context, decltype(&ggml_free)> guard(ctx, ggml_free);
     ggml_cgraph* graph = ggml_new_graph_custom(ctx, nodes, false);
-    std::vector<ggml_tensor*> traced;
-    auto keep = [&](ggml_tensor* t) {
-        if (trace) {
-            ggml_set_output(t);
-            ggml_build_forward_expand(graph, t);
-            traced.push_back(t);
-        }
+    // Activations are [T, C] (time contiguous), already PyTorch's [C, T].
+    GraphCapture captured(capture != nullptr);
+    auto keep = [&](ggml_tensor* t, const std::string& name) {
+        captured.mark(ctx, graph, name, t, GraphCapture::Layout::AsIs);
         return t;
     };
 
@@ -154,7 +151,7 @@ std::vector<float> SpeakerEncoder::embed(const audio::MelSpectrogram& mel, Speak
         ggml_build_forward_expand(graph, t);
         stages.mark(graph, stage);
     };
-    ggml_tensor* h = keep(tdnn(ctx, x, block0_));
+    ggml_tensor* h = keep(tdnn(ctx, x, block0_), "blocks.0");
     mark(h, "speaker block 0");
     ggml_tensor* mfa_in = nullptr;
     for (const Block& b : blocks_) {
@@ -174,11 +171,12 @@ std::vector<float> SpeakerEncoder::embed(const audio::MelSpectrogram& mel, Speak
         ggml_tensor* z = ggml_reshape_2d(ctx, ggml_mean(ctx, t), t->ne[1], 1);
         z = ggml_relu(ctx, linear(ctx, z, b.se1.w, b.se1.b));
         z = ggml_sigmoid(ctx, linear(ctx, z, b.se2.w, b.se2.b));
-        h = keep(ggml_add(ctx, ggml_mul(ctx, t, ggml_reshape_2d(ctx, z, 1, t->ne[1])), h));
-        mark(h, "speaker block " + std::to_string(&b - blocks_.data() + 1));
+        const std::string number = std::to_string(&b - blocks_.data() + 1);
+        h = keep(ggml_add(ctx, ggml_mul(ctx, t, ggml_reshape_2d(ctx, z, 1, t->ne[1])), h), "blocks." + number);
+        mark(h, "speaker block " + number);
         mfa_in = mfa_in ? ggml_concat(ctx, mfa_in, h, 1) : h;
     }
-    ggml_tensor* H = keep(tdnn(ctx, mfa_in, mfa_));
+    ggml_tensor* H = keep(tdnn(ctx, mfa_in, mfa_), "mfa");
     mark(H, "speaker mfa");
     const int64_t channels = H->ne[1];
 
@@ -197,11 +195,11 @@ std::vector<float> SpeakerEncoder::embed(const audio::MelSpectrogram& mel, Speak
     ggml_tensor* a = ggml_add(ctx, ggml_mul_mat(ctx, part(0), Ht), global);  // [att, T]
     a = ggml_tanh(ctx, ggml_relu(ctx, a));
     a = ggml_add(ctx, product_to_channels_first(ctx, matrix(ctx, asp_conv_.w), a), ggml_reshape_2d(ctx, asp_conv_.b, 1, channels));
-    ggml_tensor* alpha = keep(ggml_soft_max(ctx, a));  // over time, per channel
+    ggml_tensor* alpha = keep(ggml_soft_max(ctx, a), "asp_attention");  // over time, per channel
     ggml_tensor* mean = ggml_sum_rows(ctx, ggml_mul(ctx, alpha, H));
     ggml_tensor* dev = ggml_sqr(ctx, ggml_sub(ctx, H, mean));
     ggml_tensor* sdev = clamped_sqrt(ctx, ggml_sum_rows(ctx, ggml_mul(ctx, alpha, dev)));
-    ggml_tensor* pooled = keep(ggml_concat(ctx, mean, sdev, 1));  // [1, 2C]
+    ggml_tensor* pooled = keep(ggml_concat(ctx, mean, sdev, 1), "pooled");  // [1, 2C]
     ggml_tensor* e = linear(ctx, ggml_reshape_2d(ctx, pooled, 2 * channels, 1), fc_.w, fc_.b);
     ggml_set_output(e);
     ggml_build_forward_expand(graph, e);
@@ -212,14 +210,7 @@ std::vector<float> SpeakerEncoder::embed(const audio::MelSpectrogram& mel, Speak
     ggml_backend_tensor_set(x, mel.data.data(), 0, ggml_nbytes(x));
     backend_.compute(graph, stages, times);
 
-    if (trace) {
-        *trace = {};
-        for (size_t i = 0; i + 3 < traced.size(); ++i) trace->blocks.push_back(tensor_to_floats(traced[i]));
-        const size_t n = traced.size();
-        trace->mfa = tensor_to_floats(traced[n - 3]);
-        trace->attention = tensor_to_floats(traced[n - 2]);
-        trace->pooled = tensor_to_floats(traced[n - 1]);
-    }
+    if (capture) captured.read(*capture);
     return tensor_to_floats(e);
 }
 

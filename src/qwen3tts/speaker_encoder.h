@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/capture.h"
 #include "core/gguf_file.h"
 #include "core/weights.h"
 #include "ggml-alloc.h"
@@ -15,14 +16,6 @@
 #include "audio/mel.h"
 
 namespace talkbox::voice {
-
-// Internal activations, channels first ([C][T], like the official [1, C, T]); for tests.
-struct SpeakerEncoderTrace {
-    std::vector<std::vector<float>> blocks;  // blocks.0 (TDNN) then each SE-Res2Net block
-    std::vector<float> mfa;                  // [C_mfa][T]
-    std::vector<float> attention;            // [C_mfa][T], softmax over time
-    std::vector<float> pooled;               // [2 C_mfa]: attentive mean, then std
-};
 
 class SpeakerEncoder {
 public:
@@ -37,7 +30,10 @@ public:
     // mel: MelFrontEnd output (128 bins). Throws Error (InvalidArgument) below min_frames().
     // Not thread-safe: the encoder keeps one compute buffer, grown to the longest input so far.
     // `times`: wall time per stage (TDNN, each SE-Res2Net block, MFA, pooling) for benchmarks.
-    std::vector<float> embed(const audio::MelSpectrogram& mel, SpeakerEncoderTrace* trace = nullptr, StageTimes* times = nullptr);
+    // Captures, channels first like the official [1, C, T]: blocks.0 (TDNN) and blocks.<i> (each
+    // SE-Res2Net block), mfa [C_mfa, T], asp_attention [C_mfa, T] (softmax over time) and pooled
+    // [2 C_mfa, 1] (attentive mean, then std).
+    std::vector<float> embed(const audio::MelSpectrogram& mel, Capture* capture = nullptr, StageTimes* times = nullptr);
 
     int64_t min_frames() const { return min_frames_; }  // the reflect pads need more frames than they pad
     int64_t dim() const { return hp_.enc_dim; }

@@ -46,9 +46,9 @@ Backend* FlowGolden::backend_ = nullptr;
 TensorSource* FlowGolden::src_ = nullptr;
 Flow* FlowGolden::flow_ = nullptr;
 
-void expect_taps(const S3GenCase& c, const std::vector<S3GenTap>& taps, size_t expected_count) {
-    EXPECT_EQ(taps.size(), expected_count);
-    for (const auto& t : taps) {
+void expect_captured(const S3GenCase& c, const Capture& captured, size_t expected_count) {
+    EXPECT_EQ(captured.size(), expected_count);
+    for (const auto& t : captured.tensors()) {
         const NpyArray g = c.trace(t.name);
         ASSERT_EQ(t.data.size(), g.data.size()) << t.name;
         EXPECT_LE(relative_error(c.name + " " + t.name, t.data, g.data), kTol) << t.name;
@@ -58,11 +58,11 @@ void expect_taps(const S3GenCase& c, const std::vector<S3GenTap>& taps, size_t e
 TEST_F(FlowGolden, CaseATraceLayerByLayer) {
     const S3GenCase c = load_s3gen_case("case_a");
     ASSERT_FALSE(flow_->meanflow());
-    std::vector<S3GenTap> taps;
+    Capture captured;
     std::vector<float> mu;
-    const std::vector<float> mel = flow_->inference(c.speech_tokens, prompt_of(c), c.cfm_noise.data, 0, 0, &taps, &mu);
-    // 12 encoder taps + spks + conds + 4 estimator (t_emb, down, mid0, mid1, up = 5) + 2 dxdt + 10 steps + mel_full
-    expect_taps(c, taps, 12 + 2 + 5 + 2 + 10 + 1);
+    const std::vector<float> mel = flow_->inference(c.speech_tokens, prompt_of(c), c.cfm_noise.data, 0, 0, &captured, &mu);
+    // 12 encoder tensors + spks + conds + 5 estimator (t_emb, down, mid0, mid1, up) + 2 dxdt + 10 steps + mel_full
+    expect_captured(c, captured, 12 + 2 + 5 + 2 + 10 + 1);
     EXPECT_LE(relative_error("case_a mu", mu, c.mu.data), kTol);
     EXPECT_LE(relative_error("case_a mel", mel, c.mel.data), kTol);
     const std::vector<float> ts = flow_->time_span(10);

@@ -57,14 +57,14 @@ TEST_P(HiftGolden, SourceFromTheGoldenF0) {
 TEST_P(HiftGolden, DecodeFromTheGoldenMelAndSource) {
     const S3GenCase c = load_s3gen_case(GetParam());
     const int64_t frames = c.mel.shape[2];
-    std::vector<S3GenTap> taps;
-    std::vector<float> wav = hift_->decode(c.mel.data, frames, c.source.data, &taps);
+    Capture captured;
+    std::vector<float> wav = hift_->decode(c.mel.data, frames, c.source.data, &captured);
     apply_trim_fade(wav);
     EXPECT_LE(max_abs_diff(wav, c.wav.data), 1e-5);
     relative_error(c.name + " wav (golden mel+source)", wav, c.wav.data);
     if (c.name == "case_a") {
-        ASSERT_EQ(taps.size(), 6u);
-        for (const auto& t : taps) {
+        ASSERT_EQ(captured.size(), 6u);
+        for (const auto& t : captured.tensors()) {
             const NpyArray g = c.trace(t.name);
             ASSERT_EQ(t.data.size(), g.data.size()) << t.name;
             EXPECT_LE(relative_error(c.name + " " + t.name, t.data, g.data), 1e-4) << t.name;

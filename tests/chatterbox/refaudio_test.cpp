@@ -14,6 +14,7 @@
 #include "chatterbox/s3gen_weights.h"
 #include "chatterbox/voice_encoder.h"
 #include "chatterbox/voice_section.h"
+#include "core/capture.h"
 #include "core/gguf_file.h"
 #include "core/json_file.h"
 #include "support/test_support.h"
@@ -246,11 +247,11 @@ TEST(ChatterboxRefAudio, KaldiFbank) {
 TEST(ChatterboxRefAudio, CampPlusStages) {
     const tt::NpyArray fb = tt::load_npy(golden("en_3p5s_fbank_cmn.npy"));
     const int64_t frames = fb.shape[fb.shape.size() - 2];
-    chatterbox::CampPlus::Trace trace;
-    const std::vector<float> x = campplus().forward(fb.data, frames, &trace);
+    Capture captured;
+    const std::vector<float> x = campplus().forward(fb.data, frames, &captured);
     for (const char* stage : {"head", "tdnn", "block1", "transit1", "transit2", "transit3", "out_nonlinear", "stats"}) {
         const tt::NpyArray g = tt::load_npy(golden(std::string("intermediates/en_3p5s_campplus_") + stage + ".npy"));
-        EXPECT_LE(rel_err(std::string("campplus ") + stage, trace.at(stage), g), 1e-4f) << stage;
+        EXPECT_LE(rel_err(std::string("campplus ") + stage, captured.at(stage).data, g), 1e-4f) << stage;
     }
     expect_xvector("campplus dense", x, tt::load_npy(golden("intermediates/en_3p5s_campplus_dense.npy")));
 }
@@ -308,11 +309,11 @@ TEST(ChatterboxRefAudio, S3TokenizerLogMel) {
 
 TEST(ChatterboxRefAudio, S3TokenizerEncoderStages) {
     const tt::NpyArray mel = tt::load_npy(golden("en_3p5s_t3_logmel.npy"));
-    chatterbox::S3Tokenizer::Trace trace;
-    const std::vector<int32_t> tokens = s3_tokenizer().tokens_from_mel(mel.data, mel.shape[1], &trace);
+    Capture captured;
+    const std::vector<int32_t> tokens = s3_tokenizer().tokens_from_mel(mel.data, mel.shape[1], &captured);
     for (const char* stage : {"conv1", "conv2", "block0", "block1", "project_down"}) {
         const tt::NpyArray g = tt::load_npy(golden(std::string("intermediates/en_3p5s_t3tok_") + stage + ".npy"));
-        EXPECT_LE(rel_err(std::string("t3 tokenizer ") + stage, trace.at(stage), g), 1e-4f) << stage;
+        EXPECT_LE(rel_err(std::string("t3 tokenizer ") + stage, captured.at(stage).data, g), 1e-4f) << stage;
     }
     EXPECT_EQ(tokens, summary_tokens("en_3p5s", "t3_cond_prompt_speech_tokens"));
 }

@@ -92,10 +92,13 @@ float rel_err(const std::vector<float>& got, const std::vector<float>& want, con
     return e;
 }
 
-std::vector<float> row(const testing::NpyArray& a, size_t r) {
-    const size_t n = a.data.size() / static_cast<size_t>(a.shape[0]);
-    return std::vector<float>(a.data.begin() + r * n, a.data.begin() + (r + 1) * n);
+// Row r of a [rows, ...] array.
+std::vector<float> row(const std::vector<float>& data, int64_t rows, size_t r) {
+    const size_t n = data.size() / static_cast<size_t>(rows);
+    return std::vector<float>(data.begin() + r * n, data.begin() + (r + 1) * n);
 }
+std::vector<float> row(const testing::NpyArray& a, size_t r) { return row(a.data, a.shape[0], r); }
+std::vector<float> row(const CapturedTensor& t, size_t r) { return row(t.data, t.shape[0], r); }
 
 // One golden case: "<case>" (multilingual) or "english/<case>" (English T3, logits of steps 0..1
 // and no processed logits in the goldens).
@@ -116,32 +119,33 @@ TEST_P(T3Golden, MatchesTheReference) {
     const T3Options o = golden_options(c);
     std::printf("%s (cfg_weight %.1f, exaggeration %.1f):\n", GetParam().c_str(), o.cfg_weight, c["exaggeration"].get<float>());
 
-    T3Trace trace;
-    const std::vector<int32_t> tokens = t3.generate(text, golden_conditioning(c["exaggeration"].get<float>()), o, &trace);
+    Capture captured;
+    const std::vector<int32_t> tokens = t3.generate(text, golden_conditioning(c["exaggeration"].get<float>()), o, &captured);
 
     const auto cond = load_npy(dir + "/cond_emb.npy");
     ASSERT_EQ(cond.shape, (std::vector<int64_t>{h.cond_len(), h.hidden}));
-    EXPECT_LT(rel_err(trace.cond_emb, cond.data, "cond_emb"), kRelTol);
+    EXPECT_LT(rel_err(captured.at("cond_emb").data, cond.data, "cond_emb"), kRelTol);
 
     // prefill_embeds [2, L, D]: with cfg_weight 0 both golden rows are the same sequence and T3 runs one.
     const auto pre = load_npy(dir + "/prefill_embeds.npy");
     ASSERT_EQ(pre.shape[1], c["prefill_len"].get<int64_t>());
     if (o.cfg_weight > 0) {
-        EXPECT_LT(rel_err(trace.prefill_embeds, pre.data, "prefill_embeds (2 rows)"), kRelTol);
+        EXPECT_LT(rel_err(captured.at("prefill_embeds").data, pre.data, "prefill_embeds (2 rows)"), kRelTol);
     } else {
         EXPECT_EQ(row(pre, 0), row(pre, 1));
-        EXPECT_LT(rel_err(trace.prefill_embeds, row(pre, 0), "prefill_embeds (1 row)"), kRelTol);
+        EXPECT_LT(rel_err(captured.at("prefill_embeds").data, row(pre, 0), "prefill_embeds (1 row)"), kRelTol);
     }
 
     const auto lc = load_npy(dir + "/logits_cond.npy"), lu = load_npy(dir + "/logits_uncond.npy");
     const size_t steps = static_cast<size_t>(lc.shape[0]);
     ASSERT_EQ(steps, english ? 2u : 3u);
-    ASSERT_GE(trace.logits_cond.size(), steps);
+    const CapturedTensor &logits_cond = captured.at("logits_cond"), &logits_uncond = captured.at("logits_uncond");
+    ASSERT_GE(static_cast<size_t>(logits_cond.shape[0]), steps);
     for (size_t s = 0; s < steps; ++s) {
         const std::string step = " step " + std::to_string(s);
-        EXPECT_LT(rel_err(trace.logits_cond[s], row(lc, s), "logits_cond" + step), kRelTol);
+        EXPECT_LT(rel_err(row(logits_cond, s), row(lc, s), "logits_cond" + step), kRelTol);
         if (o.cfg_weight > 0) {
-            EXPECT_LT(rel_err(trace.logits_uncond[s], row(lu, s), "logits_uncond" + step), kRelTol);
+            EXPECT_LT(rel_err(row(logits_uncond, s), row(lu, s), "logits_uncond" + step), kRelTol);
         } else {
             EXPECT_EQ(row(lu, s), row(lc, s));  // the golden uncond row repeats cond: skipping it is exact
         }
@@ -150,7 +154,7 @@ TEST_P(T3Golden, MatchesTheReference) {
         // Processed logits: the same ids filtered (-inf), the rest within tolerance.
         const auto lp = load_npy(dir + "/logits_processed.npy");
         for (size_t s = 0; s < steps; ++s) {
-            const std::vector<float> want = row(lp, s), &got = trace.logits_processed[s];
+            const std::vector<float> want = row(lp, s), got = row(captured.at("logits_processed"), s);
             ASSERT_EQ(got.size(), want.size());
             std::vector<float> fw, fg;
             size_t mismatched = 0;
@@ -226,9 +230,9 @@ TEST(T3, QuantizedWeightsStayClose) {
     const auto lc = load_npy(dir + "/logits_cond.npy");
     for (const char* type : {"f16", "q8_0"}) {
         Loaded& m = model("multilingual", type);
-        T3Trace trace;
-        const auto tokens = m.t3->generate(text, golden_conditioning(0.5f), golden_options(c), &trace);
-        const float e = max_abs_diff(trace.logits_cond[0], row(lc, 0)) / max_abs(row(lc, 0));
+        Capture captured;
+        const auto tokens = m.t3->generate(text, golden_conditioning(0.5f), golden_options(c), &captured);
+        const float e = max_abs_diff(row(captured.at("logits_cond"), 0), row(lc, 0)) / max_abs(row(lc, 0));
         size_t same = 0;
         for (size_t i = 0; i < std::min(want.size(), tokens.size()); ++i) same += want[i] == tokens[i];
         std::printf("%s weights: step-0 logits max|diff|/max|golden| = %.3g, greedy tokens identical %zu / %zu\n", type, e,

@@ -67,12 +67,12 @@ TEST(S3GenTurbo, MeanflowCaseAgainstTheGoldens) {
     const S3GenCase c = load_s3gen_case("case_turbo");
     ASSERT_EQ(c.speech_tokens.back(), 4299);
     const FlowPrompt prompt{c.prompt_tokens, c.prompt_feat.data, c.embedding.data};
-    std::vector<S3GenTap> taps;
+    Capture captured;
     std::vector<float> mu;
-    const std::vector<float> mel = s3gen.flow().inference(c.speech_tokens, prompt, c.cfm_noise.data, 0, 0, &taps, &mu);
-    // 12 encoder taps + spks + conds + 5 estimator taps + step0_dxdt + 2 steps + mel_full
-    EXPECT_EQ(taps.size(), 12u + 2 + 5 + 1 + 2 + 1);
-    for (const auto& t : taps) {
+    const std::vector<float> mel = s3gen.flow().inference(c.speech_tokens, prompt, c.cfm_noise.data, 0, 0, &captured, &mu);
+    // 12 encoder tensors + spks + conds + 5 estimator tensors + step0_dxdt + 2 steps + mel_full
+    EXPECT_EQ(captured.size(), 12u + 2 + 5 + 1 + 2 + 1);
+    for (const auto& t : captured.tensors()) {
         const NpyArray g = c.trace(t.name);
         ASSERT_EQ(t.data.size(), g.data.size()) << t.name;
         EXPECT_LE(relative_error("turbo " + t.name, t.data, g.data), 1e-4) << t.name;

@@ -49,35 +49,22 @@ GgufFile* DecoderTest::file_ = nullptr;
 Backend* DecoderTest::backend_ = nullptr;
 CodecDecoder* DecoderTest::decoder_ = nullptr;
 
-// The goldens are channels-first [C, T] except the transformer taps, which are [T, C].
-bool time_major_golden(const std::string& name) { return name.rfind("pre_transformer", 0) == 0; }
-
 TEST_F(DecoderTest, EveryTapOfDecode40MatchesTheGolden) {
     const Frames frames = read_codes_json(golden("decode_40/codes.json"));
     ASSERT_EQ(frames.size(), 40u);
-    std::vector<Tap> taps;
-    const std::vector<float> wav = decoder_->forward(frames, &taps);
+    Capture captured;
+    const std::vector<float> wav = decoder_->forward(frames, &captured);
     const char* expected[] = {"quantizer", "pre_conv", "pre_transformer_input_proj", "pre_transformer_layer0",
                               "pre_transformer_layer1", "pre_transformer", "upsample0_transconv",
                               "upsample0_convnext", "upsample1_transconv", "upsample1_convnext", "decoder0",
                               "decoder1", "decoder2", "decoder3", "decoder4", "decoder5", "decoder6"};
-    ASSERT_EQ(taps.size(), std::size(expected));
-    for (size_t i = 0; i < taps.size(); ++i) {
-        const Tap& tap = taps[i];
+    ASSERT_EQ(captured.size(), std::size(expected));
+    for (size_t i = 0; i < captured.size(); ++i) {
+        const CapturedTensor& tap = captured.tensors()[i];
         ASSERT_EQ(tap.name, expected[i]);
         const testing::NpyArray g = load_npy(golden("decode_40/" + tap.name + ".npy"));
-        ASSERT_EQ(g.shape.size(), 2u) << tap.name;
-        std::vector<float> ours = tap.data;
-        if (time_major_golden(tap.name)) {
-            ASSERT_EQ(g.shape[0], tap.length) << tap.name;
-            ASSERT_EQ(g.shape[1], tap.channels) << tap.name;
-        } else {
-            ASSERT_EQ(g.shape[0], tap.channels) << tap.name;
-            ASSERT_EQ(g.shape[1], tap.length) << tap.name;
-            for (int64_t c = 0; c < tap.channels; ++c)
-                for (int64_t t = 0; t < tap.length; ++t) ours[c * tap.length + t] = tap.data[t * tap.channels + c];
-        }
-        const float err = max_abs_diff(ours, g.data), scale = max_abs(g.data);
+        ASSERT_EQ(g.shape, tap.shape) << tap.name;
+        const float err = max_abs_diff(tap.data, g.data), scale = max_abs(g.data);
         EXPECT_LE(err, kTapTolerance * scale) << tap.name << ": max |diff| " << err << ", max |golden| " << scale;
         std::printf("[ tap      ] %-28s max|diff| %.3g (%.3g of max|golden| %.3g)\n", tap.name.c_str(), err, err / scale, scale);
     }
@@ -204,19 +191,14 @@ TEST_P(QuantisedDecoderTest, StaysCloseToTheGoldens) {
     const Backend backend(1);
     CodecDecoder decoder(file, qwen3tts::Hparams::from_gguf(file.meta()), backend);
 
-    std::vector<Tap> taps;
-    const float e40 = max_abs_diff(decoder.forward(read_codes_json(golden("decode_40/codes.json")), &taps),
+    Capture captured;
+    const float e40 = max_abs_diff(decoder.forward(read_codes_json(golden("decode_40/codes.json")), &captured),
                                    load_npy(golden("decode_40/wav.npy")).data);
     float worst_tap = 0;
     std::string worst;
-    for (const Tap& tap : taps) {
-        std::vector<float> ours = tap.data;
+    for (const CapturedTensor& tap : captured.tensors()) {
         const testing::NpyArray g = load_npy(golden("decode_40/" + tap.name + ".npy"));
-        if (!time_major_golden(tap.name)) {
-            for (int64_t c = 0; c < tap.channels; ++c)
-                for (int64_t t = 0; t < tap.length; ++t) ours[c * tap.length + t] = tap.data[t * tap.channels + c];
-        }
-        const float rel = max_abs_diff(ours, g.data) / max_abs(g.data);
+        const float rel = max_abs_diff(tap.data, g.data) / max_abs(g.data);
         if (rel > worst_tap) worst_tap = rel, worst = tap.name;
     }
     const Frames frames = read_codes_json(golden("decode_320/codes.json"));

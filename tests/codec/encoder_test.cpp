@@ -165,14 +165,16 @@ protected:
 
     // Re-derives every decision on the host in float64 from the engine's latents and codes:
     // checks the engine picked the nearest code of its own latent and returns the smallest margin.
-    static double check_decisions(const EncoderTrace& trace, const Codes& codes) {
-        const size_t frames = codes.size(), dim = trace.semantic_latent.size() / frames;
+    static double check_decisions(const Capture& captured, const Codes& codes) {
+        const std::vector<float>& semantic = captured.at("semantic_latent").data;
+        const std::vector<float>& acoustic = captured.at("acoustic_latent").data;
+        const size_t frames = codes.size(), dim = semantic.size() / frames;
         double worst = 1;
         for (size_t f = 0; f < frames; ++f) {
             std::vector<double> x(dim), r(dim);
             for (size_t d = 0; d < dim; ++d) {
-                x[d] = trace.semantic_latent[d * frames + f];
-                r[d] = trace.acoustic_latent[d * frames + f];
+                x[d] = semantic[d * frames + f];
+                r[d] = acoustic[d * frames + f];
             }
             for (size_t q = 0; q < codes[f].size(); ++q) {
                 const Decision dec = nearest((*books_)[q], q == 0 ? x : r);
@@ -187,8 +189,8 @@ protected:
 
     // Encodes, compares with the golden codes and prints the margin figure.
     static void expect_golden(const std::string& clip, const std::vector<float>& wav) {
-        EncoderTrace trace;
-        const Codes got = encoder_->encode(wav, &trace);
+        Capture captured;
+        const Codes got = encoder_->encode(wav, &captured);
         const Codes want = golden_codes(clip);
         ASSERT_EQ(got.size(), want.size()) << clip;
         int differ = 0;
@@ -202,7 +204,7 @@ protected:
             }
         }
         EXPECT_EQ(differ, 0) << clip << ": codes differ";
-        const double margin = check_decisions(trace, got);
+        const double margin = check_decisions(captured, got);
         std::printf("[ encoder ] %-16s %3zu frames, codes %s, smallest argmin margin %.3g\n", clip.c_str(), got.size(),
                     differ ? "DIFFER" : "identical", margin);
     }
@@ -246,31 +248,28 @@ TEST_F(CodecEncoderTest, CodesOfLong12s) {
     // 300 frames at 25 Hz: more than the 250-frame sliding window (not applied) and several conv windows.
     const std::vector<float> wav = long_12s();
     expect_golden("long_12s", wav);
-    EncoderTrace trace;
-    encoder_->encode(wav, &trace);
-    expect_close("long_12s transformer_out", trace.transformer_out, testing::load_npy(golden_path("long_12s.transformer_out.npy")));
+    Capture captured;
+    encoder_->encode(wav, &captured);
+    expect_close("long_12s transformer_out", captured.at("transformer_out").data, testing::load_npy(golden_path("long_12s.transformer_out.npy")));
 }
 
 TEST_F(CodecEncoderTest, IntermediatesOfEn3p5s) {
-    EncoderTrace t;
+    Capture t;
     encoder_->encode(read_wav24k("en_3p5s.wav"), &t);
     const auto npy = [](const std::string& n) { return testing::load_npy(golden_path("en_3p5s." + n + ".npy")); };
-    expect_close("en_3p5s conv_encoder_out", t.conv_out, npy("conv_encoder_out"));
-    expect_close("en_3p5s transformer_out", t.transformer_out, npy("transformer_out"));
-    expect_close("en_3p5s downsample_out", t.downsample_out, npy("downsample_out"));
-    expect_close("en_3p5s semantic_latent", t.semantic_latent, npy("semantic_latent"));
-    expect_close("en_3p5s acoustic_latent", t.acoustic_latent, npy("acoustic_latent"));
+    ASSERT_EQ(t.size(), 5u);
+    for (const CapturedTensor& c : t.tensors()) expect_close("en_3p5s " + c.name, c.data, npy(c.name));
 }
 
 TEST_F(CodecEncoderTest, IntermediatesOfShortClip) {
-    EncoderTrace t;
+    Capture t;
     encoder_->encode(read_wav24k("en_short_0p3s.wav"), &t);
     const auto npy = [](const std::string& n) { return testing::load_npy(golden_path("en_short_0p3s.trace/" + n + ".npy")); };
-    expect_close("en_short_0p3s encoder.layers.14", t.conv_out, npy("encoder.layers.14"));
-    expect_close("en_short_0p3s transformer.layers.1", t.transformer_out, npy("encoder_transformer.layers.1"));
-    expect_close("en_short_0p3s downsample_out", t.downsample_out, npy("downsample_out"));
-    expect_close("en_short_0p3s semantic_latent", t.semantic_latent, npy("semantic_latent"));
-    expect_close("en_short_0p3s acoustic_latent", t.acoustic_latent, npy("acoustic_latent"));
+    // This trace names the SEANet and transformer outputs by their last layers' module paths.
+    expect_close("en_short_0p3s encoder.layers.14", t.at("conv_encoder_out").data, npy("encoder.layers.14"));
+    expect_close("en_short_0p3s transformer.layers.1", t.at("transformer_out").data, npy("encoder_transformer.layers.1"));
+    for (const char* name : {"downsample_out", "semantic_latent", "acoustic_latent"})
+        expect_close(std::string("en_short_0p3s ") + name, t.at(name).data, npy(name));
 }
 
 // codes_batch.json encodes four clips as one zero-padded batch. One clip at a time gives the same
@@ -297,14 +296,14 @@ TEST_F(CodecEncoderTest, BatchGoldensAsFarAsTheyApply) {
 TEST_F(CodecEncoderTest, OddFrameCountReplicatesTheLastColumn) {
     std::vector<float> wav = read_wav24k("en_3p5s.wav");
     wav.resize(81000);
-    EncoderTrace trace;
-    const Codes got = encoder_->encode(wav, &trace);
+    Capture captured;
+    const Codes got = encoder_->encode(wav, &captured);
     const Codes golden = golden_codes("en_3p5s");
     ASSERT_EQ(got.size(), 43u);
     for (size_t f = 0; f < 42; ++f) EXPECT_EQ(got[f], golden[f]) << "frame " << f;
     const std::vector<int32_t> last = {2007, 1230, 516, 1092, 1571, 1142, 1717, 1731, 1235, 44, 827, 741, 374, 167, 886, 996};
     EXPECT_EQ(got[42], last);
-    std::printf("[ encoder ] en_3p5s[:81000]   43 frames, smallest argmin margin %.3g\n", check_decisions(trace, got));
+    std::printf("[ encoder ] en_3p5s[:81000]   43 frames, smallest argmin margin %.3g\n", check_decisions(captured, got));
 }
 
 TEST_F(CodecEncoderTest, GraphsAreReusedAcrossCallsAndLengths) {

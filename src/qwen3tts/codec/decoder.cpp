@@ -296,9 +296,9 @@ public:
 
     void reset();
     // Decodes `count` frames starting at frames[begin] as the continuation of the stream; appends
-    // the clamped PCM to `out` and, when `taps` is given, every intermediate of this step.
+    // the clamped PCM to `out` and, when `capture` is given, every intermediate of this step.
     // `times` (benchmarks): each stage's time, the step run stage by stage (same results).
-    void step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, std::vector<Tap>* taps,
+    void step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, Capture* capture,
               StageTimes* times = nullptr);
 
 private:
@@ -306,7 +306,7 @@ private:
         ggml_context* ctx = nullptr;
         ggml_cgraph* gf = nullptr;
         ggml_tensor *codes_first, *codes_rest, *rope_cos, *rope_sin, *mask, *out;
-        std::vector<std::pair<std::string, ggml_tensor*>> taps;
+        GraphCapture capture{false};
         GraphStages stages{"snake+wav_out conv"};
         ~Graph() {
             if (ctx) ggml_free(ctx);
@@ -314,7 +314,7 @@ private:
     };
     struct Builder;
 
-    Graph& graph(int64_t frames, bool with_taps);
+    Graph& graph(int64_t frames, bool capturing);
     void set_inputs(Graph& g, const Frames& frames, size_t begin, size_t count);
 
     const CodecDecoder::Model& m_;
@@ -390,7 +390,6 @@ struct StreamRunner::Builder {
     ggml_context* ctx;
     ggml_cgraph* gf;
     Graph& g;
-    bool with_taps;
 
     // Ends a named stage (for staged timing) at x.
     void stage(const std::string& name, ggml_tensor* x) {
@@ -398,10 +397,9 @@ struct StreamRunner::Builder {
         g.stages.mark(gf, name);
     }
 
-    void tap(const char* name, ggml_tensor* t) {
-        if (!with_taps) return;
-        ggml_set_output(t);
-        g.taps.emplace_back(name, t);
+    // The goldens are channels-first [C, T] except the transformer's, which are [T, C].
+    void capture(const std::string& name, ggml_tensor* t, GraphCapture::Layout layout = GraphCapture::Layout::Transposed) {
+        g.capture.mark(ctx, gf, name, t, layout);
     }
 
     bool fused() const { return m.backend->is_cpu(); }
@@ -493,14 +491,14 @@ struct StreamRunner::Builder {
 
     ggml_tensor* transformer(ggml_tensor* x) {
         ggml_tensor* h = ggml_add(ctx, ggml_mul_mat(ctx, m.in_proj_w, x), m.in_proj_b);
-        tap("pre_transformer_input_proj", h);
+        capture("pre_transformer_input_proj", h, GraphCapture::Layout::AsIs);
         for (size_t l = 0; l < m.layers.size(); ++l) {
             const LayerW& w = m.layers[l];
             h = ggml_add(ctx, h, ggml_mul(ctx, attention(rms_norm(h, w.attn_norm), w, l), w.attn_scale));
             ggml_tensor* y = rms_norm(h, w.ffn_norm);
             ggml_tensor* act = ggml_mul(ctx, ggml_silu(ctx, ggml_mul_mat(ctx, w.gate, y)), ggml_mul_mat(ctx, w.up, y));
             h = ggml_add(ctx, h, ggml_mul(ctx, ggml_mul_mat(ctx, w.down, act), w.ffn_scale));
-            tap(("pre_transformer_layer" + std::to_string(l)).c_str(), h);
+            capture("pre_transformer_layer" + std::to_string(l), h, GraphCapture::Layout::AsIs);
         }
         h = rms_norm(h, m.out_norm);
         return ggml_add(ctx, ggml_mul_mat(ctx, m.out_proj_w, h), m.out_proj_b);
@@ -511,7 +509,7 @@ struct StreamRunner::Builder {
         // Transposed conv with kernel == stride: rows co + C*m of one product are output sample s*i + m.
         x = ggml_add(ctx, ggml_reshape_2d(ctx, ggml_mul_mat(ctx, u.tconv_w, x), c, u.ratio * t), u.tconv_b);
         const std::string name = "upsample" + std::to_string(s);
-        tap((name + "_transconv").c_str(), x);
+        capture(name + "_transconv", x);
         // ConvNeXt: depthwise causal conv, LayerNorm, pointwise MLP (exact GELU), gamma, residual.
         const int64_t n = x->ne[1];
         ggml_tensor* xp = with_history(x, r.dw_hist_[s]);
@@ -527,7 +525,7 @@ struct StreamRunner::Builder {
         y = ggml_gelu_erf(ctx, ggml_add(ctx, ggml_mul_mat(ctx, u.pw1_w, y), u.pw1_b));
         y = ggml_add(ctx, ggml_mul_mat(ctx, u.pw2_w, y), u.pw2_b);
         x = ggml_add(ctx, x, ggml_mul(ctx, y, u.gamma));
-        tap((name + "_convnext").c_str(), x);
+        capture(name + "_convnext", x);
         return x;
     }
 
@@ -572,37 +570,37 @@ struct StreamRunner::Builder {
         ggml_tensor* wf = ggml_reshape_2d(ctx, m.rvq_first_out, m.cb_dim, cd);
         ggml_tensor* wr = ggml_reshape_2d(ctx, m.rvq_rest_out, m.cb_dim, cd);
         ggml_tensor* x = ggml_add(ctx, ggml_mul_mat(ctx, wf, g.codes_first), ggml_mul_mat(ctx, wr, g.codes_rest));
-        tap("quantizer", x);
+        capture("quantizer", x);
         x = conv(x, m.pre_conv, 1, r.pre_conv_hist_);
-        tap("pre_conv", x);
+        capture("pre_conv", x);
         stage("quantizer+pre_conv", x);
         x = transformer(x);
-        tap("pre_transformer", x);
+        capture("pre_transformer", x, GraphCapture::Layout::AsIs);
         stage("transformer", x);
         for (size_t s = 0; s < m.ups.size(); ++s) {
             x = upsample(x, m.ups[s], s);
             stage("upsample" + std::to_string(s), x);
         }
         x = conv(x, m.wav_in, 1, r.wav_in_hist_);
-        tap("decoder0", x);
+        capture("decoder0", x);
         stage("wav_in conv", x);
         for (size_t i = 0; i < m.blocks.size(); ++i) {
             x = block(x, m.blocks[i], i);
-            tap(("decoder" + std::to_string(i + 1)).c_str(), x);
+            capture("decoder" + std::to_string(i + 1), x);
         }
         const std::string n = std::to_string(m.blocks.size() + 1);
         x = snake(x, m.final_act);
-        tap(("decoder" + n).c_str(), x);
+        capture("decoder" + n, x);
         x = conv(x, m.wav_out, 1, r.wav_out_hist_);
-        tap(("decoder" + std::to_string(m.blocks.size() + 2)).c_str(), x);
+        capture("decoder" + std::to_string(m.blocks.size() + 2), x);
         x = ggml_clamp(ctx, x, -1.0f, 1.0f);
         ggml_set_output(x);
         return x;
     }
 };
 
-StreamRunner::Graph& StreamRunner::graph(int64_t frames, bool with_taps) {
-    const auto key = std::make_pair(frames, with_taps);
+StreamRunner::Graph& StreamRunner::graph(int64_t frames, bool capturing) {
+    const auto key = std::make_pair(frames, capturing);
     for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
         if (it->first == key) {
             std::rotate(it, it + 1, graphs_.end());
@@ -618,7 +616,8 @@ StreamRunner::Graph& StreamRunner::graph(int64_t frames, bool with_taps) {
                         nullptr, /*no_alloc=*/true});
     if (!g->ctx) throw Error(ErrorKind::Internal, "cannot create a ggml context for the codec decoder graph");
     g->gf = ggml_new_graph_custom(g->ctx, kGraphNodes, false);
-    Builder b{*this, m_, g->ctx, g->gf, *g, with_taps};
+    g->capture = GraphCapture(capturing);
+    Builder b{*this, m_, g->ctx, g->gf, *g};
     g->out = b.build(frames);
     ggml_build_forward_expand(g->gf, g->out);
     graphs_.emplace_back(key, std::move(g));
@@ -676,10 +675,10 @@ void StreamRunner::set_inputs(Graph& g, const Frames& frames, size_t begin, size
     ggml_backend_tensor_set(g.mask, host_mask_.data(), 0, host_mask_.size() * sizeof(float));
 }
 
-void StreamRunner::step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, std::vector<Tap>* taps,
+void StreamRunner::step(const Frames& frames, size_t begin, size_t count, std::vector<float>& out, Capture* capture,
                         StageTimes* times) {
     if (count == 0) return;
-    Graph& g = graph(static_cast<int64_t>(count), taps != nullptr);
+    Graph& g = graph(static_cast<int64_t>(count), capture != nullptr);
     if (allocated_ != &g) {
         // gallocr keeps the address of any tensor that has one, so the graph's own tensors (its
         // inputs and intermediates; weights and state live in other contexts) are planned afresh.
@@ -700,13 +699,7 @@ void StreamRunner::step(const Frames& frames, size_t begin, size_t count, std::v
     const size_t old = out.size(), n = static_cast<size_t>(ggml_nelements(g.out));
     out.resize(old + n);
     ggml_backend_tensor_get(g.out, out.data() + old, 0, n * sizeof(float));
-    if (taps) {
-        for (const auto& [name, t] : g.taps) {
-            Tap tp{name, t->ne[0], t->ne[1], std::vector<float>(static_cast<size_t>(ggml_nelements(t)))};
-            ggml_backend_tensor_get(t, tp.data.data(), 0, tp.data.size() * sizeof(float));
-            taps->push_back(std::move(tp));
-        }
-    }
+    if (capture) g.capture.read(*capture);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -876,13 +869,12 @@ std::vector<float> CodecDecoder::decode(const Frames& frames, StageTimes* times)
     return out;
 }
 
-std::vector<float> CodecDecoder::forward(const Frames& frames, std::vector<Tap>* taps) {
+std::vector<float> CodecDecoder::forward(const Frames& frames, Capture* capture) {
     if (frames.empty()) throw Error(ErrorKind::InvalidArgument, "no codec frames to decode");
     validate(frames);
     std::vector<float> out;
-    if (taps) taps->clear();
     runner_->reset();
-    runner_->step(frames, 0, frames.size(), out, taps);
+    runner_->step(frames, 0, frames.size(), out, capture);
     return out;
 }
 

@@ -16,17 +16,11 @@
 
 #include "talkbox/frames.h"
 #include "core/backend.h"
+#include "core/capture.h"
 #include "core/gguf_file.h"
 #include "qwen3tts/hparams.h"
 
 namespace talkbox::codec {
-
-// A named intermediate activation: `channels` × `length`, time-major (data[t * channels + c]).
-struct Tap {
-    std::string name;
-    int64_t channels = 0, length = 0;
-    std::vector<float> data;
-};
 
 class StreamRunner;  // the per-stream state and cached graphs (decoder.cpp)
 
@@ -55,10 +49,12 @@ public:
     // and residual units), each step then run stage by stage.
     std::vector<float> decode(const Frames& frames, StageTimes* times = nullptr);
 
-    // One causal pass over all frames as a single graph, optionally returning every intermediate
-    // (the goldens' taps, in forward order; `decoder6` is before the clamp). For tests and
-    // debugging: memory grows with the frame count.
-    std::vector<float> forward(const Frames& frames, std::vector<Tap>* taps = nullptr);
+    // One causal pass over all frames as a single graph, optionally capturing every intermediate
+    // in forward order, named as the goldens: quantizer, pre_conv, pre_transformer_input_proj,
+    // pre_transformer_layer<l>, pre_transformer ([T, C]), upsample<s>_transconv,
+    // upsample<s>_convnext, decoder0 .. decoder<n> ([C, T]; the last is before the clamp). For
+    // tests and debugging: memory grows with the frame count.
+    std::vector<float> forward(const Frames& frames, Capture* capture = nullptr);
 
     static constexpr size_t kChunkFrames = 300;   // official chunked_decode chunk_size
     static constexpr size_t kContextFrames = 25;  // official chunked_decode left_context_size

@@ -155,11 +155,8 @@ struct CodecEncoder::Graphs {
     GraphSlot tail{"quantizers"};  // transformer, downsample, quantisers over all frames
     ggml_tensor* tail_in = nullptr;
     ggml_tensor* positions = nullptr;
-    ggml_tensor* xfmr_out = nullptr;
-    ggml_tensor* down_out = nullptr;
-    ggml_tensor* semantic_latent = nullptr;
-    ggml_tensor* acoustic_latent = nullptr;
     std::vector<ggml_tensor*> codes;
+    GraphCapture tail_capture{false};
 };
 
 CodecEncoder::CodecEncoder(const GgufFile& file, const qwen3tts::Hparams& hparams, const Backend& backend)
@@ -288,7 +285,7 @@ int CodecEncoder::sample_rate() const { return static_cast<int>(model_->hp.sampl
 int CodecEncoder::samples_per_frame() const { return static_cast<int>(model_->hop * kDownsampleStride); }
 int CodecEncoder::num_quantizers() const { return model_->valid_q; }
 
-std::vector<std::vector<int32_t>> CodecEncoder::encode(const std::vector<float>& samples, EncoderTrace* trace,
+std::vector<std::vector<int32_t>> CodecEncoder::encode(const std::vector<float>& samples, Capture* capture,
                                                        StageTimes* times, const std::function<void()>& poll) {
     const Model& m = *model_;
     const auto& e = m.hp;
@@ -326,7 +323,9 @@ std::vector<std::vector<int32_t>> CodecEncoder::encode(const std::vector<float>&
     }
 
     if (poll) poll();
-    if (g.tail.key != frames25) build_tail_graph(frames25);
+    if (g.tail.key != frames25 || g.tail_capture.enabled() != (capture != nullptr)) {
+        build_tail_graph(frames25, capture != nullptr);
+    }
     std::vector<int32_t> positions(static_cast<size_t>(frames25));
     for (int64_t t = 0; t < frames25; ++t) positions[t] = static_cast<int32_t>(t);
     ggml_backend_tensor_set(g.tail_in, conv_out.data(), 0, conv_out.size() * sizeof(float));
@@ -340,21 +339,13 @@ std::vector<std::vector<int32_t>> CodecEncoder::encode(const std::vector<float>&
         for (int64_t f = 0; f < frames; ++f) out[f][q] = column[f];
     }
 
-    if (trace) {
-        // The graphs hold activations frame-major [frames][channels]; the goldens are [channels][frames]
-        // except transformer_out.
-        const auto transposed = [](const std::vector<float>& v, int64_t channels) {
-            const int64_t n = static_cast<int64_t>(v.size()) / channels;
-            std::vector<float> r(v.size());
-            for (int64_t f = 0; f < n; ++f)
-                for (int64_t i = 0; i < channels; ++i) r[i * n + f] = v[f * channels + i];
-            return r;
-        };
-        trace->conv_out = transposed(conv_out, hidden);
-        trace->transformer_out = tensor_to_floats(g.xfmr_out);
-        trace->downsample_out = transposed(tensor_to_floats(g.down_out), hidden);
-        trace->semantic_latent = transposed(tensor_to_floats(g.semantic_latent), g.semantic_latent->ne[0]);
-        trace->acoustic_latent = transposed(tensor_to_floats(g.acoustic_latent), g.acoustic_latent->ne[0]);
+    if (capture) {
+        // The windows' output is frame-major [frames25][hidden]; PyTorch's is [hidden, frames25].
+        std::vector<float> seanet(conv_out.size());
+        for (int64_t f = 0; f < frames25; ++f)
+            for (int64_t i = 0; i < hidden; ++i) seanet[i * frames25 + f] = conv_out[f * hidden + i];
+        capture->put("conv_encoder_out", {hidden, frames25}, std::move(seanet));
+        g.tail_capture.read(*capture);
     }
     return out;
 }
@@ -384,7 +375,7 @@ void CodecEncoder::build_conv_graph(int64_t len) {
     g.conv.finish({g.conv_out}, *m.backend, len);
 }
 
-void CodecEncoder::build_tail_graph(int64_t frames25) {
+void CodecEncoder::build_tail_graph(int64_t frames25, bool capturing) {
     const Model& m = *model_;
     const auto& e = m.hp;
     Graphs& g = *graphs_;
@@ -447,35 +438,36 @@ void CodecEncoder::build_tail_graph(int64_t frames25) {
         f = ggml_mul_mat(ctx, m.w(p + "ffn_down.weight"), ggml_gelu_erf(ctx, ggml_mul_mat(ctx, m.w(p + "ffn_up.weight"), f)));
         x = ggml_add(ctx, x, ggml_mul(ctx, f, m.w(p + "ffn_scale")));
     }
-    g.xfmr_out = x;  // [hidden, T]
-    g.tail.mark(x, "transformer");
+    g.tail.mark(x, "transformer");  // [hidden, T]
+    g.tail_capture = GraphCapture(capturing);
+    g.tail_capture.mark(ctx, g.tail.gf, "transformer_out", x, GraphCapture::Layout::AsIs);
 
-    g.down_out = causal_conv(ctx, x, m.conv("codec.enc.downsample"), m.backend->is_cpu(), /*replicate=*/true);
-    ggml_tensor* z = g.down_out;  // [hidden, F]
+    ggml_tensor* z = causal_conv(ctx, x, m.conv("codec.enc.downsample"), m.backend->is_cpu(), /*replicate=*/true);  // [hidden, F]
+    g.tail_capture.mark(ctx, g.tail.gf, "downsample_out", z);
     const auto project = [&](const std::string& q) {
         ggml_tensor* w = m.w("codec.enc.rvq_" + q + ".input_proj.weight");
         return ggml_mul_mat(ctx, ggml_reshape_2d(ctx, w, hidden, w->ne[2]), z);  // [vq_dim, F]
     };
-    g.semantic_latent = project("semantic");
-    g.acoustic_latent = project("acoustic");
-    g.tail.mark(g.semantic_latent, "downsample");
-    g.tail.mark(g.acoustic_latent, "downsample");
+    ggml_tensor* semantic_latent = project("semantic");
+    ggml_tensor* acoustic_latent = project("acoustic");
+    g.tail.mark(semantic_latent, "downsample");
+    g.tail.mark(acoustic_latent, "downsample");
+    g.tail_capture.mark(ctx, g.tail.gf, "semantic_latent", semantic_latent);
+    g.tail_capture.mark(ctx, g.tail.gf, "acoustic_latent", acoustic_latent);
 
     // Nearest code by L2: argmax_j (x·e_j - |e_j|²/2). Semantic and acoustic both start from z;
     // each acoustic stage quantises the previous stage's residual.
     const auto nearest = [&](ggml_tensor* r, int q) {
         return ggml_argmax(ctx, ggml_add(ctx, ggml_mul_mat(ctx, m.embed[q], r), m.half_norm[q]));
     };
-    g.codes.assign(1, nearest(g.semantic_latent, 0));
-    ggml_tensor* r = g.acoustic_latent;
+    g.codes.assign(1, nearest(semantic_latent, 0));
+    ggml_tensor* r = acoustic_latent;
     for (int q = 1; q < m.valid_q; ++q) {
         g.codes.push_back(nearest(r, q));
         if (q + 1 < m.valid_q) r = ggml_sub(ctx, r, ggml_get_rows(ctx, m.embed[q], g.codes.back()));
     }
 
-    std::vector<ggml_tensor*> outputs = {g.xfmr_out, g.down_out, g.semantic_latent, g.acoustic_latent};
-    outputs.insert(outputs.end(), g.codes.begin(), g.codes.end());
-    g.tail.finish(outputs, *m.backend, frames25);
+    g.tail.finish(g.codes, *m.backend, frames25);
 }
 
 }  // namespace talkbox::codec

@@ -14,20 +14,11 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/capture.h"
 #include "core/gguf_file.h"
 #include "qwen3tts/hparams.h"
 
 namespace talkbox::codec {
-
-// Intermediate activations of one encode() call, row-major in the goldens' (PyTorch) layout.
-// T = 25 Hz frames, F = 12.5 Hz frames.
-struct EncoderTrace {
-    std::vector<float> conv_out;         // [hidden, T]   SEANet output
-    std::vector<float> transformer_out;  // [T, hidden]
-    std::vector<float> downsample_out;   // [hidden, F]   latent fed to both quantisers
-    std::vector<float> semantic_latent;  // [vq_dim, F]   semantic input_proj output
-    std::vector<float> acoustic_latent;  // [vq_dim, F]   acoustic input_proj output
-};
 
 class CodecEncoder {
 public:
@@ -46,8 +37,10 @@ public:
     // for an empty clip, a non-finite sample or a clip longer than kMaxSeconds. Not thread-safe.
     // `times`: wall time per stage (SEANet stages, transformer, downsample, quantisers) for benchmarks.
     // `poll` runs before each conv-encoder window and before the transformer; it may throw to stop
-    // (a cancelled request).
-    std::vector<std::vector<int32_t>> encode(const std::vector<float>& samples, EncoderTrace* trace = nullptr,
+    // (a cancelled request). Captures (T = 25 Hz frames, F = 12.5 Hz frames) conv_encoder_out
+    // [hidden, T] (SEANet), transformer_out [T, hidden], downsample_out [hidden, F] (the latent both
+    // quantisers take), semantic_latent and acoustic_latent [vq_dim, F] (their input_proj outputs).
+    std::vector<std::vector<int32_t>> encode(const std::vector<float>& samples, Capture* capture = nullptr,
                                              StageTimes* times = nullptr, const std::function<void()>& poll = {});
 
     static constexpr int kMaxSeconds = 600;      // attention cost grows with the square of the length
@@ -58,7 +51,7 @@ private:
     struct Model;
     struct Graphs;
     void build_conv_graph(int64_t samples);
-    void build_tail_graph(int64_t frames25);
+    void build_tail_graph(int64_t frames25, bool capturing);
     std::unique_ptr<Model> model_;
     std::unique_ptr<Graphs> graphs_;
 };
