@@ -1,8 +1,9 @@
 // The kernels behind conv_direct (core/ops.h): AVX-512 and AVX2, each in its own source file
 // compiled for its instructions whatever the build's -march, and called only where the CPU has
-// them (core/cpu_features.h): one portable build runs the widest set the CPU offers. Those files
-// include nothing but intrinsics and this header: an inline library function emitted there would
-// be compiled for their instructions and could be the copy the linker keeps for the whole program.
+// them (core/cpu_features.h): one portable build runs the widest set the CPU offers. Both are the
+// one kernel of conv_kernels_impl.h over their vector type. Those files include nothing but
+// intrinsics, this header and that one: an inline library function emitted there would be
+// compiled for their instructions and could be the copy the linker keeps for the whole program.
 #pragma once
 
 #include <cstddef>
