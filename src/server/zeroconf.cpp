@@ -80,7 +80,7 @@ struct ZeroconfAnnouncement::Impl {
     bool connect() {
         int error = 0;
         client = avahi_client_new(avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL, on_client, this, &error);
-        if (!client) warn_off("no D-Bus system bus at " + system_bus_address() + " (" + avahi_strerror(error) + ")");
+        if (!client) warn_off("cannot reach Avahi over the D-Bus system bus at " + system_bus_address() + " (" + avahi_strerror(error) + ")");
         return client != nullptr;
     }
 
