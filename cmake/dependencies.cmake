@@ -16,3 +16,5 @@ pkg_check_modules(SLEEF REQUIRED IMPORTED_TARGET sleef)
 pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# `serve --zeroconf` (server/zeroconf.cpp): announces the Wyoming port through the Avahi daemon.
+pkg_check_modules(AVAHI_CLIENT REQUIRED IMPORTED_TARGET avahi-client)

@@ -30,5 +30,6 @@ set(TALKBOX_SANITIZED_TESTS
   "http_request_test=*"
   "hostile_server_test=*"
   "wyoming_test=*"
+  "zeroconf_test=*"
   "crafted_input_test=*"
 )

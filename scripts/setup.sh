@@ -18,6 +18,8 @@ DEBIAN_PACKAGES=(
   chromium curl   # the server's tests: headless browser (driven by playwright-core), README curl lines
   python3 python3-numpy   # the Python bindings' test (bindings/python, run with Debian's /usr/bin/python3)
   nginx python3-yaml   # the scale-out test: replicas behind nginx, deploy/ files checked (tests/deploy)
+  libavahi-client-dev   # `serve --zeroconf`: the Wyoming port announced through the Avahi daemon (src/server/zeroconf.cpp)
+  dbus avahi-daemon avahi-utils iproute2   # its test: a private system bus, an avahi-daemon in its own namespaces, avahi-browse
   clang libclang-rt-dev llvm   # build-sanitize/: libFuzzer + sanitizer runtimes, llvm-symbolizer for reports
 )
 

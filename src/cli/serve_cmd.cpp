@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "server/server.h"
+#include "server/zeroconf.h"
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
 
@@ -32,6 +33,7 @@ struct ServeArgs {
     size_t max_connections = 1024;
     int wyoming_port = -1;
     size_t wyoming_samples_per_chunk = 1024;
+    std::optional<std::string> zeroconf;  // the name to announce the Wyoming port under
     bool no_http = false;
     std::optional<uint64_t> seed;
     bool quiet = false;
@@ -102,6 +104,10 @@ void run_serve(const ServeArgs& a) {
     o.allowed_hosts = a.allowed_hosts;
     if (a.no_http && a.wyoming_port < 0) throw Error(ErrorKind::InvalidArgument, "--no-http needs --wyoming-port (nothing would be served)");
     if (a.wyoming_samples_per_chunk == 0) throw Error(ErrorKind::InvalidArgument, "--wyoming-samples-per-chunk must be at least 1");
+    if (a.zeroconf) {
+        if (a.wyoming_port < 0) throw Error(ErrorKind::InvalidArgument, "--zeroconf needs --wyoming-port (it announces the Wyoming port)");
+        server::check_zeroconf_name(*a.zeroconf);
+    }
     o.wyoming_port = a.wyoming_port;
     o.http = !a.no_http;
     o.wyoming_samples_per_chunk = a.wyoming_samples_per_chunk;
@@ -127,6 +133,19 @@ void run_serve(const ServeArgs& a) {
     std::fprintf(stderr, "talkbox: serving %zu model%s on %s (voices in %s)\n", o.models.size(), o.models.size() == 1 ? "" : "s",
                  where.c_str(), o.voices_dir.c_str());
     std::fflush(stderr);
+    std::optional<server::ZeroconfAnnouncement> zeroconf;
+    if (a.zeroconf) {
+        // Discovery hands out the machine's network addresses, where a loopback listener is not.
+        if (o.host == "localhost" || o.host == "::1" || o.host.rfind("127.", 0) == 0) {
+            std::fprintf(stderr, "talkbox: warning: --zeroconf announces this machine's network addresses, but --host %s accepts "
+                         "connections from this machine only: serve with --host 0.0.0.0 (or the address Home Assistant reaches)\n",
+                         o.host.c_str());
+        }
+        zeroconf.emplace(*a.zeroconf, srv.wyoming_port(), [](const std::string& line) {
+            std::fprintf(stderr, "%s\n", line.c_str());
+            std::fflush(stderr);
+        });
+    }
     std::atomic<bool> stopped{false};
     std::thread waiter([&] {
         int sig = 0;
@@ -134,6 +153,7 @@ void run_serve(const ServeArgs& a) {
         if (stopped) return;
         if (!a.quiet) std::fprintf(stderr, "talkbox: draining (up to %g s; a second signal stops at once)\n", a.drain_timeout);
         std::thread drainer([&] {
+            if (zeroconf) zeroconf->withdraw();  // a draining server is offered to no new client
             const bool all = srv.drain(a.drain_timeout);
             if (!all && !a.quiet) std::fprintf(stderr, "talkbox: drain timeout: stopping the requests still running\n");
             srv.stop();
@@ -149,6 +169,7 @@ void run_serve(const ServeArgs& a) {
     stopped = true;
     pthread_kill(waiter.native_handle(), SIGTERM);  // wakes the waiter (or its second wait) once the server stopped
     waiter.join();
+    if (zeroconf) zeroconf->withdraw();
     if (!a.quiet) std::fprintf(stderr, "talkbox: server stopped\n");
 }
 
@@ -196,6 +217,13 @@ void register_serve(CLI::App& app) {
                     "Also serve Home Assistant's Wyoming protocol (text to speech) on this port, usually 10200 (0: any free port); "
                     "same models, voices and limits (docs/home-assistant.md)");
     cmd->add_flag("--no-http", a->no_http, "Serve only the Wyoming protocol (needs --wyoming-port)");
+    cmd->add_option("--zeroconf", a->zeroconf,
+                    "Announce the Wyoming port on the local network (mDNS/DNS-SD, _wyoming._tcp) under NAME, so that Home "
+                    "Assistant discovers it; needs --wyoming-port and a running avahi-daemon (without one the server still "
+                    "serves and warns). NAME defaults to talkbox-HOSTNAME")
+        ->expected(0, 1)
+        ->type_name("[NAME]")
+        ->default_str(server::default_zeroconf_name());
     cmd->add_option("--wyoming-samples-per-chunk", a->wyoming_samples_per_chunk, "Samples in each Wyoming audio-chunk event")
         ->capture_default_str();
     cmd->add_option("--seed", a->seed,

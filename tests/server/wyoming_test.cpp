@@ -1,15 +1,9 @@
 // The Wyoming front end of `talkbox serve --wyoming-port`: the framing reader on its own (pure),
 // then a real server on the tiny fixture models driven by a client written from the protocol's
-// definition (github.com/rhasspy/wyoming): describe, synthesis (the audio equals the HTTP
+// definition (server/wyoming_client.h): describe, synthesis (the audio equals the HTTP
 // endpoint's pcm for the same seed), streaming synthesis sentence by sentence, errors, hostile
 // framing and a client that leaves mid-synthesis.
 #include <gtest/gtest.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -21,6 +15,7 @@
 #include <vector>
 
 #include "server/http_fixture.h"
+#include "server/wyoming_client.h"
 #include "server/wyoming_protocol.h"
 #include "server/wyoming_server.h"
 
@@ -146,93 +141,6 @@ TEST(WyomingProtocol, LanguageCodes) {
     EXPECT_EQ(wy::language_code("fr"), "fr");
     EXPECT_EQ(wy::language_code("klingon"), "klingon");
 }
-
-// --- a client written from the protocol's definition ---
-
-class WyomingClient {
-public:
-    explicit WyomingClient(int port) {
-        fd_ = socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(static_cast<uint16_t>(port));
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("cannot connect");
-    }
-    ~WyomingClient() { close(); }
-    void close() {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-    }
-
-    bool write_raw(const std::string& bytes) { return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()); }
-    // As the reference writer: the header line, then data as its own JSON document.
-    bool send(const std::string& type, const json& data = json::object(), const std::string& payload = "") {
-        json header = {{"type", type}, {"version", "1.7.2"}};
-        const std::string d = data.empty() ? "" : data.dump();
-        if (!d.empty()) header["data_length"] = d.size();
-        if (!payload.empty()) header["payload_length"] = payload.size();
-        return write_raw(header.dump() + "\n" + d + payload);
-    }
-
-    struct Event {
-        std::string type;
-        json data;
-        std::string payload;
-    };
-    // The next event; nullopt when the server closed the connection (or `timeout_s` passed).
-    std::optional<Event> read(double timeout_s = 120) {
-        const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-        std::string line;
-        while (true) {
-            const size_t nl = buf_.find('\n');
-            if (nl != std::string::npos) {
-                line = buf_.substr(0, nl);
-                buf_.erase(0, nl + 1);
-                break;
-            }
-            if (!fill(end)) return std::nullopt;
-        }
-        Event e;
-        const json header = json::parse(line);
-        e.type = header.at("type");
-        e.data = header.contains("data") && header["data"].is_object() ? header["data"] : json::object();
-        const size_t dl = header.value("data_length", size_t{0}), pl = header.value("payload_length", size_t{0});
-        while (buf_.size() < dl + pl) {
-            if (!fill(end)) return std::nullopt;
-        }
-        if (dl) e.data.update(json::parse(buf_.substr(0, dl)));
-        e.payload = buf_.substr(dl, pl);
-        buf_.erase(0, dl + pl);
-        return e;
-    }
-    // Whether the server closed the connection within `timeout_s` (bytes before the end are dropped).
-    bool closed_by_server(double timeout_s) {
-        const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-        while (fill(end)) buf_.clear();
-        return eof_;
-    }
-
-private:
-    bool fill(Clock::time_point end) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
-        if (left <= 0) return false;
-        pollfd p{fd_, POLLIN, 0};
-        if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
-        char b[65536];
-        const ssize_t n = ::recv(fd_, b, sizeof b, 0);
-        if (n <= 0) {
-            eof_ = true;
-            return false;
-        }
-        buf_.append(b, static_cast<size_t>(n));
-        return true;
-    }
-
-    int fd_ = -1;
-    std::string buf_;
-    bool eof_ = false;
-};
 
 // One synthesis as a client sees it: the audio-start format, the chunks, audio-stop.
 struct Audio {
