@@ -30,11 +30,10 @@ ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tens
     return b ? ggml_add(ctx, y, b) : y;
 }
 
-void check_tensor_specs(const GgufFile& file, const TensorSpecs& specs) {
+void check_tensor_specs(const GgufFile& file, const TensorSpecs& specs, const std::vector<std::string>& added) {
     for (const auto& [key, shape] : specs) {
         const auto& t = file.tensor(gguf_name(key), shape);
-        const bool vector = shape.size() == 1 || key.find("pos_emb") != std::string::npos ||
-                            key.find("pre_attention_query") != std::string::npos || key == "tfmr.wpe.weight";
+        const bool vector = shape.size() == 1 || std::find(added.begin(), added.end(), key) != added.end();
         if (vector && t.type != GGML_TYPE_F32) {
             throw Error(ErrorKind::Format, "'" + file.path() + "': tensor '" + t.name + "' is " + ggml_type_name(t.type) +
                                                ", expected f32");
@@ -117,8 +116,8 @@ Backbone::Backbone(const GgufFile& file, const Backend& backend, T3Hparams hp)
 
 Backbone::~Backbone() = default;
 
-void Backbone::load(const TensorSpecs& specs) {
-    check_tensor_specs(file_, specs);
+void Backbone::load(const TensorSpecs& specs, const std::vector<std::string>& added) {
+    check_tensor_specs(file_, specs, added);
     store_ = std::make_unique<WeightStore>(file_, backend_.get(), std::vector<std::string>{"t3."}, lm::is_whole_layer_matrix);
 }
 
@@ -129,23 +128,23 @@ void Backbone::pack() {
     w_.pack_head(backend_.is_cpu());
 }
 
-Backbone::ConditioningGraph::ConditioningGraph(const Backbone& b, const T3Conditioning& c) : bb(b), cond(c) {
-    check_conditioning(bb.hp_, cond);
-    speaker_in = g.input(GGML_TYPE_F32, {bb.hp_.speaker_dim, 1}, "speaker_emb");
+Backbone::ConditioningGraph::ConditioningGraph(const Backbone& b, const T3Conditioning& c) : backbone(b), cond(c) {
+    check_conditioning(backbone.hp_, cond);
+    speaker_in = g.input(GGML_TYPE_F32, {backbone.hp_.speaker_dim, 1}, "speaker_emb");
     prompt_tokens = g.input(GGML_TYPE_I32, {static_cast<int64_t>(cond.prompt_speech_tokens.size())}, "prompt_tokens");
-    speaker = linear(g.ctx(), speaker_in, bb.w_.spkr_w, bb.w_.spkr_b);  // [D, 1]
+    speaker = linear(g.ctx(), speaker_in, backbone.w_.spkr_w, backbone.w_.spkr_b);  // [D, 1]
 }
 
 void Backbone::ConditioningGraph::allocate(ggml_tensor* result) {
     out = result;
     g.output(out);
-    g.allocate(bb.backend_);
+    g.allocate(backbone.backend_);
     ggml_backend_tensor_set(speaker_in, cond.speaker_emb.data(), 0, ggml_nbytes(speaker_in));
     ggml_backend_tensor_set(prompt_tokens, cond.prompt_speech_tokens.data(), 0, ggml_nbytes(prompt_tokens));
 }
 
 std::vector<float> Backbone::ConditioningGraph::compute() {
-    g.compute(bb.backend_);
+    g.compute(backbone.backend_);
     std::vector<float> result(static_cast<size_t>(ggml_nelements(out)));
     ggml_backend_tensor_get(out, result.data(), 0, ggml_nbytes(out));
     return result;
@@ -155,7 +154,7 @@ std::vector<float> Backbone::ConditioningGraph::compute() {
 // Decoder
 
 Decoder::Decoder(const Backbone& b, StageTimes* times, int64_t n_streams, int64_t longest, lm::KvType kv_type)
-    : bb(b),
+    : backbone(b),
       profile(times),
       streams(n_streams),
       sequence(b.backend().get(),
@@ -165,13 +164,14 @@ Decoder::Decoder(const Backbone& b, StageTimes* times, int64_t n_streams, int64_
       logits(static_cast<size_t>(n_streams) * b.hparams().speech_vocab) {}
 
 ggml_tensor* Decoder::head(ggml_context* ctx, ggml_tensor* out, int64_t n_tokens) const {
-    const int64_t D = bb.hparams().hidden;
-    return speech_head(bb, ctx, ggml_cont(ctx, ggml_view_2d(ctx, out, D, streams, out->nb[1] * n_tokens, out->nb[1] * (n_tokens - 1))));
+    const int64_t D = backbone.hparams().hidden;
+    ggml_tensor* last = ggml_view_2d(ctx, out, D, streams, out->nb[1] * n_tokens, out->nb[1] * (n_tokens - 1));
+    return speech_head(backbone, ctx, ggml_cont(ctx, last));
 }
 
-ggml_tensor* Decoder::speech_head(const Backbone& bb, ggml_context* ctx, ggml_tensor* last) {
-    const int64_t D = bb.hparams().hidden;
-    const Weights& w = bb.weights();
+ggml_tensor* Decoder::speech_head(const Backbone& backbone, ggml_context* ctx, ggml_tensor* last) {
+    const int64_t D = backbone.hparams().hidden;
+    const Weights& w = backbone.weights();
     if (!w.head_panels) return linear(ctx, last, w.speech_head, w.speech_head_b);
     ggml_tensor* y = packed::mul_mat(ctx, w.head_panels, last);
     const int64_t done = w.head_panels->ne[1], rest = w.speech_head->ne[1] - done;
@@ -183,15 +183,15 @@ ggml_tensor* Decoder::speech_head(const Backbone& bb, ggml_context* ctx, ggml_te
 }
 
 ggml_tensor* Decoder::stack(ggml_context* ctx, ggml_tensor* x, const lm::AttentionInputs& in) const {
-    const Weights& w = bb.weights();
-    return lm::build_decoder(ctx, bb.stack_shape(), w.layers, w.output_norm, x, in, sequence.cache(), w.output_norm_b);
+    const Weights& w = backbone.weights();
+    return lm::build_decoder(ctx, backbone.stack_shape(), w.layers, w.output_norm, x, in, sequence.cache(), w.output_norm_b);
 }
 
 Decoder::PrefillInputs Decoder::prefill_inputs(Graph& g, int64_t C, int64_t T, int64_t n) {
     const size_t past = sequence.length();
     sequence.reserve(past + static_cast<size_t>(n), "T3");
     const int64_t n_kv = sequence.n_kv(past + static_cast<size_t>(n));
-    const int64_t D = bb.hparams().hidden;
+    const int64_t D = backbone.hparams().hidden;
     return {C > 0 ? g.input(GGML_TYPE_F32, {D, C}, "cond_emb") : nullptr,
             T > 0 ? g.input(GGML_TYPE_I32, {T}, "text_tokens") : nullptr,
             g.input(GGML_TYPE_I32, {1}, "bos"),
@@ -213,7 +213,7 @@ void Decoder::set_positions(const PrefillInputs& in, int64_t past) {
 }
 
 void Decoder::run_prefill(Graph& g, const PrefillInputs& in, ggml_tensor* lg) {
-    compute_by_op(bb.backend(), g.cgraph(), profile, "prefill");
+    compute_by_op(backbone.backend(), g.cgraph(), profile, "prefill");
     if (lg) read_logits(lg);
     sequence.advance(static_cast<size_t>(in.n));
 }
@@ -308,18 +308,18 @@ private:
 // One job of generate_batch: its conditioning, prefill and token loop, one token per pick() (the
 // backbone's); the decode steps between picks are the Stepper's.
 struct Generation {
-    const Backbone& bb;
+    const Backbone& backbone;
     size_t index;
     PhaseClock phases;
     TokenLoop loop;
 
     Generation(const Backbone& b, StageTimes* profile, const T3Job& job, size_t n, Prompts& prompts)
-        : bb(b), index(n), phases(job.timings), loop(job, profile, b.hparams().speech_vocab) {
-        const int64_t D = bb.hparams().hidden;
-        const std::vector<float> cond_emb = bb.conditioning(*job.cond);
+        : backbone(b), index(n), phases(job.timings), loop(job, profile, b.hparams().speech_vocab) {
+        const int64_t D = backbone.hparams().hidden;
+        const std::vector<float> cond_emb = backbone.conditioning(*job.cond);
         if (job.capture) job.capture->put("cond_emb", {static_cast<int64_t>(cond_emb.size()) / D, D}, cond_emb);
         std::vector<float> prefill_embeds;
-        bb.start(loop, cond_emb, prompts, job.capture ? &prefill_embeds : nullptr);
+        backbone.start(loop, cond_emb, prompts, job.capture ? &prefill_embeds : nullptr);
         if (job.capture) {
             const int64_t rows = loop.dec->streams, len = static_cast<int64_t>(prefill_embeds.size()) / (rows * D);
             job.capture->put("prefill_embeds", {rows, len, D}, std::move(prefill_embeds));
@@ -329,7 +329,7 @@ struct Generation {
 
     bool pick() {
         const Span span;
-        const bool more = bb.pick(loop);
+        const bool more = backbone.pick(loop);
         phases.add_decode(span, 1);
         return more;
     }
@@ -347,7 +347,7 @@ struct Generation {
 // columns. The graph is kept until the list of caches or a window changes.
 class Stepper {
 public:
-    Stepper(const Backbone& b, StageTimes* times) : bb(b), profile(times) {}
+    Stepper(const Backbone& b, StageTimes* times) : backbone(b), profile(times) {}
 
     void step(const std::vector<Generation*>& gens) {
         const int64_t B = static_cast<int64_t>(gens.size());
@@ -365,7 +365,7 @@ public:
         for (Generation* g : gens) {
             tokens.push_back(g->loop.predicted.back());
             positions.push_back(static_cast<int32_t>(g->loop.dec->sequence.length()));
-            table_rows.push_back(bb.step_position(g->loop));
+            table_rows.push_back(backbone.step_position(g->loop));
         }
         ggml_backend_tensor_set(s.tokens, tokens.data(), 0, ggml_nbytes(s.tokens));
         // An input no node reads has no memory: GPT-2's stack reads no RoPE positions.
@@ -379,7 +379,7 @@ public:
             ggml_backend_tensor_set(in.row, &row, 0, sizeof(row));
             ggml_backend_tensor_set(in.mask, d.mask.data(), 0, ggml_nbytes(in.mask));
         }
-        compute_by_op(bb.backend(), s.graph.cgraph(), profile, "step");
+        compute_by_op(backbone.backend(), s.graph.cgraph(), profile, "step");
         const HostTimer timer(profile, "host: logits read-back");
         for (int64_t b = 0; b < B; ++b) {
             Decoder& d = *gens[static_cast<size_t>(b)]->loop.dec;
@@ -403,8 +403,8 @@ private:
     };
 
     void build(const std::vector<Generation*>& gens, const std::vector<std::pair<uint64_t, int64_t>>& key) {
-        const T3Hparams& h = bb.hparams();
-        const Weights& w = bb.weights();
+        const T3Hparams& h = backbone.hparams();
+        const Weights& w = backbone.weights();
         const int64_t B = static_cast<int64_t>(gens.size()), D = h.hidden;
         graph.reset();
         // Nodes: per layer ~30 shared and ~16 per job (its attention), plus the embeddings and head.
@@ -415,7 +415,7 @@ private:
         s->positions = s->graph.input(GGML_TYPE_I32, {B}, "positions");
         s->table_rows = s->graph.input(GGML_TYPE_I32, {B}, "step_positions");
         ggml_tensor* e = ggml_add(ctx, ggml_get_rows(ctx, w.speech_emb, s->tokens),
-                                  ggml_get_rows(ctx, bb.step_position_table(), s->table_rows));
+                                  ggml_get_rows(ctx, backbone.step_position_table(), s->table_rows));
         ggml_tensor* x = nullptr;
         std::vector<lm::SequenceSlice> slices;
         int64_t columns = 0;
@@ -432,14 +432,14 @@ private:
             s->first.push_back(columns);
             columns += d.streams;
         }
-        ggml_tensor* out = lm::build_decoder(ctx, bb.stack_shape(), w.layers, w.output_norm, x, slices, w.output_norm_b);
-        s->logits = Decoder::speech_head(bb, ctx, out);
+        ggml_tensor* out = lm::build_decoder(ctx, backbone.stack_shape(), w.layers, w.output_norm, x, slices, w.output_norm_b);
+        s->logits = Decoder::speech_head(backbone, ctx, out);
         s->graph.output(s->logits);
-        s->graph.allocate(bb.backend());
+        s->graph.allocate(backbone.backend());
         graph = std::move(s);
     }
 
-    const Backbone& bb;
+    const Backbone& backbone;
     StageTimes* profile;
     std::unique_ptr<StepGraph> graph;
     std::vector<int32_t> tokens, positions, table_rows;
@@ -448,20 +448,20 @@ private:
 }  // namespace
 
 void T3::generate_batch(const std::vector<T3Job>& jobs, size_t parallel, const T3JobDone& done) const {
-    const Backbone& bb = *backbone_;
+    const Backbone& backbone = *backbone_;
     for (size_t j = 0; j < jobs.size(); ++j) {
         const T3Job& job = jobs[j];
         if (!job.text || !job.cond) throw Error(ErrorKind::Internal, "T3::generate_batch: a job without text or conditioning");
         try {
-            bb.check_inputs(*job.text, *job.cond, job.options);
-            check_conditioning(bb.hparams(), *job.cond);
+            backbone.check_inputs(*job.text, *job.cond, job.options);
+            check_conditioning(backbone.hparams(), *job.cond);
         } catch (const Error& e) {
             if (jobs.size() == 1) throw;
             throw Error(e.kind(), "T3 job " + std::to_string(j + 1) + " of " + std::to_string(jobs.size()) + ": " + e.what());
         }
     }
     parallel = std::max<size_t>(1, parallel);
-    Stepper stepper(bb, profile_);
+    Stepper stepper(backbone, profile_);
     Prompts prompts;
     std::vector<std::unique_ptr<Generation>> active, running;
     std::vector<Generation*> batch;
@@ -469,7 +469,7 @@ void T3::generate_batch(const std::vector<T3Job>& jobs, size_t parallel, const T
     while (next < jobs.size() || !active.empty()) {
         // Free places go to the next jobs in order; a job that ends at its first token leaves at once.
         while (active.size() < parallel && next < jobs.size()) {
-            auto g = std::make_unique<Generation>(bb, profile_, jobs[next], next, prompts);
+            auto g = std::make_unique<Generation>(backbone, profile_, jobs[next], next, prompts);
             ++next;
             if (g->pick()) {
                 active.push_back(std::move(g));

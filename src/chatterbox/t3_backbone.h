@@ -37,10 +37,10 @@ ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tens
 
 using TensorSpecs = std::vector<std::pair<std::string, std::vector<int64_t>>>;
 
-// Every tensor the graphs read, by official key, with its ggml shape. Vectors, position tables and
-// the perceiver queries are added element-wise, so they must be F32; matrices and the token tables
+// Every tensor the graphs read, by official key, with its ggml shape. Vectors and the keys in
+// `added` (position tables, queries: added element-wise) must be F32; matrices and the token tables
 // (read with get_rows) may be any type ggml converts. Throws Error.
-void check_tensor_specs(const GgufFile& file, const TensorSpecs& specs);
+void check_tensor_specs(const GgufFile& file, const TensorSpecs& specs, const std::vector<std::string>& added);
 
 // The checks of a conditioning both backbones make: throws Error (InvalidArgument).
 void check_conditioning(const T3Hparams& h, const T3Conditioning& cond);
@@ -78,7 +78,7 @@ class Backbone;
 
 // One job's KV cache (one stream per CFG row) and the graph pieces every prefill and step uses.
 struct Decoder {
-    const Backbone& bb;
+    const Backbone& backbone;
     StageTimes* profile;
     int64_t streams;
     lm::Sequence sequence;
@@ -91,11 +91,11 @@ struct Decoder {
     // Last position of every stream → speech_head → [speech_vocab, streams].
     ggml_tensor* head(ggml_context* ctx, ggml_tensor* out, int64_t n_tokens) const;
     // speech_head of every column of `last` [D, n] → [speech_vocab, n].
-    static ggml_tensor* speech_head(const Backbone& bb, ggml_context* ctx, ggml_tensor* last);
+    static ggml_tensor* speech_head(const Backbone& backbone, ggml_context* ctx, ggml_tensor* last);
     ggml_tensor* stack(ggml_context* ctx, ggml_tensor* x, const lm::AttentionInputs& in) const;
 
-    // The inputs of a prefill graph over n positions: conditioning [D, C] (nullptr when C = 0),
-    // text ids [T], the BOS id, positions and cache rows, and the causal mask.
+    // The inputs of a prefill graph over n positions: conditioning [D, C] and text ids [T]
+    // (nullptr when C or T is 0), the BOS id, positions and cache rows, and the causal mask.
     struct PrefillInputs {
         ggml_tensor *cond, *ids, *bos, *pos, *rows, *mask;
         int64_t n, n_kv;
@@ -168,20 +168,21 @@ public:
 
 protected:
     Backbone(const GgufFile& file, const Backend& backend, T3Hparams hp);
-    // Checks `specs` and loads every `t3.` tensor; get() then reads them by official key.
-    void load(const TensorSpecs& specs);
+    // Checks `specs` (check_tensor_specs) and loads every `t3.` tensor; get() then reads them by
+    // official key.
+    void load(const TensorSpecs& specs, const std::vector<std::string>& added);
     ggml_tensor* get(const std::string& key) const;
     // After w_.layers and the head are set: packs them for the CPU's panel kernels.
     void pack();
 
     // [spkr_enc(speaker) ; the backbone's own rows]: the graph, its inputs and the speaker row.
     struct ConditioningGraph {
-        ConditioningGraph(const Backbone& bb, const T3Conditioning& cond);
+        ConditioningGraph(const Backbone& backbone, const T3Conditioning& cond);
         // Allocates the graph for `out` and sets the speaker and prompt inputs.
         void allocate(ggml_tensor* out);
         std::vector<float> compute();
 
-        const Backbone& bb;
+        const Backbone& backbone;
         const T3Conditioning& cond;
         Graph g;
         ggml_tensor *speaker_in, *prompt_tokens, *speaker, *out = nullptr;

@@ -195,7 +195,7 @@ private:
             specs.push_back({p + "mlp.c_proj.weight", {I, D}});
             specs.push_back({p + "mlp.c_proj.bias", {D}});
         }
-        load(specs);
+        load(specs, {"tfmr.wpe.weight"});
         w_.output_norm = get("tfmr.ln_f.weight");
         w_.output_norm_b = get("tfmr.ln_f.bias");
         w_.text_emb = get("text_emb.weight");

@@ -245,7 +245,7 @@ private:
             specs.push_back({p + "mlp.up_proj.weight", {D, I}});
             specs.push_back({p + "mlp.down_proj.weight", {I, D}});
         }
-        load(specs);
+        load(specs, {"text_pos_emb.emb.weight", "speech_pos_emb.emb.weight", "cond_enc.perceiver.pre_attention_query"});
         w_.output_norm = get("tfmr.norm.weight");
         w_.text_emb = get("text_emb.weight");
         w_.speech_emb = get("speech_emb.weight");
@@ -257,10 +257,12 @@ private:
         emotion_w_ = get("cond_enc.emotion_adv_fc.weight");
         perc_query_ = get("cond_enc.perceiver.pre_attention_query");
         const std::string a = "cond_enc.perceiver.attn.";
-        perceiver_ = PerceiverBlock{get(a + "norm.weight"),     get(a + "norm.bias"),  get(a + "to_q.weight"),
-                                    get(a + "to_q.bias"),       get(a + "to_k.weight"), get(a + "to_k.bias"),
-                                    get(a + "to_v.weight"),     get(a + "to_v.bias"),  get(a + "proj_out.weight"),
-                                    get(a + "proj_out.bias"),   h.perceiver_heads};
+        perceiver_ = PerceiverBlock{get(a + "norm.weight"),     get(a + "norm.bias"),
+                                    get(a + "to_q.weight"),     get(a + "to_q.bias"),
+                                    get(a + "to_k.weight"),     get(a + "to_k.bias"),
+                                    get(a + "to_v.weight"),     get(a + "to_v.bias"),
+                                    get(a + "proj_out.weight"), get(a + "proj_out.bias"),
+                                    h.perceiver_heads};
         for (uint32_t l = 0; l < h.layers; ++l) {
             const std::string p = "tfmr.layers." + std::to_string(l) + ".";
             lm::LayerWeights lw;
