@@ -1,11 +1,13 @@
-// Chatterbox T3: text tokens → S3 speech tokens (docs: shared chatterbox-spec §1). A Llama
-// backbone (llama3-scaled RoPE) over [conditioning ; text ; BOS BOS], conditioned on a speaker
-// embedding, a perceiver over the prompt speech tokens and the emotion ("exaggeration") value;
-// classifier-free guidance runs both rows as one batch-of-two graph over a two-stream KV cache;
-// the official processors (repetition penalty, temperature, min_p, top_p) pick each token.
-// Turbo / Nano (tts_turbo.py, T3.inference_turbo): a GPT-2 backbone (the GPT-2 flavour of the
-// lm/ decoder builder, learned wpe positions) over [speaker ; prompt speech tokens ; text ; BOS],
-// one row (no CFG), processors temperature → top-k → top-p → repetition penalty.
+// Chatterbox T3: text tokens → S3 speech tokens (docs: shared chatterbox-spec §1), in one of two
+// backbones, which the file's chatterbox.t3.backbone names (t3_backbone.h; the inference loop here is
+// shared):
+// - Llama (t3_llama.cpp; multilingual, English): llama3-scaled RoPE over [conditioning ; text ; BOS
+//   BOS], conditioned on a speaker embedding, a perceiver over the prompt speech tokens and the
+//   emotion ("exaggeration") value; classifier-free guidance runs both rows as one batch-of-two
+//   graph over a two-stream KV cache; processors repetition penalty → temperature → min_p → top_p.
+// - GPT-2 (t3_gpt2.cpp; Turbo, Nano: tts_turbo.py, T3.inference_turbo): learned wpe positions over
+//   [speaker ; prompt speech tokens ; text ; BOS], one row (no CFG), processors temperature →
+//   top-k → top-p → repetition penalty.
 #pragma once
 
 #include <atomic>
@@ -18,11 +20,14 @@
 #include "core/backend.h"
 #include "core/capture.h"
 #include "core/gguf_file.h"
-#include "core/weights.h"
 #include "lm/decoder.h"
 #include "lm/kv_cache.h"
 
 namespace talkbox::chatterbox {
+
+namespace t3_detail {
+class Backbone;
+}
 
 struct T3Hparams {
     uint32_t hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
@@ -114,8 +119,8 @@ public:
     T3(const T3&) = delete;
     T3& operator=(const T3&) = delete;
 
-    const T3Hparams& hparams() const { return hp_; }
-    bool turbo() const { return hp_.gpt2; }
+    const T3Hparams& hparams() const;
+    bool turbo() const { return hparams().gpt2; }
     // The official generate() defaults of this model (Turbo: top_k 1000, top_p 0.95; cfg_weight and
     // min_p are ignored there, as tts_turbo.py ignores them).
     T3Options default_options() const;
@@ -150,26 +155,14 @@ public:
     // < start_speech followed by 3 × silence_token (tts_turbo.generate).
     std::vector<int32_t> postprocess(const std::vector<int32_t>& predicted) const;
 
-    size_t weight_bytes() const { return weights_->bytes(); }
+    size_t weight_bytes() const;
 
     // From now on generate() runs its graphs node by node and adds each node's time (by op) and its
     // host steps (logits read-back, sampling) to `times`; nullptr: ordinary runs (benchmarks).
     void profile(StageTimes* times) { profile_ = times; }
 
 private:
-    struct Weights;
-    struct Decoder;
-    struct Stepper;
-    struct Generation;
-    void check_inputs(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond, const T3Options& o) const;
-    void check_turbo_inputs(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond, const T3Options& o) const;
-    void load_gpt2();
-
-    const GgufFile& file_;
-    const Backend& backend_;
-    T3Hparams hp_;
-    std::unique_ptr<WeightStore> weights_;
-    std::unique_ptr<Weights> w_;
+    std::unique_ptr<const t3_detail::Backbone> backbone_;  // the Llama or the GPT-2 T3
     StageTimes* profile_ = nullptr;
 };
 

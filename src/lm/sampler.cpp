@@ -67,6 +67,10 @@ int32_t argmax(const std::vector<float>& scores) {
     return best;
 }
 
+SamplerChain& SamplerChain::repetition_penalty(float penalty) {
+    if (penalty != 1.0f) steps_.push_back({Kind::RepetitionPenalty, penalty, 0});
+    return *this;
+}
 SamplerChain& SamplerChain::temperature(float t) {
     if (t != 1.0f && t != 0.0f) steps_.push_back({Kind::Temperature, t, 0});
     return *this;
@@ -84,10 +88,13 @@ SamplerChain& SamplerChain::min_p(float p) {
     return *this;
 }
 
-void SamplerChain::apply(std::vector<float>& scores) {
+void SamplerChain::apply(std::vector<float>& scores, const std::vector<int32_t>& history) {
     const size_t n = scores.size();
     for (const Step& step : steps_) {
         switch (step.kind) {
+            case Kind::RepetitionPenalty:
+                apply_repetition_penalty(scores, history, step.value);
+                break;
             case Kind::Temperature:
                 for (float& s : scores) s /= step.value;
                 break;

@@ -1,6 +1,6 @@
-// Token selection with transformers' semantics, shared by the model families: the repetition
-// penalty, a chain of warpers each model composes in its official order, then greedy argmax or a
-// multinomial draw from a seeded generator.
+// Token selection with transformers' semantics, shared by the model families: a chain of logits
+// processors (repetition penalty, warpers) each model composes in its official order, then greedy
+// argmax or a multinomial draw from a seeded generator.
 #pragma once
 
 #include <cstdint>
@@ -28,9 +28,11 @@ void apply_repetition_penalty(std::vector<float>& scores, const std::vector<int3
 // First index of the maximum (torch.argmax). Throws Error (Internal) if no score is finite.
 int32_t argmax(const std::vector<float>& scores);
 
-// The warpers a model's official code applies, in its order; each step in place, removed ids -inf.
+// The logits processors a model's official code applies, in its order; each step in place,
+// removed ids -inf.
 class SamplerChain {
 public:
+    SamplerChain& repetition_penalty(float penalty);  // 1: off; apply_repetition_penalty over apply()'s history
     SamplerChain& temperature(float t);  // scores / t (0 and 1: no change; 0 means greedy elsewhere)
     SamplerChain& top_k(uint32_t k);     // 0: off; ties with the k-th largest score survive
     SamplerChain& top_p(float p);        // 1: off; the low tail whose probability is <= 1 - p goes, the top id stays
@@ -38,10 +40,11 @@ public:
     // transformers' warpers for `params`, in its order: temperature → top-k → min-p → top-p.
     SamplerChain& transformers(const SamplingParams& params);
     SamplerChain& clear();  // no steps (the scratch buffers stay allocated)
-    void apply(std::vector<float>& scores);
+    // `history`: the ids the repetition penalty sees (unused by a chain without that step).
+    void apply(std::vector<float>& scores, const std::vector<int32_t>& history = {});
 
 private:
-    enum class Kind { Temperature, TopK, TopP, MinP };
+    enum class Kind { RepetitionPenalty, Temperature, TopK, TopP, MinP };
     struct Step {
         Kind kind;
         float value;

@@ -118,6 +118,27 @@ TEST(Sampler, AChainAppliesItsWarpersInOrder) {
     EXPECT_EQ(e, raw);
 }
 
+// The repetition penalty is a step of the chain in its place (T3: before the warpers; Turbo:
+// after them), over the history apply() is given.
+TEST(Sampler, AChainAppliesTheRepetitionPenaltyInItsPlace) {
+    const std::vector<float> raw = {std::log(0.4f), std::log(0.3f), std::log(0.2f), std::log(0.1f)};
+    const std::vector<int32_t> history = {0, 0};
+    std::vector<float> c = raw;
+    lm::SamplerChain().repetition_penalty(4.0f).min_p(0.6f).apply(c, history);  // id 1 is the top one now
+    EXPECT_EQ(c[0], -kInf);
+    EXPECT_FLOAT_EQ(c[2], raw[2]) << "0.2 has 0.67 of the new top probability";
+    EXPECT_EQ(c[3], -kInf);
+    std::vector<float> d = raw;
+    lm::SamplerChain().min_p(0.6f).repetition_penalty(4.0f).apply(d, history);  // id 0 survives min-p, then pays once
+    EXPECT_FLOAT_EQ(d[0], raw[0] * 4.0f);
+    EXPECT_EQ(d[2], -kInf);
+    std::vector<float> e = raw;
+    lm::SamplerChain().repetition_penalty(4.0f).apply(e);  // no history: no change
+    EXPECT_EQ(e, raw);
+    lm::SamplerChain().repetition_penalty(1.0f).apply(e, history);  // 1: off
+    EXPECT_EQ(e, raw);
+}
+
 TEST(Sampler, TopPKeepsTheSmallestHeadAboveP) {
     Sampler sampler(4);
     const std::vector<float> probs = {0.05f, 0.5f, 0.15f, 0.3f};
