@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <numeric>
 
 #include "chatterbox/checkpoint_names.h"
@@ -266,16 +265,6 @@ size_t T3::weight_bytes() const { return backbone_->weight_bytes(); }
 
 namespace {
 
-double cpu_ms_since(std::clock_t c) { return 1000.0 * static_cast<double>(std::clock() - c) / CLOCKS_PER_SEC; }
-
-// Wall and CPU time since it was made.
-struct Span {
-    Clock::time_point wall = Clock::now();
-    std::clock_t cpu = std::clock();
-    double ms() const { return ms_since(wall); }
-    double cpu_ms() const { return cpu_ms_since(cpu); }
-};
-
 // A job's T3Timings: conditioning + prefill (run alone), then its share of the token loop: its own
 // sampling plus 1/B of each step it shared with B - 1 others, so that the jobs of a batch add up to
 // the batch's time (one job alone: the loop's wall time).
@@ -284,12 +273,12 @@ public:
     explicit PhaseClock(T3Timings* timings) : timings_(timings) {}
     void prefill_done() {
         if (timings_) {
-            timings_->prefill_ms = start_.ms();
+            timings_->prefill_ms = start_.wall_ms();
             timings_->prefill_cpu_ms = start_.cpu_ms();
         }
     }
-    void add_decode(const Span& span, size_t share) {
-        decode_ms_ += span.ms() / static_cast<double>(share);
+    void add_decode(const Stopwatch& span, size_t share) {
+        decode_ms_ += span.wall_ms() / static_cast<double>(share);
         decode_cpu_ms_ += span.cpu_ms() / static_cast<double>(share);
     }
     void decode_done(size_t tokens) {
@@ -301,7 +290,7 @@ public:
 
 private:
     T3Timings* timings_;
-    Span start_;
+    Stopwatch start_;
     double decode_ms_ = 0, decode_cpu_ms_ = 0;
 };
 
@@ -328,7 +317,7 @@ struct Generation {
     }
 
     bool pick() {
-        const Span span;
+        const Stopwatch span;
         const bool more = backbone.pick(loop);
         phases.add_decode(span, 1);
         return more;
@@ -483,7 +472,7 @@ void T3::generate_batch(const std::vector<T3Job>& jobs, size_t parallel, const T
             throw_if_cancelled(g->loop.o.cancel);
             batch.push_back(g.get());
         }
-        const Span span;
+        const Stopwatch span;
         stepper.step(batch);
         for (Generation* g : batch) g->phases.add_decode(span, batch.size());
         running.clear();
