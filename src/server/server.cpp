@@ -900,18 +900,29 @@ struct Server::Impl : http::Handler, wyoming::Service {
             };
     }
 
+    // What a client (the web page among them) needs to offer the right fields for a model, so that
+    // it never has to know families or variants.
     json model_json(const ModelPool& m) const {
+        const Capabilities& c = m.capabilities();
+        json fields = json::array();
+        for (const RequestField& f : c.fields) fields.push_back(f.name);
         return {{"id", m.id()},
                 {"object", "model"},
                 {"created", 0},
                 {"owned_by", "talkbox"},
-                {"family", m.capabilities().architecture},
-                {"variant", m.capabilities().variant},
-                {"size", m.capabilities().size},
-                {"speakers", m.capabilities().speakers},
-                {"builtin_voice", m.capabilities().builtin_voice ? json(kBuiltinVoice) : json(nullptr)},
-                {"languages", m.capabilities().languages},
-                {"sample_rate", m.capabilities().sample_rate}};
+                {"family", c.architecture},
+                {"variant", c.variant},
+                {"description", c.description()},
+                {"size", c.size},
+                {"speakers", c.speakers},
+                {"builtin_voice", c.builtin_voice ? json(kBuiltinVoice) : json(nullptr)},
+                {"languages", c.languages},
+                {"sample_rate", c.sample_rate},
+                {"fields", fields},
+                {"instructions", c.takes_instruct},
+                {"designs_voice", c.designs_voice},
+                {"clones", c.clones},
+                {"clone_transcript", c.clone_transcript}};
     }
 
     json voice_json(const std::string& name, const Voice& v) const {

@@ -61,6 +61,23 @@ TEST_F(ChatterboxServerTest, ModelsAndVoicesListBothFamilies) {
     EXPECT_NE(std::find(models[0]["languages"].begin(), models[0]["languages"].end(), "fr"), models[0]["languages"].end());
     EXPECT_EQ(models[1]["family"], "qwen3tts");
     EXPECT_TRUE(models[1]["builtin_voice"].is_null());
+    // What a client offers per model, from the capabilities (the web page reads these).
+    const auto takes = [](const json& model, const std::string& field) {
+        return std::find(model["fields"].begin(), model["fields"].end(), field) != model["fields"].end();
+    };
+    EXPECT_EQ(models[0]["description"], "Chatterbox Multilingual");
+    EXPECT_TRUE(takes(models[0], "cfg_weight") && takes(models[0], "exaggeration"));
+    EXPECT_FALSE(takes(models[0], "top_k"));
+    EXPECT_FALSE(models[0]["instructions"]);
+    EXPECT_TRUE(models[0]["clones"]);
+    EXPECT_FALSE(models[0]["clone_transcript"]);
+    EXPECT_FALSE(takes(models[1], "cfg_weight"));
+    EXPECT_TRUE(takes(models[1], "top_k"));
+    EXPECT_TRUE(models[1]["instructions"]);
+    EXPECT_FALSE(models[1]["clones"]);
+    EXPECT_FALSE(models[1]["designs_voice"]);
+    EXPECT_TRUE(models[2]["clones"]);
+    EXPECT_TRUE(models[2]["clone_transcript"]);
     auto one = client().Get("/v1/models/" + kCb, auth());
     ASSERT_TRUE(one && one->status == 200);
     EXPECT_EQ(json::parse(one->body)["family"], "chatterbox");
