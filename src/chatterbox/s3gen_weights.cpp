@@ -4,8 +4,6 @@
 #include <cstring>
 
 #include "chatterbox/checkpoint_names.h"
-#include "convert/safetensors.h"
-#include "convert/weight_type.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "talkbox/error.h"
@@ -15,25 +13,6 @@ namespace talkbox::chatterbox {
 namespace {
 
 constexpr size_t kMaxTensors = 8192;  // 1450 at the released size
-
-class SafetensorsSource : public TensorSource {
-public:
-    explicit SafetensorsSource(const std::string& path) : file_(path) {}
-    const std::string& label() const override { return file_.path(); }
-    bool has(const std::string& key) const override { return file_.find(key) != nullptr; }
-    HostTensor get(const std::string& key) const override {
-        const SafetensorsTensor* t = file_.find(key);
-        if (!t) throw Error(ErrorKind::NotFound, "'" + file_.path() + "': missing tensor '" + key + "'");
-        HostTensor h;
-        h.shape = t->shape;
-        h.data.resize(static_cast<size_t>(t->element_count()));
-        safetensors_to_f32(*t, h.data.data());
-        return h;
-    }
-
-private:
-    SafetensorsFile file_;
-};
 
 class GgufSource : public TensorSource {
 public:
@@ -89,53 +68,6 @@ private:
     const GgufFile& file_;
 };
 
-class MemorySource : public TensorSource {
-public:
-    MemorySource(std::map<std::string, HostTensor> t, std::string label) : tensors_(std::move(t)), label_(std::move(label)) {}
-    const std::string& label() const override { return label_; }
-    bool has(const std::string& key) const override { return tensors_.count(key) != 0; }
-    HostTensor get(const std::string& key) const override {
-        const auto it = tensors_.find(key);
-        if (it == tensors_.end()) throw Error(ErrorKind::NotFound, "'" + label_ + "': missing tensor '" + key + "'");
-        return it->second;
-    }
-    bool stored(const std::string& key, StoredTensor* out) const override {
-        const auto it = stored_.find(key);
-        if (it == stored_.end()) return false;
-        out->type = it->second.type;
-        out->ne = it->second.ne;
-        out->data = it->second.bytes.data();
-        out->nbytes = it->second.bytes.size();
-        return true;
-    }
-
-    // Quantises what the converter would store as `type`; keeps the dequantised values for get().
-    void quantise(WeightType type) {
-        for (auto& [key, t] : tensors_) {
-            const std::string name = chatterbox_gguf_name(ChatterboxFile::S3Gen, key);
-            if (name.empty()) continue;
-            const std::vector<int64_t> ne(t.shape.rbegin(), t.shape.rend());
-            const ggml_type st = storage_type(name, ne, type);
-            if (st == GGML_TYPE_F32) continue;
-            const int64_t row = ne[0], rows = static_cast<int64_t>(t.data.size()) / row;
-            Stored q{st, ne, std::vector<uint8_t>(ggml_row_size(st, row) * static_cast<size_t>(rows))};
-            ggml_quantize_chunk(st, t.data.data(), q.bytes.data(), 0, rows, row, nullptr);
-            ggml_get_type_traits(st)->to_float(q.bytes.data(), t.data.data(), static_cast<int64_t>(t.data.size()));
-            stored_[key] = std::move(q);
-        }
-    }
-
-private:
-    struct Stored {
-        ggml_type type;
-        std::vector<int64_t> ne;
-        std::vector<uint8_t> bytes;
-    };
-    std::map<std::string, HostTensor> tensors_;
-    std::map<std::string, Stored> stored_;
-    std::string label_;
-};
-
 int64_t numel(const std::vector<int64_t>& shape) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -150,22 +82,7 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 }  // namespace
 
-std::unique_ptr<TensorSource> safetensors_source(const std::string& path) {
-    return std::make_unique<SafetensorsSource>(path);
-}
-
 std::unique_ptr<TensorSource> gguf_source(const GgufFile& file) { return std::make_unique<GgufSource>(file); }
-
-std::unique_ptr<TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label) {
-    return std::make_unique<MemorySource>(std::move(tensors), label);
-}
-
-std::unique_ptr<TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label,
-                                            WeightType type) {
-    auto src = std::make_unique<MemorySource>(std::move(tensors), label);
-    src->quantise(type);
-    return src;
-}
 
 HostTensor module_weight(const TensorSource& src, const std::string& prefix) {
     if (src.has(prefix + ".weight")) return src.get(prefix + ".weight");

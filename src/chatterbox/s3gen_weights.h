@@ -13,7 +13,6 @@
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "ggml.h"
-#include "talkbox/convert.h"
 
 namespace talkbox::chatterbox {
 
@@ -44,19 +43,9 @@ public:
     virtual bool stored(const std::string& /*key*/, StoredTensor* /*out*/) const { return false; }
 };
 
-// The official checkpoint itself (s3gen.safetensors, s3gen_meanflow.safetensors).
-std::unique_ptr<TensorSource> safetensors_source(const std::string& path);
 // The S3Gen tensors of a Chatterbox GGUF (names from chatterbox_gguf_name; weight norm stored
 // as weight_g / weight_v). The file must outlive the source.
 std::unique_ptr<TensorSource> gguf_source(const GgufFile& file);
-// Tensors held in memory (regenerated or random weights for tests and benchmarks).
-std::unique_ptr<TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label);
-// The same as a `talkbox convert --type` GGUF would hold it: every tensor the converter's policy
-// stores as `type` (convert/weight_type.h, by its GGUF name) is quantised once and served as stored
-// (get() gives its dequantised values), the rest stays F32.
-std::unique_ptr<TensorSource> memory_source(std::map<std::string, HostTensor> tensors, const std::string& label,
-                                            WeightType type);
-
 // The effective weight of a possibly weight-normed module at `prefix` (e.g. "mel2wav.conv_pre"):
 // "<prefix>.weight" when the file has it, else w = v · g / ‖v‖ (norm over all dims but 0, per
 // dim-0 slice) from "<prefix>.parametrizations.weight.original0/1" (torch ≥ 2.1) or the legacy
