@@ -166,8 +166,11 @@ struct LongFormRun {
         };
         std::deque<Running> running;
         size_t next = 0;
+        // The segments ahead start once the first audio is out: their prefills would otherwise
+        // share the cores with the first segment's and delay what the listener waits for.
         const auto launch = [&] {
-            while (running.size() < parallel && next < segments.size()) {
+            const size_t limit = out.samples > 0 ? parallel : 1;
+            while (running.size() < limit && next < segments.size()) {
                 if (idle.empty()) {
                     made.push_back(std::make_unique<Session>(session.model()));
                     idle.push_back(made.back().get());
@@ -191,6 +194,7 @@ struct LongFormRun {
                 if (parallel > 1) {
                     while (!running.front().segment->take(sink, std::chrono::milliseconds(20))) {
                         if (cancelled()) stop = true;  // the segments stop after their current frame
+                        if (!stop) launch();
                     }
                     r = running.front().segment->result();
                     idle.push_back(running.front().session);
