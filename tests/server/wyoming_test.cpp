@@ -451,12 +451,12 @@ TEST_F(WyomingTest, AClientThatLeavesMidSynthesisCancelsIt) {
     EXPECT_TRUE(counted) << "the synthesis of the client that left was not cancelled";
 }
 
-// A Chatterbox model's built-in voice is a Wyoming voice with the model's languages. (Describe
-// only: the tiny Chatterbox's random weights never stop a sentence on their own, and Wyoming has
-// no max_frames to cap them.)
-TEST(WyomingChatterbox, DescribesTheBuiltinVoice) {
+// A Chatterbox model's built-in voice is a Wyoming voice with the model's languages, and it speaks:
+// the same audio as HTTP's pcm with the server's seed. (The tiny model's random weights never stop
+// a sentence on their own: each runs to the 1000-token limit, 40 s of audio in about 2 s.)
+TEST(WyomingChatterbox, TheBuiltinVoiceIsListedAndSpeaksAsOverHttp) {
     TempDir voices;
-    ServeProcess s({"-m", converted_chatterbox(), "--no-http", "--wyoming-port", "0", "--voices-dir", voices.path(), "-T", "1"});
+    ServeProcess s({"-m", converted_chatterbox(), "--wyoming-port", "0", "--seed", "5", "--voices-dir", voices.path(), "-T", "1"});
     WyomingClient c(s.wyoming_port());
     ASSERT_TRUE(c.send("describe"));
     auto info = c.read();
@@ -467,6 +467,22 @@ TEST(WyomingChatterbox, DescribesTheBuiltinVoice) {
     EXPECT_EQ(list[0]["attribution"]["name"], "Resemble AI");
     EXPECT_GT(list[0]["languages"].size(), 1u) << list.dump();  // the multilingual model
     EXPECT_NE(list[0]["languages"].dump().find("\"fr\""), std::string::npos) << list.dump();
+
+    const std::string text = "Hello there.";
+    ASSERT_TRUE(c.send("synthesize", {{"text", text}, {"voice", {{"name", "builtin"}, {"language", "en"}}}}));
+    const Audio a = read_audio(c);
+    EXPECT_EQ(a.start["rate"], 24000);
+    ASSERT_GT(a.chunks.size(), 1u);
+    httplib::Client http("127.0.0.1", s.port());
+    http.set_read_timeout(120);
+    const json body = {{"model", "chatterbox-multilingual-f32"}, {"input", text}, {"voice", "builtin"}, {"language", "en"},
+                       {"response_format", "pcm"}};
+    auto r = http.Post("/v1/audio/speech", body.dump(), "application/json");
+    ASSERT_TRUE(r) << s.log();
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->get_header_value("X-Talkbox-Seed"), "5");
+    EXPECT_EQ(a.pcm.size(), r->body.size());
+    EXPECT_TRUE(a.pcm == r->body) << "Wyoming and HTTP audio differ for the same seed";
 }
 
 // The server's own limits: connections at most --max-concurrent + --max-queue + 8, syntheses
