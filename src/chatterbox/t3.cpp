@@ -115,9 +115,23 @@ Backbone::Backbone(const GgufFile& file, const Backend& backend, T3Hparams hp)
 
 Backbone::~Backbone() = default;
 
-void Backbone::load(const TensorSpecs& specs, const std::vector<std::string>& added) {
+void Backbone::load(TensorSpecs specs, const std::vector<std::string>& added) {
+    // The tables and the speaker projection both backbones have under the same keys.
+    const int64_t D = hp_.hidden;
+    for (auto shared : TensorSpecs{{"text_emb.weight", {D, hp_.text_vocab}},
+                                         {"speech_emb.weight", {D, hp_.speech_vocab}},
+                                         {"speech_head.weight", {D, hp_.speech_vocab}},
+                                         {"cond_enc.spkr_enc.weight", {hp_.speaker_dim, D}},
+                                         {"cond_enc.spkr_enc.bias", {D}}}) {
+        specs.push_back(std::move(shared));
+    }
     check_tensor_specs(file_, specs, added);
     store_ = std::make_unique<WeightStore>(file_, backend_.get(), std::vector<std::string>{"t3."}, lm::is_whole_layer_matrix);
+    w_.text_emb = get("text_emb.weight");
+    w_.speech_emb = get("speech_emb.weight");
+    w_.speech_head = get("speech_head.weight");
+    w_.spkr_w = get("cond_enc.spkr_enc.weight");
+    w_.spkr_b = get("cond_enc.spkr_enc.bias");
 }
 
 ggml_tensor* Backbone::get(const std::string& key) const { return store_->get(gguf_name(key)); }

@@ -168,9 +168,10 @@ public:
 
 protected:
     Backbone(const GgufFile& file, const Backend& backend, T3Hparams hp);
-    // Checks `specs` (check_tensor_specs) and loads every `t3.` tensor; get() then reads them by
-    // official key.
-    void load(const TensorSpecs& specs, const std::vector<std::string>& added);
+    // Checks `specs` plus the tensors every backbone has (text and speech tables, speech head,
+    // speaker projection: check_tensor_specs), loads every `t3.` tensor and sets those shared
+    // weights; get() then reads the rest by official key.
+    void load(TensorSpecs specs, const std::vector<std::string>& added);
     ggml_tensor* get(const std::string& key) const;
     // After w_.layers and the head are set: packs them for the CPU's panel kernels.
     void pack();

@@ -172,12 +172,7 @@ private:
             {"tfmr.ln_f.weight", {D}},
             {"tfmr.ln_f.bias", {D}},
             {"tfmr.wpe.weight", {D, h.speech_positions}},
-            {"text_emb.weight", {D, h.text_vocab}},
-            {"speech_emb.weight", {D, h.speech_vocab}},
-            {"speech_head.weight", {D, h.speech_vocab}},
             {"speech_head.bias", {h.speech_vocab}},
-            {"cond_enc.spkr_enc.weight", {h.speaker_dim, D}},
-            {"cond_enc.spkr_enc.bias", {D}},
         };
         // The Conv1D weights are stored transposed by the converter: ggml [in, out] like nn.Linear.
         for (uint32_t l = 0; l < h.layers; ++l) {
@@ -198,12 +193,7 @@ private:
         load(specs, {"tfmr.wpe.weight"});
         w_.output_norm = get("tfmr.ln_f.weight");
         w_.output_norm_b = get("tfmr.ln_f.bias");
-        w_.text_emb = get("text_emb.weight");
-        w_.speech_emb = get("speech_emb.weight");
-        w_.speech_head = get("speech_head.weight");
         w_.speech_head_b = get("speech_head.bias");
-        w_.spkr_w = get("cond_enc.spkr_enc.weight");
-        w_.spkr_b = get("cond_enc.spkr_enc.bias");
         wpe_ = get("tfmr.wpe.weight");
         for (uint32_t l = 0; l < h.layers; ++l) {
             const std::string p = "tfmr.h." + std::to_string(l) + ".";

@@ -216,13 +216,8 @@ private:
         const int64_t D = h.hidden, I = h.intermediate, Q = h.perceiver_queries;
         TensorSpecs specs = {
             {"tfmr.norm.weight", {D}},
-            {"text_emb.weight", {D, h.text_vocab}},
-            {"speech_emb.weight", {D, h.speech_vocab}},
             {"text_pos_emb.emb.weight", {D, h.text_positions}},
             {"speech_pos_emb.emb.weight", {D, h.speech_positions}},
-            {"speech_head.weight", {D, h.speech_vocab}},
-            {"cond_enc.spkr_enc.weight", {h.speaker_dim, D}},
-            {"cond_enc.spkr_enc.bias", {D}},
             {"cond_enc.emotion_adv_fc.weight", {1, D}},
             {"cond_enc.perceiver.pre_attention_query", {D, Q, 1}},
             {"cond_enc.perceiver.attn.norm.weight", {D}},
@@ -247,11 +242,6 @@ private:
         }
         load(specs, {"text_pos_emb.emb.weight", "speech_pos_emb.emb.weight", "cond_enc.perceiver.pre_attention_query"});
         w_.output_norm = get("tfmr.norm.weight");
-        w_.text_emb = get("text_emb.weight");
-        w_.speech_emb = get("speech_emb.weight");
-        w_.speech_head = get("speech_head.weight");
-        w_.spkr_w = get("cond_enc.spkr_enc.weight");
-        w_.spkr_b = get("cond_enc.spkr_enc.bias");
         text_pos_ = get("text_pos_emb.emb.weight");
         speech_pos_ = get("speech_pos_emb.emb.weight");
         emotion_w_ = get("cond_enc.emotion_adv_fc.weight");
