@@ -3,17 +3,14 @@
 #include <algorithm>
 #include <cstring>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
-#include <deque>
 #include <dirent.h>
-#include <exception>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
 
 #include "core/clock.h"
+#include "core/core_gate.h"
 #include "core/ggml_log.h"
 #include "ggml-cpu.h"
 #include "talkbox/error.h"
@@ -22,69 +19,6 @@
 #endif
 
 namespace talkbox {
-
-// One thread that runs the graphs of every CPU backend of the process, a `first` job before any
-// other waiting job. One thread, not a lock: ggml's CPU threads are an OpenMP team per calling
-// thread, and an idle team spins for a while after its graph, stealing the cores from the others.
-class CoreGate {
-public:
-    CoreGate() : worker_([this] { serve(); }) {}
-    ~CoreGate() {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            stopping_ = true;
-        }
-        queued_.notify_all();
-        worker_.join();
-    }
-
-    void run(const std::function<void()>& job, bool first) {
-        Job j{&job, false, nullptr};
-        std::unique_lock<std::mutex> lock(mutex_);
-        (first ? first_ : rest_).push_back(&j);
-        queued_.notify_all();
-        finished_.wait(lock, [&] { return j.done; });
-        if (j.error) std::rethrow_exception(j.error);
-    }
-
-private:
-    struct Job {
-        const std::function<void()>* fn;
-        bool done = false;
-        std::exception_ptr error;
-    };
-
-    void serve() {
-        std::unique_lock<std::mutex> lock(mutex_);
-        for (;;) {
-            queued_.wait(lock, [&] { return stopping_ || !first_.empty() || !rest_.empty(); });
-            if (first_.empty() && rest_.empty()) return;
-            auto& queue = first_.empty() ? rest_ : first_;
-            Job* j = queue.front();
-            queue.pop_front();
-            lock.unlock();
-            try {
-                (*j->fn)();
-            } catch (...) {
-                j->error = std::current_exception();
-            }
-            lock.lock();
-            j->done = true;
-            finished_.notify_all();
-        }
-    }
-
-    std::mutex mutex_;
-    std::condition_variable queued_, finished_;
-    std::deque<Job*> first_, rest_;
-    bool stopping_ = false;
-    std::thread worker_;
-};
-
-static CoreGate& process_gate() {
-    static CoreGate gate;
-    return gate;
-}
 
 namespace {
 
@@ -187,7 +121,7 @@ void Backend::compute(ggml_cgraph* graph) const {
             ggml_backend_cpu_set_n_threads(backend_, free_cores(threads_));
             run(graph);
         },
-        gate_first_);
+        UrgentCompute::active() ? ComputePriority::Urgent : gate_first_ ? ComputePriority::First : ComputePriority::Rest);
 }
 
 void Backend::run(ggml_cgraph* graph) const {

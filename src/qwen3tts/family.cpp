@@ -9,6 +9,7 @@
 
 #include "core/backend.h"
 #include "core/clock.h"
+#include "core/core_gate.h"
 #include "lm/kv_cache.h"
 #include "pipeline/bounded_queue.h"
 #include "qwen3tts/codec/decode_file.h"
@@ -292,8 +293,12 @@ SpeechResult QwenSession::speak(const SpeechRequest& request, const AudioCallbac
             m_.scheduler.wake();  // room for the next frame
             result.frames.push_back(*frame);
             timed([&] { return decoder.push(codec::Frames{std::move(*frame)}); });
-            // A short first chunk starts playback early; the decoder is exact for any chunking.
-            if (result.frames.size() == stream.first_chunk_frames && result.samples == 0) timed([&] { return decoder.flush(); });
+            // A short first chunk starts playback early; the decoder is exact for any chunking. Its
+            // graphs go before the running streams' chunks (a server's newcomer waited behind them).
+            if (result.frames.size() == stream.first_chunk_frames && result.samples == 0) {
+                const UrgentCompute urgent;
+                timed([&] { return decoder.flush(); });
+            }
             if (cancel && cancel->load()) {  // no more audio: the queued frames are dropped, not decoded
                 stop = true;
                 queue.cancel();

@@ -1,0 +1,73 @@
+#include "core/core_gate.h"
+
+namespace talkbox {
+
+CoreGate::CoreGate() : worker_([this] { serve(); }) {}
+
+CoreGate::~CoreGate() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+    }
+    queued_.notify_all();
+    worker_.join();
+}
+
+void CoreGate::run(const std::function<void()>& job, ComputePriority priority) {
+    Job j{&job, false, nullptr};
+    std::unique_lock<std::mutex> lock(mutex_);
+    queues_[static_cast<int>(priority)].push_back(&j);
+    queued_.notify_all();
+    finished_.wait(lock, [&] { return j.done; });
+    if (j.error) std::rethrow_exception(j.error);
+}
+
+size_t CoreGate::waiting() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t n = 0;
+    for (const auto& q : queues_) n += q.size();
+    return n;
+}
+
+void CoreGate::serve() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+        std::deque<Job*>* next = nullptr;
+        queued_.wait(lock, [&] {
+            for (auto& q : queues_) {
+                if (!q.empty()) {
+                    next = &q;
+                    return true;
+                }
+            }
+            return stopping_;
+        });
+        if (!next) return;
+        Job* j = next->front();
+        next->pop_front();
+        lock.unlock();
+        try {
+            (*j->fn)();
+        } catch (...) {
+            j->error = std::current_exception();
+        }
+        lock.lock();
+        j->done = true;
+        finished_.notify_all();
+    }
+}
+
+CoreGate& process_gate() {
+    static CoreGate gate;
+    return gate;
+}
+
+namespace {
+thread_local int urgent_scopes = 0;
+}
+
+UrgentCompute::UrgentCompute() { ++urgent_scopes; }
+UrgentCompute::~UrgentCompute() { --urgent_scopes; }
+bool UrgentCompute::active() { return urgent_scopes > 0; }
+
+}  // namespace talkbox

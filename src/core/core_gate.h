@@ -1,0 +1,64 @@
+// The one thread that runs the graphs of every CPU backend of the process (one compute owner, see
+// Backend::share_cores_with), and the order in which the waiting graphs go: urgent ones (the few
+// that stand between a listener and its first audio), then the generators', then the rest; first
+// come, first served within each.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace talkbox {
+
+enum class ComputePriority { Urgent, First, Rest };
+
+// One thread, not a lock: ggml's CPU threads are an OpenMP team per calling thread, and an idle
+// team spins for a while after its graph, stealing the cores from the others.
+class CoreGate {
+public:
+    CoreGate();
+    ~CoreGate();
+    CoreGate(const CoreGate&) = delete;
+    CoreGate& operator=(const CoreGate&) = delete;
+
+    // Runs `job` on the gate's thread after the job in progress and every waiting job of a higher
+    // priority, or of the same one queued earlier; blocks until it has run and rethrows its error.
+    void run(const std::function<void()>& job, ComputePriority priority);
+    // Jobs queued and not yet started.
+    size_t waiting() const;
+
+private:
+    struct Job {
+        const std::function<void()>* fn;
+        bool done = false;
+        std::exception_ptr error;
+    };
+    void serve();
+
+    mutable std::mutex mutex_;
+    std::condition_variable queued_, finished_;
+    std::deque<Job*> queues_[3];  // by ComputePriority
+    bool stopping_ = false;
+    std::thread worker_;
+};
+
+// The gate every CPU Backend computes through.
+CoreGate& process_gate();
+
+// While one lives, the CPU graphs that this thread computes are urgent: they go before every other
+// waiting graph. For a stream's first short decode, so that a newcomer's first audio does not wait
+// behind the running streams' chunks; keep the scope to a few short graphs.
+class UrgentCompute {
+public:
+    UrgentCompute();
+    ~UrgentCompute();
+    UrgentCompute(const UrgentCompute&) = delete;
+    UrgentCompute& operator=(const UrgentCompute&) = delete;
+    static bool active();  // on the calling thread
+};
+
+}  // namespace talkbox

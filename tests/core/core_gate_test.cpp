@@ -1,0 +1,77 @@
+// CoreGate: one thread runs every job; waiting jobs go urgent first, then first, then the rest,
+// in arrival order within each; UrgentCompute marks the calling thread's graphs urgent.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/core_gate.h"
+
+using namespace talkbox;
+
+namespace {
+
+// Queues one job per (name, priority) while a first job holds the gate, one at a time in the order
+// given, then releases it; returns the names in the order the gate ran them.
+std::vector<std::string> run_order(const std::vector<std::pair<std::string, ComputePriority>>& jobs) {
+    CoreGate gate;
+    std::vector<std::string> order;  // written by the gate's one thread only
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::promise<void> holding;
+    std::thread holder([&] {
+        gate.run([&] { holding.set_value(); released.wait(); order.push_back("holder"); }, ComputePriority::Rest);
+    });
+    holding.get_future().wait();
+    std::vector<std::thread> callers;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        callers.emplace_back([&, i] { gate.run([&, i] { order.push_back(jobs[i].first); }, jobs[i].second); });
+        while (gate.waiting() < i + 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    release.set_value();
+    holder.join();
+    for (auto& t : callers) t.join();
+    return order;
+}
+
+TEST(CoreGate, WaitingJobsRunUrgentThenFirstThenRestEachInArrivalOrder) {
+    const auto order = run_order({{"rest1", ComputePriority::Rest},
+                                  {"first1", ComputePriority::First},
+                                  {"urgent1", ComputePriority::Urgent},
+                                  {"rest2", ComputePriority::Rest},
+                                  {"urgent2", ComputePriority::Urgent},
+                                  {"first2", ComputePriority::First}});
+    EXPECT_EQ(order, (std::vector<std::string>{"holder", "urgent1", "urgent2", "first1", "first2", "rest1", "rest2"}));
+}
+
+TEST(CoreGate, AJobsErrorIsRethrownToItsCallerAlone) {
+    CoreGate gate;
+    EXPECT_THROW(gate.run([] { throw std::runtime_error("bad graph"); }, ComputePriority::First), std::runtime_error);
+    bool ran = false;
+    gate.run([&] { ran = true; }, ComputePriority::Rest);
+    EXPECT_TRUE(ran);
+    EXPECT_EQ(gate.waiting(), 0u);
+}
+
+TEST(CoreGate, UrgentComputeMarksOnlyItsThreadWhileItLives) {
+    EXPECT_FALSE(UrgentCompute::active());
+    {
+        const UrgentCompute urgent;
+        EXPECT_TRUE(UrgentCompute::active());
+        {
+            const UrgentCompute nested;
+            EXPECT_TRUE(UrgentCompute::active());
+        }
+        EXPECT_TRUE(UrgentCompute::active());
+        bool other_thread = true;
+        std::thread([&] { other_thread = UrgentCompute::active(); }).join();
+        EXPECT_FALSE(other_thread);
+    }
+    EXPECT_FALSE(UrgentCompute::active());
+}
+
+}  // namespace
