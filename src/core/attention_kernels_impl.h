@@ -100,30 +100,40 @@ void values_tile(const float* p, int64_t nk, const char* v, size_t v_stride, int
     }
 }
 #elif defined(TALKBOX_ATTENTION_AVX2)
-// AVX2: 16 registers hold 3 queries × 32 keys (or columns) at a time, so a tile runs in parts; each
-// score and output is the same fused multiply-add chain as with AVX-512, bit for bit.
+// AVX2: 16 registers hold the whole block of up to 6 queries × 16 keys (or columns) at a time, so a
+// tile runs in parts; each score and output is the same fused multiply-add chain as with AVX-512,
+// bit for bit. (Parts of 3 queries × 32 keys needed one register more than there are: GCC then
+// streamed every key row from memory once per query, or kept the value product's accumulators on
+// the stack, at about half the speed.)
 inline __m256i lane_mask8(int64_t lanes) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(lanes)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// s[n][0..32) = q[n] · 32 keys of a transposed tile (kt, s at the part's first key), M ≤ 3 queries.
-template <int M>
+// s[n][0..16) = q[n] · 16 keys of a transposed tile (kt, s at the part's first key).
+template <int NQ>
 void scores_part(const float* const* q, const float* kt, int64_t hd, float* s) {
-    __m256 acc[M][4];
-    for (int n = 0; n < M; ++n)
-        for (int r = 0; r < 4; ++r) acc[n][r] = _mm256_setzero_ps();
+    __m256 acc[NQ][2];
+    for (int n = 0; n < NQ; ++n) acc[n][0] = acc[n][1] = _mm256_setzero_ps();
     for (int64_t d = 0; d < hd; ++d) {
         const float* kd = kt + d * kKeys;
-        for (int r = 0; r < 4; ++r) {
-            const __m256 k = _mm256_loadu_ps(kd + 8 * r);
-            for (int n = 0; n < M; ++n) acc[n][r] = _mm256_fmadd_ps(k, _mm256_set1_ps(q[n][d]), acc[n][r]);
+        const __m256 k0 = _mm256_loadu_ps(kd), k1 = _mm256_loadu_ps(kd + 8);
+        for (int n = 0; n < NQ; ++n) {
+            const __m256 b = _mm256_set1_ps(q[n][d]);
+            acc[n][0] = _mm256_fmadd_ps(k0, b, acc[n][0]);
+            acc[n][1] = _mm256_fmadd_ps(k1, b, acc[n][1]);
         }
     }
-    for (int n = 0; n < M; ++n)
-        for (int r = 0; r < 4; ++r) _mm256_storeu_ps(s + n * kKeys + 8 * r, acc[n][r]);
+    for (int n = 0; n < NQ; ++n)
+        for (int r = 0; r < 2; ++r) _mm256_storeu_ps(s + n * kKeys + 8 * r, acc[n][r]);
+}
+
+template <int NQ>
+void scores_tile(const float* const* q, const float* kt, int64_t hd, float* s) {
+    for (int64_t k0 = 0; k0 < kKeys; k0 += 16) scores_part<NQ>(q, kt + k0, hd, s + k0);
 }
 
 // Queries [0, NQ) in parts of 3, keys in halves of 32: f(part's query count, first query, first key).
+// (The relative-position scores load each query's own key rows, so wider parts would not share loads.)
 template <int NQ, typename Part>
 inline void by_parts(Part f) {
     for (int64_t k0 = 0; k0 < kKeys; k0 += 32) {
@@ -134,11 +144,6 @@ inline void by_parts(Part f) {
             f(std::integral_constant<int, NQ>{}, 0, k0);
         }
     }
-}
-
-template <int NQ>
-void scores_tile(const float* const* q, const float* kt, int64_t hd, float* s) {
-    by_parts<NQ>([&](auto m, int n0, int64_t k0) { scores_part<m>(q + n0, kt + k0, hd, s + n0 * kKeys + k0); });
 }
 
 // s[n][0..32) += qp[n] · positions base - n … of pt (query n counted from the block's first, n0).
@@ -166,37 +171,48 @@ void rel_tile(const float* const* qp, const float* pt, int64_t ldp, int64_t base
     by_parts<NQ>([&](auto m, int n0, int64_t k0) { rel_part<m>(qp + n0, n0, pt, ldp, base + k0, hd, s + n0 * kKeys + k0); });
 }
 
-// Output columns [c0, c0 + 32) of M ≤ 3 queries (p, alpha, o at the part's first query).
-template <int M>
+// Output columns [c0, c0 + 16) (p, alpha, o at the block's first query); Masked: the head ends
+// inside them (loads past hd read nothing), a rare case whose masks may cost registers.
+template <int NQ, bool Masked>
 void values_part(const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, int64_t c0, const float* alpha,
                  float* o, int64_t ldo) {
-    __m256i mask[4];  // the head's columns in this part (loads past hd read nothing)
-    for (int r = 0; r < 4; ++r) mask[r] = lane_mask8(clamp64(hd - c0 - 8 * r, 0, 8));
-    __m256 acc[M][4];
-    for (int n = 0; n < M; ++n) {
+    __m256i mask[2] = {};
+    if constexpr (Masked) {
+        for (int r = 0; r < 2; ++r) mask[r] = lane_mask8(clamp64(hd - c0 - 8 * r, 0, 8));
+    }
+    __m256 acc[NQ][2];
+    for (int n = 0; n < NQ; ++n) {
         const __m256 a = _mm256_set1_ps(alpha[n]);
-        for (int r = 0; r < 4; ++r) acc[n][r] = _mm256_mul_ps(_mm256_loadu_ps(o + n * ldo + c0 + 8 * r), a);
+        for (int r = 0; r < 2; ++r) acc[n][r] = _mm256_mul_ps(_mm256_loadu_ps(o + n * ldo + c0 + 8 * r), a);
     }
     for (int64_t j = 0; j < nk; ++j) {
         const float* vr = reinterpret_cast<const float*>(v + j * v_stride) + c0;
-        for (int r = 0; r < 4; ++r) {
-            const __m256 vv = _mm256_maskload_ps(vr + 8 * r, mask[r]);
-            for (int n = 0; n < M; ++n) acc[n][r] = _mm256_fmadd_ps(vv, _mm256_set1_ps(p[n * kKeys + j]), acc[n][r]);
+        __m256 v0, v1;
+        if constexpr (Masked) {
+            v0 = _mm256_maskload_ps(vr, mask[0]);
+            v1 = _mm256_maskload_ps(vr + 8, mask[1]);
+        } else {
+            v0 = _mm256_loadu_ps(vr);
+            v1 = _mm256_loadu_ps(vr + 8);
+        }
+        for (int n = 0; n < NQ; ++n) {
+            const __m256 b = _mm256_set1_ps(p[n * kKeys + j]);
+            acc[n][0] = _mm256_fmadd_ps(v0, b, acc[n][0]);
+            acc[n][1] = _mm256_fmadd_ps(v1, b, acc[n][1]);
         }
     }
-    for (int n = 0; n < M; ++n)
-        for (int r = 0; r < 4; ++r) _mm256_storeu_ps(o + n * ldo + c0 + 8 * r, acc[n][r]);
+    for (int n = 0; n < NQ; ++n)
+        for (int r = 0; r < 2; ++r) _mm256_storeu_ps(o + n * ldo + c0 + 8 * r, acc[n][r]);
 }
 
 template <int NQ>
 void values_tile(const float* p, int64_t nk, const char* v, size_t v_stride, int64_t hd, const float* alpha, float* o,
                  int64_t ldo) {
-    for (int64_t c0 = 0; c0 < hd; c0 += 32) {
-        if constexpr (NQ > 3) {
-            values_part<3>(p, nk, v, v_stride, hd, c0, alpha, o, ldo);
-            values_part<NQ - 3>(p + 3 * kKeys, nk, v, v_stride, hd, c0, alpha + 3, o + 3 * ldo, ldo);
+    for (int64_t c0 = 0; c0 < hd; c0 += 16) {
+        if (c0 + 16 <= hd) {
+            values_part<NQ, false>(p, nk, v, v_stride, hd, c0, alpha, o, ldo);
         } else {
-            values_part<NQ>(p, nk, v, v_stride, hd, c0, alpha, o, ldo);
+            values_part<NQ, true>(p, nk, v, v_stride, hd, c0, alpha, o, ldo);
         }
     }
 }
