@@ -8,12 +8,26 @@
 
 namespace talkbox {
 
+// c ? a : b as a bit select. In a loop that also converts floats to ints (as exp_nonpositive
+// does), GCC does not vectorise a ternary for AVX2, which has no mask registers: such loops ran
+// scalar on AVX2 machines (S3Gen's GELU took 16 % of its flow).
+[[gnu::always_inline]] inline float bit_select(bool c, float a, float b) {
+    uint32_t ab, bb;
+    std::memcpy(&ab, &a, 4);
+    std::memcpy(&bb, &b, 4);
+    const uint32_t mask = 0u - static_cast<uint32_t>(c);
+    const uint32_t r = (ab & mask) | (bb & ~mask);
+    float out;
+    std::memcpy(&out, &r, 4);
+    return out;
+}
+
 // exp(x) for x <= 0 (Cephes expf: round x / ln 2 to n, reduce by n ln 2 in two parts, degree-6
 // polynomial), branch-free so that loops vectorise. Below -87.3 it returns exp(-87.3) (~1e-38).
 [[gnu::always_inline]] inline float exp_nonpositive(float x) {
     constexpr float log2e = 1.44269504088896341f, c1 = 0.693359375f, c2 = -2.12194440e-4f;
     constexpr float round = 12582912.0f;  // 1.5 * 2^23
-    x = x < -87.3f ? -87.3f : x;  // std::max(x, -87.3f), NaN kept
+    x = bit_select(x < -87.3f, -87.3f, x);  // max(x, -87.3), NaN kept
     const float n = (x * log2e + round) - round;
     const float r = (x - n * c1) - n * c2;
     float p = 1.9875691500e-4f;
