@@ -84,6 +84,7 @@ void q8_rows_times_columns(const uint8_t* panel, int64_t blocks, const InputBloc
             for (int h = 0; h < H; ++h) dot[c][h] = _mm256_setzero_si256();
         }
         const uint8_t* w = p + kRows * 2;
+#pragma GCC unroll 1
         for (int64_t g = 0; g < kGroups; ++g) {
             for (int h = 0; h < H; ++h) {
                 const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + g * 64 + (h0 + h) * 32));
