@@ -21,17 +21,18 @@ inline int64_t panel_width(int64_t cout) { return 16 * panel_regs(cout); }
 // and the prefetched rest of the row is wasted: measured 2.5x slower).
 constexpr int64_t kAvx2PanelWidth = 16;
 
-// Output columns [t0, t1) of one batch item: out[t] = W·x + bias (+ residual[t]) for every panel of
-// output channels, column t, tap j reading rows[(t - t0) * stride + j * dilation] (Cin floats).
+// Output columns [t0, t1) and channels [co0, co1) of one batch item (co0 a multiple of the panel
+// width, co1 one too or cout): out[t] = W·x + bias (+ residual[t]) for each panel of output channels,
+// column t, tap j reading rows[(t - t0) * stride + j * dilation] (Cin floats).
 // w: the panels of conv_weight_panels (panel_width(cout) channels wide; kAvx2PanelWidth for AVX2); out and residual rows `out_nb` / `res_nb` bytes apart.
 // Each output is one fused multiply-add chain over (tap, input channel) in order, so the result
 // does not depend on how the columns are split into tiles, steps or threads.
 void conv_columns_avx512(const float* const* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, int64_t cout,
                          const float* w, const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb,
-                         int64_t t0, int64_t t1);
+                         int64_t t0, int64_t t1, int64_t co0, int64_t co1);
 // The same on AVX2 + FMA, bit-identical to conv_columns_avx512 (the same chain for every output).
 void conv_columns_avx2(const float* const* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, int64_t cout,
                        const float* w, const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb,
-                       int64_t t0, int64_t t1);
+                       int64_t t0, int64_t t1, int64_t co0, int64_t co1);
 
 }  // namespace talkbox::conv_kernels

@@ -25,10 +25,10 @@ static_assert(Avx2::kLanes * 2 == kAvx2PanelWidth);
 
 }  // namespace
 
-void conv_columns_avx2(const float* const* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, int64_t cout,
+void conv_columns_avx2(const float* const* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, int64_t /*cout: the panel width is fixed*/,
                        const float* w, const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb,
-                       int64_t t0, int64_t t1) {
-    conv_panels<Avx2, 2, 6>(rows, dilation, stride, taps, cin, cout, w, bias, res, res_nb, out, out_nb, t0, t1);
+                       int64_t t0, int64_t t1, int64_t co0, int64_t co1) {
+    conv_panels<Avx2, 2, 6>(rows, dilation, stride, taps, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0, co1);
 }
 
 }  // namespace talkbox::conv_kernels

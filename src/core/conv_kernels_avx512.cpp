@@ -24,11 +24,11 @@ struct Avx512 {
 
 void conv_columns_avx512(const float* const* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, int64_t cout,
                          const float* w, const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb,
-                         int64_t t0, int64_t t1) {
+                         int64_t t0, int64_t t1, int64_t co0, int64_t co1) {
     if (panel_regs(cout) == 2) {
-        conv_panels<Avx512, 2, 12>(rows, dilation, stride, taps, cin, cout, w, bias, res, res_nb, out, out_nb, t0, t1);
+        conv_panels<Avx512, 2, 12>(rows, dilation, stride, taps, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0, co1);
     } else {
-        conv_panels<Avx512, 3, 8>(rows, dilation, stride, taps, cin, cout, w, bias, res, res_nb, out, out_nb, t0, t1);
+        conv_panels<Avx512, 3, 8>(rows, dilation, stride, taps, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0, co1);
     }
 }
 

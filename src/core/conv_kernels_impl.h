@@ -49,18 +49,36 @@ inline void conv_tile(const float* const* rows_base, int64_t dilation, int64_t s
     }
 }
 
-// Every panel of R registers of output channels over columns [t0, t1), in register tiles of NC
-// columns (then single columns); rows = the input row pointers from column t0's first sample on.
+// The last n < NC columns of a panel as one tile of n columns: one column at a time streamed the
+// panel's weights once per column (a thread's 16 columns of a 4-frame decoder step left 4 of them
+// to that on AVX2).
+template <class V, int R, int N>
+inline void conv_rest(int64_t n, const float* const* rows_base, int64_t dilation, int64_t stride, int64_t taps,
+                      int64_t cin, int64_t panel, const float* w, const float* bias, const char* residual,
+                      size_t residual_nb, char* out, size_t out_nb, const typename V::Mask* mask) {
+    if constexpr (N >= 1) {
+        if (n == N) {
+            conv_tile<V, R, N>(rows_base, dilation, stride, taps, cin, panel, w, bias, residual, residual_nb, out, out_nb, mask);
+        } else {
+            conv_rest<V, R, N - 1>(n, rows_base, dilation, stride, taps, cin, panel, w, bias, residual, residual_nb, out,
+                                   out_nb, mask);
+        }
+    }
+}
+
+// The panels of R registers of output channels [co0, co1) over columns [t0, t1), in register tiles
+// of NC columns (then one narrower tile); rows = the input row pointers from column t0's first
+// sample on.
 template <class V, int R, int NC>
-void conv_panels(const float* const* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, int64_t cout,
-                 const float* w, const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb, int64_t t0,
-                 int64_t t1) {
+void conv_panels(const float* const* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, const float* w,
+                 const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb, int64_t t0, int64_t t1,
+                 int64_t co0, int64_t co1) {
     constexpr int64_t panel = V::kLanes * R;
-    for (int64_t co = 0; co < cout; co += panel) {
+    for (int64_t co = co0; co < co1; co += panel) {
         const float* wp = w + co * taps * cin;
         typename V::Mask mask[R];
         for (int r = 0; r < R; ++r) {
-            int64_t lanes = cout - co - V::kLanes * r;  // (no std::clamp: see conv_kernels.h)
+            int64_t lanes = co1 - co - V::kLanes * r;  // (no std::clamp: see conv_kernels.h)
             lanes = lanes < 0 ? 0 : lanes > V::kLanes ? V::kLanes : lanes;
             mask[r] = V::first_lanes(static_cast<int>(lanes));
         }
@@ -72,8 +90,9 @@ void conv_panels(const float* const* rows, int64_t dilation, int64_t stride, int
                 conv_tile<V, R, NC>(rb, dilation, stride, taps, cin, panel, wp, bias + co, r, res_nb, o, out_nb, mask);
                 t += NC;
             } else {
-                conv_tile<V, R, 1>(rb, dilation, stride, taps, cin, panel, wp, bias + co, r, res_nb, o, out_nb, mask);
-                t += 1;
+                conv_rest<V, R, NC - 1>(t1 - t, rb, dilation, stride, taps, cin, panel, wp, bias + co, r, res_nb, o, out_nb,
+                                        mask);
+                t = t1;
             }
         }
     }

@@ -242,9 +242,24 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     const ggml_tensor* res = has_residual ? dst->src[has_hist ? 4 : 3] : nullptr;
     const int64_t cin = x->ne[0], cout = dst->ne[0], columns = dst->ne[1], h = hist ? hist->ne[1] : 0;
     const int64_t length = h + x->ne[1];
-    // Columns split evenly between the threads (within each batch item).
-    const int64_t per = (columns + nth - 1) / nth, t0 = std::min(columns, per * ith), t1 = std::min(columns, t0 + per);
-    if (t0 >= t1) return;
+    // The threads split the columns (within each batch item), or the panels of output channels when
+    // the columns are few: a streaming step of a few frames is bound by the weight reads, and with
+    // its columns split every thread read all the weights (the speech decoder's 1024 -> 1536 conv
+    // and first transposed conv over 16 columns).
+    const int64_t width = direct_panel_width(cout), panels = (cout + width - 1) / width;
+    const bool by_channels = columns <= 16 * nth && panels >= 2 * nth;
+    int64_t t0 = 0, t1 = columns, co0 = 0, co1 = cout;
+    if (by_channels) {
+        const int64_t per = (panels + nth - 1) / nth;
+        co0 = std::min(cout, per * ith * width);
+        co1 = std::min(cout, co0 + per * width);
+        if (co0 >= co1) return;
+    } else {
+        const int64_t per = (columns + nth - 1) / nth;
+        t0 = std::min(columns, per * ith);
+        t1 = std::min(columns, t0 + per);
+        if (t0 >= t1) return;
+    }
     const std::vector<float> zeros(static_cast<size_t>(cin), 0.0f);
     // Row pointers of the input samples this thread reads, from sample t0 * stride - left on.
     const int64_t span = (t1 - 1 - t0) * stride + (taps - 1) * dilation + 1;
@@ -264,7 +279,8 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
         char* db = static_cast<char*>(dst->data) + b * dst->nb[2];
 #if defined(__x86_64__)  // only built where cpu_runs_conv_direct() can be true
         const auto kernel = cpu_avx512_allowed() ? conv_kernels::conv_columns_avx512 : conv_kernels::conv_columns_avx2;
-        kernel(rows.data(), dilation, stride, taps, cin, cout, wdata, bdata, rb_res, res ? res->nb[1] : 0, db, dst->nb[1], t0, t1);
+        kernel(rows.data(), dilation, stride, taps, cin, cout, wdata, bdata, rb_res, res ? res->nb[1] : 0, db, dst->nb[1], t0, t1,
+               co0, co1);
 #else
         (void)wdata, (void)bdata, (void)rb_res, (void)db;
 #endif

@@ -2,13 +2,14 @@
 // fused multiply-add chain of conv_kernels.h (over tap, then input channel, from zero; then the
 // bias, then the residual), so the AVX2 and AVX-512 sets agree exactly. Partial panels of both
 // widths (48 and 32 channels), strides, dilations, residuals and column ranges that are not whole
-// register tiles.
+// register tiles; channel ranges of whole panels.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/conv_kernels.h"
@@ -18,7 +19,7 @@ namespace talkbox::conv_kernels {
 namespace {
 
 using Kernel = void (*)(const float* const*, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*,
-                        const char*, size_t, char*, size_t, int64_t, int64_t);
+                        const char*, size_t, char*, size_t, int64_t, int64_t, int64_t, int64_t);
 
 // w [Cout][Cin][k] (PyTorch) in panels of `width` output channels, as conv_kernels.h reads them:
 // per panel one row of `width` channels for each (tap, input channel), the last panel zero-padded.
@@ -67,13 +68,22 @@ TEST(ConvKernels, EverySetIsThePlainFusedChainBitForBit) {
                     want[t * cout + co] = y;
                 }
             for (const auto& [name, kernel, panel] : kernels) {
-                const std::vector<float> panels = panels_of(w, taps, cin, cout, panel(cout));
-                std::vector<float> got(t1 * cout, -1.0f);  // columns outside [t0, t1) stay untouched
-                kernel(rows.data(), dilation, stride, taps, cin, cout, panels.data(), bias.data(),
-                       with_res ? reinterpret_cast<const char*>(res.data()) : nullptr, cout * sizeof(float),
-                       reinterpret_cast<char*>(got.data()), cout * sizeof(float), t0, t1);
-                EXPECT_EQ(got, want) << name << ": " << cin << "x" << cout << " taps " << taps << " dilation " << dilation
-                                     << " stride " << stride << (with_res ? " residual" : "");
+                const int64_t width = panel(cout);
+                const std::vector<float> panels = panels_of(w, taps, cin, cout, width);
+                // All channels at once, then in two calls split after the first panel (as threads
+                // split a step of few columns).
+                for (const int64_t split : {cout, std::min(cout, width)}) {
+                    std::vector<float> got(t1 * cout, -1.0f);  // columns outside [t0, t1) stay untouched
+                    for (const auto& [co0, co1] : {std::pair<int64_t, int64_t>{0, split}, {split, cout}}) {
+                        if (co0 == co1) continue;
+                        kernel(rows.data(), dilation, stride, taps, cin, cout, panels.data(), bias.data(),
+                               with_res ? reinterpret_cast<const char*>(res.data()) : nullptr, cout * sizeof(float),
+                               reinterpret_cast<char*>(got.data()), cout * sizeof(float), t0, t1, co0, co1);
+                    }
+                    EXPECT_EQ(got, want) << name << ": " << cin << "x" << cout << " taps " << taps << " dilation " << dilation
+                                         << " stride " << stride << (with_res ? " residual" : "") << ", channels split at "
+                                         << split;
+                }
             }
         }
     }
