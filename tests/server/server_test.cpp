@@ -562,6 +562,11 @@ struct BackgroundStream {
             status = r ? r->status : -1;
         });
     }
+    // A failed ASSERT returns with the stream still running: join it, so that the test reports the
+    // failure instead of aborting the whole binary.
+    ~BackgroundStream() {
+        if (thread.joinable()) thread.join();
+    }
     void wait_started() {
         for (int i = 0; i < 600 && !started; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
         ASSERT_TRUE(started) << "the stream never started";
@@ -581,14 +586,16 @@ bool log_has(const ServeProcess& server, const std::string& text) {
 // SIGTERM drains: /ready and new requests answer 503 with Retry-After while the running stream
 // finishes whole (the same bytes as when nothing else happens), /health stays up, exit status 0.
 TEST(ServerDrain, SigtermFinishesRunningRequestsAndRefusesNewOnes) {
-    ServeProcess server({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--voices-dir", TempDir().path() + "-voices", "-T", "1"});
+    ServeProcess server({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--voices-dir", TempDir().path() + "-voices", "-T", "1",
+                         "--max-text-chars", "20000"});
     httplib::Client c("127.0.0.1", server.port());
     c.set_read_timeout(60);
     auto ready = c.Get("/ready");
     ASSERT_TRUE(ready);
     EXPECT_EQ(ready->status, 200);
     EXPECT_EQ(json::parse(ready->body)["status"], "ready");
-    const json request = {{"input", long_text(100)}, {"voice", "ryan"}, {"stream", true}, {"seed", 3}};
+    // Long enough that the drained stream is still running while the checks below run on a busy machine.
+    const json request = {{"input", long_text(300)}, {"voice", "ryan"}, {"stream", true}, {"seed", 3}};
     std::string reference;
     {
         BackgroundStream alone(server.port(), request);
