@@ -158,6 +158,7 @@ void q4k_rows_times_columns(const uint8_t* panel, int64_t supers, const InputBlo
                 for (int h = 0; h < H; ++h) lo[c][h] = hi[c][h] = _mm256_setzero_si256();
             }
             const uint8_t* w = p + kQ4kNibbles + pair * kGroups * 64;
+#pragma GCC unroll 1
             for (int64_t g = 0; g < kGroups; ++g) {
                 for (int h = 0; h < H; ++h) {
                     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + g * 64 + (h0 + h) * 32));
