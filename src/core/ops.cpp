@@ -74,9 +74,6 @@ void unary_op(ggml_tensor* dst, const ggml_tensor* a, int ith, int nth, void*) {
     const int64_t n = ggml_nelements(a), per = (n + nth - 1) / nth, i0 = std::min(n, per * ith), i1 = std::min(n, i0 + per);
     const float* x = static_cast<const float*>(a->data);
     float* y = static_cast<float*>(dst->data);
-    // ggml may run the op in place (y == x): without ivdep that fails the vectoriser's overlap
-    // check and the scalar loop ran (GELU: 16 % of S3Gen's flow). Element i reads only x[i].
-#pragma GCC ivdep
     for (int64_t i = i0; i < i1; ++i) y[i] = F(x[i]);
 }
 
