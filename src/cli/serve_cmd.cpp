@@ -151,6 +151,8 @@ void run_serve(const ServeArgs& a) {
         int sig = 0;
         sigwait(&signals, &sig);
         if (stopped) return;
+        // Refuse new work before saying so: whoever reads the line may test that at once.
+        srv.start_draining();
         if (!a.quiet) std::fprintf(stderr, "talkbox: draining (up to %g s; a second signal stops at once)\n", a.drain_timeout);
         std::thread drainer([&] {
             if (zeroconf) zeroconf->withdraw();  // a draining server is offered to no new client

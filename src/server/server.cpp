@@ -1333,8 +1333,10 @@ void Server::stop() {
     if (impl_->wyoming) impl_->wyoming->stop();
 }
 
+void Server::start_draining() { impl_->draining = true; }
+
 bool Server::drain(double timeout_s) {
-    impl_->draining = true;
+    start_draining();
     const auto end = Clock::now() + std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
     for (;;) {
         if (impl_->scheduler.running() == 0 && impl_->scheduler.waiting() == 0) return true;

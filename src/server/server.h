@@ -64,9 +64,11 @@ public:
     int wyoming_port() const;  // the Wyoming port bound (-1: none)
     void run();   // serves until stop()
     void stop();  // safe from any thread
-    // Graceful shutdown, before stop(): /ready and every new synthesis, voice or model request
-    // answer 503 with Retry-After; waits until the running and queued requests are done or
-    // `timeout_s` passed. Returns whether everything finished. Safe from any thread.
+    // Graceful shutdown, before stop(): from the moment start_draining() returns, /ready and every
+    // new synthesis, voice or model request answer 503 with Retry-After. drain() starts that too,
+    // then waits until the running and queued requests are done or `timeout_s` passed, and returns
+    // whether everything finished. Both are safe from any thread.
+    void start_draining();
     bool drain(double timeout_s);
 
 private:
