@@ -53,6 +53,11 @@ bool eventually(double limit_s, F pred) {
     return pred();
 }
 
+// Waits until the server's log holds `text` (up to `limit_s`); returns whether it does.
+inline bool log_has(const ServeProcess& server, const std::string& text, double limit_s = 10) {
+    return eventually(limit_s, [&] { return server.log().find(text) != std::string::npos; });
+}
+
 // Runs a shell command with a time limit; returns its exit status and output (stdout + stderr).
 CommandResult run_command(const std::string& command, int timeout_s);
 

@@ -573,14 +573,6 @@ struct BackgroundStream {
     }
 };
 
-bool log_has(const ServeProcess& server, const std::string& text) {
-    for (int i = 0; i < 300; ++i) {
-        if (server.log().find(text) != std::string::npos) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
-}
-
 }  // namespace
 
 // SIGTERM drains: /ready and new requests answer 503 with Retry-After while the running stream

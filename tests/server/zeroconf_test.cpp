@@ -159,10 +159,6 @@ bool withdrawn(const std::string& name) {
     return eventually(10, [&] { return wyoming_services().count(name) == 0; });
 }
 
-bool log_has(const ServeProcess& server, const std::string& text, double limit_s = 10) {
-    return eventually(limit_s, [&] { return server.log().find(text) != std::string::npos; });
-}
-
 std::vector<std::string> serve_args(const std::vector<std::string>& zeroconf) {
     std::vector<std::string> args = {"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--wyoming-port", "0", "--no-http", "-T", "1"};
     args.insert(args.end(), zeroconf.begin(), zeroconf.end());
