@@ -62,6 +62,19 @@ protected:
 
     static voice::SpeakerEncoder& encoder(int width) { return *models_.at(width).encoder; }
 
+    // Loading the speaker encoder of the model at `path` fails with `kind` and exactly `message`.
+    static void expect_load_error(const std::string& path, ErrorKind kind, const std::string& message) {
+        GgufFile file(path);
+        const auto hp = qwen3tts::Hparams::from_gguf(file.meta());
+        try {
+            voice::SpeakerEncoder enc(file, hp, *backend_);
+            FAIL() << "no error";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), kind);
+            EXPECT_EQ(std::string(e.what()), message);
+        }
+    }
+
     static TempDir* dir_;
     static Backend* backend_;
     static std::map<int, Loaded> models_;
@@ -200,31 +213,15 @@ TEST_F(SpeakerEncoderTest, WrongMelShape) {
 TEST_F(SpeakerEncoderTest, ModelWithoutSpeakerEncoder) {
     const std::string path = dir_->file("cv.gguf");
     convert_snapshot({talkbox::testing::qwen_fixture("tiny-0.6B-CustomVoice"), path, WeightType::F32, nullptr});
-    GgufFile file(path);
-    const auto hp = qwen3tts::Hparams::from_gguf(file.meta());
-    try {
-        voice::SpeakerEncoder enc(file, hp, *backend_);
-        FAIL() << "no error";
-    } catch (const Error& e) {
-        EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
-        EXPECT_EQ(std::string(e.what()), "'" + path + "' has no speaker encoder (only Base models can clone a voice; "
-                                                      "this one is CustomVoice)");
-    }
+    expect_load_error(path, ErrorKind::Unsupported,
+                      "'" + path + "' has no speaker encoder (only Base models can clone a voice; this one is CustomVoice)");
 }
 
 TEST_F(SpeakerEncoderTest, BlocksThatChangeWidthAreRejected) {
     const std::string path = dir_->file("widths.gguf");
     resize_speaker_encoder(dir_->file("tiny-0.6B-Base.gguf"), path, {32, 40, 40, 40, 120}, 16, 16);
-    GgufFile file(path);
-    const auto hp = qwen3tts::Hparams::from_gguf(file.meta());
-    try {
-        voice::SpeakerEncoder enc(file, hp, *backend_);
-        FAIL() << "no error";
-    } catch (const Error& e) {
-        EXPECT_EQ(e.kind(), ErrorKind::Format);
-        EXPECT_EQ(std::string(e.what()), "'" + path + "': speaker encoder block 1 changes the width from 32 to 40; "
-                                                      "its residual connection needs equal widths");
-    }
+    expect_load_error(path, ErrorKind::Format,
+                      "'" + path + "': speaker encoder block 1 changes the width from 32 to 40; its residual connection needs equal widths");
 }
 
 // The released shape (512 channels, 1536 for the MFA, 128 attention/SE channels; random weights):
