@@ -12,7 +12,7 @@
 
 #include "core/attention.h"
 #include "core/backend.h"
-#include "ggml-alloc.h"
+#include "core/graph.h"
 #include "ggml-backend.h"
 #include "timing.h"
 
@@ -33,33 +33,30 @@ int main(int argc, char** argv) {
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<float> qkv(static_cast<size_t>(3 * width * frames * batch));
     for (float& v : qkv) v = normal(rng);
-    talkbox::Backend backend(threads);
-    std::printf("attention %lld heads x %lld, %lld frames, batch %lld, %d threads\n", static_cast<long long>(heads),
-                static_cast<long long>(head_dim), static_cast<long long>(frames), static_cast<long long>(batch), threads);
-    for (bool fused : {true, false}) {
-        ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 64 + ggml_graph_overhead(), nullptr, true});
-        // q, k, v side by side in one [3 · width, T, B] tensor, as a fused projection would give them.
-        ggml_tensor* x = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 3 * width, frames, batch);
-        ggml_set_input(x);
-        auto part = [&](int i) { return ggml_view_3d(ctx, x, width, frames, batch, x->nb[1], x->nb[2], i * width * sizeof(float)); };
-        ggml_tensor* y = talkbox::attention(ctx, part(0), part(1), part(2), heads, 1.0f / std::sqrt(static_cast<float>(head_dim)),
-                                            nullptr, nullptr, fused);
-        ggml_set_output(y);
-        ggml_cgraph* gf = ggml_new_graph(ctx);
-        ggml_build_forward_expand(gf, y);
-        ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend.get()));
-        if (!ggml_gallocr_alloc_graph(alloc, gf)) {
-            std::fprintf(stderr, "cannot allocate the graph\n");
-            return 1;
+    try {
+        talkbox::Backend backend(threads);
+        std::printf("attention %lld heads x %lld, %lld frames, batch %lld, %d threads\n", static_cast<long long>(heads),
+                    static_cast<long long>(head_dim), static_cast<long long>(frames), static_cast<long long>(batch), threads);
+        for (bool fused : {true, false}) {
+            talkbox::Graph graph;
+            // q, k, v side by side in one [3 · width, T, B] tensor, as a fused projection would give them.
+            ggml_tensor* x = graph.input(GGML_TYPE_F32, {3 * width, frames, batch}, "qkv");
+            auto part = [&](int i) {
+                return ggml_view_3d(graph.ctx(), x, width, frames, batch, x->nb[1], x->nb[2], i * width * sizeof(float));
+            };
+            graph.output(talkbox::attention(graph.ctx(), part(0), part(1), part(2), heads,
+                                            1.0f / std::sqrt(static_cast<float>(head_dim)), nullptr, nullptr, fused));
+            graph.allocate(backend);
+            ggml_backend_tensor_set(x, qkv.data(), 0, qkv.size() * sizeof(float));
+            graph.compute(backend);  // warm-up
+            const talkbox::bench::Stats s = talkbox::bench::time_runs(repeats, [&] { graph.compute(backend); });
+            const double macs = 2.0 * static_cast<double>(frames) * static_cast<double>(frames) * static_cast<double>(width * batch);
+            std::printf("%-6s min %8.2f ms  median %8.2f ms  cpu %8.2f ms  %5.1f G MAC/s of CPU time\n", fused ? "fused" : "stock",
+                        s.min_ms, s.median_ms, s.cpu_ms, macs / (s.cpu_ms * 1e6));
         }
-        ggml_backend_tensor_set(x, qkv.data(), 0, qkv.size() * sizeof(float));
-        backend.compute(gf);  // warm-up
-        const talkbox::bench::Stats s = talkbox::bench::time_runs(repeats, [&] { backend.compute(gf); });
-        const double macs = 2.0 * static_cast<double>(frames) * static_cast<double>(frames) * static_cast<double>(width * batch);
-        std::printf("%-6s min %8.2f ms  median %8.2f ms  cpu %8.2f ms  %5.1f G MAC/s of CPU time\n", fused ? "fused" : "stock",
-                    s.min_ms, s.median_ms, s.cpu_ms, macs / (s.cpu_ms * 1e6));
-        ggml_gallocr_free(alloc);
-        ggml_free(ctx);
+    } catch (const std::exception& e) {  // e.g. the graph's buffer cannot be allocated
+        std::fprintf(stderr, "attention_bench: %s\n", e.what());
+        return 1;
     }
     return 0;
 }

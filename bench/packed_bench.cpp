@@ -10,13 +10,14 @@
 
 #include <cstdio>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/backend.h"
+#include "core/graph.h"
 #include "core/packed_kernels.h"
 #include "core/packed_matmul.h"
-#include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "timing.h"
 
@@ -37,6 +38,12 @@ int main(int argc, char** argv) {
                      static_cast<long long>(talkbox::packed::kPanelRows));
         return 2;
     }
+    constexpr int64_t kMaxValues = int64_t{1} << 28;  // 1 GiB of floats: the weights and the input are made in memory
+    if (k * rows > kMaxValues || k * columns > kMaxValues) {
+        std::fprintf(stderr, "packed_bench: --k × --rows and --k × --columns must each be at most %lld values\n",
+                     static_cast<long long>(kMaxValues));
+        return 2;
+    }
     const ggml_type type = type_name == "q4_k" ? GGML_TYPE_Q4_K : GGML_TYPE_Q8_0;
 
     std::mt19937 rng(1);
@@ -55,33 +62,31 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "packed_bench: this CPU runs no panel kernel set\n");
         return 1;
     }
-    for (const talkbox::packed::kernels::KernelSet* set : sets) {
-        ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true});
-        ggml_tensor* weight = ggml_new_tensor_2d(ctx, type, k, rows);
-        ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors(ctx, backend.get());
-        ggml_backend_tensor_set(weight, stored.data(), 0, stored.size());
-        talkbox::packed::pack(weight, *set);
-        ggml_tensor* in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, columns);
-        ggml_set_input(in);
-        ggml_tensor* y = talkbox::packed::mul_mat(ctx, weight, in, *set);
-        ggml_set_output(y);
-        ggml_cgraph* gf = ggml_new_graph(ctx);
-        ggml_build_forward_expand(gf, y);
-        ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend.get()));
-        if (!ggml_gallocr_alloc_graph(alloc, gf)) {
-            std::fprintf(stderr, "packed_bench: cannot allocate the graph\n");
-            return 1;
+    try {
+        for (const talkbox::packed::kernels::KernelSet* set : sets) {
+            ggml_context* wctx = ggml_init({ggml_tensor_overhead(), nullptr, true});
+            ggml_tensor* weight = ggml_new_tensor_2d(wctx, type, k, rows);
+            ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors(wctx, backend.get());
+            if (!wbuf) throw std::runtime_error("cannot allocate the weight matrix");
+            ggml_backend_tensor_set(weight, stored.data(), 0, stored.size());
+            talkbox::packed::pack(weight, *set);
+            talkbox::Graph graph;
+            ggml_tensor* in = graph.input(GGML_TYPE_F32, {k, columns}, "x");
+            graph.output(talkbox::packed::mul_mat(graph.ctx(), weight, in, *set));
+            graph.allocate(backend);
+            ggml_backend_tensor_set(in, x.data(), 0, x.size() * sizeof(float));
+            graph.compute(backend);  // warm-up
+            const talkbox::bench::Stats s = talkbox::bench::time_runs(repeats, [&] { graph.compute(backend); });
+            const double macs = static_cast<double>(k) * static_cast<double>(rows) * static_cast<double>(columns);
+            const double rate = macs / (s.min_ms * 1e6);
+            std::printf("%-8s min %8.3f ms  median %8.3f ms  %6.1f G MAC/s (%.1f per thread)\n", set->name, s.min_ms, s.median_ms, rate,
+                        rate / threads);
+            ggml_backend_buffer_free(wbuf);
+            ggml_free(wctx);
         }
-        ggml_backend_tensor_set(in, x.data(), 0, x.size() * sizeof(float));
-        backend.compute(gf);  // warm-up
-        const talkbox::bench::Stats s = talkbox::bench::time_runs(repeats, [&] { backend.compute(gf); });
-        const double macs = static_cast<double>(k) * static_cast<double>(rows) * static_cast<double>(columns);
-        const double rate = macs / (s.min_ms * 1e6);
-        std::printf("%-8s min %8.3f ms  median %8.3f ms  %6.1f G MAC/s (%.1f per thread)\n", set->name, s.min_ms, s.median_ms, rate,
-                    rate / threads);
-        ggml_gallocr_free(alloc);
-        ggml_backend_buffer_free(wbuf);
-        ggml_free(ctx);
+    } catch (const std::exception& e) {  // e.g. the graph's buffer cannot be allocated
+        std::fprintf(stderr, "packed_bench: %s\n", e.what());
+        return 1;
     }
     return 0;
 }
