@@ -6,6 +6,7 @@ endif()
 
 set(GGML_NATIVE ${TALKBOX_NATIVE} CACHE BOOL "" FORCE)
 set(GGML_CUDA   ${TALKBOX_CUDA}   CACHE BOOL "" FORCE)
+set(GGML_VULKAN ${TALKBOX_VULKAN} CACHE BOOL "" FORCE)
 # tinyBLAS sgemm for F32/F16 matrix products: 4.5x faster than ggml's dot-product loop on the
 # full-size codec decoder (bench/decoder_bench, 1 thread: 487 -> 108 ms per frame).
 set(GGML_LLAMAFILE      ON  CACHE BOOL "" FORCE)

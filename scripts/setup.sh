@@ -21,6 +21,8 @@ DEBIAN_PACKAGES=(
   libavahi-client-dev   # `serve --zeroconf`: the Wyoming port announced through the Avahi daemon (src/server/zeroconf.cpp)
   dbus avahi-daemon avahi-utils iproute2   # its test: a private system bus, an avahi-daemon in its own namespaces, avahi-browse
   clang libclang-rt-dev llvm   # build-sanitize/: libFuzzer + sanitizer runtimes, llvm-symbolizer for reports
+  libvulkan-dev glslc   # ggml's Vulkan backend (TALKBOX_VULKAN): the loader, headers and the shader compiler
+  mesa-vulkan-drivers vulkan-tools   # lavapipe, the software Vulkan device the `vulkan` test label runs on
 )
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -51,6 +53,13 @@ if [ ! -f "$src/ggml/CMakeLists.txt" ]; then
   rm -rf "$tmp"; trap - EXIT
 fi
 
+# Small build fixes to the fetched tree (cmake/patches/*.patch, each says why in its header),
+# applied once: a patch that already reverses cleanly is in place.
+for patch in cmake/patches/*.patch; do
+  git -C "$src" apply --reverse --check "$PWD/$patch" 2>/dev/null && continue
+  git -C "$src" apply "$PWD/$patch" || { echo "setup: $patch does not apply to $src" >&2; exit 1; }
+done
+
 # Node clients for the server tests (the official openai package, playwright-core), pinned by
 # tests/node/package-lock.json; installed into .deps/node (or $TALKBOX_NODE_DIR), never at test time.
 node_dir="${TALKBOX_NODE_DIR:-$PWD/$deps/node}"
@@ -75,7 +84,8 @@ echo "setup: built build/bin/talkbox"
 if [ -n "$sanitize" ]; then
   # Portable (x86-64-v3) rather than -march=native: on an AVX-512 machine its suites exercise the
   # AVX2 code paths that build/ compiles out.
-  CC=clang CXX=clang++ cmake -S . -B "$sanitize" -DCMAKE_BUILD_TYPE=Release -DTALKBOX_FUZZ=ON -DTALKBOX_NATIVE=OFF \
+  # CPU only: its suites check talkbox's own code, and the Vulkan shaders would double its build time.
+  CC=clang CXX=clang++ cmake -S . -B "$sanitize" -DCMAKE_BUILD_TYPE=Release -DTALKBOX_FUZZ=ON -DTALKBOX_NATIVE=OFF -DTALKBOX_VULKAN=OFF \
     "${common[@]}" >/dev/null
   cmake --build "$sanitize" -j "$jobs" --target sanitize_all
   echo "setup: built the fuzz targets and sanitized tests in $sanitize"

@@ -12,6 +12,7 @@ struct EncodeOptions {
     std::string audio_path;   // any libsndfile format; mixed to mono and resampled to 24 kHz
     std::string output_path;  // {"frames": [[16 codes], ...]}, written atomically
     int threads = 0;          // 0: one per core
+    std::string device;       // ModelOptions::device ("": the CPU)
 };
 
 struct EncodeSummary {

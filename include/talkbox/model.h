@@ -36,7 +36,9 @@ struct ModelOptions {
     // Speech decoder threads, where the family decodes alongside generation (0: `threads`; the
     // executor runs one graph at a time, so both use every core in turn).
     int decoder_threads = 0;
-    bool gpu = false;              // CUDA backend (builds with -DTALKBOX_CUDA=ON)
+    // Where the model computes: auto, cpu, vulkan[:N], cuda[:N] (core/device.h; `talkbox devices`
+    // lists them). "": the CPU. auto takes the first GPU with room for the weights, else the CPU.
+    std::string device;
     std::string kv_cache = "f32";  // KV cache type, one of Capabilities::kv_cache_types
     // Requests generated together in one batch, where the family batches (Qwen3-TTS: sessions of
     // one model join a running batch frame by frame and each reads the weights once per frame for
@@ -129,6 +131,7 @@ public:
     const Capabilities& capabilities() const;
     int threads() const;          // generator compute threads
     int decoder_threads() const;  // speech decoder threads (= threads() without a concurrent decoder)
+    const std::string& device() const { return device_; }  // where it computes: "cpu", "vulkan:0", ...
 
     // The first field of `request` this model does not take or whose value is out of range.
     // Session::generate/speak throw Error (InvalidArgument) with the same message.
@@ -152,6 +155,7 @@ public:
 private:
     friend class Session;
     std::string path_;
+    std::string device_;
     std::unique_ptr<FamilyModel> impl_;
 };
 

@@ -93,8 +93,12 @@ typedef struct talkbox_model_options {
     size_t struct_size;     /* sizeof(talkbox_model_options) */
     int threads;            /* compute threads of the process-wide executor (0: one per core) */
     int decoder_threads;    /* speech decoder threads (0: as threads) */
-    int gpu;                /* nonzero: the CUDA backend (builds with -DTALKBOX_CUDA=ON) */
+    int gpu;                /* deprecated: nonzero is device "cuda:0" */
     const char* kv_cache;   /* "f32" (NULL: the default), "f16", "q8_0" where the model offers it */
+    /* Where the model computes: "auto", "cpu", "vulkan", "vulkan:N", "cuda", "cuda:N"
+     * (NULL: the CPU). "auto" takes the first GPU with room for the weights, else the CPU, never a
+     * software device; talkbox_device_count/talkbox_device_id list what there is. */
+    const char* device;
 } talkbox_model_options;
 
 /* Fills in the defaults and struct_size. */
@@ -114,6 +118,7 @@ TALKBOX_API const char* talkbox_model_family(const talkbox_model* model);       
 TALKBOX_API const char* talkbox_model_architecture(const talkbox_model* model);   /* "qwen3tts", "chatterbox" */
 TALKBOX_API const char* talkbox_model_variant(const talkbox_model* model);        /* "base", "custom_voice", "voice_design", "multilingual", "english", "turbo", "nano" */
 TALKBOX_API const char* talkbox_model_size(const talkbox_model* model);           /* "0.6b", "1.7b"; "" for a one-size family */
+TALKBOX_API const char* talkbox_model_device(const talkbox_model* model);         /* "cpu", "vulkan:0", "cuda:0" */
 /* Preset speakers (talkbox_request_set_speaker) and languages besides "auto"; index out of range: NULL. */
 TALKBOX_API size_t talkbox_model_speaker_count(const talkbox_model* model);
 TALKBOX_API const char* talkbox_model_speaker(const talkbox_model* model, size_t index);

@@ -334,7 +334,9 @@ talkbox_status talkbox_model_load(const char* path, const talkbox_model_options*
             if (o.threads < 0 || o.decoder_threads < 0) throw invalid("talkbox_model_load: threads must be >= 0");
             mo.threads = o.threads;
             mo.decoder_threads = o.decoder_threads;
-            mo.gpu = o.gpu != 0;
+            if (o.gpu && o.device) throw invalid("talkbox_model_load: set options->device or options->gpu, not both");
+            if (o.gpu) mo.device = "cuda:0";  // what gpu meant before options->device
+            if (o.device) mo.device = o.device;
             if (o.kv_cache) mo.kv_cache = o.kv_cache;
         }
         auto m = std::make_unique<talkbox_model>();
@@ -367,6 +369,7 @@ const char* talkbox_model_family(const talkbox_model* m) { return m ? caps(m)->f
 const char* talkbox_model_architecture(const talkbox_model* m) { return m ? caps(m)->architecture.c_str() : ""; }
 const char* talkbox_model_variant(const talkbox_model* m) { return m ? caps(m)->variant.c_str() : ""; }
 const char* talkbox_model_size(const talkbox_model* m) { return m ? caps(m)->size.c_str() : ""; }
+const char* talkbox_model_device(const talkbox_model* m) { return m ? m->model->device().c_str() : ""; }
 size_t talkbox_model_speaker_count(const talkbox_model* m) { return m ? caps(m)->speakers.size() : 0; }
 const char* talkbox_model_speaker(const talkbox_model* m, size_t i) { return nth(m ? &caps(m)->speakers : nullptr, i); }
 size_t talkbox_model_language_count(const talkbox_model* m) { return m ? caps(m)->languages.size() : 0; }

@@ -72,7 +72,7 @@ Capabilities capabilities_of(const Pipeline& p) {
 class ChatterboxModel final : public FamilyModel {
 public:
     ChatterboxModel(std::shared_ptr<const GgufFile> file, const ModelOptions& o)
-        : pipeline(std::move(file), o.threads, o.gpu ? Device::Gpu : Device::Cpu),
+        : pipeline(std::move(file), o.threads, o.device),
           identity(model_identity(pipeline.file())),
           kv_type(lm::parse_kv_type(o.kv_cache)),
           sentence_batch(sentence_batch_of(o)),
@@ -304,6 +304,7 @@ DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes)
     (void)ChatterboxModel::speech_tokens(codes.frames);  // bad tokens are refused before the model loads
     ModelOptions mo;
     mo.threads = o.threads;
+    mo.device = o.device;
     const ChatterboxModel m(std::make_shared<const GgufFile>(o.model_path), mo);
     PipelineVoice v;
     if (!o.voice_path.empty()) {

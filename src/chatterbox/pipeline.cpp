@@ -12,10 +12,10 @@ PipelineVoice pipeline_voice(const ChatterboxConditionals& c) {
     return {T3Conditioning{c.speaker_emb, c.cond_prompt_speech_tokens, c.emotion_adv}, flow_prompt(c)};
 }
 
-Pipeline::Pipeline(const std::string& path, int threads, Device device)
+Pipeline::Pipeline(const std::string& path, int threads, const std::string& device)
     : Pipeline(std::make_shared<const GgufFile>(path), threads, device) {}
 
-Pipeline::Pipeline(std::shared_ptr<const GgufFile> file, int threads, Device device)
+Pipeline::Pipeline(std::shared_ptr<const GgufFile> file, int threads, const std::string& device)
     : file_(std::move(file)),
       backend_(threads, device),
       text_(TextFrontEnd::from_gguf(file_->meta())),

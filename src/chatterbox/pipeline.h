@@ -54,8 +54,8 @@ class Pipeline {
 public:
     // Loads the converted GGUF at `path` (T3, S3Gen, text front end, built-in voice if any), or
     // from a file already open.
-    Pipeline(const std::string& path, int threads, Device device);
-    Pipeline(std::shared_ptr<const GgufFile> file, int threads, Device device);
+    Pipeline(const std::string& path, int threads, const std::string& device);
+    Pipeline(std::shared_ptr<const GgufFile> file, int threads, const std::string& device);
 
     const GgufFile& file() const { return *file_; }
     const T3& t3() const { return t3_; }

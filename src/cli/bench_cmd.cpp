@@ -38,6 +38,7 @@ struct BenchArgs {
     std::string model, text = kDefaultText, language = "auto";
     std::string speaker, instruct, voice, kv_cache = "f32";
     int threads = 0, decoder_threads = 0;
+    std::string device;
     uint32_t frames = 100, repeat = 3, streams = 1;
     size_t chunk = 4, first_chunk = 1;
     uint64_t seed = 42;
@@ -149,7 +150,7 @@ nlohmann::json described(const Loaded& m, const nlohmann::json& run) {
     const Capabilities& caps = m.model->capabilities();
     nlohmann::json j = {{"model", m.path},           {"family", caps.architecture},   {"size", m.info.size},
                         {"variant", caps.variant},   {"weight_type", m.info.weight_type},
-                        {"threads", m.model->threads()}, {"cpu_kernels", cpu_kernels()}};
+                        {"threads", m.model->threads()}, {"cpu_kernels", cpu_kernels()}, {"device", m.model->device()}};
     j.update(run);
     return j;
 }
@@ -425,6 +426,7 @@ void run_bench(const BenchArgs& a) {
     m.info = read_model_info(m.path);
     ModelOptions mo;
     mo.threads = a.threads;
+    mo.device = a.device;
     mo.decoder_threads = a.decoder_threads;
     mo.kv_cache = a.kv_cache;
     mo.max_batch = static_cast<int>(a.streams);  // every stream in one batch
@@ -462,6 +464,7 @@ void register_bench(CLI::App& app) {
                  "first-audio latency, peak RSS (median and min over the repeats); Qwen3-TTS and Chatterbox");
     cmd->add_option("-m,--model", a->model, "Model GGUF file or a pulled hub name")->required();
     cmd->add_option("-t,--threads", a->threads, "Generator CPU threads (0: one per core)")->capture_default_str();
+    add_device_option(cmd, a->device);
     cmd->add_option("--decoder-threads", a->decoder_threads, "Speech decoder threads (0: as --threads; the decoder and the generator take turns on the cores)")
         ->capture_default_str();
     cmd->add_option("--frames", a->frames,

@@ -14,6 +14,7 @@ void register_bench(CLI::App& app);
 void register_convert(CLI::App& app);
 void register_decode(CLI::App& app);
 void register_default(CLI::App& app);
+void register_devices(CLI::App& app);
 void register_encode(CLI::App& app);
 void register_info(CLI::App& app);
 void register_pull(CLI::App& app);
@@ -22,6 +23,9 @@ void register_serve(CLI::App& app);
 void register_speak(CLI::App& app);
 void register_voice(CLI::App& app);
 void register_tokenize(CLI::App& app);
+
+// --device on a command that computes: auto, cpu, vulkan[:N], cuda[:N] (checked when the model loads).
+CLI::Option* add_device_option(CLI::App* cmd, std::string& device);
 
 // True when stderr is a terminal (progress bars are drawn only then).
 bool stderr_is_tty();

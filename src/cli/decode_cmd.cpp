@@ -33,6 +33,7 @@ void register_decode(CLI::App& app) {
     cmd->add_option("--format", args->opt.format, "wav16, wav32 (float), raw16 (s16le), raw32 (f32le), flac, ogg, opus or mp3")
         ->capture_default_str();
     cmd->add_option("-t,--threads", args->opt.threads, "CPU threads (0: one per core)")->capture_default_str();
+    add_device_option(cmd, args->opt.device);
     auto* streaming = cmd->add_flag("--streaming", args->streaming,
                                     "Qwen3-TTS: decode incrementally, exactly as one pass over all frames (the official "
                                     "decode restarts every 300 frames)");

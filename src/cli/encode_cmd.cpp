@@ -25,6 +25,7 @@ void register_encode(CLI::App& app) {
     cmd->add_option("-o,--output", args->opt.output_path, "Codes JSON to write (atomically): {\"frames\": [[16 codes], ...]}")
         ->required();
     cmd->add_option("-t,--threads", args->opt.threads, "CPU threads (0: one per core)")->capture_default_str();
+    add_device_option(cmd, args->opt.device);
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but errors");
     cmd->callback([args] {
         EncodeOptions opt = args->opt;

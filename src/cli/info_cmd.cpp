@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "core/device.h"
 #include "talkbox/hub.h"
 #include "talkbox/model_info.h"
 
@@ -37,6 +38,8 @@ void register_info(CLI::App& app) {
         std::printf("variant:      %s\n", info.variant.c_str());
         std::printf("weight type:  %s\n", info.weight_type.c_str());
         std::printf("file size:    %s\n", mib(info.file_bytes).c_str());
+        const DeviceInfo device = choose_device("auto", info.file_bytes);
+        std::printf("device:       %s (%s), where --device auto runs it\n", device.id.c_str(), device.description.c_str());
         std::printf("components:\n");
         for (const auto& c : info.components) {
             std::string types;

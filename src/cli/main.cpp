@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     talkbox::cli::register_convert(app);
     talkbox::cli::register_decode(app);
     talkbox::cli::register_default(app);
+    talkbox::cli::register_devices(app);
     talkbox::cli::register_encode(app);
     talkbox::cli::register_info(app);
     talkbox::cli::register_pull(app);

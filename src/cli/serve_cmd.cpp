@@ -24,7 +24,7 @@ namespace {
 
 struct ServeArgs {
     std::vector<std::string> models;
-    std::string host = "127.0.0.1", api_key, voices_dir;
+    std::string host = "127.0.0.1", api_key, voices_dir, device;
     std::vector<std::string> cors_origins, allowed_hosts;
     int port = 8080, threads = 0, max_batch = 0;
     uint32_t parallel = 0;
@@ -93,6 +93,7 @@ void run_serve(const ServeArgs& a) {
     o.request_timeout_s = a.request_timeout;
     o.queue_timeout_s = a.queue_timeout;
     o.threads = a.threads;
+    o.device = a.device;
     if (a.max_batch < 0) throw Error(ErrorKind::InvalidArgument, "--max-batch must be 0 (the default) or more");
     o.max_batch = a.max_batch;
     o.parallel = a.parallel;
@@ -215,6 +216,7 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--allowed-host", a->allowed_hosts,
                     "A Host name served without an API key besides localhost and --host (DNS-rebinding guard); repeatable");
     cmd->add_option("-T,--threads", a->threads, "Compute threads, shared by every request: graphs run one at a time on one team (0: one per core)")->capture_default_str();
+    add_device_option(cmd, a->device);
     cmd->add_option("--wyoming-port", a->wyoming_port,
                     "Also serve Home Assistant's Wyoming protocol (text to speech) on this port, usually 10200 (0: any free port); "
                     "same models, voices and limits (docs/home-assistant.md)");

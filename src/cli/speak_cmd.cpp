@@ -39,6 +39,7 @@ struct SpeakArgs {
     std::optional<uint32_t> top_k, subtalker_top_k;
     uint32_t max_frames = 0, stall_frames = 24;
     int threads = 0, decoder_threads = 0;
+    std::string device;
     std::string kv_cache = "f32";
     size_t chunk = 4, first_chunk = 1;
     int pause_ms = 300;
@@ -176,6 +177,7 @@ void run_speak(const SpeakArgs& a) {
 
     ModelOptions mo;
     mo.threads = a.threads;
+    mo.device = a.device;
     mo.decoder_threads = a.decoder_threads;
     mo.kv_cache = a.kv_cache;
     mo.sentence_batch = static_cast<int>(a.parallel);  // Chatterbox: sentences through T3 at once
@@ -334,6 +336,7 @@ void register_speak(CLI::App& app) {
         ->check(CLI::Range(0u, 64u))
         ->capture_default_str();
     cmd->add_option("-T,--threads", a->threads, "CPU threads (0: one per core)")->capture_default_str();
+    add_device_option(cmd, a->device);
     cmd->add_option("--decoder-threads", a->decoder_threads, "Threads of the speech decoder, which takes turns on the "
                                                              "cores with generation (0: as --threads)")
         ->capture_default_str();

@@ -21,6 +21,7 @@ void register_voice_create(CLI::App& voice) {
         std::string model, audio, text, output;
         bool x_vector_only = false, quiet = false;
         int threads = 0;
+        std::string device;
     };
     auto args = std::make_shared<Args>();
     auto* cmd = voice.add_subcommand("create", "Clone a voice from reference audio with a Qwen3-TTS Base or a Chatterbox model");
@@ -35,6 +36,7 @@ void register_voice_create(CLI::App& voice) {
     text->excludes(xvec);
     cmd->add_option("-o,--output", args->output, "Voice file to write (atomically), e.g. anna.voice")->required();
     cmd->add_option("-t,--threads", args->threads, "CPU threads (0: one per core)")->capture_default_str();
+    add_device_option(cmd, args->device);
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but warnings and errors");
     cmd->footer("Qwen3-TTS Base: give --ref-text or --x-vector-only; the voice fits every Base model of the size that made it.\n"
                 "Chatterbox: the clip alone (no --ref-text); the voice fits the Chatterbox models with the same voice encoder weights;\n"
@@ -42,6 +44,7 @@ void register_voice_create(CLI::App& voice) {
     cmd->callback([args, text] {
         ModelOptions options;
         options.threads = args->threads;
+        options.device = args->device;
         const Model model(resolve_model(args->model), options);
         const std::optional<std::string> ref_text =
             clone_transcript(model.capabilities(), args->text, text->count() > 0, args->x_vector_only);

@@ -232,7 +232,8 @@ ggml_tensor* rel_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, gg
         return ggml_view_4d(ctx, x, hd, heads, x->ne[1], x->ne[2], hd * x->nb[0], x->nb[1], x->nb[2], 0);
     };
     ggml_tensor* qph = ggml_cont(ctx, ggml_permute(ctx, split(qp), 0, 2, 1, 3));     // [hd, T, H, B]
-    ggml_tensor* posh = ggml_permute(ctx, split(pos), 0, 2, 1, 3);                    // [hd, 2T-1, H, 1]
+    // Contiguous: a device backend multiplies strided operands in F16 (ggml's Vulkan backend).
+    ggml_tensor* posh = ggml_cont(ctx, ggml_permute(ctx, split(pos), 0, 2, 1, 3));    // [hd, 2T-1, H, 1]
     ggml_tensor* bd_full = ggml_mul_mat(ctx, posh, qph);                              // [2T-1, T, H, B]
     ggml_tensor* bd = ggml_view_4d(ctx, bd_full, t, t, heads, q->ne[2], (2 * t - 2) * bd_full->nb[0], bd_full->nb[2],
                                    bd_full->nb[3], (t - 1) * bd_full->nb[0]);

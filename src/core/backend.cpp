@@ -14,9 +14,6 @@
 #include "core/ggml_log.h"
 #include "ggml-cpu.h"
 #include "talkbox/error.h"
-#ifdef TALKBOX_HAVE_CUDA
-#include "ggml-cuda.h"
-#endif
 
 namespace talkbox {
 
@@ -78,20 +75,14 @@ int default_thread_count() {
     return n == 0 ? 1 : static_cast<int>(n);
 }
 
-Backend::Backend(int threads, Device device) {
+Backend::Backend(int threads, const std::string& device) {
     route_ggml_log();
     threads_ = threads > 0 ? threads : default_thread_count();
-    if (device == Device::Gpu) {
-#ifdef TALKBOX_HAVE_CUDA
-        if (ggml_backend_cuda_get_device_count() > 0) backend_ = ggml_backend_cuda_init(0);
-#endif
-        if (!backend_) throw Error(ErrorKind::Unsupported, "no GPU backend available (build with -DTALKBOX_CUDA=ON on a CUDA machine)");
-        is_cpu_ = false;
-        return;
-    }
-    backend_ = ggml_backend_cpu_init();
-    if (!backend_) throw Error(ErrorKind::Internal, "cannot initialise the ggml CPU backend");
-    ggml_backend_cpu_set_n_threads(backend_, threads_);
+    device_ = choose_device(device.empty() ? default_device() : device);
+    is_cpu_ = device_.id == "cpu";
+    backend_ = is_cpu_ ? ggml_backend_cpu_init() : ggml_backend_dev_init(device_.dev, nullptr);
+    if (!backend_) throw Error(ErrorKind::Internal, "cannot start the ggml backend of " + device_.id + " (" + device_.description + ")");
+    if (is_cpu_) ggml_backend_cpu_set_n_threads(backend_, threads_);
 }
 
 Backend::~Backend() {
@@ -99,9 +90,20 @@ Backend::~Backend() {
 }
 
 std::string Backend::description() const {
-    std::string d = ggml_backend_name(backend_);
-    if (is_cpu_) d += " (" + std::to_string(threads_) + " threads)";
-    return d;
+    if (is_cpu_) return std::string(ggml_backend_name(backend_)) + " (" + std::to_string(threads_) + " threads)";
+    return device_.id + " (" + device_.description + ")";
+}
+
+void Backend::check_supported(ggml_cgraph* graph) const {
+    if (is_cpu_) return;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+        const ggml_tensor* node = ggml_graph_node(graph, i);
+        if (!ggml_backend_supports_op(backend_, node)) {
+            throw Error(ErrorKind::Unsupported, description() + " cannot run " + ggml_op_desc(node) + " on " +
+                                                    ggml_type_name(node->src[0] ? node->src[0]->type : node->type) +
+                                                    " data (node '" + ggml_get_name(node) + "')");
+        }
+    }
 }
 
 void Backend::share_cores_with(const Backend& other) const {
@@ -128,6 +130,9 @@ void Backend::run(ggml_cgraph* graph) const {
     if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS) {
         throw Error(ErrorKind::Internal, std::string("graph computation failed on ") + ggml_backend_name(backend_));
     }
+    // A device backend may return with the work still queued: callers read results and free or
+    // re-plan the graph's buffer right after, so the work must be done (the CPU's always is).
+    if (!is_cpu_) ggml_backend_synchronize(backend_);
 }
 
 void Backend::compute(ggml_cgraph* graph, const GraphStages& stages, StageTimes* times) const {

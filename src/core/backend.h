@@ -1,6 +1,6 @@
-// The compute backend a model runs on: ggml's CPU backend with a thread count, or (when built
-// with TALKBOX_CUDA and a device is present) CUDA. One Backend per loaded model; the CPU backends
-// of a process share one executor (see share_cores_with).
+// The compute backend a model runs on: ggml's CPU backend with a thread count, or a device of
+// core/device.h (Vulkan, CUDA). One Backend per loaded model; the CPU backends of a process share
+// one executor (see share_cores_with).
 #pragma once
 
 #include <mutex>
@@ -8,11 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/device.h"
 #include "ggml-backend.h"
 
 namespace talkbox {
-
-enum class Device { Cpu, Gpu };
 
 // Milliseconds per named stage, summed over calls, in the order stages first ran: wall clock and
 // process CPU time (all threads; robust on a loaded machine when one thread runs).
@@ -41,17 +40,24 @@ private:
 
 class Backend {
 public:
-    // threads <= 0 picks the number of physical cores. Device::Gpu throws Error (Unsupported)
-    // when this build or machine has no GPU backend.
-    explicit Backend(int threads = 0, Device device = Device::Cpu);
+    // threads <= 0 picks the number of physical cores (CPU only). `device` is a --device choice
+    // (core/device.h; "" is default_device()); throws Error as choose_device does, or when the
+    // device does not start.
+    explicit Backend(int threads = 0, const std::string& device = "");
     ~Backend();
     Backend(const Backend&) = delete;
     Backend& operator=(const Backend&) = delete;
 
     ggml_backend_t get() const { return backend_; }
     bool is_cpu() const { return is_cpu_; }
+    const DeviceInfo& device() const { return device_; }
     int threads() const { return threads_; }
     std::string description() const;
+
+    // Throws Error (Unsupported) naming the first node of `graph` this device cannot run (a device
+    // backend would abort on it); nothing on the CPU, which runs every op. Call once per graph,
+    // before allocating it.
+    void check_supported(ggml_cgraph* graph) const;
 
     // Runs a graph to completion; throws Error (Internal) if the backend reports failure.
     void compute(ggml_cgraph* graph) const;
@@ -76,6 +82,7 @@ private:
     mutable bool gate_first_ = false;
     bool is_cpu_ = true;
     int threads_ = 1;
+    DeviceInfo device_;
 };
 
 int default_thread_count();

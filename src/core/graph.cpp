@@ -34,15 +34,7 @@ void Graph::output(ggml_tensor* t) {
 
 void Graph::allocate(const Backend& backend) {
     if (alloc_) return;
-    // An unsupported op would abort inside the backend; say which one instead.
-    for (int i = 0; i < ggml_graph_n_nodes(graph_); ++i) {
-        const ggml_tensor* node = ggml_graph_node(graph_, i);
-        if (!ggml_backend_supports_op(backend.get(), node)) {
-            throw Error(ErrorKind::Unsupported, std::string(backend.description()) + " cannot run " + ggml_op_desc(node) +
-                                                    " on " + ggml_type_name(node->src[0] ? node->src[0]->type : node->type) +
-                                                    " data (node '" + ggml_get_name(node) + "')");
-        }
-    }
+    backend.check_supported(graph_);
     alloc_ = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend.get()));
     if (!alloc_ || !ggml_gallocr_alloc_graph(alloc_, graph_)) {
         throw Error(ErrorKind::Io, "cannot allocate the compute buffer of a graph on " + backend.description());

@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/device.h"
 #include "core/gguf_file.h"
 #include "core/packed_kernels.h"
 #include "core/packed_matmul.h"
@@ -108,7 +109,13 @@ std::string cpu_kernels() {
 Model::Model(const std::string& path, const ModelOptions& options) : path_(path) {
     auto file = std::make_shared<const GgufFile>(path);
     const Family& family = family_of(*file);
-    impl_ = family.load(std::move(file), options);
+    // auto becomes a device here, where the weights' size is known; the family gets a concrete one.
+    size_t weight_bytes = 0;
+    for (const auto& t : file->tensors()) weight_bytes += t.nbytes;
+    ModelOptions placed = options;
+    placed.device = choose_device(options.device.empty() ? default_device() : options.device, weight_bytes).id;
+    device_ = placed.device;
+    impl_ = family.load(std::move(file), placed);
     const auto& kv = impl_->capabilities().kv_cache_types;
     if (std::find(kv.begin(), kv.end(), options.kv_cache) == kv.end()) {
         std::string list;

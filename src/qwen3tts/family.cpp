@@ -97,9 +97,9 @@ constexpr uint32_t kParallelSegments = 4;
 class QwenModel final : public FamilyModel {
 public:
     QwenModel(std::shared_ptr<const GgufFile> file, const talkbox::ModelOptions& o)
-        : model(std::move(file), qwen3tts::ModelOptions{o.threads, o.gpu ? Device::Gpu : Device::Cpu}),
+        : model(std::move(file), qwen3tts::ModelOptions{o.threads, o.device}),
           tokenizer(Tokenizer::from_gguf(model.file().meta())),
-          decoder_backend(decoder_thread_count(o), o.gpu ? Device::Gpu : Device::Cpu),
+          decoder_backend(decoder_thread_count(o), o.device),
           decoder(model.file(), model.hparams(), decoder_backend),
           kv_type(lm::parse_kv_type(o.kv_cache)),
           caps(capabilities_of(model.hparams(), decoder.sample_rate())),

@@ -30,7 +30,7 @@ struct CodePredictorWeights {
 
 struct ModelOptions {
     int threads = 0;  // <= 0: all cores
-    Device device = Device::Cpu;
+    std::string device;  // a --device choice (core/device.h); "": the default device
 };
 
 class Model {

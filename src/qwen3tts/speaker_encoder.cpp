@@ -204,6 +204,7 @@ std::vector<float> SpeakerEncoder::embed(const audio::MelSpectrogram& mel, Captu
     ggml_set_output(e);
     ggml_build_forward_expand(graph, e);
 
+    backend_.check_supported(graph);
     if (!ggml_gallocr_alloc_graph(alloc_, graph)) {
         throw Error(ErrorKind::Io, "cannot allocate the speaker encoder's compute buffer on " + backend_.description());
     }

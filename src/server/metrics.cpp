@@ -70,9 +70,10 @@ void Metrics::synthesis(double audio_seconds, double wall_seconds, double first_
     if (first_audio_seconds >= 0) observe(kLatencyBuckets, first_audio_, first_audio_seconds);
 }
 
-void Metrics::model_loaded(const std::string& model, double seconds) {
+void Metrics::model_loaded(const std::string& model, const std::string& device, double seconds) {
     std::lock_guard<std::mutex> lock(mutex_);
     model_load_seconds_[model] = seconds;
+    model_devices_[model] = device;
 }
 
 std::string Metrics::render(const State& s) const {
@@ -112,6 +113,11 @@ std::string Metrics::render(const State& s) const {
     scalar("talkbox_draining", "gauge", "1 once SIGTERM/SIGINT started the drain, else 0.", s.draining ? 1 : 0);
     o << "# HELP talkbox_model_load_seconds Seconds the model took to load at start.\n# TYPE talkbox_model_load_seconds gauge\n";
     for (const auto& [model, secs] : model_load_seconds_) o << "talkbox_model_load_seconds{model=\"" << label(model) << "\"} " << secs << "\n";
+    o << "# HELP talkbox_model_device The device each model computes on (the label; the value is always 1).\n"
+         "# TYPE talkbox_model_device gauge\n";
+    for (const auto& [model, device] : model_devices_) {
+        o << "talkbox_model_device{model=\"" << label(model) << "\",device=\"" << label(device) << "\"} 1\n";
+    }
     o << "# HELP talkbox_first_audio_seconds Request arrival to first audio ready.\n"
          "# TYPE talkbox_first_audio_seconds histogram\n";
     write_histogram(o, "talkbox_first_audio_seconds", "", kLatencyBuckets, first_audio_);

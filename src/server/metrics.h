@@ -29,7 +29,7 @@ public:
     // A finished synthesis: seconds of audio produced, wall seconds spent, first-audio latency
     // (request arrival → first audio bytes ready; negative: none).
     void synthesis(double audio_seconds, double wall_seconds, double first_audio_seconds);
-    void model_loaded(const std::string& model, double seconds);
+    void model_loaded(const std::string& model, const std::string& device, double seconds);
 
     std::string render(const State& state) const;
 
@@ -51,6 +51,7 @@ private:
     std::map<std::string, Histogram<kDurationBuckets.size()>> durations_;
     std::map<int, uint64_t> errors_;
     std::map<std::string, double> model_load_seconds_;
+    std::map<std::string, std::string> model_devices_;
     uint64_t cancelled_ = 0, syntheses_ = 0;
     double audio_seconds_ = 0, wall_seconds_ = 0;
     Histogram<kLatencyBuckets.size()> first_audio_;

@@ -255,6 +255,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         // One executor runs every graph of the process in turn, so each uses all the threads.
         ModelOptions mo;
         mo.threads = options.threads;
+        mo.device = options.device;
         mo.max_batch = options.max_batch;
         mo.sentence_batch = static_cast<int>(options.parallel);  // Chatterbox: a long input's sentences through T3 at once
         for (const auto& m : options.models) {
@@ -263,7 +264,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
             }
             const auto start = Clock::now();
             models.push_back(std::make_unique<ModelPool>(m.id, m.path, mo, options.max_concurrent));
-            metrics.model_loaded(m.id, seconds_since(start));
+            metrics.model_loaded(m.id, models.back()->model().device(), seconds_since(start));
         }
         routes();
         http::ServerLimits limits;
@@ -922,7 +923,8 @@ struct Server::Impl : http::Handler, wyoming::Service {
                 {"instructions", c.takes_instruct},
                 {"designs_voice", c.designs_voice},
                 {"clones", c.clones},
-                {"clone_transcript", c.clone_transcript}};
+                {"clone_transcript", c.clone_transcript},
+                {"device", m.model().device()}};
     }
 
     json voice_json(const std::string& name, const Voice& v) const {
@@ -1244,8 +1246,12 @@ struct Server::Impl : http::Handler, wyoming::Service {
         });
         get("/health", "health", false, [this](const http::Request&, Response& res) {
             json ids = json::array();
-            for (const auto& m : models) ids.push_back(m->id());
-            send_json(res, 200, {{"status", "ok"}, {"models", ids}, {"running", scheduler.running()}, {"waiting", scheduler.waiting()}});
+            json devices = json::object();
+            for (const auto& m : models) {
+                ids.push_back(m->id());
+                devices[m->id()] = m->model().device();
+            }
+            send_json(res, 200, {{"status", "ok"}, {"models", ids}, {"devices", devices}, {"running", scheduler.running()}, {"waiting", scheduler.waiting()}});
         });
         // Readiness (load balancers, Kubernetes): 503 while draining; the port opens only once
         // every model is loaded, so there is no loading state to report.

@@ -44,6 +44,7 @@ struct ServerOptions {
     // The sampling seed of requests that give none (Wyoming requests cannot); nullopt: a random one each.
     std::optional<uint64_t> default_seed;
     int threads = 0;                // compute threads of the one executor every request shares (0: one per core)
+    std::string device;             // where every model computes (ModelOptions::device)
     int max_batch = 0;              // running requests of a model generated together (Qwen3-TTS; 0: the default, 8)
     // Segments of one long input synthesised at once (LongFormOptions::parallel; Chatterbox:
     // ModelOptions::sentence_batch; 0: the model's choice).

@@ -31,7 +31,7 @@ class DecoderTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
         file_ = new GgufFile(testing::converted_fixture("tiny-0.6B-Base"));
-        backend_ = new Backend(1, testing::test_on_gpu() ? Device::Gpu : Device::Cpu);  // one thread: the suite runs beside other tests
+        backend_ = new Backend(1);  // one thread: the suite runs beside other tests
         decoder_ = new CodecDecoder(*file_, qwen3tts::Hparams::from_gguf(file_->meta()), *backend_);
     }
     static void TearDownTestSuite() {

@@ -31,7 +31,7 @@ using namespace talkbox::testing;
 std::string e2e_dir(const std::string& name) { return chatterbox_fixture("goldens/e2e/" + name); }
 
 chatterbox::Pipeline& pipeline() {
-    static chatterbox::Pipeline p(converted_chatterbox("multilingual"), 1, Device::Cpu);
+    static chatterbox::Pipeline p(converted_chatterbox("multilingual"), 1, "");
     return p;
 }
 

@@ -73,7 +73,7 @@ const qwen3tts::Model& tiny_model(const std::string& variant) {
     if (!m) {
         const std::string path = dir.file(variant + ".gguf");
         convert_snapshot(ConvertOptions{qwen_fixture(variant), path, WeightType::F32});
-        m = std::make_unique<qwen3tts::Model>(path, qwen3tts::ModelOptions{1, test_on_gpu() ? Device::Gpu : Device::Cpu});
+        m = std::make_unique<qwen3tts::Model>(path, qwen3tts::ModelOptions{1});
     }
     return *m;
 }

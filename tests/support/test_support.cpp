@@ -28,14 +28,6 @@ std::string fixtures_dir() {
     return dir;
 }
 
-bool test_on_gpu() {
-    const char* env = std::getenv("TALKBOX_TEST_DEVICE");
-    const std::string device = env ? env : "";
-    if (device.empty() || device == "cpu") return false;
-    if (device == "gpu") return true;
-    throw std::runtime_error("TALKBOX_TEST_DEVICE must be cpu or gpu, not '" + device + "'");
-}
-
 std::string qwen_fixture(const std::string& name) {
     const std::string p = fixtures_dir() + "/qwen3tts/" + name;
     if (!fs::exists(p)) throw std::runtime_error("missing fixture '" + p + "'");

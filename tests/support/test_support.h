@@ -32,9 +32,6 @@ std::string qwen_fixture(const std::string& name);  // fixtures/qwen3tts/<name>
 // folder); returns the GGUF path. `type` is a talkbox weight type name ("f32", "q8_0", ...).
 std::string converted_fixture(const std::string& name, const std::string& type = "f32");
 
-// Whether the parity suites compute on the CUDA backend: TALKBOX_TEST_DEVICE=gpu (the device check
-// in docs/cuda.md); unset or "cpu" means the CPU. Any other value throws: never a silent CPU run.
-bool test_on_gpu();
 
 // fixtures/chatterbox/<name> (e.g. "tiny-multilingual", "goldens/t3/README.md").
 std::string chatterbox_fixture(const std::string& name);

@@ -106,7 +106,7 @@ _lib_lock = threading.Lock()
 
 class _ModelOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("threads", ctypes.c_int), ("decoder_threads", ctypes.c_int),
-                ("gpu", ctypes.c_int), ("kv_cache", ctypes.c_char_p)]
+                ("gpu", ctypes.c_int), ("kv_cache", ctypes.c_char_p), ("device", ctypes.c_char_p)]
 
 
 class _Field(ctypes.Structure):
@@ -152,6 +152,7 @@ def _load():
             "talkbox_model_architecture": (s, [_P]),
             "talkbox_model_variant": (s, [_P]),
             "talkbox_model_size": (s, [_P]),
+            "talkbox_model_device": (s, [_P]),
             "talkbox_model_speaker_count": (z, [_P]),
             "talkbox_model_speaker": (s, [_P, z]),
             "talkbox_model_language_count": (z, [_P]),
@@ -350,12 +351,13 @@ class Model(_Handle):
 
     _free = "talkbox_model_free"
 
-    def __init__(self, path, threads=0, decoder_threads=0, gpu=False, kv_cache=None):
+    def __init__(self, path, threads=0, decoder_threads=0, gpu=False, kv_cache=None, device=None):
         lib = _load()
         o = _ModelOptions()
         lib.talkbox_model_options_init(ctypes.byref(o))
         o.threads, o.decoder_threads, o.gpu = int(threads), int(decoder_threads), 1 if gpu else 0
         o.kv_cache = _bytes(kv_cache, "kv_cache")
+        o.device = _bytes(device, "device")
         h = ctypes.c_void_p()
         _check(lib.talkbox_model_load(_bytes(path, "path"), ctypes.byref(o), ctypes.byref(h)))
         super().__init__(h.value)
@@ -368,6 +370,7 @@ class Model(_Handle):
     architecture = property(lambda self: _text(_lib.talkbox_model_architecture(self._h())))  # "qwen3tts", "chatterbox"
     variant = property(lambda self: _text(_lib.talkbox_model_variant(self._h())))
     size = property(lambda self: _text(_lib.talkbox_model_size(self._h())))
+    device = property(lambda self: _text(_lib.talkbox_model_device(self._h())))
 
     @property
     def speakers(self):

@@ -18,7 +18,7 @@ DecodedAudio decode_codes(const DecodeOptions& options, const codec::CodesFile& 
     }
     const GgufFile file(options.model_path);
     const Hparams hp = Hparams::from_gguf(file.meta());
-    const Backend backend(options.threads);
+    const Backend backend(options.threads, options.device);
     codec::CodecDecoder decoder(file, hp, backend);
     decoder.validate(codes.frames);
 

@@ -481,7 +481,10 @@ struct StreamRunner::Builder {
             ggml_build_forward_expand(gf, ggml_cpy(ctx, last, cache));
         }
 
-        ggml_tensor* kq = ggml_mul_mat(ctx, ggml_permute(ctx, ks, 0, 2, 1, 3), ggml_permute(ctx, q, 0, 2, 1, 3));
+        // A device backend multiplies strided operands in F16 (ggml's Vulkan backend converts them
+        // first), so there they are made contiguous; the CPU multiplies the views exactly.
+        const auto operand = [&](ggml_tensor* t) { return fused() ? t : ggml_cont(ctx, t); };
+        ggml_tensor* kq = ggml_mul_mat(ctx, operand(ggml_permute(ctx, ks, 0, 2, 1, 3)), operand(ggml_permute(ctx, q, 0, 2, 1, 3)));
         kq = ggml_soft_max_ext(ctx, kq, g.mask, 1.0f / std::sqrt(static_cast<float>(hd)), 0.0f);
         ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, vs, 1, 2, 0, 3));                // [keys, hd, kv_heads]
         ggml_tensor* o = ggml_permute(ctx, ggml_mul_mat(ctx, vt, kq), 0, 2, 1, 3);           // [hd, heads, T]
@@ -686,6 +689,7 @@ void StreamRunner::step(const Frames& frames, size_t begin, size_t count, std::v
             t->data = nullptr;
             t->buffer = nullptr;
         }
+        m_.backend->check_supported(g.gf);
         if (!alloc_) alloc_ = ggml_gallocr_new(ggml_backend_get_default_buffer_type(m_.backend->get()));
         if (!alloc_ || !ggml_gallocr_alloc_graph(alloc_, g.gf)) {
             throw Error(ErrorKind::Io, "cannot allocate memory for a codec decoder step of " + std::to_string(count) + " frames");

@@ -19,7 +19,7 @@ EncodeSummary encode_audio_file(const EncodeOptions& options) {
     if (clip.samples.empty()) throw Error(ErrorKind::InvalidArgument, "'" + options.audio_path + "' contains no samples");
     const GgufFile file(options.model_path);
     const qwen3tts::Hparams hp = qwen3tts::Hparams::from_gguf(file.meta());
-    const Backend backend(options.threads);
+    const Backend backend(options.threads, options.device);
     codec::CodecEncoder encoder(file, hp, backend);
     const std::vector<float> samples = audio::resample(clip.samples, clip.sample_rate, encoder.sample_rate());
 

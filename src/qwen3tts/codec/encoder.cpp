@@ -115,6 +115,7 @@ struct GraphSlot {
             ggml_set_output(t);
             ggml_build_forward_expand(gf, t);
         }
+        backend.check_supported(gf);
         if (!alloc) alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend.get()));
         if (!alloc || !ggml_gallocr_alloc_graph(alloc, gf)) {
             throw Error(ErrorKind::Io, "cannot allocate backend memory for the codec encoder graph");
