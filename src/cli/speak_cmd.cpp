@@ -145,7 +145,8 @@ void run_speak(const SpeakArgs& a) {
         throw Error(ErrorKind::InvalidArgument, "--normalize needs the whole signal: write to a file, not to stdout");
     }
     // Every destination before any work: a run must not end in an error that loses its audio.
-    check_distinct_outputs({{"-o", a.output}, {"--codes-out", a.codes_out}});
+    check_distinct_outputs({{"-f", a.text_file}, {"--ref-audio", a.ref_audio}, {"--voice", a.voice}, {"-o", a.output},
+                            {"--codes-out", a.codes_out}});
     if (!a.output.empty() && a.output != "-") check_output_path(a.output, "-o");
     if (!a.codes_out.empty()) check_output_path(a.codes_out, "--codes-out");
     const std::string text = input_text(a);

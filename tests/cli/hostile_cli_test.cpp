@@ -255,6 +255,17 @@ TEST_F(HostileCli, OneFileForAudioAndCodesIsRefused) {
     }
 }
 
+// An input named as an output would be replaced by what is made from it.
+TEST_F(HostileCli, SpeakRefusesToReplaceItsTextFile) {
+    const std::string text = dir_.file("story.txt");
+    write_text(text, "Hello there.");
+    const auto r = run_talkbox("speak -m " + model() + " --speaker ryan -q -f " + text + " --codes-out " + text);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_TRUE(contains(r.err, "-f and --codes-out name the same file ('" + text + "')")) << r.err;
+    EXPECT_EQ(read_text(text), "Hello there.");
+    EXPECT_EQ(entries(dir_.path()), std::vector<std::string>{"story.txt"});
+}
+
 TEST_F(HostileCli, OutputThatIsAFolderIsRefused) {
     fs::create_directory(dir_.file("folder"));
     const auto r = run_talkbox(speak("-o " + dir_.file("folder")));
