@@ -34,11 +34,23 @@ std::vector<uint8_t> stream_header(int sample_rate, SampleFormat format);
 // Appends the encoded samples (no header).
 void append_samples(std::vector<uint8_t>& out, const float* samples, size_t count, SampleFormat format);
 
+// The largest sample magnitude accepted from a caller or a file: +24 dBFS. Slightly hot audio
+// (peaks a little over 1) is real; beyond this it is garbage, which encoders (LAME) and the
+// level arithmetic do not survive.
+constexpr float kMaxSampleMagnitude = 16.0f;
+// Throws Error (InvalidArgument) naming `what` ("the audio", "audio file 'x.wav'") and the first
+// sample that is not finite or lies beyond ±kMaxSampleMagnitude.
+void check_samples(const float* samples, size_t count, const std::string& what);
+// The sample rates an audio file may have; throws Error (InvalidArgument) naming `what` otherwise.
+constexpr int kMaxSampleRate = 768000;
+void check_sample_rate(long long rate, const std::string& what);
+
 // Float samples in [-1, 1] to 16-bit: clamped, scaled by 32767, rounded to nearest.
 int16_t to_pcm16(float x);
 
 // The bytes of a complete file (header, if any, then the samples); compressed formats are encoded
-// in memory by libsndfile (AAC by libavcodec). Throws Error (Unsupported) when the library cannot write the format.
+// in memory by libsndfile (AAC by libavcodec). Throws Error (Unsupported) when the library cannot write the format,
+// (InvalidArgument) for samples check_samples refuses or a sample rate outside [1, kMaxSampleRate].
 std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format);
 
 // Writes encode_audio's bytes to `path` atomically (temp file + rename). Throws Error (Io) naming

@@ -46,5 +46,6 @@ struct CodesFile {
 CodesFile read_codes_file(const std::string& path);
 CodesFile parse_codes_file(const std::string& text, const std::string& where);
 void write_codes_file(const std::string& path, const CodesFile& codes);
+std::string codes_file_text(const CodesFile& codes);  // what write_codes_file writes
 
 }  // namespace talkbox::codec

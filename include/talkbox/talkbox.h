@@ -262,7 +262,12 @@ TALKBOX_API talkbox_status talkbox_session_speak_to_file(talkbox_session* sessio
  * while no call runs stops the next one at once (it is consumed by the call it stops). Any thread. */
 TALKBOX_API void talkbox_session_cancel(talkbox_session* session);
 
-/* Writes samples (in [-1, 1]) as an audio file, atomically; format as for speak_to_file. */
+/* Writes samples (in [-1, 1]) as an audio file, atomically; format as for speak_to_file.
+ * INVALID_ARGUMENT for a sample that is not finite or beyond [-16, 16] (+24 dBFS), or a sample
+ * rate outside [1, 768000]: nothing is written. Files written by talkbox (here, speak_to_file,
+ * voice_save) are new files of mode 0666 & ~umask or keep the mode of the file they replace; a
+ * character device or a FIFO is written in place (a FIFO waits for its reader), and a write error
+ * there (a full device) is TALKBOX_ERROR_IO. */
 TALKBOX_API talkbox_status talkbox_write_audio(const char* path, const float* samples, size_t count, int sample_rate,
                                                const char* format);
 

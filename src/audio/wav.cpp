@@ -1,6 +1,7 @@
 #include "talkbox/audio.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -52,6 +53,24 @@ SampleFormat parse_sample_format(const std::string& name) {
     if (name == "f32le") return SampleFormat::Raw32;
     throw Error(ErrorKind::InvalidArgument,
                 "unknown audio format '" + name + "' (choose wav16 (wav), wav32, raw16 (s16le), raw32 (f32le), flac, ogg, opus, mp3 or aac)");
+}
+
+void check_samples(const float* samples, size_t count, const std::string& what) {
+    for (size_t i = 0; i < count; ++i) {
+        const float v = samples[i];
+        if (std::isfinite(v) && std::fabs(v) <= kMaxSampleMagnitude) continue;
+        if (!std::isfinite(v)) throw Error(ErrorKind::InvalidArgument, what + " holds a non-finite sample at index " + std::to_string(i));
+        char value[32];
+        std::snprintf(value, sizeof value, "%g", double(v));
+        throw Error(ErrorKind::InvalidArgument, what + " holds a sample of " + value + " at index " + std::to_string(i) +
+                                                    ", beyond the accepted [-16, 16] (+24 dBFS)");
+    }
+}
+
+void check_sample_rate(long long rate, const std::string& what) {
+    if (rate >= 1 && rate <= kMaxSampleRate) return;
+    throw Error(ErrorKind::InvalidArgument, what + " must be in [1, " + std::to_string(kMaxSampleRate) + "] Hz, got " +
+                                                std::to_string(rate));
 }
 
 int16_t to_pcm16(float x) {
@@ -132,7 +151,8 @@ void append_samples(std::vector<uint8_t>& out, const float* samples, size_t coun
 }
 
 std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format) {
-    if (sample_rate <= 0) throw Error(ErrorKind::InvalidArgument, "sample rate must be positive");
+    check_sample_rate(sample_rate, "the sample rate");
+    check_samples(samples.data(), samples.size(), "the audio");
     if (format == SampleFormat::Aac) return encode_aac_adts(samples, sample_rate);
     if (is_compressed(format)) return encode_compressed_audio(samples, sample_rate, format);
     const uint64_t data_bytes = static_cast<uint64_t>(samples.size()) * (is_pcm16(format) ? 2 : 4);

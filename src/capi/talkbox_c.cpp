@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "talkbox/audio.h"
+#include "core/atomic_file.h"
 #include "core/strings.h"
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
@@ -331,7 +332,9 @@ talkbox_status talkbox_model_load(const char* path, const talkbox_model_options*
                               " (call talkbox_model_options_init first)");
             }
             std::memcpy(&o, options, options->struct_size < sizeof o ? options->struct_size : sizeof o);
-            if (o.threads < 0 || o.decoder_threads < 0) throw invalid("talkbox_model_load: threads must be >= 0");
+            for (const auto& [name, n] : {std::pair<const char*, int>{"threads", o.threads}, {"decoder_threads", o.decoder_threads}}) {
+                if (n < 0 || n > 4096) throw invalid(std::string("talkbox_model_load: ") + name + " must be in [0, 4096], got " + std::to_string(n));
+            }
             mo.threads = o.threads;
             mo.decoder_threads = o.decoder_threads;
             if (o.gpu && o.device) throw invalid("talkbox_model_load: set options->device or options->gpu, not both");
@@ -584,7 +587,8 @@ talkbox_status talkbox_session_speak_to_file(talkbox_session* s, const talkbox_r
         require(s, "session", "talkbox_session_speak_to_file");
         require(r, "request", "talkbox_session_speak_to_file");
         require(path, "path", "talkbox_session_speak_to_file");
-        const auto f = file_format(format);  // a bad format fails before synthesis
+        const auto f = file_format(format);  // a bad format or destination fails before synthesis
+        talkbox::check_output_path(path, "talkbox_session_speak_to_file: path");
         std::vector<float> audio;
         size_t inserted = 0;
         speak(*s, *r, [&](const float* pcm, size_t n) { return audio.insert(audio.end(), pcm, pcm + n), true; },
@@ -604,8 +608,10 @@ talkbox_status talkbox_write_audio(const char* path, const float* samples, size_
     return guarded([&] {
         require(path, "path", "talkbox_write_audio");
         if (count > 0) require(samples, "samples", "talkbox_write_audio");
-        if (sample_rate <= 0) throw invalid("talkbox_write_audio: sample_rate must be > 0, got " + std::to_string(sample_rate));
+        talkbox::audio::check_sample_rate(sample_rate, "talkbox_write_audio: sample_rate");
         const auto f = file_format(format);
+        talkbox::audio::check_samples(samples, count, "talkbox_write_audio: samples");
+        talkbox::check_output_path(path, "talkbox_write_audio: path");
         talkbox::audio::write_audio(path, std::vector<float>(samples, samples + count), sample_rate, f);
     });
 }

@@ -463,22 +463,23 @@ void register_bench(CLI::App& app) {
         "bench", "Time fixed-length synthesis through the real pipeline: per-stage times, real-time factor, "
                  "first-audio latency, peak RSS (median and min over the repeats); Qwen3-TTS and Chatterbox");
     cmd->add_option("-m,--model", a->model, "Model GGUF file or a pulled hub name")->required();
-    cmd->add_option("-t,--threads", a->threads, "Generator CPU threads (0: one per core)")->capture_default_str();
+    cmd->add_option("-t,--threads", a->threads, "Generator CPU threads (0: one per core)")->check(thread_count())->capture_default_str();
     add_device_option(cmd, a->device);
     cmd->add_option("--decoder-threads", a->decoder_threads, "Speech decoder threads (0: as --threads; the decoder and the generator take turns on the cores)")
+        ->check(thread_count())
         ->capture_default_str();
     cmd->add_option("--frames", a->frames,
                     "Frames per run (12.5 per second of audio); EOS is ignored. Chatterbox: speech tokens per sentence "
                     "(25 per second), the stop token ignored")
-        ->check(CLI::Range(1u, 30000u))
+        ->check(in_range(1u, 30000u))
         ->capture_default_str();
     cmd->add_option("--repeat", a->repeat, "Timed runs (after one warm-up run)")
-        ->check(CLI::Range(1u, 1000u))
+        ->check(in_range(1u, 1000u))
         ->capture_default_str();
     cmd->add_option("--streams", a->streams,
                     "Requests at once, each its own session (as clients of one server; Qwen3-TTS batches them): "
                     "aggregate audio seconds per second, per-stream real-time factor and first audio")
-        ->check(CLI::Range(1u, 256u))
+        ->check(in_range(1u, 256u))
         ->capture_default_str();
     cmd->add_flag("--json", a->json, "Print one JSON object (medians; mins under \"min\") instead of the table");
     cmd->add_option("--text", a->text, "Text to speak")->capture_default_str();
@@ -490,13 +491,15 @@ void register_bench(CLI::App& app) {
                     "voice file (default: the built-in voice)");
     cmd->add_option("--kv-cache", a->kv_cache, "KV cache type of the talker or T3: f32 (official), f16, q8_0 (heads of a multiple of 32 values)")->capture_default_str();
     auto* chunk = cmd->add_option("--chunk", a->chunk, "Frames per decoder step (as speak --chunk; Qwen3-TTS)")
-        ->check(CLI::Range(size_t{1}, size_t{1000}))
+        ->check(in_range(1, 1000))
         ->capture_default_str();
     auto* first_chunk = cmd->add_option("--first-chunk", a->first_chunk, "Frames decoded before the first audio (as speak --first-chunk; Qwen3-TTS)")
-        ->check(CLI::Range(size_t{0}, size_t{1000}))
+        ->check(in_range(0, 1000))
         ->capture_default_str();
     auto* dec = cmd->get_option("--decoder-threads");
-    cmd->add_option("--seed", a->seed, "Sampling seed (the model's released sampling settings)")->capture_default_str();
+    cmd->add_option("--seed", a->seed, "Sampling seed (the model's released sampling settings)")
+        ->check(in_range<uint64_t>(0, UINT64_MAX))
+        ->capture_default_str();
     cmd->add_option("--exaggeration", a->exaggeration, "Chatterbox emotion intensity (default 0.5)");
     cmd->add_option("--cfg-weight", a->cfg_weight, "Chatterbox classifier-free guidance weight (default 0.5; 0: one T3 stream)");
     cmd->callback([a, chunk, first_chunk, dec] {

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "talkbox/model.h"
 
@@ -26,6 +28,20 @@ void register_tokenize(CLI::App& app);
 
 // --device on a command that computes: auto, cpu, vulkan[:N], cuda[:N] (checked when the model loads).
 CLI::Option* add_device_option(CLI::App* cmd, std::string& device);
+
+// The one check of every numeric flag (->check(in_range(...))): the value must be a finite number
+// (whole for integer flags) in [min, max], or (min, max] for min_exclusive; on the text as typed,
+// before CLI11 converts it, which would wrap -1 to 2^64-1 or take "nan". The message gives the
+// range; CLI11 puts the flag's name before it.
+CLI::Validator number_check(long double min, long double max, bool integer, bool min_exclusive = false);
+template <class T>
+CLI::Validator in_range(T min, T max) {
+    return number_check(static_cast<long double>(min), static_cast<long double>(max), std::is_integral_v<T>);
+}
+// Seconds and similar: more than 0, at most `max`.
+inline CLI::Validator positive(double max) { return number_check(0, max, false, true); }
+// Thread counts: 0 (one per core) up to more cores than any machine has.
+inline CLI::Validator thread_count() { return in_range(0, 4096); }
 
 // True when stderr is a terminal (progress bars are drawn only then).
 bool stderr_is_tty();

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "core/atomic_file.h"
 #include "talkbox/convert.h"
 
 namespace talkbox::cli {
@@ -39,6 +40,7 @@ void register_convert(CLI::App& app) {
                     "or v3 when the folder has only that one");
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but errors");
     cmd->callback([args] {
+        check_output_path(args->output, "-o");
         ConvertOptions opt;
         opt.snapshot_dir = args->snapshot;
         opt.output_path = args->output;

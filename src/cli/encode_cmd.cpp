@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "core/atomic_file.h"
 #include "talkbox/encode.h"
 #include "talkbox/hub.h"
 
@@ -24,11 +25,13 @@ void register_encode(CLI::App& app) {
         ->required();
     cmd->add_option("-o,--output", args->opt.output_path, "Codes JSON to write (atomically): {\"frames\": [[16 codes], ...]}")
         ->required();
-    cmd->add_option("-t,--threads", args->opt.threads, "CPU threads (0: one per core)")->capture_default_str();
+    cmd->add_option("-t,--threads", args->opt.threads, "CPU threads (0: one per core)")->check(thread_count())->capture_default_str();
     add_device_option(cmd, args->opt.device);
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but errors");
     cmd->callback([args] {
         EncodeOptions opt = args->opt;
+        check_output_path(opt.output_path, "-o");
+        check_distinct_outputs({{"the audio", opt.audio_path}, {"-o", opt.output_path}});
         opt.model_path = resolve_model(opt.model_path);
         const EncodeSummary s = encode_audio_file(opt);
         if (!args->quiet) {

@@ -1,3 +1,4 @@
+#include <csignal>
 #include <cstdio>
 #include <unistd.h>
 
@@ -26,8 +27,14 @@ int main(int argc, char** argv) {
     talkbox::cli::register_speak(app);
     talkbox::cli::register_voice(app);
     talkbox::cli::register_tokenize(app);
+    // A reader that goes away is a write error to report (talkbox speak -o - | head), not a silent death.
+    std::signal(SIGPIPE, SIG_IGN);
     try {
         app.parse(argc, argv);
+    } catch (const CLI::ValidationError& e) {
+        // A value out of its range (talkbox::cli::number_check): refused like any other bad argument.
+        std::fprintf(stderr, "talkbox: error: %s\n", e.what());
+        return 1;
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     } catch (const talkbox::Error& e) {

@@ -83,7 +83,7 @@ void register_pull(CLI::App& app) {
     cmd->add_option("--revision", args->revision, "Branch, tag or commit to download")->capture_default_str();
     cmd->add_option("--timeout", args->timeout, "Fail when the hub sends nothing for this many seconds")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(in_range(1L, 86400L));
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but errors and the model path");
     cmd->footer("Downloads only the files conversion reads. Prints the converted model's path; later commands also\n"
                 "accept the model's name (-m ORG/NAME, or ORG/NAME@VARIANT), and use it without -m when it is the\n"

@@ -22,6 +22,9 @@ namespace talkbox::cli {
 
 namespace {
 
+// The longest any of serve's timeouts may be (a year): beyond, the deadlines overflow the clock.
+constexpr double kMaxSeconds = 365.0 * 24 * 3600;
+
 struct ServeArgs {
     std::vector<std::string> models;
     std::string host = "127.0.0.1", api_key, voices_dir, device;
@@ -83,9 +86,6 @@ void run_serve(const ServeArgs& a) {
     o.port = a.port;
     o.api_key = !a.api_key.empty() ? a.api_key : (std::getenv("TALKBOX_API_KEY") ? std::getenv("TALKBOX_API_KEY") : "");
     o.voices_dir = !a.voices_dir.empty() ? a.voices_dir : default_cache_dir() + "/voices";
-    if (a.max_concurrent == 0) throw Error(ErrorKind::InvalidArgument, "--max-concurrent must be at least 1");
-    if (a.max_text_chars == 0) throw Error(ErrorKind::InvalidArgument, "--max-text-chars must be at least 1");
-    if (a.request_timeout <= 0 || a.queue_timeout <= 0) throw Error(ErrorKind::InvalidArgument, "timeouts must be positive");
     o.max_concurrent = a.max_concurrent;
     o.max_queue = a.max_queue;
     o.max_text_chars = a.max_text_chars;
@@ -94,17 +94,13 @@ void run_serve(const ServeArgs& a) {
     o.queue_timeout_s = a.queue_timeout;
     o.threads = a.threads;
     o.device = a.device;
-    if (a.max_batch < 0) throw Error(ErrorKind::InvalidArgument, "--max-batch must be 0 (the default) or more");
     o.max_batch = a.max_batch;
     o.parallel = a.parallel;
-    if (a.read_timeout <= 0) throw Error(ErrorKind::InvalidArgument, "--read-timeout must be positive");
-    if (!(a.drain_timeout >= 0)) throw Error(ErrorKind::InvalidArgument, "--drain-timeout must be 0 or more");
     o.read_timeout_s = a.read_timeout;
     o.max_connections = a.max_connections;
     o.cors_origins = a.cors_origins;
     o.allowed_hosts = a.allowed_hosts;
     if (a.no_http && a.wyoming_port < 0) throw Error(ErrorKind::InvalidArgument, "--no-http needs --wyoming-port (nothing would be served)");
-    if (a.wyoming_samples_per_chunk == 0) throw Error(ErrorKind::InvalidArgument, "--wyoming-samples-per-chunk must be at least 1");
     if (a.zeroconf) {
         if (a.wyoming_port < 0) throw Error(ErrorKind::InvalidArgument, "--zeroconf needs --wyoming-port (it announces the Wyoming port)");
         server::check_zeroconf_name(*a.zeroconf);
@@ -185,41 +181,55 @@ void register_serve(CLI::App& app) {
                     "Model GGUF file or pulled model's name; repeat for several (the first is the default). Without -m: every "
                     "model in the cache, the one `talkbox default` chose first");
     cmd->add_option("--host", a->host, "Address to listen on (0.0.0.0: every interface)")->capture_default_str();
-    cmd->add_option("--port", a->port, "Port (0: any free port, printed at start)")->capture_default_str();
+    cmd->add_option("--port", a->port, "Port (0: any free port, printed at start)")->check(in_range(0, 65535))->capture_default_str();
     cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer KEY' on /v1 and /metrics (default: $TALKBOX_API_KEY)");
     cmd->add_option("--voices-dir", a->voices_dir, "Folder of registered voices (default: $TALKBOX_HOME/voices)");
     cmd->add_option("--max-concurrent", a->max_concurrent, "Syntheses running at once (each a session on the one loaded model; they share its weights and the cores)")
+        ->check(in_range<size_t>(1, 1024))
         ->capture_default_str();
     cmd->add_option("--max-batch", a->max_batch,
                     "Running syntheses of a Qwen3-TTS model generated together, frame by frame, reading the weights once "
                     "for all (0: 8); --max-concurrent decides how many run")
+        ->check(in_range(0, 1024))
         ->capture_default_str();
     cmd->add_option("--parallel", a->parallel,
                     "Segments (Qwen3-TTS) or sentences through T3 (Chatterbox) of one input synthesised at once, their "
                     "audio still in order and identical (0: the model's choice, 4; 1: one after another)")
-        ->check(CLI::Range(0u, 64u))
+        ->check(in_range(0u, 64u))
         ->capture_default_str();
-    cmd->add_option("--max-queue", a->max_queue, "Requests waiting for a slot before the server answers 429")->capture_default_str();
-    cmd->add_option("--queue-timeout", a->queue_timeout, "Seconds a request may wait for a slot before 503")->capture_default_str();
-    cmd->add_option("--max-text-chars", a->max_text_chars, "Longest input in characters (413 beyond)")->capture_default_str();
+    cmd->add_option("--max-queue", a->max_queue, "Requests waiting for a slot before the server answers 429")
+        ->check(in_range<size_t>(0, 1000000))
+        ->capture_default_str();
+    cmd->add_option("--queue-timeout", a->queue_timeout, "Seconds a request may wait for a slot before 503")->check(positive(kMaxSeconds))->capture_default_str();
+    cmd->add_option("--max-text-chars", a->max_text_chars, "Longest input in characters (413 beyond)")
+        ->check(in_range<size_t>(1, 100000000))
+        ->capture_default_str();
     cmd->add_option("--max-upload-mb", a->max_upload_mb, "Largest request body, e.g. a reference clip (413 beyond)")
+        ->check(in_range<size_t>(1, 4096))
         ->capture_default_str();
-    cmd->add_option("--request-timeout", a->request_timeout, "Seconds a synthesis may run before it is stopped")->capture_default_str();
+    cmd->add_option("--request-timeout", a->request_timeout, "Seconds a synthesis may run before it is stopped")->check(positive(kMaxSeconds))->capture_default_str();
     cmd->add_option("--drain-timeout", a->drain_timeout,
                     "Seconds running requests may take to finish after SIGTERM/SIGINT (a second signal exits at once)")
+        ->check(in_range(0.0, kMaxSeconds))
         ->capture_default_str();
     cmd->add_option("--read-timeout", a->read_timeout, "Seconds a client may take to send one whole request (408 beyond)")
+        ->check(positive(kMaxSeconds))
         ->capture_default_str();
-    cmd->add_option("--max-connections", a->max_connections, "Open client connections at most (503 beyond)")->capture_default_str();
+    cmd->add_option("--max-connections", a->max_connections, "Open client connections at most (503 beyond)")
+        ->check(in_range<size_t>(1, 1000000))
+        ->capture_default_str();
     cmd->add_option("--cors-origin", a->cors_origins,
                     "Let web pages of this origin (e.g. https://app.example; '*': any) call the server; repeatable. Default: none");
     cmd->add_option("--allowed-host", a->allowed_hosts,
                     "A Host name served without an API key besides localhost and --host (DNS-rebinding guard); repeatable");
-    cmd->add_option("-T,--threads", a->threads, "Compute threads, shared by every request: graphs run one at a time on one team (0: one per core)")->capture_default_str();
+    cmd->add_option("-T,--threads", a->threads, "Compute threads, shared by every request: graphs run one at a time on one team (0: one per core)")
+        ->check(thread_count())
+        ->capture_default_str();
     add_device_option(cmd, a->device);
     cmd->add_option("--wyoming-port", a->wyoming_port,
                     "Also serve Home Assistant's Wyoming protocol (text to speech) on this port, usually 10200 (0: any free port); "
-                    "same models, voices and limits (docs/home-assistant.md)");
+                    "same models, voices and limits (docs/home-assistant.md)")
+        ->check(in_range(0, 65535));
     cmd->add_flag("--no-http", a->no_http, "Serve only the Wyoming protocol (needs --wyoming-port)");
     cmd->add_option("--zeroconf", a->zeroconf,
                     "Announce the Wyoming port on the local network (mDNS/DNS-SD, _wyoming._tcp) under NAME, so that Home "
@@ -229,9 +239,11 @@ void register_serve(CLI::App& app) {
         ->type_name("[NAME]")
         ->default_str(server::default_zeroconf_name());
     cmd->add_option("--wyoming-samples-per-chunk", a->wyoming_samples_per_chunk, "Samples in each Wyoming audio-chunk event")
+        ->check(in_range<size_t>(1, 1000000))
         ->capture_default_str();
     cmd->add_option("--seed", a->seed,
-                    "Sampling seed of requests that give none, Wyoming ones included (default: a random seed per request)");
+                    "Sampling seed of requests that give none, Wyoming ones included (default: a random seed per request)")
+        ->check(in_range<uint64_t>(0, UINT64_MAX));
     cmd->add_flag("-q,--quiet", a->quiet, "Do not log requests");
     cmd->footer("API, extensions and limits: docs/server.md. The page at / speaks, streams and clones voices.");
     cmd->callback([a] { run_serve(*a); });

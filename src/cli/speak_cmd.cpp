@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "core/atomic_file.h"
 #include "core/clock.h"
 #include "talkbox/audio.h"
 #include "talkbox/codes.h"
@@ -77,12 +78,12 @@ std::string input_text(const SpeakArgs& a) {
     return read_all(f);
 }
 
-// Where the audio goes: collected and written atomically to a file, or streamed to stdout.
+// Where the audio goes: collected for a file (finish() gives its bytes), or streamed to stdout.
 // At a speed other than 1 the audio goes through the stretcher as it comes.
 class AudioSink {
 public:
     AudioSink(const std::string& path, audio::SampleFormat format, int rate, double speed)
-        : path_(path), format_(format), rate_(rate), to_stdout_(path == "-"),
+        : format_(format), rate_(rate), to_stdout_(path == "-"),
           speed_(rate, speed, [this](const float* pcm, size_t n) { put(pcm, n); }) {
         if (to_stdout_) emit(audio::stream_header(rate, format));
     }
@@ -92,11 +93,12 @@ public:
     void insert_leading(size_t at, float sample) {
         if (!to_stdout_ && !speed_.stretching() && at <= samples_.size()) samples_.insert(samples_.begin() + static_cast<long>(at), sample);
     }
-    void finish(const std::string& normalize, double db) {
+    // The file's contents; empty for stdout, which has had everything.
+    std::vector<uint8_t> finish(const std::string& normalize, double db) {
         speed_.finish();
-        if (to_stdout_) return;
+        if (to_stdout_) return {};
         normalize_level(samples_, normalize, db);
-        audio::write_audio(path_, samples_, rate_, format_);
+        return audio::encode_audio(samples_, rate_, format_);
     }
 
 private:
@@ -115,7 +117,6 @@ private:
             throw Error(ErrorKind::Io, "cannot write audio to stdout (closed pipe?)");
         }
     }
-    std::string path_;
     audio::SampleFormat format_;
     int rate_;
     bool to_stdout_;
@@ -144,10 +145,11 @@ void run_speak(const SpeakArgs& a) {
     if (a.normalize != "none" && a.output == "-") {
         throw Error(ErrorKind::InvalidArgument, "--normalize needs the whole signal: write to a file, not to stdout");
     }
-    if (a.pause_ms < 0 || a.pause_ms > codec::kMaxPauseMs) {
-        throw Error(ErrorKind::InvalidArgument, "--pause-ms must be in [0, " + std::to_string(codec::kMaxPauseMs) + "], got " +
-                                                    std::to_string(a.pause_ms));
-    }
+    // Every destination before any work: a run must not end in an error that loses its audio.
+    check_distinct_outputs({{"-f", a.text_file}, {"--ref-audio", a.ref_audio}, {"--voice", a.voice}, {"-o", a.output},
+                            {"--codes-out", a.codes_out}});
+    if (!a.output.empty() && a.output != "-") check_output_path(a.output, "-o");
+    if (!a.codes_out.empty()) check_output_path(a.codes_out, "--codes-out");
     const std::string text = input_text(a);
     const auto format = audio::parse_sample_format(
         !a.format.empty() ? a.format : (a.output == "-" ? std::string("raw16") : std::string("wav16")));
@@ -253,7 +255,10 @@ void run_speak(const SpeakArgs& a) {
             segment_done(i, r, request.max_frames);
         }
     }
-    if (sink) sink->finish(a.normalize, normalize_db);
+    std::vector<FileContents> files;
+    const std::vector<uint8_t> audio_bytes = sink ? sink->finish(a.normalize, normalize_db) : std::vector<uint8_t>();
+    if (sink && a.output != "-") files.push_back({a.output, audio_bytes.data(), audio_bytes.size()});
+    std::string codes_text;
     if (!a.codes_out.empty()) {
         // With the seed and the parts, `talkbox decode` gives this run's audio back.
         codec::CodesFile codes;
@@ -261,8 +266,10 @@ void run_speak(const SpeakArgs& a) {
         codes.seed = request.sampling.seed;
         codes.segments = segment_parts;
         codes.pause_ms = a.pause_ms;
-        codec::write_codes_file(a.codes_out, codes);
+        codes_text = codec::codes_file_text(codes);
+        files.push_back({a.codes_out, codes_text.data(), codes_text.size()});
     }
+    write_files_together(files);
     // What ran: the family's own sentences (Chatterbox, unless --no-split) or the long-form segments.
     const size_t ran = total.segments > 0 ? total.segments : segments.size();
     const double wall_ms = ms_since(start);
@@ -307,44 +314,50 @@ void register_speak(CLI::App& app) {
     auto* st = cmd->add_flag("--streaming-text", a->streaming_text, "Feed the text alongside the generated frames");
     cmd->add_flag("--non-streaming-text", a->non_streaming_text, "Put the whole text in the prompt")->excludes(st);
     cmd->add_flag("--greedy", a->greedy, "Greedy decoding for both codebook 0 and the sub-talker (repetition penalty kept)");
-    cmd->add_option("--seed", a->seed, "Random seed (reproducible output)");
+    cmd->add_option("--seed", a->seed, "Random seed (reproducible output)")->check(in_range<uint64_t>(0, UINT64_MAX));
     cmd->add_option("--temperature", a->temperature, "Talker temperature (0: greedy)");
-    cmd->add_option("--top-k", a->top_k, "Talker top-k (0: off; Chatterbox Turbo and Nano: default 1000)");
+    cmd->add_option("--top-k", a->top_k, "Talker top-k (0: off; Chatterbox Turbo and Nano: default 1000)")->check(in_range<uint32_t>(0, UINT32_MAX));
     cmd->add_option("--top-p", a->top_p, "Talker top-p");
     cmd->add_option("--repetition-penalty", a->repetition_penalty, "Repetition penalty on codebook 0");
     cmd->add_option("--subtalker-temperature", a->subtalker_temperature, "Code predictor temperature (0: greedy)");
-    cmd->add_option("--subtalker-top-k", a->subtalker_top_k, "Code predictor top-k");
+    cmd->add_option("--subtalker-top-k", a->subtalker_top_k, "Code predictor top-k")->check(in_range<uint32_t>(0, UINT32_MAX));
     cmd->add_option("--subtalker-top-p", a->subtalker_top_p, "Code predictor top-p");
     cmd->add_option("--exaggeration", a->exaggeration, "Chatterbox: emotion intensity (official default 0.5; Turbo and Nano ignore it)");
     cmd->add_option("--cfg-weight", a->cfg_weight, "Chatterbox: classifier-free guidance weight (official default 0.5; 0: off; Turbo and Nano ignore it)");
     cmd->add_option("--min-p", a->min_p, "Chatterbox: min-p sampling (official default 0.05; Turbo and Nano ignore it)");
-    cmd->add_option("--max-frames", a->max_frames, "Stop each segment after this many frames (12.5 per second; default 50 + 4 per character)");
+    cmd->add_option("--max-frames", a->max_frames, "Stop each segment after this many frames (12.5 per second; default 50 + 4 per character)")
+        ->check(in_range<uint32_t>(0, UINT32_MAX));
     cmd->add_option("--stall-frames", a->stall_frames,
                     "Stop a segment whose codebook-0 tokens loop (a pattern repeated 3+ times over this many frames; 0: off)")
+        ->check(in_range<uint32_t>(0, UINT32_MAX))
         ->capture_default_str();
-    cmd->add_option("--chunk", a->chunk, "Frames per decoder step when streaming audio")->capture_default_str();
+    cmd->add_option("--chunk", a->chunk, "Frames per decoder step when streaming audio")->check(in_range(1, 1000))->capture_default_str();
     cmd->add_option("--first-chunk", a->first_chunk, "Frames decoded before the first audio leaves (0: a whole --chunk)")
+        ->check(in_range(0, 1000))
         ->capture_default_str();
-    cmd->add_option("--pause-ms", a->pause_ms, "Silence between segments")->capture_default_str();
+    cmd->add_option("--pause-ms", a->pause_ms, "Silence between segments")->check(in_range(0, codec::kMaxPauseMs))->capture_default_str();
     cmd->add_option("--segment-chars", a->segment_chars, "Join sentences into segments of up to this many characters")
+        ->check(in_range<size_t>(0, UINT32_MAX))
         ->capture_default_str();
     cmd->add_flag("--no-split", a->no_split, "Synthesise the whole text as one segment (Chatterbox: one T3 sequence, as the official "
                                              "code runs it, instead of one per sentence)");
     cmd->add_option("--parallel", a->parallel,
                     "Synthesised at once, audio still in order and identical to one after another: segments (Qwen3-TTS, "
                     "whose sessions batch) or sentences through T3 (Chatterbox). 0: the model's choice, 4; 1: one at a time")
-        ->check(CLI::Range(0u, 64u))
+        ->check(in_range(0u, 64u))
         ->capture_default_str();
-    cmd->add_option("-T,--threads", a->threads, "CPU threads (0: one per core)")->capture_default_str();
+    cmd->add_option("-T,--threads", a->threads, "CPU threads (0: one per core)")->check(thread_count())->capture_default_str();
     add_device_option(cmd, a->device);
     cmd->add_option("--decoder-threads", a->decoder_threads, "Threads of the speech decoder, which takes turns on the "
                                                              "cores with generation (0: as --threads)")
+        ->check(thread_count())
         ->capture_default_str();
     cmd->add_option("--kv-cache", a->kv_cache, "KV cache type of the talker or T3: f32 (official), f16, q8_0 (heads of a multiple of 32 values)")->capture_default_str();
     auto* norm = cmd->add_option("--normalize", a->normalize, "Level normalisation of file output: none, peak, loudness")
                      ->check(CLI::IsMember({"none", "peak", "loudness"}))
                      ->capture_default_str();
     cmd->add_option("--normalize-db", a->normalize_db, "Target in dBFS (default -1 for peak, -20 RMS for loudness)")
+        ->check(in_range(-70.0, 0.0))
         ->needs(norm);
     cmd->add_flag("--timings", a->timings, "Print where the time went");
     cmd->add_flag("-q,--quiet", a->quiet, "Print nothing but errors");

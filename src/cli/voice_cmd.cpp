@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/atomic_file.h"
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
 #include "talkbox/model.h"
@@ -35,13 +36,15 @@ void register_voice_create(CLI::App& voice) {
                                "Qwen3-TTS Base: clone from the speaker embedding alone: no transcript needed, a looser match");
     text->excludes(xvec);
     cmd->add_option("-o,--output", args->output, "Voice file to write (atomically), e.g. anna.voice")->required();
-    cmd->add_option("-t,--threads", args->threads, "CPU threads (0: one per core)")->capture_default_str();
+    cmd->add_option("-t,--threads", args->threads, "CPU threads (0: one per core)")->check(thread_count())->capture_default_str();
     add_device_option(cmd, args->device);
     cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but warnings and errors");
     cmd->footer("Qwen3-TTS Base: give --ref-text or --x-vector-only; the voice fits every Base model of the size that made it.\n"
                 "Chatterbox: the clip alone (no --ref-text); the voice fits the Chatterbox models with the same voice encoder weights;\n"
                 "Turbo and Nano need more than 5 s and normalise the clip to -27 LUFS. Use it with talkbox speak --voice FILE.");
     cmd->callback([args, text] {
+        check_output_path(args->output, "-o");
+        check_distinct_outputs({{"--ref-audio", args->audio}, {"-o", args->output}});
         ModelOptions options;
         options.threads = args->threads;
         options.device = args->device;

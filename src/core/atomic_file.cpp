@@ -1,6 +1,7 @@
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <vector>
 
 #include "talkbox/error.h"
@@ -42,15 +45,60 @@ int move_no_replace(const std::string& from, const std::string& to, bool* linked
     return 0;
 }
 
-TempFile temp_beside(const std::string& path) {
-    try {
-        return TempFile(folder_of(path), std::filesystem::path(path).filename().string() + ".tmp-");
-    } catch (const Error& e) {
-        throw Error(ErrorKind::Io, "cannot write '" + path + "': " + e.what());
+// The process umask, read without changing it: umask(2) can only be read by setting it, which would
+// race with files other threads create meanwhile.
+mode_t current_umask() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);) {
+        if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
     }
+    const mode_t mask = ::umask(022);  // kernels before 4.7 do not report it
+    ::umask(mask);
+    return mask;
+}
+
+bool writable_in_place(const struct stat& st) { return S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode); }
+
+std::string quoted(const std::string& flag, const std::string& path) {
+    return (flag.empty() ? "" : flag + ": ") + "cannot write '" + path + "': ";
 }
 
 }  // namespace
+
+void check_output_path(const std::string& path, const std::string& flag) {
+    const auto fail = [&](const std::string& why) { throw Error(ErrorKind::Io, quoted(flag, path) + why); };
+    if (path.empty()) throw Error(ErrorKind::InvalidArgument, (flag.empty() ? "" : flag + ": ") + "the output path is empty");
+    struct stat st{};
+    if (::stat(path.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) fail("it is a folder");
+        if (writable_in_place(st)) return;
+        if (!S_ISREG(st.st_mode)) fail("it is not a regular file, a character device or a FIFO");
+    } else if (errno != ENOENT) {
+        fail(std::strerror(errno));
+    }
+    const std::string dir = folder_of(path);
+    if (::stat(dir.c_str(), &st) != 0) fail("the folder '" + dir + "' does not exist");
+    if (!S_ISDIR(st.st_mode)) fail("'" + dir + "' is not a folder");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) fail("the folder '" + dir + "' is not writable (" + std::strerror(errno) + ")");
+}
+
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+    namespace fs = std::filesystem;
+    const auto same = [](const std::string& a, const std::string& b) {
+        std::error_code ec1, ec2;
+        if (fs::exists(a, ec1) && fs::exists(b, ec2)) return fs::equivalent(a, b, ec1);
+        return fs::weakly_canonical(a, ec1) == fs::weakly_canonical(b, ec2) && !ec1 && !ec2;
+    };
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        for (size_t j = i + 1; j < outputs.size(); ++j) {
+            const auto& [fa, a] = outputs[i];
+            const auto& [fb, b] = outputs[j];
+            if (a.empty() || b.empty() || a == "-" || b == "-" || !same(a, b)) continue;
+            throw Error(ErrorKind::InvalidArgument, fa + " and " + fb + " name the same file ('" + b +
+                                                        "'): one would replace the other; give each its own file");
+        }
+    }
+}
 
 TempFile::TempFile(const std::string& dir, const std::string& prefix) {
     std::string name = dir + "/" + prefix + "XXXXXX";
@@ -90,9 +138,34 @@ void TempFile::close() {
 }
 
 AtomicFileWriter::AtomicFileWriter(const std::string& path, bool replace)
-    : path_(path), replace_(replace), temp_(temp_beside(path)) {
-    // A stream of its own (dup) so that fclose leaves temp_'s descriptor for the fsync.
-    const int fd = ::dup(temp_.fd());
+    : path_(path), target_(path), replace_(replace), mode_(0666 & ~current_umask()) {
+    struct stat st{};
+    int fd = -1;
+    if (::stat(path.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) throw Error(ErrorKind::Io, "cannot write '" + path + "': it is a folder");
+        if (replace && writable_in_place(st)) {
+            direct_ = true;
+            fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+            if (fd < 0) throw Error(ErrorKind::Io, "cannot write '" + path + "': " + std::strerror(errno));
+        } else if (replace) {
+            if (!S_ISREG(st.st_mode)) {
+                throw Error(ErrorKind::Io, "cannot write '" + path + "': it is not a regular file, a character device or a FIFO");
+            }
+            mode_ = st.st_mode & 07777;
+            std::error_code ec;
+            if (std::filesystem::is_symlink(path, ec)) target_ = std::filesystem::canonical(path, ec).string();
+            if (ec) target_ = path;
+        }
+    }
+    if (!direct_) {
+        try {
+            temp_.emplace(folder_of(target_), std::filesystem::path(target_).filename().string() + ".tmp-");
+        } catch (const Error& e) {
+            throw Error(ErrorKind::Io, "cannot write '" + path + "': " + e.what());
+        }
+        // A stream of its own (dup) so that fclose leaves temp_'s descriptor for the fsync.
+        fd = ::dup(temp_->fd());
+    }
     file_ = fd >= 0 ? ::fdopen(fd, "wb") : nullptr;
     if (!file_) {
         if (fd >= 0) ::close(fd);
@@ -111,6 +184,16 @@ void AtomicFileWriter::fail(const std::string& what) {
     throw Error(ErrorKind::Io, what + " '" + path_ + "': " + reason);
 }
 
+void write_files_together(const std::vector<FileContents>& files) {
+    std::vector<std::unique_ptr<AtomicFileWriter>> writers;
+    for (const auto& f : files) {
+        writers.push_back(std::make_unique<AtomicFileWriter>(f.path));
+        writers.back()->write(f.data, f.size);
+    }
+    for (auto& w : writers) w->finish();
+    for (auto& w : writers) w->commit();
+}
+
 void AtomicFileWriter::write(const void* data, size_t size) {
     if (size > 0 && std::fwrite(data, 1, size, file_) != size) fail("cannot write");
     written_ += size;
@@ -125,27 +208,37 @@ void AtomicFileWriter::write_zeros(size_t size) {
     }
 }
 
-void AtomicFileWriter::commit() {
-    if (std::fflush(file_) != 0) fail("cannot flush");
+void AtomicFileWriter::finish() {
+    if (finished_) return;
+    finished_ = true;
+    if (std::fflush(file_) != 0) fail("cannot write");
     FILE* f = file_;
     file_ = nullptr;
-    if (std::fclose(f) != 0) throw Error(ErrorKind::Io, "cannot close '" + path_ + "': " + std::strerror(errno));
-    temp_.sync();
-    temp_.close();
+    if (std::fclose(f) != 0) throw Error(ErrorKind::Io, "cannot write '" + path_ + "': " + std::strerror(errno));
+    if (direct_) return;  // a device or FIFO: nothing to sync or rename
+    // Private while written; the final mode only once the contents are complete.
+    if (::fchmod(temp_->fd(), mode_) != 0) throw Error(ErrorKind::Io, "cannot set the mode of '" + path_ + "': " + std::strerror(errno));
+    temp_->sync();
+    temp_->close();
+}
+
+void AtomicFileWriter::commit() {
+    finish();
+    if (direct_) return;
     if (replace_) {
-        if (std::rename(temp_.path().c_str(), path_.c_str()) != 0) {
+        if (std::rename(temp_->path().c_str(), target_.c_str()) != 0) {
             throw Error(ErrorKind::Io, "cannot rename into '" + path_ + "': " + std::strerror(errno));
         }
-        temp_.release();
+        temp_->release();
     } else {
         bool linked = false;
-        if (const int err = move_no_replace(temp_.path(), path_, &linked); err != 0) {
+        if (const int err = move_no_replace(temp_->path(), target_, &linked); err != 0) {
             if (err == EEXIST) throw Error(ErrorKind::Exists, "'" + path_ + "' already exists");
             throw Error(ErrorKind::Io, "cannot move the new file into '" + path_ + "': " + std::strerror(err));
         }
-        if (!linked) temp_.release();  // renamed; a linked temporary name is removed by temp_
+        if (!linked) temp_->release();  // renamed; a linked temporary name is removed by temp_
     }
-    sync_folder(folder_of(path_));
+    sync_folder(folder_of(target_));
 }
 
 }  // namespace talkbox

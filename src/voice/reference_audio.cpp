@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "audio/resample.h"
+#include "talkbox/audio.h"
 #include "talkbox/error.h"
 
 namespace talkbox::voice {
@@ -42,14 +43,9 @@ ReferenceAudio prepare_reference_audio(const audio::MonoAudio& clip, const std::
                                                     " (at most " + format("%.0f s", kMaxReferenceSeconds) +
                                                     "; trim it, keeping the transcript in step)");
     }
+    audio::check_samples(clip.samples.data(), clip.samples.size(), where);
     float peak = 0;
-    for (size_t i = 0; i < clip.samples.size(); ++i) {
-        const float v = clip.samples[i];
-        if (!std::isfinite(v)) {
-            throw Error(ErrorKind::InvalidArgument, where + " holds a non-finite sample at index " + std::to_string(i));
-        }
-        peak = std::max(peak, std::fabs(v));
-    }
+    for (float v : clip.samples) peak = std::max(peak, std::fabs(v));
     if (peak < kSilencePeak) {
         const std::string why = peak > 0 ? "peak " + format("%.1f dBFS", 20 * std::log10(double(peak))) + ", below -60 dBFS"
                                          : "every sample is zero";

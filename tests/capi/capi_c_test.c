@@ -6,12 +6,19 @@
  *   capi_c_test CUSTOMVOICE.gguf BASE.gguf CHATTERBOX.gguf CLIP.wav EXPECTED_DIR TMP_DIR
  *
  * Prints each failed check and exits 1 if any failed. Compiled as C99. */
-#define _POSIX_C_SOURCE 200809L /* pthreads under -std=c99 */
+#define _XOPEN_SOURCE 700 /* pthreads, mkfifo and mknod under -std=c99 */
+#include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "capi_cases.h"
 #include "talkbox/talkbox.h"
@@ -609,6 +616,123 @@ static void test_chatterbox(void) {
     talkbox_model_free(m);
 }
 
+static int exists(const char* path) {
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* Samples that are not numbers, or absurd ones, are refused before anything is written, whatever
+ * the format (LAME used to kill its caller on NaN); so is a sample rate no file can hold. */
+static void test_hostile_samples(void) {
+    char* out = join_path(tmp_dir, "hostile.mp3");
+    const char* formats[] = {"mp3", "wav16", "wav32", "flac", "aac"};
+    float bad[][4] = {{0.1f, NAN, 0.2f, 0.3f}, {0.1f, 0.2f, INFINITY, 0.3f}, {-INFINITY, 0, 0, 0}, {0.1f, 0.2f, 0.3f, 1e30f}};
+    const char* messages[] = {"non-finite sample at index 1", "non-finite sample at index 2", "non-finite sample at index 0",
+                              "sample of 1e+30 at index 3, beyond the accepted [-16, 16]"};
+    for (size_t f = 0; f < sizeof formats / sizeof *formats; ++f) {
+        for (size_t b = 0; b < sizeof bad / sizeof *bad; ++b) {
+            CHECK_ERROR(talkbox_write_audio(out, bad[b], 4, 24000, formats[f]), TALKBOX_ERROR_INVALID_ARGUMENT, messages[b]);
+            CHECK_ERROR(talkbox_write_audio(out, bad[b], 4, 24000, formats[f]), TALKBOX_ERROR_INVALID_ARGUMENT,
+                        "talkbox_write_audio: samples holds");
+            CHECK(!exists(out));
+        }
+    }
+    float fine[4] = {0.1f, -0.2f, 1.5f, -1.5f}; /* a little hot is real audio */
+    CHECK_ERROR(talkbox_write_audio(out, fine, 4, INT_MAX, "wav16"), TALKBOX_ERROR_INVALID_ARGUMENT,
+                "talkbox_write_audio: sample_rate must be in [1, 768000] Hz, got 2147483647");
+    CHECK_ERROR(talkbox_write_audio(out, fine, 4, -8000, "mp3"), TALKBOX_ERROR_INVALID_ARGUMENT, "got -8000");
+    CHECK(!exists(out));
+    talkbox_model_options o;
+    talkbox_model_options_init(&o);
+    o.threads = INT_MAX;
+    talkbox_model* m = NULL;
+    CHECK_ERROR(talkbox_model_load(customvoice_path, &o, &m), TALKBOX_ERROR_INVALID_ARGUMENT,
+                "talkbox_model_load: threads must be in [0, 4096], got 2147483647");
+    CHECK(m == NULL);
+    free(out);
+}
+
+typedef struct {
+    const char* path;
+    char head[4];
+    size_t bytes;
+} FifoReader;
+
+static void* read_fifo(void* arg) {
+    FifoReader* r = (FifoReader*)arg;
+    FILE* f = fopen(r->path, "rb");
+    if (!f) return NULL;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        if (r->bytes == 0 && n >= 4) memcpy(r->head, buf, 4);
+        r->bytes += n;
+    }
+    fclose(f);
+    return NULL;
+}
+
+/* A device or a FIFO is written in place, never replaced by a regular file, and a write error
+ * there (a full device) is reported; a missing folder fails before any synthesis. */
+static void test_output_files(talkbox_session* s, const talkbox_model* m) {
+    float pcm[480];
+    for (size_t i = 0; i < 480; ++i) pcm[i] = 0.25f * sinf((float)i * 0.1f);
+
+    char* fifo = join_path(tmp_dir, "audio.fifo");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    FifoReader reader = {fifo, {0}, 0};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, read_fifo, &reader) == 0);
+    CHECK_OK(talkbox_write_audio(fifo, pcm, 480, 24000, "wav16"));
+    pthread_join(t, NULL);
+    struct stat st;
+    CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+    CHECK(reader.bytes == 44 + 2 * 480 && memcmp(reader.head, "RIFF", 4) == 0);
+
+    /* Our own device nodes where we may make them (as root), so that a regression cannot replace
+     * the system's; /dev/full otherwise, which an unprivileged writer cannot replace either. */
+    char* null_node = join_path(tmp_dir, "null");
+    char* full_node = join_path(tmp_dir, "full");
+    const int own_nodes = mknod(null_node, S_IFCHR | 0666, makedev(1, 3)) == 0 && mknod(full_node, S_IFCHR | 0666, makedev(1, 7)) == 0;
+    const char* null_path = own_nodes ? null_node : "/dev/null";
+    const char* full_path = own_nodes ? full_node : "/dev/full";
+    CHECK_OK(talkbox_write_audio(null_path, pcm, 480, 24000, "mp3"));
+    CHECK(lstat(null_path, &st) == 0 && S_ISCHR(st.st_mode));
+    CHECK_ERROR(talkbox_write_audio(full_path, pcm, 480, 24000, "wav16"), TALKBOX_ERROR_IO, "No space left on device");
+    CHECK(lstat(full_path, &st) == 0 && S_ISCHR(st.st_mode));
+
+    /* A missing folder: refused before the synthesis (which a cancel would have stopped). */
+    talkbox_request* r = customvoice_request(m);
+    char* missing = join_path(tmp_dir, "no-such-folder/out.wav");
+    CHECK_ERROR(talkbox_session_speak_to_file(s, r, missing, "wav16", NULL), TALKBOX_ERROR_IO,
+                "talkbox_session_speak_to_file: path: cannot write");
+    CHECK(strstr(talkbox_last_error(), "no-such-folder' does not exist") != NULL);
+    char* folder = join_path(tmp_dir, "");
+    CHECK_ERROR(talkbox_write_audio(folder, pcm, 480, 24000, "wav16"), TALKBOX_ERROR_IO, "it is a folder");
+
+    /* A new file gets 0666 & ~umask (not 0600); a replaced one keeps its mode. */
+    char* made = join_path(tmp_dir, "mode.wav");
+    const mode_t old_mask = umask(027);
+    CHECK_OK(talkbox_write_audio(made, pcm, 480, 24000, "wav16"));
+    CHECK(stat(made, &st) == 0 && (st.st_mode & 0777) == 0640);
+    CHECK(chmod(made, 0604) == 0);
+    CHECK_OK(talkbox_write_audio(made, pcm, 240, 24000, "wav16"));
+    CHECK(stat(made, &st) == 0 && (st.st_mode & 0777) == 0604 && st.st_size == 44 + 2 * 240);
+    umask(old_mask);
+
+    unlink(fifo);
+    unlink(null_node);
+    unlink(full_node);
+    unlink(made);
+    talkbox_request_free(r);
+    free(fifo);
+    free(null_node);
+    free(full_node);
+    free(missing);
+    free(folder);
+    free(made);
+}
+
 int main(int argc, char** argv) {
     if (argc != 7) {
         fprintf(stderr, "usage: %s CUSTOMVOICE.gguf BASE.gguf CHATTERBOX.gguf CLIP.wav EXPECTED_DIR TMP_DIR\n", argv[0]);
@@ -634,6 +758,8 @@ int main(int argc, char** argv) {
     test_callback_stop(s, m);
     test_cancel_from_another_thread(s, m);
     test_sessions_on_threads(m);
+    test_hostile_samples();
+    test_output_files(s, m);
     talkbox_session_free(s);
     talkbox_model_free(m);
     test_base_voice();

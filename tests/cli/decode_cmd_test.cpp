@@ -132,7 +132,7 @@ TEST_F(DecodeCommandTest, BadInputFailsCleanlyWithoutOutput) {
         {out.file("missing.json") + " -m " + model(), "missing.json"},
         {golden("decode_40/codes.json") + " -m " + out.file("nomodel.gguf"), "nomodel.gguf"},
         {golden("decode_40/codes.json") + " -m " + model() + " --format aiff", "unknown audio format 'aiff'"},
-        {golden("decode_40/codes.json") + " -m " + model() + " --streaming --chunk 0", "--chunk must be at least 1"},
+        {golden("decode_40/codes.json") + " -m " + model() + " --streaming --chunk 0", "--chunk: must be a whole number in [1, 1000], got '0'"},
     };
     for (const auto& c : cases) {
         const auto r = run_talkbox("decode " + c.args + " -o " + wav);

@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <vector>
@@ -97,6 +101,61 @@ TEST(AtomicFileWriter, TemporaryFileIsPrivate) {
     ASSERT_EQ(names.size(), 1u);
     EXPECT_EQ(names[0].rfind("out.bin.tmp-", 0), 0u) << names[0];
     EXPECT_EQ(mode_of(dir.file(names[0])), 0600u);
+}
+
+TEST(AtomicFileWriter, NewFileFollowsTheUmaskReplacedFileKeepsItsMode) {
+    TempDir dir;
+    const mode_t old = ::umask(022);
+    {
+        AtomicFileWriter w(dir.file("new.bin"));
+        w.write("a", 1);
+        w.commit();
+    }
+    ::umask(old);
+    EXPECT_EQ(mode_of(dir.file("new.bin")), 0644u);
+    fs::permissions(dir.file("new.bin"), fs::perms(0600));
+    AtomicFileWriter w(dir.file("new.bin"));
+    w.write("b", 1);
+    w.commit();
+    EXPECT_EQ(mode_of(dir.file("new.bin")), 0600u);
+    EXPECT_EQ(talkbox::testing::read_text(dir.file("new.bin")), "b");
+}
+
+// speak's audio and codes: a failure writing one leaves neither.
+TEST(WriteFilesTogether, AFailureLeavesNone) {
+    TempDir dir;
+    try {
+        write_files_together({{dir.file("audio.wav"), "RIFF", 4}, {dir.file("missing/codes.json"), "{}", 2}});
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Io);
+        EXPECT_NE(std::string(e.what()).find("missing/codes.json"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(fs::is_empty(dir.path()));
+    write_files_together({{dir.file("audio.wav"), "RIFF", 4}, {dir.file("codes.json"), "{}", 2}});
+    EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"audio.wav", "codes.json"}));
+}
+
+TEST(CheckOutputPath, SaysWhatIsWrongWithTheDestination) {
+    TempDir dir;
+    const auto message = [](const std::string& path) {
+        try {
+            check_output_path(path, "-o");
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_EQ(message(dir.file("x.wav")), "");
+    EXPECT_EQ(message("/dev/null"), "");
+    EXPECT_EQ(message(dir.path()), "-o: cannot write '" + dir.path() + "': it is a folder");
+    EXPECT_EQ(message(dir.file("no/x.wav")), "-o: cannot write '" + dir.file("no/x.wav") + "': the folder '" + dir.file("no") + "' does not exist");
+    talkbox::testing::write_text(dir.file("plain"), "");
+    EXPECT_EQ(message(dir.file("plain/x.wav")), "-o: cannot write '" + dir.file("plain/x.wav") + "': " + std::strerror(ENOTDIR));
+    EXPECT_THROW(check_distinct_outputs({{"-o", dir.file("a")}, {"--codes-out", dir.path() + "/../" +
+                                                                     fs::path(dir.path()).filename().string() + "/a"}}),
+                 Error);
+    EXPECT_NO_THROW(check_distinct_outputs({{"-o", "-"}, {"--codes-out", "-"}}));
 }
 
 TEST(TempFile, IsPrivateAndRemovedOnEveryPath) {

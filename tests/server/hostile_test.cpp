@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -179,6 +180,35 @@ std::string wav(uint32_t rate, uint16_t channels, uint32_t declared_data, size_t
     w += "data";
     u32(declared_data);
     return w + std::string(data_bytes, '\0');
+}
+
+// A mono 32-bit float WAV of `samples` at 24 kHz: floats carry what 16-bit PCM cannot (NaN, 1e30).
+std::string float_wav(const std::vector<float>& samples) {
+    std::string w = "RIFF";
+    const auto u32 = [&](uint32_t v) { w.append(reinterpret_cast<const char*>(&v), 4); };
+    const auto u16 = [&](uint16_t v) { w.append(reinterpret_cast<const char*>(&v), 2); };
+    const uint32_t data = static_cast<uint32_t>(samples.size() * 4);
+    u32(36 + data);
+    w += "WAVEfmt ";
+    u32(16);
+    u16(3);  // IEEE float
+    u16(1);
+    u32(24000);
+    u32(24000 * 4);
+    u16(4);
+    u16(32);
+    w += "data";
+    u32(data);
+    w.append(reinterpret_cast<const char*>(samples.data()), data);
+    return w;
+}
+
+// One second of a quiet tone with `value` at sample 5000.
+std::vector<float> tone_with(float value) {
+    std::vector<float> pcm(24000);
+    for (size_t i = 0; i < pcm.size(); ++i) pcm[i] = 0.3f * std::sin(0.05f * static_cast<float>(i));
+    pcm[5000] = value;
+    return pcm;
 }
 
 uint64_t peak_rss_kb(pid_t pid) {
@@ -372,6 +402,59 @@ TEST_F(Hostile, MultipartAndAudio) {
     check("WAV cut inside its header", 400, upload_request(multipart({{"name", "v7"}, {"audio", wav(24000, 1, 96000, 0).substr(0, 30)}})));
     namespace fs = std::filesystem;
     for (const auto& e : fs::directory_iterator(voices_->path())) ADD_FAILURE() << "stray file in the voices folder: " << e.path();
+}
+
+// Uploaded audio whose samples are not numbers, or absurd ones, is refused (never "used as is"),
+// naming the sample, and leaves no voice behind.
+TEST_F(Hostile, UploadedSamplesThatAreNotNumbers) {
+    const struct {
+        float value;
+        const char* message;
+    } cases[] = {{std::nanf(""), "holds a non-finite sample at index 5000"},
+                 {INFINITY, "holds a non-finite sample at index 5000"},
+                 {-1e30f, "holds a sample of -1e+30 at index 5000, beyond the accepted [-16, 16] (+24 dBFS)"},
+                 {17.0f, "holds a sample of 17 at index 5000, beyond the accepted [-16, 16] (+24 dBFS)"}};
+    for (const auto& c : cases) {
+        const std::string what = "clip with " + std::to_string(c.value);
+        const Reply r = check(what, 400, upload_request(multipart({{"name", "nan-voice"}, {"audio", float_wav(tone_with(c.value))}})));
+        EXPECT_NE(r.body.find(c.message), std::string::npos) << what << ": " << r.body;
+    }
+    namespace fs = std::filesystem;
+    for (const auto& e : fs::directory_iterator(voices_->path())) ADD_FAILURE() << "stray file in the voices folder: " << e.path();
+}
+
+// serve's numeric flags: a value that is not a number, or out of its range, is refused at once
+// with the flag, the range and the value, before any model is read (the model path is bogus).
+TEST(ServeFlags, NumbersOutOfRangeAreRefusedBeforeLoading) {
+    const struct {
+        const char* args;
+        const char* message;
+    } cases[] = {
+        {"--port 70000", "--port: must be a whole number in [0, 65535], got '70000'"},
+        {"--port -1", "--port: must be a whole number in [0, 65535], got '-1'"},
+        {"--wyoming-port -5", "--wyoming-port: must be a whole number in [0, 65535], got '-5'"},
+        {"--read-timeout nan", "--read-timeout: must be a number in (0, 31536000], got 'nan'"},
+        {"--request-timeout inf", "--request-timeout: must be a number in (0, 31536000], got 'inf'"},
+        {"--queue-timeout 0", "--queue-timeout: must be a number in (0, 31536000], got '0'"},
+        {"--drain-timeout -1", "--drain-timeout: must be a number in [0, 31536000], got '-1'"},
+        {"--max-connections 0", "--max-connections: must be a whole number in [1, 1000000], got '0'"},
+        {"--max-concurrent 0", "--max-concurrent: must be a whole number in [1, 1024], got '0'"},
+        {"--max-upload-mb 17592186044416", "--max-upload-mb: must be a whole number in [1, 4096], got '17592186044416'"},
+        {"--seed -1", "--seed: must be a whole number in [0, 18446744073709551615], got '-1'"},
+        {"--seed 18446744073709551616", "--seed: must be a whole number in [0, 18446744073709551615], got '18446744073709551616'"},
+        {"-T 1e9", "--threads: must be a whole number in [0, 4096], got '1e9'"},
+    };
+    for (const auto& c : cases) {
+        const auto r = run_talkbox(std::string("serve -m /nonexistent/model.gguf ") + c.args);
+        EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.err;
+        EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+        EXPECT_EQ(r.err.find("nonexistent"), std::string::npos) << "the model was looked at before the flags: " << r.err;
+        EXPECT_EQ(r.err.find("serving"), std::string::npos) << c.args;
+    }
+    // The largest seed is a seed.
+    const auto ok = run_talkbox("serve -m /nonexistent/model.gguf --seed 18446744073709551615");
+    EXPECT_EQ(ok.exit_code, 1);
+    EXPECT_NE(ok.err.find("nonexistent"), std::string::npos) << ok.err;
 }
 
 TEST_F(Hostile, BrowserSafety) {

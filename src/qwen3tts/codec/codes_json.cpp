@@ -132,6 +132,13 @@ void write_codes_json(const std::string& path, const Frames& frames) {
 }
 
 void write_codes_file(const std::string& path, const CodesFile& codes) {
+    const std::string text = codes_file_text(codes);
+    AtomicFileWriter out(path);
+    out.write(text.data(), text.size());
+    out.commit();
+}
+
+std::string codes_file_text(const CodesFile& codes) {
     const Frames& frames = codes.frames;
     std::string text = "{";
     if (codes.seed) text += "\"seed\": " + std::to_string(*codes.seed) + ", ";
@@ -148,9 +155,7 @@ void write_codes_file(const std::string& path, const CodesFile& codes) {
         text += "]";
     }
     text += frames.empty() ? "]}\n" : "\n]}\n";
-    AtomicFileWriter out(path);
-    out.write(text.data(), text.size());
-    out.commit();
+    return text;
 }
 
 }  // namespace talkbox::codec

@@ -2,6 +2,7 @@
 
 #include "audio/audio_reader.h"
 #include "audio/resample.h"
+#include "talkbox/audio.h"
 #include "talkbox/codes.h"
 #include "qwen3tts/codec/encoder.h"
 #include "core/backend.h"
@@ -17,6 +18,7 @@ EncodeSummary encode_audio_file(const EncodeOptions& options) {
     // Any clip the encoder takes: unlike reference audio, short or silent input is fine here.
     const audio::MonoAudio clip = audio::read_audio_file(options.audio_path, {codec::CodecEncoder::kMaxSeconds});
     if (clip.samples.empty()) throw Error(ErrorKind::InvalidArgument, "'" + options.audio_path + "' contains no samples");
+    audio::check_samples(clip.samples.data(), clip.samples.size(), "'" + options.audio_path + "'");
     const GgufFile file(options.model_path);
     const qwen3tts::Hparams hp = qwen3tts::Hparams::from_gguf(file.meta());
     const Backend backend(options.threads, options.device);
