@@ -33,6 +33,8 @@ RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
     && groupadd -g 10001 talkbox && useradd -u 10001 -g talkbox -d /home/talkbox -m talkbox \
     && mkdir -p /voices /models && chown talkbox:talkbox /voices
 COPY --from=build /out/talkbox /usr/local/bin/talkbox
+# talkbox's licence and the notice of what the image carries besides (GPL parts: see the notice).
+COPY --from=build /src/LICENSE /src/THIRD_PARTY_NOTICES.md /usr/share/doc/talkbox/
 USER talkbox
 ENV TALKBOX_HOME=/home/talkbox/.talkbox
 EXPOSE 8080

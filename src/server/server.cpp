@@ -1142,6 +1142,28 @@ struct Server::Impl : http::Handler, wyoming::Service {
         }
     }
 
+    // A new voice's name must not collide with another name a request can give as "voice" (or as
+    // Wyoming's voice.name, which is also a model id), ignoring case as Wyoming clients match them:
+    // 400 for the reserved 'builtin', 409 naming both for a preset speaker, a model id or a
+    // registered voice.
+    void refuse_taken_name(const std::string& name) {
+        const std::string lower = ascii_lower(name);
+        if (lower == kBuiltinVoice) throw bad_request("the name 'builtin' is reserved for the built-in voices of models; choose another", "name");
+        const auto taken = [&](const std::string& other, const std::string& what, const char* code) {
+            throw ApiError(409, "invalid_request_error", code,
+                           "voice name '" + name + "' would shadow " + what + (other == name ? "" : " (names are matched ignoring case)") +
+                               "; choose another",
+                           "name");
+        };
+        for (const auto& m : models) {
+            if (ascii_lower(m->id()) == lower) taken(m->id(), "the model id '" + m->id() + "'", "name_taken");
+            for (const auto& s : m->capabilities().speakers) {
+                if (ascii_lower(s) == lower) taken(s, "the preset speaker '" + s + "' of model '" + m->id() + "'", "voice_exists");
+            }
+        }
+        voices.refuse_taken(name);
+    }
+
     void create_voice_route(const http::Request& req, Response& res) {
         const std::string& type = req.header("content-type");
         if (ascii_lower(type).rfind("multipart/form-data", 0) != 0) {
@@ -1161,9 +1183,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         }
         const auto clip = field({"audio", "file"});
         if (!clip || clip->content.empty()) throw bad_request("'audio' (the reference clip) is required", "audio", "missing_field");
-        if (ascii_lower(name->content) == kBuiltinVoice) {
-            throw bad_request("the name 'builtin' is reserved for the built-in voices of models; choose another", "name");
-        }
+        refuse_taken_name(name->content);
         const auto transcript = field({"transcript", "ref_text"});
         std::optional<std::string> ref_text;
         if (transcript && transcript->content.find_first_not_of(" \t\r\n") != std::string::npos) ref_text = transcript->content;
@@ -1191,16 +1211,9 @@ struct Server::Impl : http::Handler, wyoming::Service {
                                   "): it clones from the clip alone",
                               "transcript", "unsupported_field");
         }
-        const auto refuse_taken = [&] {
-            if (voices.find(name->content)) {
-                throw ApiError(409, "invalid_request_error", "voice_exists", "a voice named '" + name->content + "' already exists", "name");
-            }
-        };
-        refuse_taken();
-
         Scheduler::Slot slot;
         admit(slot, [&] { return req.peer_closed(); });
-        refuse_taken();  // a request that waited may have lost the race while in the queue
+        voices.refuse_taken(name->content);  // a request that waited may have lost the race while in the queue
 
         // The clip goes through a private temporary file (libsndfile reads files) in the voices
         // folder, removed on every path; ".upload-*" is never listed as a voice.

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/strings.h"
 #include "server/api_error.h"
 #include "talkbox/error.h"
 #include "talkbox/voice_file.h"
@@ -55,22 +56,27 @@ VoiceRegistry::VoiceRegistry(std::string dir) : dir_(std::move(dir)) {
     }
 }
 
-std::vector<std::pair<std::string, std::shared_ptr<const Voice>>> VoiceRegistry::list() {
-    std::vector<std::string> names;
+std::vector<std::string> VoiceRegistry::names() {
+    std::vector<std::string> out;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir_, ec)) {
         const auto p = e.path();
-        if (p.extension() == ".voice" && valid_voice_name(p.stem().string()) && e.is_regular_file()) names.push_back(p.stem().string());
+        if (p.extension() == ".voice" && valid_voice_name(p.stem().string()) && e.is_regular_file()) out.push_back(p.stem().string());
     }
-    std::sort(names.begin(), names.end());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<const Voice>>> VoiceRegistry::list() {
+    const std::vector<std::string> found = names();
     {
         // Forget voices whose files are gone, so the cache never outgrows the folder.
-        const std::set<std::string> present(names.begin(), names.end());
+        const std::set<std::string> present(found.begin(), found.end());
         std::lock_guard<std::mutex> lock(mutex_);
         for (auto it = cache_.begin(); it != cache_.end();) it = present.count(it->first) ? std::next(it) : cache_.erase(it);
     }
     std::vector<std::pair<std::string, std::shared_ptr<const Voice>>> out;
-    for (const auto& n : names) {
+    for (const auto& n : found) {
         try {
             if (auto v = find(n)) out.emplace_back(n, v);
         } catch (const ApiError&) {
@@ -104,13 +110,43 @@ std::shared_ptr<const Voice> VoiceRegistry::find(const std::string& name) {
     }
 }
 
+std::string VoiceRegistry::taken_by(const std::string& name, bool count_itself) {
+    const std::string lower = ascii_lower(name);
+    for (const auto& n : names()) {
+        if ((count_itself || n != name) && ascii_lower(n) == lower) return n;
+    }
+    return "";
+}
+
+namespace {
+
+ApiError voice_exists(const std::string& name, const std::string& existing) {
+    std::string msg = "a voice named '" + existing + "' already exists";
+    if (existing != name) msg += ", and '" + name + "' differs from it only in case (voice names are matched ignoring case)";
+    return ApiError(409, "invalid_request_error", "voice_exists", msg, "name");
+}
+
+}  // namespace
+
+void VoiceRegistry::refuse_taken(const std::string& name) {
+    if (const std::string taken = taken_by(name, true); !taken.empty()) throw voice_exists(name, taken);
+}
+
 void VoiceRegistry::add(const std::string& name, const Voice& voice) {
     check_name(name);
+    refuse_taken(name);
     try {
         save_voice(voice, path(name), /*replace=*/false);
     } catch (const Error& e) {
         if (e.kind() != ErrorKind::Exists) throw;
-        throw ApiError(409, "invalid_request_error", "voice_exists", "a voice named '" + name + "' already exists", "name");
+        throw voice_exists(name, name);
+    }
+    // A registry sharing the folder may have written a case twin since the check above. Whoever
+    // sees a twin after writing withdraws its own file: of two racing writers at least the later
+    // one sees the other, so two twins are never both reported created (both may withdraw).
+    if (const std::string twin = taken_by(name, false); !twin.empty()) {
+        remove(name);
+        throw voice_exists(name, twin);
     }
 }
 

@@ -32,8 +32,12 @@ public:
     // nullptr when absent. The caller shares ownership: a voice removed meanwhile stays usable.
     // Throws ApiError 400 for an invalid name, 500 for an unreadable file.
     std::shared_ptr<const Voice> find(const std::string& name);
+    // Throws ApiError 409 (code "voice_exists", naming both) when a registered voice has `name`
+    // in any case: Wyoming clients match names ignoring case, so one of two such voices would be
+    // unreachable there.
+    void refuse_taken(const std::string& name);
     // Creates the file, never replacing one: throws ApiError 409 (code "voice_exists") when the
-    // name is taken, also when another process sharing the folder won a race for it.
+    // name is taken in any case, also when another process sharing the folder won a race for it.
     void add(const std::string& name, const Voice& voice);
     bool remove(const std::string& name);  // false when absent
 
@@ -52,6 +56,10 @@ private:
     };
 
     std::string path(const std::string& name) const { return dir_ + "/" + name + ".voice"; }
+    std::vector<std::string> names();  // the valid *.voice files' names, sorted
+    // A registered name equal to `name` ignoring case ("" when none); `name` itself only when
+    // `count_itself`.
+    std::string taken_by(const std::string& name, bool count_itself);
     std::string dir_;
     std::mutex mutex_;
     std::map<std::string, Cached> cache_;

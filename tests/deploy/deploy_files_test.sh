@@ -73,9 +73,17 @@ closure=$(apt-cache depends --recurse --installed --no-recommends --no-suggests 
   --no-enhances $pkgs 2>/dev/null | grep -v '^ ' | sed 's/:.*//' | sort -u)
 base="libc6 libstdc++6 libgcc-s1 zlib1g"
 missing=()
-for lib in $(ldd "$bin" | awk '/=>/ {print $3}'); do
-  pkg=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | head -1 | cut -d: -f1) || true
-  [ -n "$pkg" ] || pkg=$(dpkg -S "$lib" 2>/dev/null | head -1 | cut -d: -f1) || true
+libs=$(ldd "$bin" | awk '/=>/ {print $3}')
+# One dpkg -S for all of them (each call reads dpkg's whole database: one per library took ~2 min
+# on a loaded machine, against this test's 120 s limit). A library is looked up by its real path,
+# then by the path ldd gave (usrmerge: /lib vs /usr/lib).
+declare -A owner=()
+while IFS= read -r line; do
+  [[ $line == *": /"* ]] && owner[${line#*: }]=${line%%:*}
+done < <(for l in $libs; do readlink -f "$l"; echo "$l"; done | sort -u | xargs dpkg -S 2>/dev/null || true)
+for lib in $libs; do
+  real=$(readlink -f "$lib")
+  pkg=${owner[$real]:-${owner[$lib]:-}}
   [ -n "$pkg" ] || { missing+=("$lib (from no package)"); continue; }
   grep -qx -- "$pkg" <<<"$closure"$'\n'"${base// /$'\n'}" || missing+=("$lib ($pkg)")
 done

@@ -13,6 +13,43 @@ function check(ok, what) {
   if (!ok) throw new Error(what);
 }
 
+// The tiny fixture model synthesises a second of audio in milliseconds, so how many reads the page
+// gets of a real response depends on the machine's load: one or two when Chromium is slow to read
+// (every byte has arrived by then), and then nothing can be drawn "while it streams". The page's
+// fetch of /v1/audio/speech therefore hands its body on in pieces of PIECE_BYTES, one per read, a
+// little apart: the same bytes, in a number of reads the test knows.
+const PIECE_BYTES = 4800;  // 0.1 s of 24 kHz 16-bit audio
+function paceSpeech(pieceBytes) {
+  const realFetch = window.fetch;
+  window.fetch = async (input, init) => {
+    const res = await realFetch(input, init);
+    if (!String(input).endsWith("/v1/audio/speech") || !res.ok || !res.body) return res;
+    const reader = res.body.getReader();
+    let pending = new Uint8Array(0);
+    const body = new ReadableStream({
+      async pull(out) {
+        while (pending.length < pieceBytes) {
+          const { value, done } = await reader.read();  // an abort (Stop) rejects here and reaches the page
+          if (done) break;
+          const joined = new Uint8Array(pending.length + value.length);
+          joined.set(pending);
+          joined.set(value, pending.length);
+          pending = joined;
+        }
+        if (!pending.length) return out.close();
+        await new Promise((r) => setTimeout(r, 20));
+        // Stop aborts the fetch: what was received but not yet handed on is dropped, as a real body's is.
+        const signal = init && init.signal;
+        if (signal && signal.aborted) throw signal.reason || new DOMException("The operation was aborted.", "AbortError");
+        out.enqueue(pending.slice(0, pieceBytes));
+        pending = pending.slice(pieceBytes);
+      },
+      cancel(reason) { return reader.cancel(reason); },
+    }, { highWaterMark: 0 });
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+}
+
 async function main() {
   const [url, key, clip] = process.argv.slice(2);
   const browser = await chromium.launch({
@@ -24,6 +61,7 @@ async function main() {
   const out = {};
   try {
     const page = await browser.newPage();
+    await page.addInitScript(paceSpeech, PIECE_BYTES);
     const errors = [], dialogs = [];
     page.on("pageerror", (e) => errors.push(String(e)));
     page.on("console", (m) => { if (m.type() === "error") errors.push("console: " + m.text()); });
@@ -120,7 +158,12 @@ async function main() {
     out.wave_ink = await ink();
     check(out.wave_ink > 100, "the waveform canvas is blank after speaking (" + out.wave_ink + " pixels)");
     const seen = stats.wavePeaksWhileStreaming;
-    check(seen.length >= 2 && seen[0] < stats.wavePeaks, "the waveform was not drawn while the audio streamed: " + JSON.stringify(seen));
+    check(stats.chunks === Math.ceil(stats.bytes / PIECE_BYTES), stats.chunks + " reads of " + stats.bytes + " bytes: the stream was not paced");
+    // Each piece is drawn before the one after the next arrives (by an animation frame, or at the
+    // next piece when no frame came between), whatever the frame rate: so at least half of the
+    // pieces but the last show up as distinct drawn lengths while the audio streams.
+    check(seen.length >= Math.ceil((stats.chunks - 1) / 2) && seen.length >= 2 && seen[0] < stats.wavePeaks,
+          "the waveform was not drawn while the audio streamed: " + JSON.stringify(seen) + " in " + stats.chunks + " reads");
     check(stats.wavePeaks === Math.floor(stats.samplesScheduled / 240), "the waveform does not cover the audio");
     out.progress = await text("#progress");
     check(/^Done: \d+\.\d s generated · real-time factor \d+\.\d\d · first audio after \d+ ms$/.test(out.progress), "progress line: " + out.progress);

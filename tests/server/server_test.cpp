@@ -387,6 +387,63 @@ TEST_F(ServerTest, VoicesApi) {
     expect_error(speech({{"input", kSentence}, {"voice", "fox"}}), 404, "voice", "voice_not_found");
 }
 
+// A server whose Base model is served as "Narrator" (a model id that is a valid voice name) beside
+// the CustomVoice model and its preset speakers.
+class VoiceNameTest : public HttpFixture {
+protected:
+    static void SetUpTestSuite() {
+        models_ = new TempDir;
+        std::filesystem::create_symlink(converted_fixture("tiny-0.6B-Base"), models_->file("Narrator.gguf"));
+        start({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "-m", models_->file("Narrator.gguf"), "-T", "1"});
+    }
+    static void TearDownTestSuite() {
+        HttpFixture::TearDownTestSuite();
+        delete models_;
+        models_ = nullptr;
+    }
+    static inline TempDir* models_ = nullptr;
+};
+
+// A voice name may not differ only in case from a registered voice, nor shadow a preset speaker or
+// a model id in any case (Wyoming clients match names ignoring case, and name a model or a voice
+// in one field): 409 naming both, nothing written, the server still serving.
+TEST_F(VoiceNameTest, NamesThatCollideIgnoringCaseAreRefused) {
+    namespace fs = std::filesystem;
+    const std::string clip = read_text(fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
+    auto made = create_voice("Fox", clip);
+    ASSERT_TRUE(made);
+    ASSERT_EQ(made->status, 201) << made->body;
+    EXPECT_EQ(json::parse(made->body)["models"], json::array({"Narrator"}));
+
+    const std::string ryan = "voice name 'RYAN' would shadow the preset speaker 'ryan' of model '" + kCustom +
+                             "' (names are matched ignoring case); choose another";
+    const std::pair<std::string, std::pair<const char*, std::string>> cases[] = {
+        {"Fox", {"voice_exists", "a voice named 'Fox' already exists"}},
+        {"fox", {"voice_exists", "a voice named 'Fox' already exists, and 'fox' differs from it only in case (voice names are matched ignoring case)"}},
+        {"FOX", {"voice_exists", "a voice named 'Fox' already exists, and 'FOX' differs from it only in case (voice names are matched ignoring case)"}},
+        {"ryan", {"voice_exists", "voice name 'ryan' would shadow the preset speaker 'ryan' of model '" + kCustom + "'; choose another"}},
+        {"RYAN", {"voice_exists", ryan}},
+        {"Narrator", {"name_taken", "voice name 'Narrator' would shadow the model id 'Narrator'; choose another"}},
+        {"narrator", {"name_taken", "voice name 'narrator' would shadow the model id 'Narrator' (names are matched ignoring case); choose another"}},
+    };
+    for (const auto& [name, expected] : cases) {
+        const auto& [code, message] = expected;
+        EXPECT_EQ(expect_error(create_voice(name, clip), 409, "name", code), message) << name;
+    }
+    expect_error(create_voice("BuiltIn", clip), 400, "name");
+
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(voices_->path())) files.push_back(e.path().filename().string());
+    EXPECT_EQ(files, std::vector<std::string>{"Fox.voice"}) << "a refused voice left a file";
+    auto health = client().Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+    auto spoken = speech({{"input", kSentence}, {"voice", "Fox"}, {"response_format", "wav"}});
+    ASSERT_TRUE(spoken);
+    EXPECT_EQ(spoken->status, 200) << spoken->body;
+    EXPECT_EQ(spoken->get_header_value("X-Talkbox-Model"), "Narrator");
+}
+
 TEST_F(ServerTest, ConcurrentRequestsAreAllCorrect) {
     // Sequential answers first, then the same requests at once (2 run, the rest queue).
     std::vector<json> bodies;

@@ -36,9 +36,9 @@ std::vector<std::string> entries(const std::string& dir) {
     return out;
 }
 
-// Many threads add `name` through `registries` (round robin); returns how many succeeded, and
-// checks that every loser got 409 voice_exists.
-int race(std::vector<VoiceRegistry*> registries, const std::string& name, int threads) {
+// Many threads add a voice through `registries`, thread i as names[i % names.size()] (both round
+// robin); returns how many succeeded, and checks that every loser got 409 voice_exists.
+int race(std::vector<VoiceRegistry*> registries, const std::vector<std::string>& names, int threads) {
     std::atomic<int> wins{0}, conflicts{0};
     std::atomic<bool> go{false};
     std::vector<std::thread> pool;
@@ -46,7 +46,7 @@ int race(std::vector<VoiceRegistry*> registries, const std::string& name, int th
         pool.emplace_back([&, i] {
             while (!go) std::this_thread::yield();
             try {
-                registries[i % registries.size()]->add(name, voice(float(i)));
+                registries[i % registries.size()]->add(names[i % names.size()], voice(float(i)));
                 ++wins;
             } catch (const ApiError& e) {
                 if (e.status == 409 && e.code == "voice_exists") ++conflicts;
@@ -64,7 +64,7 @@ int race(std::vector<VoiceRegistry*> registries, const std::string& name, int th
 TEST(VoiceRegistry, ConcurrentAddsOfOneNameHaveOneWinner) {
     TempDir dir;
     VoiceRegistry reg(dir.path());
-    EXPECT_EQ(race({&reg}, "anna", 16), 1);
+    EXPECT_EQ(race({&reg}, {"anna"}, 16), 1);
     EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"anna.voice"}) << "stray temporary files";
     ASSERT_NE(reg.find("anna"), nullptr);
 }
@@ -72,7 +72,7 @@ TEST(VoiceRegistry, ConcurrentAddsOfOneNameHaveOneWinner) {
 TEST(VoiceRegistry, TwoRegistriesSharingAFolderHaveOneWinner) {
     TempDir dir;
     VoiceRegistry a(dir.path()), b(dir.path());
-    for (const char* name : {"anna", "bob", "carl"}) EXPECT_EQ(race({&a, &b}, name, 12), 1) << name;
+    for (const char* name : {"anna", "bob", "carl"}) EXPECT_EQ(race({&a, &b}, {name}, 12), 1) << name;
     auto names = entries(dir.path());
     std::sort(names.begin(), names.end());
     EXPECT_EQ(names, (std::vector<std::string>{"anna.voice", "bob.voice", "carl.voice"})) << "stray temporary files";
@@ -93,6 +93,50 @@ TEST(VoiceRegistry, AddNeverReplacesAFileWrittenByAnotherProcess) {
         EXPECT_EQ(std::string(e.what()), "a voice named 'anna' already exists");
     }
     EXPECT_EQ(load_voice(dir.file("anna.voice")).embedding[0], 7.0f);
+}
+
+// Wyoming clients match voice names ignoring case: a name differing from a registered one only in
+// case is refused, naming both, whether the other was added here or by another process.
+TEST(VoiceRegistry, NamesDifferingOnlyInCaseAreRefusedNamingBoth) {
+    TempDir dir;
+    VoiceRegistry reg(dir.path()), other(dir.path());
+    reg.add("Anna", voice(1.0f));
+    save_voice(voice(2.0f), dir.file("bob.voice"));  // written by another process
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"anna", "a voice named 'Anna' already exists, and 'anna' differs from it only in case (voice names are matched ignoring case)"},
+        {"ANNA", "a voice named 'Anna' already exists, and 'ANNA' differs from it only in case (voice names are matched ignoring case)"},
+        {"Bob", "a voice named 'bob' already exists, and 'Bob' differs from it only in case (voice names are matched ignoring case)"},
+        {"Anna", "a voice named 'Anna' already exists"}};
+    for (VoiceRegistry* r : {&reg, &other}) {
+        for (const auto& [name, message] : cases) {
+            try {
+                r->add(name, voice(3.0f));
+                ADD_FAILURE() << name << " was added";
+            } catch (const ApiError& e) {
+                EXPECT_EQ(e.status, 409) << name;
+                EXPECT_EQ(e.code, "voice_exists") << name;
+                EXPECT_EQ(e.param, "name") << name;
+                EXPECT_EQ(std::string(e.what()), message);
+            }
+        }
+    }
+    auto names = entries(dir.path());
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"Anna.voice", "bob.voice"})) << "a refused voice left a file";
+    EXPECT_EQ(reg.find("Anna")->embedding[0], 1.0f);
+    EXPECT_EQ(reg.find("anna"), nullptr);  // look-ups stay exact: the refusal is what keeps names apart
+}
+
+// Case twins racing through two registries sharing the folder: never two of them created, and a
+// file on disk exactly for each reported winner (a loser that wrote first withdraws its file).
+TEST(VoiceRegistry, RacingCaseTwinsNeverBothWin) {
+    for (int round = 0; round < 20; ++round) {
+        TempDir dir;
+        VoiceRegistry a(dir.path()), b(dir.path());
+        const int wins = race({&a, &b}, {"anna", "Anna", "ANNA", "aNNa", "annA"}, 10);
+        EXPECT_LE(wins, 1) << "round " << round;
+        EXPECT_EQ(entries(dir.path()).size(), static_cast<size_t>(wins)) << "round " << round;
+    }
 }
 
 TEST(VoiceRegistry, VoiceRemovedWhileInUseStaysUsable) {
