@@ -50,7 +50,8 @@ struct SpeechRequest {
     // Chatterbox only (unset: the official generate() defaults 0.5 / 0.5 / 0.05); Qwen3-TTS refuses
     // them. Chatterbox also takes sampling.greedy/seed/temperature (0.8)/top_p (1.0)/
     // repetition_penalty (1.2), and `language` "auto" (no language tag) or one of languages().
-    // Chatterbox Turbo: top_k (1000) and top_p (0.95) too; it ignores these three, as tts_turbo.py does.
+    // Chatterbox Turbo and Nano: top_k (1000) and top_p (0.95) too; they refuse these three, which
+    // tts_turbo.py does not have.
     std::optional<float> exaggeration;  // emotion intensity, >= 0
     std::optional<float> cfg_weight;    // classifier-free guidance weight, >= 0 (0: off)
     std::optional<float> min_p;         // [0, 1]

@@ -7,7 +7,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/clock.h"
 #include "talkbox/model.h"
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
@@ -359,7 +359,6 @@ void run_streams_bench(const BenchArgs& a, const Loaded& m) {
         {"peak_rss_mb", "peak RSS MiB", "%.0f", {}},
     };
     double audio_seconds = 0;
-    using Clock = std::chrono::steady_clock;
     for (uint32_t run = 0; run <= a.repeat; ++run) {  // run 0: warm-up, excluded
         std::vector<SpeechResult> results(a.streams);
         std::vector<std::exception_ptr> errors(a.streams);
@@ -375,7 +374,7 @@ void run_streams_bench(const BenchArgs& a, const Loaded& m) {
             });
         }
         for (auto& t : threads) t.join();
-        const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+        const double wall_s = seconds_since(start);
         for (const auto& e : errors) {
             if (e) std::rethrow_exception(e);
         }
@@ -428,10 +427,9 @@ void run_bench(const BenchArgs& a) {
     mo.decoder_threads = a.decoder_threads;
     mo.kv_cache = a.kv_cache;
     mo.max_batch = static_cast<int>(a.streams);  // every stream in one batch
-    using Clock = std::chrono::steady_clock;
     const auto load_start = Clock::now();
     const Model model(m.path, mo);
-    m.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - load_start).count();
+    m.load_ms = ms_since(load_start);
     m.model = &model;
     const Capabilities& caps = model.capabilities();
     if (!caps.concurrent_decoder && !a.decoder_options_set.empty()) {

@@ -313,9 +313,9 @@ void register_speak(CLI::App& app) {
     cmd->add_option("--subtalker-temperature", a->subtalker_temperature, "Code predictor temperature (0: greedy)");
     cmd->add_option("--subtalker-top-k", a->subtalker_top_k, "Code predictor top-k");
     cmd->add_option("--subtalker-top-p", a->subtalker_top_p, "Code predictor top-p");
-    cmd->add_option("--exaggeration", a->exaggeration, "Chatterbox: emotion intensity (official default 0.5; Turbo and Nano ignore it)");
-    cmd->add_option("--cfg-weight", a->cfg_weight, "Chatterbox: classifier-free guidance weight (official default 0.5; 0: off; Turbo and Nano ignore it)");
-    cmd->add_option("--min-p", a->min_p, "Chatterbox: min-p sampling (official default 0.05; Turbo and Nano ignore it)");
+    cmd->add_option("--exaggeration", a->exaggeration, "Chatterbox: emotion intensity (official default 0.5; Turbo and Nano refuse it)");
+    cmd->add_option("--cfg-weight", a->cfg_weight, "Chatterbox: classifier-free guidance weight (official default 0.5; 0: off; Turbo and Nano refuse it)");
+    cmd->add_option("--min-p", a->min_p, "Chatterbox: min-p sampling (official default 0.05; Turbo and Nano refuse it)");
     cmd->add_option("--max-frames", a->max_frames, "Stop each segment after this many frames (12.5 per second; default 50 + 4 per character)");
     cmd->add_option("--stall-frames", a->stall_frames,
                     "Stop a segment whose codebook-0 tokens loop (a pattern repeated 3+ times over this many frames; 0: off)")

@@ -1,5 +1,6 @@
-// The one timer of the project: wall-clock milliseconds (steady clock: never jumps with the system
-// time) and the process's CPU time (every thread), for the timings stages and benchmarks report.
+// The timer of every timing the project reports (stages, benchmarks, server metrics): wall-clock
+// milliseconds (steady clock: never jumps with the system time) and the process's CPU time (every
+// thread).
 #pragma once
 
 #include <chrono>
