@@ -60,6 +60,16 @@ struct SpeechRequest {
     bool split_sentences = true;
 };
 
+// Why generation of a request (a long-form segment) ended.
+enum class StopReason {
+    Eos,        // the model ended the speech
+    MaxFrames,  // the frame limit
+    Cancelled,
+    Stalled,    // codebook 0 looped (stall_frames)
+};
+// "eos", "max_frames", "cancelled", "stalled": the one spelling of each for messages and output.
+const char* stop_reason_name(StopReason reason);
+
 using Frame = std::vector<int32_t>;  // one code per codebook, codebook 0 first (Chatterbox: one speech token)
 
 struct SpeechTimings {
@@ -75,7 +85,7 @@ struct SpeechTimings {
 
 struct SpeechResult {
     std::vector<Frame> frames;   // the generated frames (not the reference frames of a clone)
-    std::string stop_reason;     // "eos", "max_frames", "cancelled", "stalled"
+    StopReason stop_reason = StopReason::Eos;
     uint64_t seed = 0;           // the sampling seed used (given, or drawn at random)
     size_t samples = 0;          // PCM samples delivered
     SpeechTimings timings;

@@ -146,10 +146,13 @@ talkbox::audio::SampleFormat file_format(const char* format) {
     return talkbox::audio::parse_sample_format(format && *format ? format : "wav16");
 }
 
-int stop_reason_of(const std::string& s) {
-    if (s == "max_frames") return TALKBOX_STOP_MAX_FRAMES;
-    if (s == "stalled") return TALKBOX_STOP_STALLED;
-    if (s == "cancelled") return TALKBOX_STOP_CANCELLED;
+int stop_reason_of(talkbox::StopReason r) {
+    switch (r) {
+        case talkbox::StopReason::Eos: return TALKBOX_STOP_EOS;
+        case talkbox::StopReason::MaxFrames: return TALKBOX_STOP_MAX_FRAMES;
+        case talkbox::StopReason::Stalled: return TALKBOX_STOP_STALLED;
+        case talkbox::StopReason::Cancelled: return TALKBOX_STOP_CANCELLED;
+    }
     return TALKBOX_STOP_EOS;
 }
 

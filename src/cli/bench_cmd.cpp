@@ -194,7 +194,7 @@ void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
         const SpeechResult r = session.speak(request, [&](const float*, size_t n) { samples += n; }, stream);
         if (r.frames.size() != a.frames || samples != r.samples) {
             throw Error(ErrorKind::Internal, "bench run gave " + std::to_string(r.frames.size()) + " frames (" +
-                                                 r.stop_reason + "), expected " + std::to_string(a.frames));
+                                                 stop_reason_name(r.stop_reason) + "), expected " + std::to_string(a.frames));
         }
         if (run == 0) continue;
         const SpeechTimings& t = r.timings;
@@ -273,7 +273,7 @@ void run_sentence_bench(const BenchArgs& a, const Loaded& m, Session& session) {
         sentences = t.segments;
         if (sentences == 0 || t.steps != a.frames * sentences || samples != r.samples || samples == 0) {
             throw Error(ErrorKind::Internal, "bench run gave " + std::to_string(t.steps) + " speech tokens over " +
-                                                 std::to_string(sentences) + " sentences (" + r.stop_reason + "), expected " +
+                                                 std::to_string(sentences) + " sentences (" + stop_reason_name(r.stop_reason) + "), expected " +
                                                  std::to_string(a.frames) + " per sentence");
         }
         if (run == 0) continue;

@@ -204,11 +204,11 @@ void run_speak(const SpeakArgs& a) {
     if (!a.output.empty()) sink = std::make_unique<AudioSink>(a.output, format, caps.sample_rate, a.speed.value_or(1.0));
     size_t audio_samples = 0, inserted = 0;
     const auto segment_done = [&](size_t i, const SpeechResult& r, uint32_t max_frames) {
-        if (r.stop_reason == "stalled" && !a.quiet) {
+        if (r.stop_reason == StopReason::Stalled && !a.quiet) {
             std::fprintf(stderr, "warning: segment %zu stopped: codebook 0 repeated a pattern for %u+ frames\n", i + 1,
                          a.stall_frames);
         }
-        if (r.stop_reason == "max_frames" && a.max_frames == 0 && !caps.own_frame_limit && !a.quiet) {
+        if (r.stop_reason == StopReason::MaxFrames && a.max_frames == 0 && !caps.own_frame_limit && !a.quiet) {
             std::fprintf(stderr, "warning: segment %zu reached its limit of %u frames before the model ended it\n", i + 1,
                          max_frames);
         }

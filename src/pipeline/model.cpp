@@ -66,6 +66,16 @@ std::string accepted(const Capabilities& c) {
 
 }  // namespace
 
+const char* stop_reason_name(StopReason reason) {
+    switch (reason) {
+        case StopReason::Eos: return "eos";
+        case StopReason::MaxFrames: return "max_frames";
+        case StopReason::Cancelled: return "cancelled";
+        case StopReason::Stalled: return "stalled";
+    }
+    return "?";
+}
+
 uint64_t random_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
 
 const RequestField* Capabilities::field(const std::string& name) const {
@@ -193,7 +203,7 @@ void FamilySession::speak_all(const std::vector<SpeechRequest>& requests, const 
         if (cancel && cancel->load()) return;
         const SpeechResult r = speak(requests[i], [&](const float* pcm, size_t n) { on_audio(i, pcm, n); }, stream, cancel);
         on_done(i, r);
-        if (r.stop_reason == "cancelled") return;
+        if (r.stop_reason == StopReason::Cancelled) return;
     }
 }
 

@@ -217,7 +217,7 @@ public:
                 if (on_frame) on_frame(codes);
             },
             cancel);
-        result.stop_reason = stop_reason_name(g.stop);
+        result.stop_reason = g.stop;
         set_generation_timings(result.timings, g);
         result.timings.total_ms = ms_between(start, Clock::now());
         return result;
@@ -317,7 +317,7 @@ SpeechResult QwenSession::speak(const SpeechRequest& request, const AudioCallbac
     producer.join();
     if (generator_error) std::rethrow_exception(generator_error);
 
-    result.stop_reason = cancel && cancel->load() ? "cancelled" : stop_reason_name(g.stop);
+    result.stop_reason = cancel && cancel->load() ? StopReason::Cancelled : g.stop;
     if (!reference.empty()) {
         // The official cut: int(R / (R + n) · len(wav)) evaluated in doubles.
         const double r = static_cast<double>(reference.size()), n = static_cast<double>(result.frames.size());

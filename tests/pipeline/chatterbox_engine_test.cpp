@@ -122,7 +122,7 @@ TEST(ChatterboxEngine, SpeaksTheGoldenTokensThroughTheEngineApi) {
         tokens.push_back(f[0]);
     }
     EXPECT_EQ(tokens, c["speech_tokens_post"].get<std::vector<int32_t>>());
-    EXPECT_EQ(r.stop_reason, "max_frames");
+    EXPECT_EQ(r.stop_reason, StopReason::MaxFrames);
     EXPECT_EQ(calls, 1u);
     EXPECT_EQ(samples, size_t(c["wav_samples"]));
     EXPECT_EQ(r.samples, samples);
@@ -247,7 +247,7 @@ TEST(ChatterboxEngine, MinFramesGivesFixedLengthSentencesAndStageTimings) {
     const auto out = e.speak(r, [](const float*, size_t) {});
     EXPECT_EQ(out.frames.size(), 40u);
     EXPECT_EQ(out.samples, 2u * 19 * 960);
-    EXPECT_EQ(out.stop_reason, "max_frames");
+    EXPECT_EQ(out.stop_reason, StopReason::MaxFrames);
     const SpeechTimings& t = out.timings;
     EXPECT_EQ(t.segments, 2u);
     EXPECT_GT(t.prefill_ms, 0.0);
@@ -312,7 +312,7 @@ TEST(ChatterboxEngine, CancelStopsInsideT3AndTheFlow) {
     const std::atomic<bool> cancelled{true};
     const auto r = engine().speak(greedy_request("Hello world, the sun is out again.", "en", 40), [](const float*, size_t) {},
                                   {}, &cancelled);
-    EXPECT_EQ(r.stop_reason, "cancelled");
+    EXPECT_EQ(r.stop_reason, StopReason::Cancelled);
     EXPECT_TRUE(r.frames.empty());
     EXPECT_EQ(r.samples, 0u);
     chatterbox::T3Options o = pipeline().t3().default_options();
@@ -331,7 +331,7 @@ TEST(ChatterboxEngine, CancelStopsInsideT3AndTheFlow) {
     const auto start = std::chrono::steady_clock::now();
     const auto l = engine().generate(longer, {}, &later);
     stopper.join();
-    EXPECT_EQ(l.stop_reason, "cancelled");
+    EXPECT_EQ(l.stop_reason, StopReason::Cancelled);
     EXPECT_TRUE(l.frames.empty());
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
 }
