@@ -40,9 +40,9 @@ struct SpeechRequest {
     TextMode text_mode = TextMode::Default;
     SamplingOptions sampling;
     uint32_t max_frames = 0;            // 0: the model's limit (Chatterbox: speech tokens per sentence, 1000)
-    // Stop when codebook 0 loops: a pattern repeated 3+ times spanning this many frames (~2 s);
-    // 0: off (the official behaviour).
-    uint32_t stall_frames = 24;
+    // Qwen3-TTS: stop when codebook 0 loops, a pattern repeated 3+ times spanning this many frames
+    // (unset: 24, ~2 s); 0: off (the official behaviour). Chatterbox has no such guard and refuses it.
+    std::optional<uint32_t> stall_frames;
     // Fixed-length runs (benchmarks): EOS and the stall guard are ignored until this many frames
     // exist; min_frames = max_frames gives exactly that many frames. 0: off. Chatterbox: per
     // sentence, T3 picks only speech ids (no stop, start or padding id) until it has this many.

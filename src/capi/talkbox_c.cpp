@@ -254,7 +254,7 @@ void set_number(talkbox_request& r, const std::string& name, double v) {
     else if (name == "min_p") real(q.min_p);
     else if (name == "max_frames") frames(q.max_frames, 0);
     else if (name == "min_frames") frames(q.min_frames, 0);
-    else if (name == "stall_frames") frames(q.stall_frames, talkbox::SpeechRequest{}.stall_frames);
+    else if (name == "stall_frames") count(q.stall_frames);
     else if (name == "split") r.long_form.split = unset ? talkbox::LongFormOptions{}.split : whole("split", v, 1) == 1;
     else if (name == "segment_chars") {
         r.long_form.segment_chars = unset ? talkbox::LongFormOptions{}.segment_chars : static_cast<size_t>(whole("segment_chars", v, u32));

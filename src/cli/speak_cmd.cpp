@@ -37,7 +37,8 @@ struct SpeakArgs {
     std::optional<float> temperature, top_p, repetition_penalty, subtalker_temperature, subtalker_top_p;
     std::optional<float> exaggeration, cfg_weight, min_p;
     std::optional<uint32_t> top_k, subtalker_top_k;
-    uint32_t max_frames = 0, stall_frames = 24;
+    uint32_t max_frames = 0;
+    std::optional<uint32_t> stall_frames;  // unset: the model's default
     int threads = 0, decoder_threads = 0;
     std::string kv_cache = "f32";
     size_t chunk = 4, first_chunk = 1;
@@ -205,8 +206,10 @@ void run_speak(const SpeakArgs& a) {
     size_t audio_samples = 0, inserted = 0;
     const auto segment_done = [&](size_t i, const SpeechResult& r, uint32_t max_frames) {
         if (r.stop_reason == StopReason::Stalled && !a.quiet) {
+            const RequestField* guard = caps.field("stall_frames");  // a model that stalls takes it
+            const auto span = guard && guard->default_value ? static_cast<uint32_t>(*guard->default_value) : 0u;
             std::fprintf(stderr, "warning: segment %zu stopped: codebook 0 repeated a pattern for %u+ frames\n", i + 1,
-                         a.stall_frames);
+                         a.stall_frames.value_or(span));
         }
         if (r.stop_reason == StopReason::MaxFrames && a.max_frames == 0 && !caps.own_frame_limit && !a.quiet) {
             std::fprintf(stderr, "warning: segment %zu reached its limit of %u frames before the model ended it\n", i + 1,
@@ -318,8 +321,8 @@ void register_speak(CLI::App& app) {
     cmd->add_option("--min-p", a->min_p, "Chatterbox: min-p sampling (official default 0.05; Turbo and Nano refuse it)");
     cmd->add_option("--max-frames", a->max_frames, "Stop each segment after this many frames (12.5 per second; default 50 + 4 per character)");
     cmd->add_option("--stall-frames", a->stall_frames,
-                    "Stop a segment whose codebook-0 tokens loop (a pattern repeated 3+ times over this many frames; 0: off)")
-        ->capture_default_str();
+                    "Qwen3-TTS: stop a segment whose codebook-0 tokens loop (a pattern repeated 3+ times over this many "
+                    "frames; default 24; 0: off)");
     cmd->add_option("--chunk", a->chunk, "Frames per decoder step when streaming audio")->capture_default_str();
     cmd->add_option("--first-chunk", a->first_chunk, "Frames decoded before the first audio leaves (0: a whole --chunk)")
         ->capture_default_str();

@@ -50,7 +50,8 @@ std::vector<std::pair<const char*, std::optional<double>>> numeric_fields(const 
             {"cfg_weight", f(r.cfg_weight)},
             {"min_p", f(r.min_p)},
             {"max_frames", nonzero(r.max_frames)},
-            {"min_frames", nonzero(r.min_frames)}};
+            {"min_frames", nonzero(r.min_frames)},
+            {"stall_frames", f(r.stall_frames)}};
 }
 
 std::string accepted(const Capabilities& c) {

@@ -44,6 +44,9 @@ void set_generation_timings(SpeechTimings& t, const GenerationResult& g) {
     t.steps = static_cast<uint32_t>(g.frames);
 }
 
+// The runaway guard's span when a request sets no stall_frames: ~2 s of frames.
+constexpr uint32_t kStallFrames = 24;
+
 Capabilities capabilities_of(const Hparams& h, int sample_rate) {
     Capabilities c;
     c.architecture = kArchitecture;
@@ -76,6 +79,7 @@ Capabilities capabilities_of(const Hparams& h, int sample_rate) {
         {"subtalker_top_p", 0, 1, true, false, d.subtalker.top_p},
         {"max_frames", 1, static_cast<double>(h.talker.max_positions), false, true, static_cast<double>(d.max_frames)},
         {"min_frames", 0, static_cast<double>(h.talker.max_positions), false, true, std::nullopt},
+        {"stall_frames", 0, static_cast<double>(h.talker.max_positions), false, true, static_cast<double>(kStallFrames)},
     };
     return c;
 }
@@ -180,7 +184,7 @@ public:
         if (s.subtalker_top_k) o.subtalker.top_k = *s.subtalker_top_k;
         if (s.subtalker_top_p) o.subtalker.top_p = *s.subtalker_top_p;
         if (r.max_frames) o.max_frames = r.max_frames;
-        o.stall_frames = r.stall_frames;
+        o.stall_frames = r.stall_frames.value_or(kStallFrames);
         o.min_frames = r.min_frames;
         seed_used = s.seed ? *s.seed : random_seed();
         o.seed = seed_used;

@@ -285,6 +285,9 @@ TEST(ChatterboxEngine, RefusesTheOtherFamilysSettingsAndUnsupportedText) {
     r = greedy_request("Hello.", "en", 4);
     r.sampling.top_k = 50;
     expect_error([&] { e.speak(r, silent); }, "top_k is not a setting of Chatterbox Multilingual");
+    r = greedy_request("Hello.", "en", 4);
+    r.stall_frames = 0;  // Qwen3-TTS's loop guard: Chatterbox has none, so even "off" is refused
+    expect_error([&] { e.speak(r, silent); }, "stall_frames is not a setting of Chatterbox Multilingual (it takes voice, temperature");
     expect_error([&] { e.speak(greedy_request("Hello.", "xx", 4), silent); }, "xx");
     expect_error([&] { e.speak(greedy_request("日本語です。", "ja", 4), silent); }, "pykakasi");
     expect_error([&] { e.speak(greedy_request("   ", "en", 4), silent); }, "the text to speak is empty");
@@ -305,6 +308,9 @@ TEST(ChatterboxEngine, RefusesTheOtherFamilysSettingsAndUnsupportedText) {
     q.speaker = qwen.model.capabilities().speakers.at(0);
     q.exaggeration = 0.7f;
     expect_error([&] { qwen.session.speak(q, silent); }, "exaggeration is not a setting of Qwen3-TTS 0.6b CustomVoice");
+    q.exaggeration.reset();
+    q.stall_frames = 0;
+    EXPECT_FALSE(qwen.model.check(q).has_value()) << qwen.model.check(q)->message;
 }
 
 // Cancellation is honoured inside a sentence: before every T3 token and every flow step.
