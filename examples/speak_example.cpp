@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
             session.speak(request, [&](const float* pcm, size_t n) { audio.insert(audio.end(), pcm, pcm + n); });
         talkbox::audio::write_audio(argv[3], audio, caps.sample_rate, talkbox::audio::SampleFormat::Wav16);
         std::printf("%s: %zu frames, %.2f s of audio (%s), seed %llu\n", caps.description().c_str(), r.frames.size(),
-                    static_cast<double>(audio.size()) / caps.sample_rate, r.stop_reason.c_str(),
+                    static_cast<double>(audio.size()) / caps.sample_rate, talkbox::stop_reason_name(r.stop_reason),
                     static_cast<unsigned long long>(r.seed));
         return 0;
     } catch (const std::exception& e) {

@@ -33,10 +33,9 @@ struct DecodeSummary {
     double decode_seconds = 0;  // decoder time only (no loading or writing)
 };
 
-// Throws talkbox::Error naming the bad file, frame or option; leaves no partial output.
-DecodeSummary decode_codes_file(const DecodeOptions& options);
-// The same with the codes already read from options.codes_path (codec::read_codes_file), so that
-// a front end can check them before it looks for the model.
+// `codes` as read from options.codes_path (codec::read_codes_file), so that a front end can check
+// them before it looks for the model. Throws talkbox::Error naming the bad file, frame or option;
+// leaves no partial output.
 DecodeSummary decode_codes(const DecodeOptions& options, const codec::CodesFile& codes);
 
 }  // namespace talkbox

@@ -1,5 +1,5 @@
-// Codec frames: one code per codebook (codebook 0 = semantic) at 12.5 Hz, the unit that the
-// generator produces and the speech decoder consumes.
+// Frames, the unit that the generator produces and the speech decoder consumes: Qwen3-TTS, one
+// code per codebook (codebook 0 = semantic) at 12.5 Hz; Chatterbox, one speech token at 25 Hz.
 #pragma once
 
 #include <cstdint>

@@ -40,9 +40,9 @@ struct SpeechRequest {
     TextMode text_mode = TextMode::Default;
     SamplingOptions sampling;
     uint32_t max_frames = 0;            // 0: the model's limit (Chatterbox: speech tokens per sentence, 1000)
-    // Stop when codebook 0 loops: a pattern repeated 3+ times spanning this many frames (~2 s);
-    // 0: off (the official behaviour).
-    uint32_t stall_frames = 24;
+    // Qwen3-TTS: stop when codebook 0 loops, a pattern repeated 3+ times spanning this many frames
+    // (unset: 24, ~2 s); 0: off (the official behaviour). Chatterbox has no such guard and refuses it.
+    std::optional<uint32_t> stall_frames;
     // Fixed-length runs (benchmarks): EOS and the stall guard are ignored until this many frames
     // exist; min_frames = max_frames gives exactly that many frames. 0: off. Chatterbox: per
     // sentence, T3 picks only speech ids (no stop, start or padding id) until it has this many.
@@ -50,7 +50,8 @@ struct SpeechRequest {
     // Chatterbox only (unset: the official generate() defaults 0.5 / 0.5 / 0.05); Qwen3-TTS refuses
     // them. Chatterbox also takes sampling.greedy/seed/temperature (0.8)/top_p (1.0)/
     // repetition_penalty (1.2), and `language` "auto" (no language tag) or one of languages().
-    // Chatterbox Turbo: top_k (1000) and top_p (0.95) too; it ignores these three, as tts_turbo.py does.
+    // Chatterbox Turbo and Nano: top_k (1000) and top_p (0.95) too; they refuse these three, which
+    // tts_turbo.py does not have.
     std::optional<float> exaggeration;  // emotion intensity, >= 0
     std::optional<float> cfg_weight;    // classifier-free guidance weight, >= 0 (0: off)
     std::optional<float> min_p;         // [0, 1]
@@ -58,6 +59,16 @@ struct SpeechRequest {
     // do; false: the whole text is one sequence (speak --no-split). Qwen3-TTS never splits a request.
     bool split_sentences = true;
 };
+
+// Why generation of a request (a long-form segment) ended.
+enum class StopReason {
+    Eos,        // the model ended the speech
+    MaxFrames,  // the frame limit
+    Cancelled,
+    Stalled,    // codebook 0 looped (stall_frames)
+};
+// "eos", "max_frames", "cancelled", "stalled": the one spelling of each for messages and output.
+const char* stop_reason_name(StopReason reason);
 
 using Frame = std::vector<int32_t>;  // one code per codebook, codebook 0 first (Chatterbox: one speech token)
 
@@ -74,7 +85,7 @@ struct SpeechTimings {
 
 struct SpeechResult {
     std::vector<Frame> frames;   // the generated frames (not the reference frames of a clone)
-    std::string stop_reason;     // "eos", "max_frames", "cancelled", "stalled"
+    StopReason stop_reason = StopReason::Eos;
     uint64_t seed = 0;           // the sampling seed used (given, or drawn at random)
     size_t samples = 0;          // PCM samples delivered
     SpeechTimings timings;

@@ -1,6 +1,7 @@
-// A cloned voice for Base models: what voice cloning extracts from reference audio once, so that
-// synthesis never touches the audio again. Saved as a small GGUF file (`.voice`, see
-// docs/voice-format.md) by `talkbox voice create`, used by `talkbox speak --voice`.
+// A cloned voice for the models that clone (Qwen3-TTS Base, Chatterbox): what voice cloning
+// extracts from reference audio once, so that synthesis never touches the audio again. Saved as a
+// small GGUF file (`.voice`, see docs/voice-format.md) by `talkbox voice create`, used by
+// `talkbox speak --voice`.
 #pragma once
 
 #include <cstdint>

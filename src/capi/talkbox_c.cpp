@@ -147,10 +147,13 @@ talkbox::audio::SampleFormat file_format(const char* format) {
     return talkbox::audio::parse_sample_format(format && *format ? format : "wav16");
 }
 
-int stop_reason_of(const std::string& s) {
-    if (s == "max_frames") return TALKBOX_STOP_MAX_FRAMES;
-    if (s == "stalled") return TALKBOX_STOP_STALLED;
-    if (s == "cancelled") return TALKBOX_STOP_CANCELLED;
+int stop_reason_of(talkbox::StopReason r) {
+    switch (r) {
+        case talkbox::StopReason::Eos: return TALKBOX_STOP_EOS;
+        case talkbox::StopReason::MaxFrames: return TALKBOX_STOP_MAX_FRAMES;
+        case talkbox::StopReason::Stalled: return TALKBOX_STOP_STALLED;
+        case talkbox::StopReason::Cancelled: return TALKBOX_STOP_CANCELLED;
+    }
     return TALKBOX_STOP_EOS;
 }
 
@@ -252,7 +255,7 @@ void set_number(talkbox_request& r, const std::string& name, double v) {
     else if (name == "min_p") real(q.min_p);
     else if (name == "max_frames") frames(q.max_frames, 0);
     else if (name == "min_frames") frames(q.min_frames, 0);
-    else if (name == "stall_frames") frames(q.stall_frames, talkbox::SpeechRequest{}.stall_frames);
+    else if (name == "stall_frames") count(q.stall_frames);
     else if (name == "split") r.long_form.split = unset ? talkbox::LongFormOptions{}.split : whole("split", v, 1) == 1;
     else if (name == "segment_chars") {
         r.long_form.segment_chars = unset ? talkbox::LongFormOptions{}.segment_chars : static_cast<size_t>(whole("segment_chars", v, u32));

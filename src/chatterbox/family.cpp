@@ -238,7 +238,7 @@ private:
                 owner.push_back(i);
                 ++left[i];
             }
-            results[i].stop_reason = "eos";
+            results[i].stop_reason = StopReason::Eos;
         }
         const auto finish = [&](size_t i) {
             const auto now = Clock::now();
@@ -251,7 +251,7 @@ private:
             m_.pipeline.synthesize_batch(jobs, m_.sentence_batch, on_audio != nullptr, [&](size_t k, PipelineResult&& p) {
                 const size_t i = owner[k];
                 SpeechResult& result = results[i];
-                if (!p.stopped) result.stop_reason = "max_frames";
+                if (!p.stopped) result.stop_reason = StopReason::MaxFrames;
                 for (int32_t id : p.s3gen_tokens) {
                     result.frames.push_back(Frame{id});
                     if (on_frame) on_frame(result.frames.back());
@@ -277,7 +277,7 @@ private:
             const auto current = std::find_if(left.begin(), left.end(), [](size_t n) { return n > 0; });
             if (current != left.end()) {
                 const size_t i = static_cast<size_t>(current - left.begin());
-                results[i].stop_reason = "cancelled";
+                results[i].stop_reason = StopReason::Cancelled;
                 finish(i);
             }
         }

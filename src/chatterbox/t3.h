@@ -121,8 +121,8 @@ public:
 
     const T3Hparams& hparams() const;
     bool turbo() const { return hparams().gpt2; }
-    // The official generate() defaults of this model (Turbo: top_k 1000, top_p 0.95; cfg_weight and
-    // min_p are ignored there, as tts_turbo.py ignores them).
+    // The official generate() defaults of this model (Turbo: top_k 1000, top_p 0.95; it has no
+    // cfg_weight or min_p, as tts_turbo.py has none, and its capabilities refuse them).
     T3Options default_options() const;
 
     // cond_emb [cond_len][hidden] = [spkr_enc(speaker) ; perceiver(prompt) ; emotion_adv_fc(e)];

@@ -7,7 +7,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/clock.h"
 #include "talkbox/model.h"
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
@@ -195,7 +195,7 @@ void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
         const SpeechResult r = session.speak(request, [&](const float*, size_t n) { samples += n; }, stream);
         if (r.frames.size() != a.frames || samples != r.samples) {
             throw Error(ErrorKind::Internal, "bench run gave " + std::to_string(r.frames.size()) + " frames (" +
-                                                 r.stop_reason + "), expected " + std::to_string(a.frames));
+                                                 stop_reason_name(r.stop_reason) + "), expected " + std::to_string(a.frames));
         }
         if (run == 0) continue;
         const SpeechTimings& t = r.timings;
@@ -274,7 +274,7 @@ void run_sentence_bench(const BenchArgs& a, const Loaded& m, Session& session) {
         sentences = t.segments;
         if (sentences == 0 || t.steps != a.frames * sentences || samples != r.samples || samples == 0) {
             throw Error(ErrorKind::Internal, "bench run gave " + std::to_string(t.steps) + " speech tokens over " +
-                                                 std::to_string(sentences) + " sentences (" + r.stop_reason + "), expected " +
+                                                 std::to_string(sentences) + " sentences (" + stop_reason_name(r.stop_reason) + "), expected " +
                                                  std::to_string(a.frames) + " per sentence");
         }
         if (run == 0) continue;
@@ -360,7 +360,6 @@ void run_streams_bench(const BenchArgs& a, const Loaded& m) {
         {"peak_rss_mb", "peak RSS MiB", "%.0f", {}},
     };
     double audio_seconds = 0;
-    using Clock = std::chrono::steady_clock;
     for (uint32_t run = 0; run <= a.repeat; ++run) {  // run 0: warm-up, excluded
         std::vector<SpeechResult> results(a.streams);
         std::vector<std::exception_ptr> errors(a.streams);
@@ -376,7 +375,7 @@ void run_streams_bench(const BenchArgs& a, const Loaded& m) {
             });
         }
         for (auto& t : threads) t.join();
-        const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+        const double wall_s = seconds_since(start);
         for (const auto& e : errors) {
             if (e) std::rethrow_exception(e);
         }
@@ -430,10 +429,9 @@ void run_bench(const BenchArgs& a) {
     mo.decoder_threads = a.decoder_threads;
     mo.kv_cache = a.kv_cache;
     mo.max_batch = static_cast<int>(a.streams);  // every stream in one batch
-    using Clock = std::chrono::steady_clock;
     const auto load_start = Clock::now();
     const Model model(m.path, mo);
-    m.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - load_start).count();
+    m.load_ms = ms_since(load_start);
     m.model = &model;
     const Capabilities& caps = model.capabilities();
     if (!caps.concurrent_decoder && !a.decoder_options_set.empty()) {

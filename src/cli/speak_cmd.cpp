@@ -38,7 +38,8 @@ struct SpeakArgs {
     std::optional<float> temperature, top_p, repetition_penalty, subtalker_temperature, subtalker_top_p;
     std::optional<float> exaggeration, cfg_weight, min_p;
     std::optional<uint32_t> top_k, subtalker_top_k;
-    uint32_t max_frames = 0, stall_frames = 24;
+    uint32_t max_frames = 0;
+    std::optional<uint32_t> stall_frames;  // unset: the model's default
     int threads = 0, decoder_threads = 0;
     std::string device;
     std::string kv_cache = "f32";
@@ -208,11 +209,13 @@ void run_speak(const SpeakArgs& a) {
     if (!a.output.empty()) sink = std::make_unique<AudioSink>(a.output, format, caps.sample_rate, a.speed.value_or(1.0));
     size_t audio_samples = 0, inserted = 0;
     const auto segment_done = [&](size_t i, const SpeechResult& r, uint32_t max_frames) {
-        if (r.stop_reason == "stalled" && !a.quiet) {
+        if (r.stop_reason == StopReason::Stalled && !a.quiet) {
+            const RequestField* guard = caps.field("stall_frames");  // a model that stalls takes it
+            const auto span = guard && guard->default_value ? static_cast<uint32_t>(*guard->default_value) : 0u;
             std::fprintf(stderr, "warning: segment %zu stopped: codebook 0 repeated a pattern for %u+ frames\n", i + 1,
-                         a.stall_frames);
+                         a.stall_frames.value_or(span));
         }
-        if (r.stop_reason == "max_frames" && a.max_frames == 0 && !caps.own_frame_limit && !a.quiet) {
+        if (r.stop_reason == StopReason::MaxFrames && a.max_frames == 0 && !caps.own_frame_limit && !a.quiet) {
             std::fprintf(stderr, "warning: segment %zu reached its limit of %u frames before the model ended it\n", i + 1,
                          max_frames);
         }
@@ -322,15 +325,15 @@ void register_speak(CLI::App& app) {
     cmd->add_option("--subtalker-temperature", a->subtalker_temperature, "Code predictor temperature (0: greedy)");
     cmd->add_option("--subtalker-top-k", a->subtalker_top_k, "Code predictor top-k")->check(in_range<uint32_t>(0, UINT32_MAX));
     cmd->add_option("--subtalker-top-p", a->subtalker_top_p, "Code predictor top-p");
-    cmd->add_option("--exaggeration", a->exaggeration, "Chatterbox: emotion intensity (official default 0.5; Turbo and Nano ignore it)");
-    cmd->add_option("--cfg-weight", a->cfg_weight, "Chatterbox: classifier-free guidance weight (official default 0.5; 0: off; Turbo and Nano ignore it)");
-    cmd->add_option("--min-p", a->min_p, "Chatterbox: min-p sampling (official default 0.05; Turbo and Nano ignore it)");
+    cmd->add_option("--exaggeration", a->exaggeration, "Chatterbox: emotion intensity (official default 0.5; Turbo and Nano refuse it)");
+    cmd->add_option("--cfg-weight", a->cfg_weight, "Chatterbox: classifier-free guidance weight (official default 0.5; 0: off; Turbo and Nano refuse it)");
+    cmd->add_option("--min-p", a->min_p, "Chatterbox: min-p sampling (official default 0.05; Turbo and Nano refuse it)");
     cmd->add_option("--max-frames", a->max_frames, "Stop each segment after this many frames (12.5 per second; default 50 + 4 per character)")
         ->check(in_range<uint32_t>(0, UINT32_MAX));
     cmd->add_option("--stall-frames", a->stall_frames,
-                    "Stop a segment whose codebook-0 tokens loop (a pattern repeated 3+ times over this many frames; 0: off)")
-        ->check(in_range<uint32_t>(0, UINT32_MAX))
-        ->capture_default_str();
+                    "Qwen3-TTS: stop a segment whose codebook-0 tokens loop (a pattern repeated 3+ times over this many "
+                    "frames; default 24; 0: off)")
+        ->check(in_range<uint32_t>(0, UINT32_MAX));
     cmd->add_option("--chunk", a->chunk, "Frames per decoder step when streaming audio")->check(in_range(1, 1000))->capture_default_str();
     cmd->add_option("--first-chunk", a->first_chunk, "Frames decoded before the first audio leaves (0: a whole --chunk)")
         ->check(in_range(0, 1000))

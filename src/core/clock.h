@@ -1,5 +1,6 @@
-// The one timer of the project: wall-clock milliseconds (steady clock: never jumps with the system
-// time) and the process's CPU time (every thread), for the timings stages and benchmarks report.
+// The timer of every timing the project reports (stages, benchmarks, server metrics): wall-clock
+// milliseconds (steady clock: never jumps with the system time) and the process's CPU time (every
+// thread).
 #pragma once
 
 #include <chrono>
@@ -16,10 +17,9 @@ inline double seconds_since(Clock::time_point t) { return ms_since(t) / 1000.0; 
 // CPU time of the whole process (user + system, every thread) in milliseconds.
 inline double process_cpu_ms() { return 1000.0 * static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 
-// Wall and process CPU milliseconds since it was started (or restarted).
+// Wall and process CPU milliseconds since it was made.
 class Stopwatch {
 public:
-    void restart() { *this = Stopwatch(); }
     double wall_ms() const { return ms_since(wall0_); }
     double cpu_ms() const { return process_cpu_ms() - cpu0_; }
 

@@ -46,6 +46,4 @@ void Graph::compute(const Backend& backend) {
     backend.compute(graph_);
 }
 
-size_t Graph::buffer_bytes() const { return alloc_ ? ggml_gallocr_get_buffer_size(alloc_, 0) : 0; }
-
 }  // namespace talkbox

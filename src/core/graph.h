@@ -32,7 +32,6 @@ public:
     // Plans and allocates the compute buffer on the backend (once; throws Error on failure).
     void allocate(const Backend& backend);
     void compute(const Backend& backend);
-    size_t buffer_bytes() const;
 
 private:
     ggml_context* ctx_ = nullptr;

@@ -68,26 +68,6 @@ const nlohmann::json& json_member(const nlohmann::json& obj, const std::string& 
     return *it;
 }
 
-int64_t json_int(const nlohmann::json& obj, const std::string& key, const std::string& where) {
-    const auto& v = json_member(obj, key, where);
-    if (!v.is_number_integer()) {
-        throw Error(ErrorKind::Format, where + ": '" + key + "' must be an integer, got " + json_excerpt(v));
-    }
-    return v.get<int64_t>();
-}
-
-double json_number(const nlohmann::json& obj, const std::string& key, const std::string& where) {
-    const auto& v = json_member(obj, key, where);
-    if (!v.is_number()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be a number, got " + json_excerpt(v));
-    return v.get<double>();
-}
-
-bool json_bool(const nlohmann::json& obj, const std::string& key, const std::string& where) {
-    const auto& v = json_member(obj, key, where);
-    if (!v.is_boolean()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be true/false, got " + json_excerpt(v));
-    return v.get<bool>();
-}
-
 std::string json_string(const nlohmann::json& obj, const std::string& key, const std::string& where) {
     const auto& v = json_member(obj, key, where);
     if (!v.is_string()) throw Error(ErrorKind::Format, where + ": '" + key + "' must be a string, got " + json_excerpt(v));

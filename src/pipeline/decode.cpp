@@ -1,4 +1,4 @@
-// talkbox::decode_codes_file: codes JSON → the model family's decoder → audio file.
+// talkbox::decode_codes: codes → the model family's decoder → audio file.
 #include "core/gguf_file.h"
 #include "pipeline/family.h"
 #include "talkbox/audio.h"
@@ -7,11 +7,6 @@
 #include "talkbox/error.h"
 
 namespace talkbox {
-
-DecodeSummary decode_codes_file(const DecodeOptions& options) {
-    audio::parse_sample_format(options.format);  // a bad format before the codes are read
-    return decode_codes(options, codec::read_codes_file(options.codes_path));
-}
 
 DecodeSummary decode_codes(const DecodeOptions& options, const codec::CodesFile& codes) {
     const audio::SampleFormat format = audio::parse_sample_format(options.format);

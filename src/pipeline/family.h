@@ -51,7 +51,7 @@ public:
     virtual std::unique_ptr<FamilySession> new_session() const = 0;
 };
 
-// What `talkbox decode` made of a codes file (decode_codes_file writes it).
+// What `talkbox decode` made of a codes file (talkbox::decode_codes writes it).
 struct DecodedAudio {
     std::vector<float> pcm;
     int sample_rate = 0;

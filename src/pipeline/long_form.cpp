@@ -150,7 +150,7 @@ struct LongFormRun {
         if (on_segment) {
             on_segment(SegmentDone{i, segments.size(), segment_frame_limit(caps, request.max_frames, segments[i]), first_sample, &r});
         }
-        if (r.stop_reason == "cancelled") out.cancelled = true;
+        if (r.stop_reason == StopReason::Cancelled) out.cancelled = true;
     }
 
     // Families whose sessions batch together: up to `parallel` segments at once, each on a session

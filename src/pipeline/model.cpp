@@ -51,7 +51,8 @@ std::vector<std::pair<const char*, std::optional<double>>> numeric_fields(const 
             {"cfg_weight", f(r.cfg_weight)},
             {"min_p", f(r.min_p)},
             {"max_frames", nonzero(r.max_frames)},
-            {"min_frames", nonzero(r.min_frames)}};
+            {"min_frames", nonzero(r.min_frames)},
+            {"stall_frames", f(r.stall_frames)}};
 }
 
 std::string accepted(const Capabilities& c) {
@@ -66,6 +67,16 @@ std::string accepted(const Capabilities& c) {
 }
 
 }  // namespace
+
+const char* stop_reason_name(StopReason reason) {
+    switch (reason) {
+        case StopReason::Eos: return "eos";
+        case StopReason::MaxFrames: return "max_frames";
+        case StopReason::Cancelled: return "cancelled";
+        case StopReason::Stalled: return "stalled";
+    }
+    return "?";
+}
 
 uint64_t random_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
 
@@ -200,7 +211,7 @@ void FamilySession::speak_all(const std::vector<SpeechRequest>& requests, const 
         if (cancel && cancel->load()) return;
         const SpeechResult r = speak(requests[i], [&](const float* pcm, size_t n) { on_audio(i, pcm, n); }, stream, cancel);
         on_done(i, r);
-        if (r.stop_reason == "cancelled") return;
+        if (r.stop_reason == StopReason::Cancelled) return;
     }
 }
 

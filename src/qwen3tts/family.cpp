@@ -44,6 +44,9 @@ void set_generation_timings(SpeechTimings& t, const GenerationResult& g) {
     t.steps = static_cast<uint32_t>(g.frames);
 }
 
+// The runaway guard's span when a request sets no stall_frames: ~2 s of frames.
+constexpr uint32_t kStallFrames = 24;
+
 Capabilities capabilities_of(const Hparams& h, int sample_rate) {
     Capabilities c;
     c.architecture = kArchitecture;
@@ -76,6 +79,7 @@ Capabilities capabilities_of(const Hparams& h, int sample_rate) {
         {"subtalker_top_p", 0, 1, true, false, d.subtalker.top_p},
         {"max_frames", 1, static_cast<double>(h.talker.max_positions), false, true, static_cast<double>(d.max_frames)},
         {"min_frames", 0, static_cast<double>(h.talker.max_positions), false, true, std::nullopt},
+        {"stall_frames", 0, static_cast<double>(h.talker.max_positions), false, true, static_cast<double>(kStallFrames)},
     };
     return c;
 }
@@ -180,7 +184,7 @@ public:
         if (s.subtalker_top_k) o.subtalker.top_k = *s.subtalker_top_k;
         if (s.subtalker_top_p) o.subtalker.top_p = *s.subtalker_top_p;
         if (r.max_frames) o.max_frames = r.max_frames;
-        o.stall_frames = r.stall_frames;
+        o.stall_frames = r.stall_frames.value_or(kStallFrames);
         o.min_frames = r.min_frames;
         seed_used = s.seed ? *s.seed : random_seed();
         o.seed = seed_used;
@@ -217,7 +221,7 @@ public:
                 if (on_frame) on_frame(codes);
             },
             cancel);
-        result.stop_reason = stop_reason_name(g.stop);
+        result.stop_reason = g.stop;
         set_generation_timings(result.timings, g);
         result.timings.total_ms = ms_between(start, Clock::now());
         return result;
@@ -317,7 +321,7 @@ SpeechResult QwenSession::speak(const SpeechRequest& request, const AudioCallbac
     producer.join();
     if (generator_error) std::rethrow_exception(generator_error);
 
-    result.stop_reason = cancel && cancel->load() ? "cancelled" : stop_reason_name(g.stop);
+    result.stop_reason = cancel && cancel->load() ? StopReason::Cancelled : g.stop;
     if (!reference.empty()) {
         // The official cut: int(R / (R + n) · len(wav)) evaluated in doubles.
         const double r = static_cast<double>(reference.size()), n = static_cast<double>(result.frames.size());

@@ -9,15 +9,6 @@
 
 namespace talkbox::qwen3tts {
 
-const char* stop_reason_name(StopReason r) {
-    switch (r) {
-        case StopReason::Eos: return "eos";
-        case StopReason::MaxFrames: return "max_frames";
-        case StopReason::Cancelled: return "cancelled";
-        case StopReason::Stalled: return "stalled";
-    }
-    return "?";
-}
 
 bool is_stalled(const std::vector<int32_t>& history, uint32_t min_frames) {
     if (min_frames == 0) return false;

@@ -17,6 +17,7 @@
 #include "qwen3tts/prompt.h"
 #include "qwen3tts/sampler.h"
 #include "qwen3tts/talker.h"
+#include "talkbox/speech.h"
 
 namespace talkbox::qwen3tts {
 
@@ -42,9 +43,6 @@ struct GenerationOptions {
     // Argmax for both (temperature etc. unused), repetition penalty kept: how the goldens were made.
     static GenerationOptions greedy(const Hparams& h);
 };
-
-enum class StopReason { Eos, MaxFrames, Cancelled, Stalled };
-const char* stop_reason_name(StopReason r);  // "eos", "max_frames", "cancelled", "stalled"
 
 // True when `history` ends in a pattern of period 1..16 repeated at least 3 times whose repeats
 // cover at least `min_frames` tokens (a held token must last min_frames; a 8-token loop 3 rounds).

@@ -89,14 +89,12 @@ void FrameScheduler::run() {
             }
         }
         if (batch.empty()) {
-            batch_size_ = 0;
             if (newcomer) continue;
             std::unique_lock<std::mutex> lock(mutex_);
             work_.wait(lock, [&] { return signals_ != seen || stopping_; });
             continue;
         }
-        batch_size_ = static_cast<uint32_t>(batch.size());
-        largest_batch_ = std::max(largest_batch_.load(), batch_size_.load());
+        largest_batch_ = std::max(largest_batch_.load(), static_cast<uint32_t>(batch.size()));
         try {
             stepper.step(batch, [&](GenerationStream& s, std::exception_ptr e) {
                 for (Request* r : members) {

@@ -29,8 +29,7 @@ public:
     FrameScheduler& operator=(const FrameScheduler&) = delete;
 
     uint32_t max_batch() const { return max_batch_; }
-    // Requests in the last batch step, and the most any step has held (for metrics and tests).
-    uint32_t batch_size() const { return batch_size_.load(); }
+    // The most requests any batch step has held (for tests).
     uint32_t largest_batch() const { return largest_batch_.load(); }
 
     // Runs one request to its end among the others and returns its result; blocks the caller.
@@ -55,7 +54,7 @@ private:
     std::deque<Request*> waiting_;
     uint64_t signals_ = 0;  // bumped by every new request and wake()
     bool stopping_ = false;
-    std::atomic<uint32_t> batch_size_{0}, largest_batch_{0};
+    std::atomic<uint32_t> largest_batch_{0};
     std::thread thread_;    // started by the first request
 };
 

@@ -79,8 +79,6 @@ public:
     // After HeadDone: reads the body the headers announce (none, Content-Length or chunked),
     // at most `max_body_bytes` of it (413 beyond, found as early as the headers allow).
     void begin_body(size_t max_body_bytes);
-    // The declared body length, or -1 for chunked, 0 for none (valid from HeadDone on).
-    int64_t declared_body_length() const { return content_length_; }
 
 private:
     size_t feed_head(const char* data, size_t size);

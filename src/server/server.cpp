@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/atomic_file.h"
+#include "core/clock.h"
 #include "core/json_file.h"
 #include "core/printable.h"
 #include "server/api_error.h"
@@ -39,10 +40,7 @@ namespace talkbox::server {
 namespace {
 
 using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
 using Response = http::Response;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Compares every byte of the longer string whatever the content, so timing reveals nothing but
 // (at most) the length.

@@ -122,7 +122,7 @@ TEST(ChatterboxEngine, SpeaksTheGoldenTokensThroughTheEngineApi) {
         tokens.push_back(f[0]);
     }
     EXPECT_EQ(tokens, c["speech_tokens_post"].get<std::vector<int32_t>>());
-    EXPECT_EQ(r.stop_reason, "max_frames");
+    EXPECT_EQ(r.stop_reason, StopReason::MaxFrames);
     EXPECT_EQ(calls, 1u);
     EXPECT_EQ(samples, size_t(c["wav_samples"]));
     EXPECT_EQ(r.samples, samples);
@@ -247,7 +247,7 @@ TEST(ChatterboxEngine, MinFramesGivesFixedLengthSentencesAndStageTimings) {
     const auto out = e.speak(r, [](const float*, size_t) {});
     EXPECT_EQ(out.frames.size(), 40u);
     EXPECT_EQ(out.samples, 2u * 19 * 960);
-    EXPECT_EQ(out.stop_reason, "max_frames");
+    EXPECT_EQ(out.stop_reason, StopReason::MaxFrames);
     const SpeechTimings& t = out.timings;
     EXPECT_EQ(t.segments, 2u);
     EXPECT_GT(t.prefill_ms, 0.0);
@@ -285,6 +285,9 @@ TEST(ChatterboxEngine, RefusesTheOtherFamilysSettingsAndUnsupportedText) {
     r = greedy_request("Hello.", "en", 4);
     r.sampling.top_k = 50;
     expect_error([&] { e.speak(r, silent); }, "top_k is not a setting of Chatterbox Multilingual");
+    r = greedy_request("Hello.", "en", 4);
+    r.stall_frames = 0;  // Qwen3-TTS's loop guard: Chatterbox has none, so even "off" is refused
+    expect_error([&] { e.speak(r, silent); }, "stall_frames is not a setting of Chatterbox Multilingual (it takes voice, temperature");
     expect_error([&] { e.speak(greedy_request("Hello.", "xx", 4), silent); }, "xx");
     expect_error([&] { e.speak(greedy_request("日本語です。", "ja", 4), silent); }, "pykakasi");
     expect_error([&] { e.speak(greedy_request("   ", "en", 4), silent); }, "the text to speak is empty");
@@ -305,6 +308,9 @@ TEST(ChatterboxEngine, RefusesTheOtherFamilysSettingsAndUnsupportedText) {
     q.speaker = qwen.model.capabilities().speakers.at(0);
     q.exaggeration = 0.7f;
     expect_error([&] { qwen.session.speak(q, silent); }, "exaggeration is not a setting of Qwen3-TTS 0.6b CustomVoice");
+    q.exaggeration.reset();
+    q.stall_frames = 0;
+    EXPECT_FALSE(qwen.model.check(q).has_value()) << qwen.model.check(q)->message;
 }
 
 // Cancellation is honoured inside a sentence: before every T3 token and every flow step.
@@ -312,7 +318,7 @@ TEST(ChatterboxEngine, CancelStopsInsideT3AndTheFlow) {
     const std::atomic<bool> cancelled{true};
     const auto r = engine().speak(greedy_request("Hello world, the sun is out again.", "en", 40), [](const float*, size_t) {},
                                   {}, &cancelled);
-    EXPECT_EQ(r.stop_reason, "cancelled");
+    EXPECT_EQ(r.stop_reason, StopReason::Cancelled);
     EXPECT_TRUE(r.frames.empty());
     EXPECT_EQ(r.samples, 0u);
     chatterbox::T3Options o = pipeline().t3().default_options();
@@ -331,7 +337,7 @@ TEST(ChatterboxEngine, CancelStopsInsideT3AndTheFlow) {
     const auto start = std::chrono::steady_clock::now();
     const auto l = engine().generate(longer, {}, &later);
     stopper.join();
-    EXPECT_EQ(l.stop_reason, "cancelled");
+    EXPECT_EQ(l.stop_reason, StopReason::Cancelled);
     EXPECT_TRUE(l.frames.empty());
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
 }

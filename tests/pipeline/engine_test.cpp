@@ -71,7 +71,7 @@ TEST_F(EngineTest, BaseClonesMatchTheGoldenFramesAndAudio) {
             if (callbacks++ == 0) first = n;
         });
         EXPECT_EQ(r.frames, c.frames()) << c.name;
-        EXPECT_EQ(r.stop_reason, c.json["stopped_by"] == "eos" ? "eos" : "max_frames") << c.name;
+        EXPECT_EQ(r.stop_reason, c.json["stopped_by"] == "eos" ? StopReason::Eos : StopReason::MaxFrames) << c.name;
         if (r.official_leading_sample) audio.insert(audio.begin(), *r.official_leading_sample);
         const auto want = load_npy(c.decoded_wav());
         ASSERT_EQ(audio.size(), want.data.size()) << c.name;
@@ -130,7 +130,7 @@ TEST_F(EngineTest, SeededSamplingIsReproducibleAndCancellationStops) {
     size_t frames = 0;
     const auto c = e.speak(r, [&](const float*, size_t) { cancel = true; }, {1, 4}, &cancel);
     frames = c.frames.size();
-    EXPECT_EQ(c.stop_reason, "cancelled");
+    EXPECT_EQ(c.stop_reason, StopReason::Cancelled);
     EXPECT_LT(frames, 12u);
 }
 
@@ -146,7 +146,7 @@ TEST_F(EngineTest, MinFramesGivesAFixedLengthPastEos) {
         size_t samples = 0;
         const auto res = engine(c.variant).speak(r, [&](const float*, size_t n) { samples += n; });
         EXPECT_EQ(res.frames.size(), 30u);
-        EXPECT_EQ(res.stop_reason, "max_frames");
+        EXPECT_EQ(res.stop_reason, StopReason::MaxFrames);
         EXPECT_EQ(samples, 1920u * 30u);
         const auto golden = c.frames();
         EXPECT_EQ(std::vector<Frame>(res.frames.begin(), res.frames.begin() + golden.size()), golden);
