@@ -214,6 +214,14 @@ static void test_bad_files(void) {
     talkbox_model_options_init(&o);
     o.kv_cache = "q2";
     CHECK_ERROR(talkbox_model_load(customvoice_path, &o, &m), TALKBOX_ERROR_INVALID_ARGUMENT, "unknown KV cache type 'q2'");
+    /* Devices: one that is not there, a malformed name, and the old gpu flag beside device. */
+    talkbox_model_options_init(&o);
+    o.device = "vulkan:9";
+    CHECK_ERROR(talkbox_model_load(customvoice_path, &o, &m), TALKBOX_ERROR_NOT_FOUND, "device 'vulkan:9' is not available");
+    o.device = "gpu";
+    CHECK_ERROR(talkbox_model_load(customvoice_path, &o, &m), TALKBOX_ERROR_INVALID_ARGUMENT, "is not one of auto, cpu");
+    o.gpu = 1;
+    CHECK_ERROR(talkbox_model_load(customvoice_path, &o, &m), TALKBOX_ERROR_INVALID_ARGUMENT, "not both");
 }
 
 static void test_capabilities(const talkbox_model* m) {
@@ -224,6 +232,7 @@ static void test_capabilities(const talkbox_model* m) {
     CHECK(strcmp(talkbox_model_architecture(m), "qwen3tts") == 0);
     CHECK(strcmp(talkbox_model_variant(m), "custom_voice") == 0);
     CHECK(strcmp(talkbox_model_size(m), "0.6b") == 0);
+    CHECK(strcmp(talkbox_model_device(m), "cpu") == 0);
     size_t speakers = talkbox_model_speaker_count(m);
     CHECK(speakers > 0);
     for (size_t i = 0; i < speakers; ++i) CHECK(talkbox_model_speaker(m, i) && *talkbox_model_speaker(m, i));

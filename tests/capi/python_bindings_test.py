@@ -50,6 +50,7 @@ class Bindings(unittest.TestCase):
         self.assertEqual(m.architecture, "qwen3tts")
         self.assertEqual(m.family, "Qwen3-TTS")
         self.assertEqual(m.variant, "custom_voice")
+        self.assertEqual(m.device, "cpu")
         self.assertIn("CustomVoice", m.description)
         self.assertTrue(m.speakers)
         self.assertTrue(m.languages)
@@ -128,6 +129,9 @@ class Bindings(unittest.TestCase):
         with self.assertRaises(talkbox.NotFoundError) as e:
             talkbox.Model("/nonexistent/model.gguf")
         self.assertIn("/nonexistent/model.gguf", str(e.exception))
+        with self.assertRaises(talkbox.NotFoundError) as e:
+            talkbox.Model(CUSTOMVOICE, device="cuda:3")
+        self.assertIn("device 'cuda:3' is not available", str(e.exception))
         with self.assertRaises(talkbox.InvalidArgumentError) as e:
             self.model.speak(TEXT, speaker="nobody")
         self.assertIn("unknown speaker 'nobody'", str(e.exception))
