@@ -286,8 +286,8 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
 
 }  // namespace
 
-ggml_tensor* get_rows_of_view(ggml_context* ctx, ggml_tensor* table, ggml_tensor* ids) {
-    return ggml_get_rows(ctx, table, ggml_cont(ctx, ids));
+ggml_tensor* get_rows_of_view(ggml_context* ctx, ggml_tensor* table, ggml_tensor* ids, bool cpu) {
+    return ggml_get_rows(ctx, table, cpu ? ids : ggml_cont(ctx, ids));
 }
 
 float sin_squared(float v) {

@@ -26,9 +26,9 @@ ggml_tensor* add_bias_residual(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b
 ggml_tensor* overlap_add(ggml_context* ctx, ggml_tensor* p, ggml_tensor* bias, int64_t channels, int64_t rate, bool fused);
 
 // ggml_get_rows with ids that are a view at any offset into a larger index tensor: device backends
-// read an index buffer only at an aligned offset (ggml's Vulkan backend asserts), so the ids are
-// copied into a tensor of their own first (a few bytes).
-ggml_tensor* get_rows_of_view(ggml_context* ctx, ggml_tensor* table, ggml_tensor* ids);
+// read an index buffer only at an aligned offset (ggml's Vulkan backend asserts), so off the CPU
+// (`cpu` false) the ids are copied into a tensor of their own first; the CPU reads the view.
+ggml_tensor* get_rows_of_view(ggml_context* ctx, ggml_tensor* table, ggml_tensor* ids, bool cpu);
 
 // sin(v)^2 as the fused SnakeBeta computes it (exposed for tests).
 float sin_squared(float v);

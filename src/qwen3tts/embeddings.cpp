@@ -74,9 +74,10 @@ std::vector<float> frame_embeddings(const Model& model, const std::vector<int32_
     ggml_context* ctx = g.ctx();
     ggml_tensor* in = g.input(GGML_TYPE_I32, {n * groups}, "frame_codes");
     auto column = [&](int64_t i) { return ggml_view_1d(ctx, in, n, i * n * sizeof(int32_t)); };
-    ggml_tensor* x = get_rows_of_view(ctx, model.talker().codec_embd, column(0));
+    const bool cpu = model.backend().is_cpu();
+    ggml_tensor* x = get_rows_of_view(ctx, model.talker().codec_embd, column(0), cpu);
     for (int64_t i = 1; i < groups; ++i) {
-        x = ggml_add(ctx, x, get_rows_of_view(ctx, model.code_predictor().codec_embd[i - 1], column(i)));
+        x = ggml_add(ctx, x, get_rows_of_view(ctx, model.code_predictor().codec_embd[i - 1], column(i), cpu));
     }
     return run(model, g, in, by_group, x);
 }

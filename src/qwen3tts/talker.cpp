@@ -132,8 +132,9 @@ void TalkerStepper::step(const std::vector<Talker*>& talkers, const int32_t* cod
             slices.push_back({&talkers[static_cast<size_t>(b)]->sequence_.cache(), {in.pos, in.row, in.mask, n_kv}});
         }
         auto code = [&](uint32_t i) { return ggml_view_1d(ctx, g->codes, B, i * B * sizeof(int32_t)); };
-        ggml_tensor* x = get_rows_of_view(ctx, w.codec_embd, code(0));
-        for (uint32_t i = 1; i < groups; ++i) x = ggml_add(ctx, x, get_rows_of_view(ctx, cw.codec_embd[i - 1], code(i)));
+        const bool cpu = model_.backend().is_cpu();
+        ggml_tensor* x = get_rows_of_view(ctx, w.codec_embd, code(0), cpu);
+        for (uint32_t i = 1; i < groups; ++i) x = ggml_add(ctx, x, get_rows_of_view(ctx, cw.codec_embd[i - 1], code(i), cpu));
         x = ggml_add(ctx, x, g->text);
         g->hidden = lm::build_decoder(ctx, hp.shape(), w.layers, w.output_norm, x, slices);
         g->logits = ggml_mul_mat(ctx, w.codec_head, g->hidden);
