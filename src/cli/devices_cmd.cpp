@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "core/device.h"
+#include "core/strings.h"
 
 namespace talkbox::cli {
 
@@ -38,7 +39,8 @@ void register_devices(CLI::App& app) {
         for (const auto& d : devices) {
             const bool has_memory = d.id != "cpu";  // the CPU backend reports the machine's RAM
             std::printf("%-10s %-5s %-12s %-12s %s%s\n", d.id.c_str(), d.type.c_str(),
-                        has_memory ? format_bytes(d.free_bytes).c_str() : "-", has_memory ? format_bytes(d.total_bytes).c_str() : "-",
+                        has_memory ? human_bytes(static_cast<double>(d.free_bytes)).c_str() : "-",
+                        has_memory ? human_bytes(static_cast<double>(d.total_bytes)).c_str() : "-",
                         d.description.c_str(), d.software ? " (software)" : "");
         }
     });

@@ -5,23 +5,12 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "core/strings.h"
 #include "talkbox/hub.h"
 
 namespace talkbox::cli {
 
 namespace {
-
-std::string human_bytes(double bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (bytes >= 1024 && u < 4) {
-        bytes /= 1024;
-        ++u;
-    }
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-    return buf;
-}
 
 // One redrawn line per file (download) or for the whole conversion, on a terminal only.
 class ProgressLine {

@@ -59,6 +59,14 @@ mode_t current_umask() {
 
 bool writable_in_place(const struct stat& st) { return S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode); }
 
+// Why an existing path cannot take an output, or nullptr: a folder never can; besides a regular
+// file (replaced), only what is written in place can.
+const char* why_not_output(const struct stat& st) {
+    if (S_ISDIR(st.st_mode)) return "it is a folder";
+    if (!S_ISREG(st.st_mode) && !writable_in_place(st)) return "it is not a regular file, a character device or a FIFO";
+    return nullptr;
+}
+
 std::string quoted(const std::string& flag, const std::string& path) {
     return (flag.empty() ? "" : flag + ": ") + "cannot write '" + path + "': ";
 }
@@ -70,9 +78,8 @@ void check_output_path(const std::string& path, const std::string& flag) {
     if (path.empty()) throw Error(ErrorKind::InvalidArgument, (flag.empty() ? "" : flag + ": ") + "the output path is empty");
     struct stat st{};
     if (::stat(path.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode)) fail("it is a folder");
+        if (const char* why = why_not_output(st)) fail(why);
         if (writable_in_place(st)) return;
-        if (!S_ISREG(st.st_mode)) fail("it is not a regular file, a character device or a FIFO");
     } else if (errno != ENOENT) {
         fail(std::strerror(errno));
     }
@@ -142,15 +149,14 @@ AtomicFileWriter::AtomicFileWriter(const std::string& path, bool replace)
     struct stat st{};
     int fd = -1;
     if (::stat(path.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode)) throw Error(ErrorKind::Io, "cannot write '" + path + "': it is a folder");
+        // Without replace an existing name of any other kind fails at commit (Exists); a folder never fits.
+        const char* why = why_not_output(st);
+        if (why && (replace || S_ISDIR(st.st_mode))) throw Error(ErrorKind::Io, "cannot write '" + path + "': " + why);
         if (replace && writable_in_place(st)) {
             direct_ = true;
             fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
             if (fd < 0) throw Error(ErrorKind::Io, "cannot write '" + path + "': " + std::strerror(errno));
         } else if (replace) {
-            if (!S_ISREG(st.st_mode)) {
-                throw Error(ErrorKind::Io, "cannot write '" + path + "': it is not a regular file, a character device or a FIFO");
-            }
             mode_ = st.st_mode & 07777;
             std::error_code ec;
             if (std::filesystem::is_symlink(path, ec)) target_ = std::filesystem::canonical(path, ec).string();

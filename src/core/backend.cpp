@@ -78,7 +78,7 @@ int default_thread_count() {
 Backend::Backend(int threads, const std::string& device) {
     route_ggml_log();
     threads_ = threads > 0 ? threads : default_thread_count();
-    device_ = choose_device(device.empty() ? default_device() : device);
+    device_ = choose_device(device);
     is_cpu_ = device_.id == "cpu";
     backend_ = is_cpu_ ? ggml_backend_cpu_init() : ggml_backend_dev_init(device_.dev, nullptr);
     if (!backend_) throw Error(ErrorKind::Internal, "cannot start the ggml backend of " + device_.id + " (" + device_.description + ")");

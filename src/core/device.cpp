@@ -1,22 +1,15 @@
 #include "core/device.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cstdio>
 #include <cstdlib>
-#include <mutex>
 
 #include "core/ggml_log.h"
+#include "core/strings.h"
 #include "talkbox/error.h"
 
 namespace talkbox {
 
 namespace {
-
-std::string lower(std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-}
 
 const char* type_name(enum ggml_backend_dev_type t) {
     switch (t) {
@@ -29,17 +22,21 @@ const char* type_name(enum ggml_backend_dev_type t) {
 
 // Mesa's lavapipe (and its predecessors), SwiftShader: GPU APIs implemented on the CPU.
 bool is_software(const std::string& description) {
-    const std::string d = lower(description);
+    const std::string d = ascii_lower(description);
     for (const char* s : {"llvmpipe", "lavapipe", "softpipe", "swiftshader"}) {
         if (d.find(s) != std::string::npos) return true;
     }
     return false;
 }
 
-std::string known_devices(const std::vector<DeviceInfo>& devices) {
-    std::string s;
-    for (const auto& d : devices) s += (s.empty() ? "" : ", ") + d.id;
-    return s;
+// Why an API has no device here, for the message naming a missing one.
+std::string why_none(const std::string& api) {
+    if (api == "cuda") return " (this build has no CUDA backend or the machine no CUDA device; build with -DTALKBOX_CUDA=ON)";
+    if (api == "vulkan") {
+        return " (no Vulkan driver or device found; a software device such as lavapipe is listed only when "
+               "GGML_VK_VISIBLE_DEVICES names it)";
+    }
+    return "";
 }
 
 std::string& default_device_slot() {
@@ -48,17 +45,6 @@ std::string& default_device_slot() {
 }
 
 }  // namespace
-
-std::string format_bytes(size_t bytes) {
-    char buf[32];
-    const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
-    if (mib >= 1024.0) {
-        std::snprintf(buf, sizeof buf, "%.1f GiB", mib / 1024.0);
-    } else {
-        std::snprintf(buf, sizeof buf, "%.0f MiB", mib);
-    }
-    return buf;
-}
 
 std::vector<DeviceInfo> list_devices() {
     route_ggml_log();
@@ -70,7 +56,7 @@ std::vector<DeviceInfo> list_devices() {
     std::vector<DeviceInfo> out;
     for (size_t r = 0; r < ggml_backend_reg_count(); ++r) {
         ggml_backend_reg_t reg = ggml_backend_reg_get(r);
-        const std::string api = lower(ggml_backend_reg_name(reg));
+        const std::string api = ascii_lower(ggml_backend_reg_name(reg));
         for (size_t i = 0; i < ggml_backend_reg_dev_count(reg); ++i) {
             ggml_backend_dev_t dev = ggml_backend_reg_dev_get(reg, i);
             ggml_backend_dev_props props{};
@@ -97,32 +83,29 @@ std::vector<DeviceInfo> list_devices() {
 }
 
 DeviceInfo find_device(const std::string& id) {
-    const std::string want = lower(id);
+    const std::string want = ascii_lower(id);
     const std::vector<DeviceInfo> devices = list_devices();
     for (const auto& d : devices) {
         if (d.id == want) return d;
     }
     const std::string api = want.substr(0, want.find(':'));
-    const bool known_api = api == "vulkan" || api == "cuda";
-    throw Error(ErrorKind::NotFound,
-                "device '" + id + "' is not available" +
-                    (known_api && std::none_of(devices.begin(), devices.end(),
-                                               [&](const DeviceInfo& d) { return d.id.rfind(api + ":", 0) == 0; })
-                         ? std::string(api == "cuda" ? " (this build has no CUDA backend or the machine no CUDA device; "
-                                                       "build with -DTALKBOX_CUDA=ON)"
-                                                     : " (no Vulkan driver or device found; a software device such as "
-                                                       "lavapipe is listed only when GGML_VK_VISIBLE_DEVICES names it)")
-                         : std::string()) +
-                    "; this machine has: " + known_devices(devices) + " (talkbox devices lists them)");
+    std::vector<std::string> ids;
+    bool api_present = false;
+    for (const auto& d : devices) {
+        ids.push_back(d.id);
+        api_present = api_present || d.id.rfind(api + ":", 0) == 0;
+    }
+    throw Error(ErrorKind::NotFound, "device '" + id + "' is not available" + (api_present ? "" : why_none(api)) +
+                                         "; this machine has: " + join_names(ids) + " (talkbox devices lists them)");
 }
 
 DeviceInfo choose_device(const std::string& choice, size_t model_bytes) {
-    std::string c = lower(choice);
+    std::string c = ascii_lower(choice.empty() ? default_device() : choice);
     const auto malformed = [&] {
         return Error(ErrorKind::InvalidArgument,
                      "device '" + choice + "' is not one of auto, cpu, vulkan, vulkan:N, cuda, cuda:N");
     };
-    if (c.empty() || c.size() > 32) throw malformed();
+    if (c.size() > 32) throw malformed();
     if (c == "auto") {
         const std::vector<DeviceInfo> devices = list_devices();
         for (const auto& d : devices) {
@@ -142,9 +125,9 @@ DeviceInfo choose_device(const std::string& choice, size_t model_bytes) {
     }
     DeviceInfo d = find_device(c);
     if (d.id != "cpu" && model_bytes > d.free_bytes) {
-        throw Error(ErrorKind::Unsupported, "the model needs " + format_bytes(model_bytes) + " of device memory, but " +
-                                                d.id + " (" + d.description + ") has " + format_bytes(d.free_bytes) +
-                                                " free of " + format_bytes(d.total_bytes));
+        throw Error(ErrorKind::Unsupported, "the model needs " + human_bytes(static_cast<double>(model_bytes)) + " of device memory, but " +
+                                                d.id + " (" + d.description + ") has " + human_bytes(static_cast<double>(d.free_bytes)) +
+                                                " free of " + human_bytes(static_cast<double>(d.total_bytes)));
     }
     return d;
 }

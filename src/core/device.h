@@ -29,7 +29,7 @@ struct DeviceInfo {
 std::vector<DeviceInfo> list_devices();
 
 // The device `choice` names ("auto", "cpu", "vulkan", "vulkan:N", "cuda", "cuda:N"; "vulkan"
-// alone is "vulkan:0") for a model whose weights take `model_bytes`. `auto` takes the first GPU
+// alone is "vulkan:0"; "" is default_device()) for a model whose weights take `model_bytes`. `auto` takes the first GPU
 // that is not a software one and has that much free memory, else the CPU. Throws Error
 // (InvalidArgument) for a malformed choice, (NotFound) for a device this build or machine does
 // not have (naming those it has), (Unsupported) when the weights do not fit in the named
@@ -43,8 +43,5 @@ DeviceInfo find_device(const std::string& id);
 // CPU unless set_default_device chose another (the test suites do, from TALKBOX_TEST_DEVICE).
 const std::string& default_device();
 void set_default_device(const std::string& id);
-
-// "1.5 GiB", "820 MiB": for messages about device memory.
-std::string format_bytes(size_t bytes);
 
 }  // namespace talkbox

@@ -19,6 +19,9 @@ std::string join_names(const std::vector<std::string>& items);
 // `v` with exactly `decimals` digits after the point ("%.*f"): "1.50".
 std::string fixed_decimals(double v, int decimals);
 
+// A byte count for people, in powers of 1024: "512 B", "1.5 KiB", "2.0 GiB".
+std::string human_bytes(double bytes);
+
 // Standard base64 (RFC 4648, '+' '/', '=' padding) of `n` bytes.
 std::string base64_encode(const void* data, size_t n);
 

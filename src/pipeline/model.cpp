@@ -124,7 +124,7 @@ Model::Model(const std::string& path, const ModelOptions& options) : path_(path)
     size_t weight_bytes = 0;
     for (const auto& t : file->tensors()) weight_bytes += t.nbytes;
     ModelOptions placed = options;
-    placed.device = choose_device(options.device.empty() ? default_device() : options.device, weight_bytes).id;
+    placed.device = choose_device(options.device, weight_bytes).id;
     device_ = placed.device;
     impl_ = family.load(std::move(file), placed);
     const auto& kv = impl_->capabilities().kv_cache_types;
