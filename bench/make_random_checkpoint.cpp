@@ -29,7 +29,7 @@
 
 #include "convert/hparams_meta.h"
 #include "convert/safetensors.h"
-#include "convert/tensor_names.h"
+#include "qwen3tts/checkpoint_names.h"
 #include "core/json_file.h"
 #include "qwen3tts/hparams.h"
 #include "qwen3tts/tensor_layout.h"
@@ -296,7 +296,7 @@ void write_qwen(const std::string& fixtures, const std::string& size, const std:
     for (const auto& [file, bf16] : {std::pair<std::string, bool>{"model.safetensors", true}, {"speech_tokenizer/model.safetensors", false}}) {
         std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
         for (const auto& name : expand_names(SafetensorsFile(tiny + "/" + file), layers)) {
-            const auto it = shapes.find(gguf_tensor_name(name));
+            const auto it = shapes.find(qwen3tts::gguf_tensor_name(name));
             if (it == shapes.end()) throw Error(ErrorKind::Internal, "no full-size shape for " + name);
             std::vector<int64_t> torch(it->second.rbegin(), it->second.rend());
             if (name.find("initialized") != std::string::npos) torch = {1};

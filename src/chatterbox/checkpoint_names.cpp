@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "convert/tensor_names.h"
+#include "lm/layer_names.h"
 
 namespace talkbox {
 

@@ -1,9 +1,9 @@
-// Chatterbox as a talkbox model family (pipeline/family.h): T3, S3Gen and the text front end are
+// Chatterbox as a talkbox model family (family/family.h): T3, S3Gen and the text front end are
 // loaded once and keep no request state (every generate() call brings its own caches), so a
 // session is the request checks and the sentence loop.
 #pragma once
 
-#include "pipeline/family.h"
+#include "family/family.h"
 
 namespace talkbox::chatterbox {
 

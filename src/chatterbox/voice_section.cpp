@@ -102,10 +102,10 @@ void details(const Voice& v, voice::Details& out) {
 const voice::VoiceSection kVoiceSection = {kArchitecture, validate, write, read, mode, summary, details};
 
 void check_voice_fits(const Voice& voice, const std::string& model_identity, const std::string& label) {
-    voice::check_voice(voice, label);
     if (voice.family != kArchitecture) {
         throw Error(ErrorKind::InvalidArgument, label + " is a " + voice.family + " voice; this model is Chatterbox");
     }
+    voice::check_voice(voice, kVoiceSection, label);
     if (voice.model_size != model_identity) {
         throw Error(ErrorKind::InvalidArgument, label + " was made with another Chatterbox model (" + voice.model_size +
                                                     "), this model is " + model_identity);

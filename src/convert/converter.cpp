@@ -11,7 +11,7 @@
 #include "convert/gguf_writer.h"
 #include "convert/hparams_meta.h"
 #include "convert/safetensors.h"
-#include "convert/tensor_names.h"
+#include "qwen3tts/checkpoint_names.h"
 #include "convert/tokenizer_meta.h"
 #include "convert/weight_type.h"
 #include "core/gguf_file.h"
@@ -80,7 +80,7 @@ public:
 
 private:
     void add(const SafetensorsTensor& t, const std::string& path) {
-        const std::string name = gguf_tensor_name(t.name);
+        const std::string name = qwen3tts::gguf_tensor_name(t.name);
         if (name.empty()) {
             throw Error(ErrorKind::Format, path + ": unexpected tensor '" + t.name + "' (not part of a Qwen3-TTS 12Hz checkpoint)");
         }

@@ -1,6 +1,6 @@
 // talkbox::decode_codes: codes → the model family's decoder → audio file.
 #include "core/gguf_file.h"
-#include "pipeline/family.h"
+#include "pipeline/families.h"
 #include "talkbox/audio.h"
 #include "talkbox/codes.h"
 #include "talkbox/decode.h"

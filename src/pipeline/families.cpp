@@ -4,7 +4,7 @@
 
 #include "chatterbox/family.h"
 #include "core/gguf_file.h"
-#include "pipeline/family.h"
+#include "pipeline/families.h"
 #include "qwen3tts/family.h"
 #include "talkbox/error.h"
 #include "talkbox/model_info.h"

@@ -14,7 +14,7 @@
 #include "core/gguf_file.h"
 #include "core/packed_kernels.h"
 #include "core/packed_matmul.h"
-#include "pipeline/family.h"
+#include "pipeline/families.h"
 #include "talkbox/error.h"
 #include "voice/reference_audio.h"
 #include "voice/voice_file.h"
@@ -89,6 +89,9 @@ const RequestField* Capabilities::field(const std::string& name) const {
 
 std::string Capabilities::description() const { return family + " " + (size.empty() ? "" : size + " ") + variant_name; }
 
+namespace {
+
+// Capability checks shared by every family: the first request field `c` does not take.
 std::optional<Refusal> check_request(const Capabilities& c, const SpeechRequest& r) {
     const auto refuse = [&](const char* field, const std::string& what) {
         return Refusal{field, what + " is not a setting of " + c.description() + " (it takes " + accepted(c) + ")"};
@@ -111,6 +114,8 @@ std::optional<Refusal> check_request(const Capabilities& c, const SpeechRequest&
     }
     return std::nullopt;
 }
+
+}  // namespace
 
 std::string cpu_kernels() {
     const packed::kernels::KernelSet* set = packed::kernel_set();

@@ -11,7 +11,7 @@
 #include "core/clock.h"
 #include "core/core_gate.h"
 #include "lm/kv_cache.h"
-#include "pipeline/bounded_queue.h"
+#include "core/bounded_queue.h"
 #include "qwen3tts/codec/decode_file.h"
 #include "qwen3tts/codec/decoder.h"
 #include "qwen3tts/frame_generator.h"

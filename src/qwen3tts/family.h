@@ -1,9 +1,9 @@
-// Qwen3-TTS as a talkbox model family (pipeline/family.h): the model (talker, code predictor,
+// Qwen3-TTS as a talkbox model family (family/family.h): the model (talker, code predictor,
 // tokenizer, speech decoder) is loaded once; each session brings its own frame generator (KV
 // caches, step graphs) and, per request, its own streaming decoder state.
 #pragma once
 
-#include "pipeline/family.h"
+#include "family/family.h"
 
 namespace talkbox::qwen3tts {
 

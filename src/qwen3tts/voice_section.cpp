@@ -110,10 +110,10 @@ void details(const Voice& v, voice::Details& out) {
 const voice::VoiceSection kVoiceSection = {kArchitecture, validate, write, read, mode, summary, details};
 
 void check_voice_fits(const Voice& voice, const Hparams& model, const std::string& label) {
-    voice::check_voice(voice, label);
     if (voice.family != kArchitecture) {
         throw Error(ErrorKind::InvalidArgument, label + " is a " + voice.family + " voice; this model is Qwen3-TTS");
     }
+    voice::check_voice(voice, kVoiceSection, label);
     if (model.variant != Variant::Base) {
         throw Error(ErrorKind::InvalidArgument, label + " needs a Base model (only Base models clone voices); this model is " +
                                                     variant_display_name(model.variant));

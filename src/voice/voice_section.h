@@ -1,4 +1,4 @@
-// One model family's part of a voice file (docs/voice-format.md). voice_file.cpp owns the header
+// One model family's part of a voice file (docs/voice-format.md). pipeline/voice_files.cpp owns the header
 // every voice has (architecture, format version, family, model identity, provenance) and the file
 // mechanics; each family's VoiceSection (in its own folder, registered with its Family) owns the
 // rest: its metadata keys, its tensors, its rules and how `voice info` shows it.

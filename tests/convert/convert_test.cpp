@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convert/safetensors.h"
-#include "convert/tensor_names.h"
+#include "qwen3tts/checkpoint_names.h"
 #include "convert/weight_type.h"
 #include "core/gguf_file.h"
 #include "core/json_file.h"
@@ -101,7 +101,7 @@ void expect_tensor_round_trips(const SafetensorsTensor& src, const GgufTensorInf
 std::map<std::string, const SafetensorsTensor*> index_sources(const std::vector<std::unique_ptr<SafetensorsFile>>& files) {
     std::map<std::string, const SafetensorsTensor*> out;
     for (const auto& f : files)
-        for (const auto& t : f->tensors()) out[gguf_tensor_name(t.name)] = &t;
+        for (const auto& t : f->tensors()) out[qwen3tts::gguf_tensor_name(t.name)] = &t;
     return out;
 }
 

@@ -1,7 +1,7 @@
 // `talkbox decode` for Qwen3-TTS models (Family::decode_codes): the codec decoder alone.
 #pragma once
 
-#include "pipeline/family.h"
+#include "family/family.h"
 
 namespace talkbox::qwen3tts {
 

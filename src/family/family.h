@@ -1,8 +1,9 @@
-// The interface every model family implements (its own folder: qwen3tts/, chatterbox/) and the
-// registry that picks one by general.architecture (families.cpp, one line per family). A
+// The interface every model family implements in its own folder (qwen3tts/, chatterbox/); the
+// registry that picks one by general.architecture is pipeline/families.h. A
 // FamilyModel is immutable once loaded and is shared by its sessions across threads; a
 // FamilySession holds one synthesis's state. talkbox::Model and Session (model.cpp) wrap them and
-// check each request against the capabilities before the family sees it.
+// check each request against the capabilities before the family sees it. This folder is the
+// bottom of the runtime: families include it, and it includes nothing of theirs or of pipeline/.
 #pragma once
 
 #include <atomic>
@@ -68,17 +69,5 @@ struct Family {
     DecodedAudio (*decode_codes)(const DecodeOptions& options, const codec::CodesFile& codes);
     const voice::VoiceSection* voice_section;  // its voices' part of a voice file
 };
-
-// The registered family of this general.architecture (= Voice::family), or nullptr.
-const Family* find_family(const std::string& architecture);
-// Every registered architecture, quoted, for messages: "'qwen3tts', 'chatterbox'".
-std::string registered_architectures();
-
-// The family of a talkbox GGUF: throws Error (Unsupported) naming the file's architecture and the
-// registered ones (and, for a voice file, how to pass it).
-const Family& family_of(const GgufFile& file);
-
-// Capability checks shared by every family: the first request field `caps` does not take.
-std::optional<Refusal> check_request(const Capabilities& caps, const SpeechRequest& request);
 
 }  // namespace talkbox

@@ -1,10 +1,12 @@
-#include "convert/tensor_names.h"
+#include "qwen3tts/checkpoint_names.h"
 
 #include <regex>
 #include <utility>
 #include <vector>
 
-namespace talkbox {
+#include "lm/layer_names.h"
+
+namespace talkbox::qwen3tts {
 
 namespace {
 
@@ -13,30 +15,17 @@ struct Rule {
     std::string replacement;  // std::regex_replace format ($1, $2, ...)
 };
 
-// Transformer layers share one suffix vocabulary (llama.cpp style) whatever the component.
-const std::vector<std::pair<std::string, std::string>> kLayerPrefixes = {
-    {R"(talker\.model\.layers\.(\d+)\.)", "talker.blk.$1."},
-    {R"(talker\.code_predictor\.model\.layers\.(\d+)\.)", "code_pred.blk.$1."},
-    {R"(decoder\.pre_transformer\.layers\.(\d+)\.)", "codec.dec.xfmr.blk.$1."},
-    {R"(encoder\.encoder_transformer\.layers\.(\d+)\.)", "codec.enc.xfmr.blk.$1."},
+// Transformer layers: the component's prefix with the layer number, then the suffix every family
+// shares (lm/layer_names.h).
+struct LayerPrefix {
+    std::regex pattern;  // captures the layer number, then the layer's own suffix
+    const char* gguf_prefix;
 };
-
-const std::vector<std::pair<std::string, std::string>> kLayerSuffixes = {
-    {R"(input_layernorm\.(weight|bias))", "attn_norm.$N"},
-    {R"(self_attn\.q_proj\.weight)", "attn_q.weight"},
-    {R"(self_attn\.k_proj\.weight)", "attn_k.weight"},
-    {R"(self_attn\.v_proj\.weight)", "attn_v.weight"},
-    {R"(self_attn\.o_proj\.weight)", "attn_output.weight"},
-    {R"(self_attn\.q_norm\.weight)", "attn_q_norm.weight"},
-    {R"(self_attn\.k_norm\.weight)", "attn_k_norm.weight"},
-    {R"(self_attn_layer_scale\.scale)", "attn_scale"},
-    {R"(post_attention_layernorm\.(weight|bias))", "ffn_norm.$N"},
-    {R"(mlp\.gate_proj\.weight)", "ffn_gate.weight"},
-    {R"(mlp\.up_proj\.weight)", "ffn_up.weight"},
-    {R"(mlp\.down_proj\.weight)", "ffn_down.weight"},
-    {R"(mlp\.fc1\.weight)", "ffn_up.weight"},
-    {R"(mlp\.fc2\.weight)", "ffn_down.weight"},
-    {R"(mlp_layer_scale\.scale)", "ffn_scale"},
+const LayerPrefix kLayerPrefixes[] = {
+    {std::regex(R"(^talker\.model\.layers\.(\d+)\.(.+)$)"), "talker.blk."},
+    {std::regex(R"(^talker\.code_predictor\.model\.layers\.(\d+)\.(.+)$)"), "code_pred.blk."},
+    {std::regex(R"(^decoder\.pre_transformer\.layers\.(\d+)\.(.+)$)"), "codec.dec.xfmr.blk."},
+    {std::regex(R"(^encoder\.encoder_transformer\.layers\.(\d+)\.(.+)$)"), "codec.enc.xfmr.blk."},
 };
 
 const std::vector<std::pair<std::string, std::string>> kOtherRules = {
@@ -94,39 +83,20 @@ const std::vector<std::pair<std::string, std::string>> kOtherRules = {
 
 std::vector<Rule> build_rules() {
     std::vector<Rule> rules;
-    for (const auto& [prefix, gguf_prefix] : kLayerPrefixes) {
-        // Prefix captures are $1; a suffix's own capture ($N) becomes the next group.
-        for (const auto& [suffix, gguf_suffix] : kLayerSuffixes) {
-            std::string replacement = gguf_prefix + gguf_suffix;
-            const auto pos = replacement.find("$N");
-            if (pos != std::string::npos) replacement.replace(pos, 2, "$2");
-            rules.push_back({std::regex("^" + prefix + suffix + "$"), replacement});
-        }
-    }
     for (const auto& [pattern, replacement] : kOtherRules) rules.push_back({std::regex("^" + pattern + "$"), replacement});
     return rules;
 }
 
 }  // namespace
 
-std::string gguf_layer_suffix(const std::string& hf_suffix) {
-    static const std::vector<Rule> rules = [] {
-        std::vector<Rule> r;
-        for (const auto& [suffix, gguf_suffix] : kLayerSuffixes) {
-            std::string replacement = gguf_suffix;
-            const auto pos = replacement.find("$N");
-            if (pos != std::string::npos) replacement.replace(pos, 2, "$1");
-            r.push_back({std::regex("^" + suffix + "$"), replacement});
-        }
-        return r;
-    }();
-    for (const auto& rule : rules) {
-        if (std::regex_match(hf_suffix, rule.pattern)) return std::regex_replace(hf_suffix, rule.pattern, rule.replacement);
-    }
-    return {};
-}
-
 std::string gguf_tensor_name(const std::string& hf_name) {
+    for (const LayerPrefix& layer : kLayerPrefixes) {
+        std::smatch m;
+        if (std::regex_match(hf_name, m, layer.pattern)) {
+            const std::string suffix = gguf_layer_suffix(m[2].str());
+            return suffix.empty() ? std::string() : layer.gguf_prefix + m[1].str() + "." + suffix;
+        }
+    }
     static const std::vector<Rule> rules = build_rules();
     for (const auto& rule : rules) {
         if (std::regex_match(hf_name, rule.pattern)) return std::regex_replace(hf_name, rule.pattern, rule.replacement);
@@ -134,4 +104,4 @@ std::string gguf_tensor_name(const std::string& hf_name) {
     return {};
 }
 
-}  // namespace talkbox
+}  // namespace talkbox::qwen3tts

@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/bounded_queue.h"
+#include "core/bounded_queue.h"
 
 using talkbox::BoundedQueue;
 

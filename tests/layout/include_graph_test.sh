@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The include graph of src/ keeps the seams of docs/architecture.md:
+#  - no two folders include each other (a folder is src/<name>, subfolders included);
+#  - the runtime (every folder but the front ends and the tools) never includes the tools
+#    (convert/, hub/, talkbox/convert.h, talkbox/hub.h);
+#  - family/ (the interface families implement) includes no family and not pipeline/;
+#  - libtalkbox.so, made of the runtime, needs neither curl nor OpenSSL.
+# Usage: include_graph_test.sh SOURCE_DIR [LIBTALKBOX_SO]
+set -euo pipefail
+src="$1/src"
+lib="${2:-}"
+front_ends="cli server capi"
+tools="convert hub"
+families="qwen3tts chatterbox"
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+folders=$(cd "$src" && find . -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort)
+# "from to file" for every #include "to/..." in src/from/ that names another folder of src/.
+edges=$(cd "$src" && grep -rHE '^\s*#\s*include\s+"[^"/]+/' --include='*.h' --include='*.cpp' . |
+  sed -E 's#^\./([^/]+)/([^:]*):\s*\#\s*include\s+"([^"/]+)/.*#\1 \3 \1/\2#' |
+  while read -r from to file; do
+    if [ "$from" != "$to" ] && [ -d "$to" ]; then echo "$from $to $file"; fi
+  done | sort -u)
+
+pairs=$(echo "$edges" | awk 'NF { print $1, $2 }' | sort -u)
+while read -r from to; do
+  [ -n "$from" ] || continue
+  if echo "$pairs" | grep -qx "$to $from"; then
+    if [[ "$from" < "$to" ]]; then fail "$from/ and $to/ include each other: $(echo "$edges" | awk -v a="$from" -v b="$to" '($1==a&&$2==b)||($1==b&&$2==a) { printf "%s ", $3 }')"; fi
+  fi
+done <<< "$pairs"
+
+for folder in $folders; do
+  case " $front_ends $tools " in *" $folder "*) continue ;; esac
+  for t in $tools; do
+    hits=$(echo "$edges" | awk -v a="$folder" -v b="$t" '$1==a && $2==b { printf "src/%s ", $3 }')
+    [ -z "$hits" ] || fail "the runtime includes $t/: $hits"
+  done
+  hits=$(grep -rlE '#\s*include\s+"talkbox/(convert|hub)\.h"' "$src/$folder" || true)
+  [ -z "$hits" ] || fail "the runtime includes the tools' public headers: $hits"
+done
+
+for to in $families pipeline; do
+  hits=$(echo "$edges" | awk -v b="$to" '$1=="family" && $2==b { print $3 }')
+  [ -z "$hits" ] || fail "family/ includes $to/: $hits"
+done
+
+if [ -n "$lib" ]; then
+  needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+  for unwanted in libcurl libssl libcrypto; do
+    if echo "$needed" | grep -q "^$unwanted"; then fail "$(basename "$lib") needs $unwanted"; fi
+  done
+fi
+
+[ "$failures" -eq 0 ] && echo "include graph: $(echo "$folders" | wc -w) folders, $(echo "$pairs" | grep -c .) folder dependencies, no cycle"
+exit $((failures > 0))
