@@ -27,7 +27,7 @@
 #include <regex>
 #include <set>
 
-#include "convert/hparams_meta.h"
+#include "qwen3tts/convert/hparams_meta.h"
 #include "convert/safetensors.h"
 #include "qwen3tts/checkpoint_names.h"
 #include "core/json_file.h"

@@ -19,7 +19,7 @@
 #include <CLI/CLI.hpp>
 
 #include "chatterbox/s3gen.h"
-#include "convert/s3gen_sources.h"
+#include "chatterbox/convert/s3gen_sources.h"
 #include "core/backend.h"
 #include "chatterbox_sizes.h"
 #include "timing.h"

@@ -5,7 +5,7 @@
 // (their keys do not overlap), so that one seed reaches all three readers.
 #include <memory>
 
-#include "convert/hparams_meta.h"
+#include "qwen3tts/convert/hparams_meta.h"
 #include "core/gguf_file.h"
 #include "core/json_file.h"
 #include "qwen3tts/hparams.h"

@@ -1,4 +1,5 @@
-// Hugging Face snapshot (Qwen3-TTS, or a Chatterbox folder) → talkbox GGUF conversion (used by `talkbox convert` and `talkbox pull`).
+// A released checkpoint (a Qwen3-TTS snapshot, a Chatterbox folder: whichever family recognises it,
+// src/checkpoints/converters.cpp) → talkbox GGUF conversion (used by `talkbox convert` and `talkbox pull`).
 #pragma once
 
 #include <cstddef>
@@ -20,13 +21,14 @@ struct ConvertOptions {
     std::function<void(size_t, size_t, const std::string&)> progress;
     std::string name;        // general.name; empty: the snapshot folder's name
     std::string source_url;  // general.source.url when not empty (`pull` records the hub commit there)
-    // Chatterbox folders only: "multilingual", "english", "turbo" or "nano" (which official loader's
-    // files to read); empty: the folder's own (convert_chatterbox, src/convert/chatterbox_convert.h).
-    std::string chatterbox_variant;
-    // Multilingual Chatterbox only, as ChatterboxMultilingualTTS's t3_model: "v2" / "t3_mtl23ls_v2"
-    // (the official default), "v3" / "t3_mtl23ls_v3" (same architecture), or a .safetensors file in
-    // the folder (a fine-tune); empty: v2, or v3 when the folder has only that one.
-    std::string chatterbox_t3_model;
+    // Which model of a checkpoint that holds several (Chatterbox: "multilingual", "english", "turbo"
+    // or "nano", which official loader's files to read); empty: the checkpoint's own. A family
+    // whose checkpoints hold one model refuses it.
+    std::string variant;
+    // Which weights of that variant, where it has several (multilingual Chatterbox, as
+    // ChatterboxMultilingualTTS's t3_model: "v2" / "t3_mtl23ls_v2", the official default, "v3" /
+    // "t3_mtl23ls_v3", or a .safetensors file in the folder, a fine-tune); empty: the default.
+    std::string checkpoint;
 };
 
 struct ConvertSummary {

@@ -45,8 +45,8 @@ void register_convert(CLI::App& app) {
         opt.snapshot_dir = args->snapshot;
         opt.output_path = args->output;
         opt.type = parse_weight_type(args->type);
-        opt.chatterbox_variant = args->variant;
-        opt.chatterbox_t3_model = args->t3_model;
+        opt.variant = args->variant;
+        opt.checkpoint = args->t3_model;
         const bool tty = !args->quiet && stderr_is_tty();
         if (tty) {
             opt.progress = [](size_t done, size_t total, const std::string& name) {

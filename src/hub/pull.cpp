@@ -98,7 +98,7 @@ PullResult pull_model(const PullOptions& opt) {
     convert.output_path = result.model_path;
     convert.type = opt.type;
     convert.name = result.model_name.substr(opt.repo_id.find('/') + 1);
-    convert.chatterbox_variant = plan.variant;
+    convert.variant = plan.variant;
     convert.source_url = source_url;
     if (opt.progress) {
         convert.progress = [&opt](size_t done, size_t total, const std::string& tensor) {

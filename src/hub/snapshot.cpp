@@ -5,7 +5,7 @@
 #include <system_error>
 #include <vector>
 
-#include "convert/chatterbox_convert.h"
+#include "checkpoints/converters.h"
 #include "core/json_file.h"
 #include "hub/download.h"
 #include "talkbox/error.h"
@@ -15,10 +15,6 @@ namespace fs = std::filesystem;
 namespace talkbox::hub {
 
 namespace {
-
-const char* const kRequired[] = {"config.json", "generation_config.json", "vocab.json", "merges.txt",
-                                  "tokenizer_config.json", "speech_tokenizer/config.json",
-                                  "speech_tokenizer/model.safetensors", "speech_tokenizer/preprocessor_config.json"};
 
 // The shard files model.safetensors.index.json names, each a plain file name the repository has.
 std::vector<std::string> shard_names(const std::string& index_path, const std::set<std::string>& listed) {
@@ -45,38 +41,10 @@ std::vector<std::string> shard_names(const std::string& index_path, const std::s
 
 SnapshotPlan plan_snapshot(const RepoInfo& info, const std::string& repo_id, const std::string& variant) {
     const std::set<std::string> listed(info.files.begin(), info.files.end());
-    const std::string where = "repository '" + repo_id + "' at commit " + info.commit.substr(0, 12);
-    SnapshotPlan plan;
     const FileSet files{[&listed](const std::string& name) { return listed.count(name) > 0; },
-                        [](const std::string& name) { return name; }, where};
-    if (!listed.count("config.json") && is_chatterbox_folder(files)) {
-        const ChatterboxFiles c = chatterbox_files(files, variant, "");
-        plan.files = c.all();
-        plan.variant = c.variant;
-        plan.default_variant = c.default_variant;
-        return plan;
-    }
-    if (!variant.empty()) {
-        throw Error(ErrorKind::InvalidArgument, "--variant " + variant + " applies to Chatterbox repositories; " + where +
-                                                    " is a Qwen3-TTS checkpoint (its variant is in the repository name)");
-    }
-    // The index goes first: the shards it names join the list once it is here.
-    plan.expand_index = !listed.count("model.safetensors");
-    if (plan.expand_index) {
-        if (!listed.count("model.safetensors.index.json")) {
-            throw Error(ErrorKind::NotFound, where + " has neither model.safetensors nor model.safetensors.index.json: "
-                                                     "is it a Qwen3-TTS or Chatterbox checkpoint?");
-        }
-        plan.files.push_back("model.safetensors.index.json");
-    } else {
-        plan.files.push_back("model.safetensors");
-    }
-    for (const char* f : kRequired) {
-        if (!listed.count(f)) throw Error(ErrorKind::NotFound, where + " has no " + f + ": is it a Qwen3-TTS checkpoint?");
-        plan.files.push_back(f);
-    }
-    if (listed.count("tokenizer.json")) plan.files.push_back("tokenizer.json");
-    return plan;
+                        [](const std::string& name) { return name; },
+                        "repository '" + repo_id + "' at commit " + info.commit.substr(0, 12)};
+    return converter_for(files).files(files, variant, "");
 }
 
 SnapshotDownload download_snapshot(HubApi& api, const RepoInfo& info, const std::string& dir,

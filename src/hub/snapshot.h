@@ -1,8 +1,6 @@
-// Which files converting a repository needs, and fetching exactly those into a snapshot folder.
-// Qwen3-TTS: config.json, generation_config.json, the weights (model.safetensors, or the index and
-// the shards it names), the tokenizer files and speech_tokenizer/. Chatterbox (no config.json, a T3
-// or S3Gen checkpoint): the files convert reads for the chosen variant (convert/chatterbox_convert.h).
-// Everything else is skipped.
+// Which files converting a repository needs (the family that recognises it says:
+// checkpoints/converters.h), and fetching exactly those into a snapshot folder. Everything else is
+// skipped.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "convert/family_converter.h"
 #include "hub/hub_api.h"
 #include "talkbox/hub.h"
 
@@ -21,12 +20,8 @@ struct SnapshotDownload {
     uint64_t bytes_downloaded = 0;
 };
 
-struct SnapshotPlan {
-    std::vector<std::string> files;  // in download order
-    bool expand_index = false;       // files[0] is model.safetensors.index.json: the shards it names follow
-    std::string variant;             // Chatterbox: the variant the files convert to; empty for Qwen3-TTS
-    bool default_variant = true;     // the variant the repository converts to when none is asked for
-};
+// What to download (CheckpointFiles of convert/family_converter.h).
+using SnapshotPlan = CheckpointFiles;
 
 // Throws Error (NotFound) when the repository lacks a required file, (InvalidArgument) for a
 // variant that does not apply.

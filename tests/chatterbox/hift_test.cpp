@@ -6,7 +6,7 @@
 
 #include "chatterbox/hift.h"
 #include "chatterbox/s3gen_goldens.h"
-#include "convert/s3gen_sources.h"
+#include "chatterbox/convert/s3gen_sources.h"
 #include "core/backend.h"
 #include "talkbox/error.h"
 

@@ -6,7 +6,7 @@
 
 #include "chatterbox/s3gen.h"
 #include "chatterbox/s3gen_goldens.h"
-#include "convert/s3gen_sources.h"
+#include "chatterbox/convert/s3gen_sources.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "core/packed_matmul.h"

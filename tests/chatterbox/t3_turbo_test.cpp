@@ -12,7 +12,7 @@
 #include "chatterbox/reference.h"
 #include "chatterbox/t3.h"
 #include "chatterbox/text.h"
-#include "convert/chatterbox_convert.h"
+#include "chatterbox/convert/converter.h"
 #include "convert/safetensors.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
@@ -75,7 +75,7 @@ std::string convert_error(const std::string& dir, const std::string& variant = "
     opt.snapshot_dir = dir;
     opt.output_path = dir + "/out.gguf";
     opt.type = WeightType::F32;
-    opt.chatterbox_variant = variant;
+    opt.variant = variant;
     try {
         convert_snapshot(opt);
     } catch (const Error& e) {
@@ -175,16 +175,16 @@ TEST(NanoConvert, TheVariantComesFromTheT3FileOrIsAsked) {
     copy_tree(tiny_turbo_folder(), both);
     fs::copy_file(tiny_nano_folder() + "/t3_nano_v1.safetensors", both + "/t3_nano_v1.safetensors");
     fs::copy_file(tiny_nano_folder() + "/tiny_hparams.json", both + "/tiny_hparams.json", fs::copy_options::overwrite_existing);
-    EXPECT_EQ(chatterbox_files(folder_files(both), "", "").variant, "turbo");
-    const ChatterboxFiles nano = chatterbox_files(folder_files(both), "nano", "");
+    EXPECT_EQ(chatterbox_files(folder_files(both, "Chatterbox folder"), "", "").variant, "turbo");
+    const ChatterboxFiles nano = chatterbox_files(folder_files(both, "Chatterbox folder"), "nano", "");
     EXPECT_EQ(nano.t3, "t3_nano_v1.safetensors");
     EXPECT_FALSE(nano.default_variant);
-    EXPECT_EQ(chatterbox_files(folder_files(tiny_nano_folder()), "", "").variant, "nano");
+    EXPECT_EQ(chatterbox_files(folder_files(tiny_nano_folder(), "Chatterbox folder"), "", "").variant, "nano");
     ConvertOptions opt;
     opt.snapshot_dir = both;
     opt.output_path = tmp.file("nano.gguf");
     opt.type = WeightType::F32;
-    opt.chatterbox_variant = "nano";
+    opt.variant = "nano";
     EXPECT_EQ(convert_snapshot(opt).variant, "nano");
     EXPECT_EQ(read_model_info(opt.output_path).hyperparameters.at("T3").rfind("GPT-2, 3 layers, hidden 48", 0), 0u);
 

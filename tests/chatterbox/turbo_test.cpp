@@ -10,7 +10,7 @@
 #include "chatterbox/s3gen.h"
 #include "chatterbox/s3gen_goldens.h"
 #include "chatterbox/tiny_s3gen_weights.h"
-#include "convert/s3gen_sources.h"
+#include "chatterbox/convert/s3gen_sources.h"
 #include "convert/safetensors.h"
 #include "core/backend.h"
 

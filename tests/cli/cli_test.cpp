@@ -117,7 +117,9 @@ TEST(Cli, ChatterboxConvertInfoTokenize) {
     const auto bad_variant = run_talkbox("convert " + talkbox::testing::qwen_fixture("tiny-0.6B-Base") + " -o " +
                                          tmp.file("q.gguf") + " --variant english");
     EXPECT_EQ(bad_variant.exit_code, 1);
-    EXPECT_NE(bad_variant.err.find("is not a Chatterbox folder: a variant or T3 model applies to Chatterbox only"), std::string::npos)
+    EXPECT_NE(bad_variant.err.find("--variant english does not apply: '" + talkbox::testing::qwen_fixture("tiny-0.6B-Base") +
+                                   "' is a Qwen3-TTS checkpoint"),
+              std::string::npos)
         << bad_variant.err;
 }
 
@@ -125,7 +127,10 @@ TEST(Cli, ConvertFailureExitsNonZeroWithTheReason) {
     TempDir tmp;
     const auto r = run_talkbox("convert " + tmp.path() + " -o " + tmp.file("x.gguf"));
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("talkbox: error: snapshot is missing config.json"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("talkbox: error: '" + tmp.path() + "' holds no checkpoint talkbox converts (a Qwen3-TTS snapshot has "
+                         "config.json"),
+              std::string::npos)
+        << r.err;
     EXPECT_FALSE(fs::exists(tmp.file("x.gguf")));
 }
 

@@ -134,7 +134,7 @@ TEST_F(PullCli, ChatterboxNanoDownloadsOnlyItsFiles) {
 TEST_F(PullCli, VariantsThatDoNotApplyAreRefusedBeforeDownloading) {
     const auto qwen = run_talkbox("pull " + kRepo + " --variant english");
     EXPECT_EQ(qwen.exit_code, 1);
-    EXPECT_NE(qwen.err.find("--variant english applies to Chatterbox repositories; repository '" + kRepo + "' at commit"),
+    EXPECT_NE(qwen.err.find("--variant english does not apply: repository '" + kRepo + "' at commit"),
               std::string::npos)
         << qwen.err;
     const auto bad = run_talkbox("pull " + kChatterbox + " --variant klingon");

@@ -123,8 +123,8 @@ TEST(ChatterboxConvert, MultilingualT3ModelChoice) {
         opt.snapshot_dir = dir;
         opt.output_path = tmp.file("out.gguf");
         opt.type = WeightType::F32;
-        opt.chatterbox_t3_model = t3_model;
-        opt.chatterbox_variant = variant;
+        opt.checkpoint = t3_model;
+        opt.variant = variant;
         return opt;
     };
     auto checkpoint = [&](const std::string& t3_model) {
@@ -342,13 +342,13 @@ TEST(ChatterboxConvert, BadFoldersFailCleanly) {
         talkbox::testing::RawTensor extra{"tfmr.layers.0.self_attn.rotary_emb.inv_freq", "F32", {2}, std::vector<uint8_t>(8)};
         talkbox::testing::write_file(dir + "/t3_cfg.safetensors", talkbox::testing::make_safetensors({extra}));
         auto opt = options(dir);
-        opt.chatterbox_variant = "english";
+        opt.variant = "english";
         EXPECT_EQ(error_of(opt), dir + "/t3_cfg.safetensors: unexpected tensor 'tfmr.layers.0.self_attn.rotary_emb.inv_freq' "
                                        "(not part of a Chatterbox T3 checkpoint)");
     }
     {
         auto opt = options(folder());
-        opt.chatterbox_variant = "mini";
+        opt.variant = "mini";
         EXPECT_EQ(error_of(opt), "unknown Chatterbox variant 'mini' (choose multilingual, english, turbo or nano)");
     }
     EXPECT_FALSE(fs::exists(tmp.file("out.gguf")));

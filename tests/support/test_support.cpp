@@ -50,7 +50,7 @@ std::string converted_chatterbox(const std::string& variant, const std::string& 
     opt.snapshot_dir = chatterbox_fixture("tiny-multilingual");
     opt.output_path = dir.file(key + ".gguf");
     opt.type = parse_weight_type(type);
-    opt.chatterbox_variant = variant;
+    opt.variant = variant;
     convert_snapshot(opt);
     return done[key] = opt.output_path;
 }

@@ -1,4 +1,4 @@
-#include "convert/hparams_meta.h"
+#include "qwen3tts/convert/hparams_meta.h"
 
 #include <string>
 #include <vector>

@@ -2,7 +2,7 @@
 // key through the one name table (chatterbox_names), infer the hyper-parameters from the tensor
 // shapes (tiny_hparams.json or the official constants only where shapes cannot tell), and write
 // one GGUF with general.architecture = "chatterbox".
-#include "convert/chatterbox_convert.h"
+#include "chatterbox/convert/converter.h"
 
 #include <algorithm>
 #include <cstring>
@@ -426,6 +426,25 @@ struct GgufContextDeleter {
     void operator()(gguf_context* c) const { gguf_free(c); }
 };
 
+// The official repository has no config.json (a Qwen3-TTS snapshot's) and at least one of these.
+bool is_chatterbox_folder(const FileSet& files) {
+    if (files.has("config.json")) return false;
+    for (const char* f : {"t3_mtl23ls_v2.safetensors", "t3_mtl23ls_v3.safetensors", "t3_cfg.safetensors", "t3_turbo_v1.safetensors",
+                          "t3_nano_v1.safetensors", "s3gen.pt", "s3gen.safetensors", "s3gen_meanflow.safetensors"}) {
+        if (files.has(f)) return true;
+    }
+    return false;
+}
+
+CheckpointFiles checkpoint_files(const FileSet& files, const std::string& variant, const std::string& checkpoint) {
+    const ChatterboxFiles c = chatterbox_files(files, variant, checkpoint);
+    CheckpointFiles out;
+    out.files = c.all();
+    out.variant = c.variant;
+    out.default_variant = c.default_variant;
+    return out;
+}
+
 }  // namespace
 
 std::vector<std::string> ChatterboxFiles::all() const {
@@ -435,21 +454,6 @@ std::vector<std::string> ChatterboxFiles::all() const {
     if (!hparams.empty()) out.push_back(hparams);
     return out;
 }
-
-FileSet folder_files(const std::string& dir) {
-    return {[dir](const std::string& name) { return fs::is_regular_file(dir + "/" + name); },
-            [dir](const std::string& name) { return dir + "/" + name; }, "Chatterbox folder"};
-}
-
-bool is_chatterbox_folder(const FileSet& files) {
-    for (const char* f : {"t3_mtl23ls_v2.safetensors", "t3_mtl23ls_v3.safetensors", "t3_cfg.safetensors", "t3_turbo_v1.safetensors",
-                          "t3_nano_v1.safetensors", "s3gen.pt", "s3gen.safetensors", "s3gen_meanflow.safetensors"}) {
-        if (files.has(f)) return true;
-    }
-    return false;
-}
-
-bool is_chatterbox_folder(const std::string& dir) { return is_chatterbox_folder(folder_files(dir)); }
 
 ChatterboxFiles chatterbox_files(const FileSet& files, const std::string& requested_variant, const std::string& t3_model) {
     const auto missing = [&](const std::string& what, const std::string& name) {
@@ -535,7 +539,7 @@ ChatterboxFiles chatterbox_files(const FileSet& files, const std::string& reques
 ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     const std::string dir = opt.snapshot_dir;
     if (!fs::is_directory(dir)) throw Error(ErrorKind::NotFound, "Chatterbox folder '" + dir + "' does not exist");
-    const ChatterboxFiles files = chatterbox_files(folder_files(dir), opt.chatterbox_variant, opt.chatterbox_t3_model);
+    const ChatterboxFiles files = chatterbox_files(folder_files(dir, "Chatterbox folder"), opt.variant, opt.checkpoint);
     const std::string& variant = files.variant;
     const bool mtl = variant == "multilingual", gpt2 = files.gpt2;
     const std::string& t3_stem = files.t3_stem;
@@ -608,5 +612,15 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     summary.size = std::to_string(sources.dim("t3.text_embd.weight", 1, "the T3 text embedding")) + "-wide T3";
     return summary;
 }
+
+namespace chatterbox {
+
+const FamilyConverter& converter() {
+    static const FamilyConverter c{"Chatterbox", "a Chatterbox folder has T3 and S3Gen checkpoints (t3_*.safetensors, s3gen.*) and no config.json",
+                                   is_chatterbox_folder, checkpoint_files, convert_chatterbox};
+    return c;
+}
+
+}  // namespace chatterbox
 
 }  // namespace talkbox

@@ -1,5 +1,7 @@
-// Orchestrates `talkbox convert`: open the snapshot, map and check every tensor against the
-// layout the hyper-parameters imply, then stream header + tensor data into one GGUF file.
+// Converts a Qwen3-TTS snapshot: open it, map and check every tensor against the layout the
+// hyper-parameters imply, then stream header + tensor data into one GGUF file.
+#include "qwen3tts/convert/converter.h"
+
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -7,9 +9,8 @@
 #include <set>
 #include <vector>
 
-#include "convert/chatterbox_convert.h"
 #include "convert/gguf_writer.h"
-#include "convert/hparams_meta.h"
+#include "qwen3tts/convert/hparams_meta.h"
 #include "convert/safetensors.h"
 #include "qwen3tts/checkpoint_names.h"
 #include "convert/tokenizer_meta.h"
@@ -23,7 +24,7 @@
 
 namespace fs = std::filesystem;
 
-namespace talkbox {
+namespace talkbox::qwen3tts {
 
 namespace {
 
@@ -80,7 +81,7 @@ public:
 
 private:
     void add(const SafetensorsTensor& t, const std::string& path) {
-        const std::string name = qwen3tts::gguf_tensor_name(t.name);
+        const std::string name = gguf_tensor_name(t.name);
         if (name.empty()) {
             throw Error(ErrorKind::Format, path + ": unexpected tensor '" + t.name + "' (not part of a Qwen3-TTS 12Hz checkpoint)");
         }
@@ -107,15 +108,47 @@ struct GgufContextDeleter {
     void operator()(gguf_context* c) const { gguf_free(c); }
 };
 
-}  // namespace
+// A repository holds one model (the variant is in its name): a variant or checkpoint choice is refused.
+void refuse_choices(const std::string& variant, const std::string& checkpoint, const std::string& where) {
+    if (variant.empty() && checkpoint.empty()) return;
+    throw Error(ErrorKind::InvalidArgument, (variant.empty() ? "a checkpoint choice ('" + checkpoint + "')" : "--variant " + variant) +
+                                                " does not apply: " + where +
+                                                " is a Qwen3-TTS checkpoint (one model; its variant is in the repository name)");
+}
 
-ConvertSummary convert_snapshot(const ConvertOptions& opt) {
+const char* const kRequired[] = {"config.json", "generation_config.json", "vocab.json", "merges.txt",
+                                  "tokenizer_config.json", "speech_tokenizer/config.json",
+                                  "speech_tokenizer/model.safetensors", "speech_tokenizer/preprocessor_config.json"};
+
+bool recognises(const FileSet& files) {
+    return files.has("config.json") || files.has("model.safetensors") || files.has("model.safetensors.index.json");
+}
+
+CheckpointFiles checkpoint_files(const FileSet& files, const std::string& variant, const std::string& checkpoint) {
+    refuse_choices(variant, checkpoint, files.what);
+    CheckpointFiles plan;
+    // The index goes first: the shards it names join the list once it is here.
+    plan.expand_index = !files.has("model.safetensors");
+    if (plan.expand_index) {
+        if (!files.has("model.safetensors.index.json")) {
+            throw Error(ErrorKind::NotFound, files.what + " has neither model.safetensors nor model.safetensors.index.json");
+        }
+        plan.files.push_back("model.safetensors.index.json");
+    } else {
+        plan.files.push_back("model.safetensors");
+    }
+    for (const char* f : kRequired) {
+        if (!files.has(f)) throw Error(ErrorKind::NotFound, files.what + " has no " + f + ": is it a Qwen3-TTS checkpoint?");
+        plan.files.push_back(f);
+    }
+    if (files.has("tokenizer.json")) plan.files.push_back("tokenizer.json");
+    return plan;
+}
+
+ConvertSummary convert(const ConvertOptions& opt) {
     const std::string dir = opt.snapshot_dir;
     if (!fs::is_directory(dir)) throw Error(ErrorKind::NotFound, "snapshot folder '" + dir + "' does not exist");
-    if (!fs::exists(dir + "/config.json") && is_chatterbox_folder(dir)) return convert_chatterbox(opt);
-    if (!opt.chatterbox_variant.empty() || !opt.chatterbox_t3_model.empty()) {
-        throw Error(ErrorKind::InvalidArgument, "'" + dir + "' is not a Chatterbox folder: a variant or T3 model applies to Chatterbox only");
-    }
+    refuse_choices(opt.variant, opt.checkpoint, "'" + dir + "'");
 
     SnapshotConfigs configs;
     configs.model = read_json_file(require_file(dir + "/config.json", "config.json"));
@@ -135,7 +168,7 @@ ConvertSummary convert_snapshot(const ConvertOptions& opt) {
     configs.has_speaker_encoder_weights = sources.has_prefix("spk_enc.");
 
     std::unique_ptr<gguf_context, GgufContextDeleter> gguf(gguf_init_empty());
-    gguf_set_val_str(gguf.get(), "general.architecture", qwen3tts::kArchitecture);
+    gguf_set_val_str(gguf.get(), "general.architecture", kArchitecture);
     const std::string name = opt.name.empty() ? fs::path(dir).lexically_normal().filename().string() : opt.name;
     gguf_set_val_str(gguf.get(), "general.name", name.c_str());
     if (!opt.source_url.empty()) gguf_set_val_str(gguf.get(), "general.source.url", opt.source_url.c_str());
@@ -145,8 +178,8 @@ ConvertSummary convert_snapshot(const ConvertOptions& opt) {
     write_tokenizer_metadata(gguf.get(), dir);
 
     // Read back what we wrote with the loader's own reader: the layout check uses the same numbers.
-    const auto hparams = qwen3tts::Hparams::from_gguf(GgufMeta(gguf.get(), "'" + dir + "'"));
-    const auto layout = qwen3tts::expected_tensors(hparams);
+    const auto hparams = Hparams::from_gguf(GgufMeta(gguf.get(), "'" + dir + "'"));
+    const auto layout = expected_tensors(hparams);
 
     std::set<std::string> expected_names;
     for (const auto& spec : layout) expected_names.insert(spec.name);
@@ -162,7 +195,7 @@ ConvertSummary convert_snapshot(const ConvertOptions& opt) {
     for (const auto& spec : layout) {
         const auto it = sources.by_gguf_name().find(spec.name);
         if (it == sources.by_gguf_name().end()) {
-            throw Error(ErrorKind::Format, "snapshot '" + dir + "' is missing the " + qwen3tts::component_name(spec.component) +
+            throw Error(ErrorKind::Format, "snapshot '" + dir + "' is missing the " + component_name(spec.component) +
                                                " tensor that becomes '" + spec.name + "'");
         }
         const SourceTensor& src = it->second;
@@ -187,9 +220,17 @@ ConvertSummary convert_snapshot(const ConvertOptions& opt) {
     summary.tensor_count = plan.size();
     summary.file_bytes = written;
     summary.family = "Qwen3-TTS";
-    summary.variant = qwen3tts::variant_name(hparams.variant);
+    summary.variant = variant_name(hparams.variant);
     summary.size = hparams.size;
     return summary;
 }
 
-}  // namespace talkbox
+}  // namespace
+
+const FamilyConverter& converter() {
+    static const FamilyConverter c{"Qwen3-TTS", "a Qwen3-TTS snapshot has config.json and model.safetensors (or its index)",
+                                   recognises, checkpoint_files, convert};
+    return c;
+}
+
+}  // namespace talkbox::qwen3tts

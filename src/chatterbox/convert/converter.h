@@ -6,18 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "convert/family_converter.h"
 #include "talkbox/convert.h"
 
 namespace talkbox {
-
-// The files of a folder, or of a hub repository before anything is downloaded, as far as choosing
-// what to read goes: `pull` downloads exactly what convert_chatterbox then reads.
-struct FileSet {
-    std::function<bool(const std::string& name)> has;          // a file of that relative name is there
-    std::function<std::string(const std::string& name)> path;  // how messages name it
-    std::string what;                                          // the subject of "... is missing X"
-};
-FileSet folder_files(const std::string& dir);  // "Chatterbox folder", files named by their path
 
 // What converting a Chatterbox folder reads, all names relative to the folder.
 struct ChatterboxFiles {
@@ -33,15 +25,12 @@ struct ChatterboxFiles {
 };
 
 // The files of `variant` (empty: the folder's default, see convert_chatterbox) and, multilingual
-// only, `t3_model` (ConvertOptions::chatterbox_t3_model). Throws Error (NotFound) naming the first
+// only, `t3_model` (ConvertOptions::checkpoint). Throws Error (NotFound) naming the first
 // required file that is missing, (InvalidArgument) for an unknown variant or T3 model.
 ChatterboxFiles chatterbox_files(const FileSet& files, const std::string& variant, const std::string& t3_model);
 
-// True when the files look like a Chatterbox folder (a T3 checkpoint or S3Gen weights).
-bool is_chatterbox_folder(const FileSet& files);
-bool is_chatterbox_folder(const std::string& dir);
 
-// Reads the files the official loader of the chosen variant reads (options.chatterbox_variant:
+// Reads the files the official loader of the chosen variant reads (options.variant:
 // "multilingual" → ChatterboxMultilingualTTS.from_local: t3_mtl23ls_v2.safetensors, s3gen.pt, ve.pt,
 // grapheme_mtl_merged_expanded_v1.json, Cangjie5_TC.json, conds.pt; "english" → ChatterboxTTS.from_local:
 // t3_cfg.safetensors, s3gen.safetensors, ve.safetensors, tokenizer.json, conds.pt; "turbo" →
@@ -52,5 +41,11 @@ bool is_chatterbox_folder(const std::string& dir);
 // exists, else nano when t3_nano_v1.safetensors exists, else english). Throws Error naming the file,
 // key or tensor.
 ConvertSummary convert_chatterbox(const ConvertOptions& options);
+
+namespace chatterbox {
+// Chatterbox's part of `convert` and `pull`: a folder without config.json that has a T3 checkpoint
+// or S3Gen weights.
+const FamilyConverter& converter();
+}  // namespace chatterbox
 
 }  // namespace talkbox

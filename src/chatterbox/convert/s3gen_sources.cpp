@@ -2,7 +2,7 @@
 // checkpoint's safetensors read directly, and tensors held in memory, optionally quantised as
 // `talkbox convert --type` would store them. They live with the converter because they read its
 // formats and follow its storage policy; the runtime reads only converted GGUF files.
-#include "convert/s3gen_sources.h"
+#include "chatterbox/convert/s3gen_sources.h"
 
 #include "chatterbox/checkpoint_names.h"
 #include "convert/safetensors.h"
