@@ -1,5 +1,5 @@
-// The text front end of a model, on its own: what `talkbox tokenize` prints. Chatterbox models only
-// (punc_norm, lowercase + NFKD, language step, tag, grapheme tokenizer).
+// The text front end of a model, on its own: what `talkbox tokenize` prints, for the families that
+// show theirs (Chatterbox: punc_norm, lowercase + NFKD, language step, tag, grapheme tokenizer).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@ struct Tokenization {
 };
 
 // `language`: empty (no language tag) or a code of the model's languages. Throws Error for a model
-// that is not Chatterbox, an unsupported language, invalid UTF-8, or Japanese kanji.
+// whose family shows no text front end (Unsupported), an unsupported language, invalid UTF-8, or Japanese kanji.
 Tokenization tokenize_text(const std::string& model_path, const std::string& text, const std::string& language);
 
 }  // namespace talkbox

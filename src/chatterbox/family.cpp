@@ -13,6 +13,7 @@
 #include "chatterbox/model_info.h"
 #include "chatterbox/pipeline.h"
 #include "chatterbox/reference.h"
+#include "chatterbox/tokenize.h"
 #include "chatterbox/voice_section.h"
 #include "core/clock.h"
 #include "talkbox/error.h"
@@ -332,6 +333,6 @@ DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes)
 
 }  // namespace
 
-Family family() { return {kArchitecture, load, read_model_info, decode_codes, &kVoiceSection}; }
+Family family() { return {kArchitecture, load, read_model_info, decode_codes, &kVoiceSection, nullptr, tokenize}; }
 
 }  // namespace talkbox::chatterbox

@@ -1,19 +1,14 @@
-#include "talkbox/tokenize.h"
+// `talkbox tokenize` for Chatterbox models (Family::tokenize).
+#include "chatterbox/tokenize.h"
 
 #include "chatterbox/text.h"
 #include "core/gguf_file.h"
 #include "talkbox/error.h"
 
-namespace talkbox {
+namespace talkbox::chatterbox {
 
-Tokenization tokenize_text(const std::string& model_path, const std::string& text, const std::string& language) {
-    const GgufFile file(model_path);
-    const std::string arch = file.meta().get_string("general.architecture");
-    if (arch != "chatterbox") {
-        throw Error(ErrorKind::Unsupported, model_path + ": tokenize shows the Chatterbox text front end; this is a '" +
-                                                arch + "' model");
-    }
-    const auto front_end = chatterbox::TextFrontEnd::from_gguf(file.meta());
+Tokenization tokenize(const GgufFile& file, const std::string& text, const std::string& language) {
+    const auto front_end = TextFrontEnd::from_gguf(file.meta());
     const auto t = front_end.encode(text, language);
     Tokenization out;
     out.normalized = t.normalized;
@@ -28,4 +23,4 @@ Tokenization tokenize_text(const std::string& model_path, const std::string& tex
     return out;
 }
 
-}  // namespace talkbox
+}  // namespace talkbox::chatterbox

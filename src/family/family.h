@@ -13,8 +13,10 @@
 
 #include "talkbox/codes.h"
 #include "talkbox/decode.h"
+#include "talkbox/encode.h"
 #include "talkbox/model.h"
 #include "talkbox/model_info.h"
+#include "talkbox/tokenize.h"
 #include "talkbox/voice_file.h"
 #include "voice/reference_audio.h"
 #include "voice/voice_section.h"
@@ -28,13 +30,14 @@ public:
     virtual ~FamilySession() = default;
     // The request has passed Capabilities checks (check_request); the family checks the rest
     // (speaker names, voice fit, text) before computing.
-    virtual SpeechResult generate(const SpeechRequest& request, const FrameCallback& on_frame, const std::atomic<bool>* cancel) = 0;
     virtual SpeechResult speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions& stream,
                                const std::atomic<bool>* cancel) = 0;
     // Session::speak_all (the requests have passed the capability checks). The default speaks
     // them one by one; a family that generates several at once overrides it.
     virtual void speak_all(const std::vector<SpeechRequest>& requests, const IndexedAudioCallback& on_audio,
                            const ResultCallback& on_done, const StreamOptions& stream, const std::atomic<bool>* cancel);
+    // Frames (codes) instead of audio; the default: the family's speech has none (Error Unsupported).
+    virtual SpeechResult generate(const SpeechRequest& request, const FrameCallback& on_frame, const std::atomic<bool>* cancel);
 };
 
 class FamilyModel {
@@ -43,12 +46,14 @@ public:
     virtual const Capabilities& capabilities() const = 0;
     virtual int threads() const = 0;
     virtual int decoder_threads() const = 0;
-    virtual std::string voice_mismatch(const Voice& voice) const = 0;
-    virtual std::vector<float> decode(const std::vector<Frame>& frames) const = 0;
+    // Why `voice` cannot condition this model, or empty. The default: it takes no cloned voices.
+    virtual std::string voice_mismatch(const Voice& voice) const;
+    // Model::decode; the default: the family has no frames to decode (Error Unsupported).
+    virtual std::vector<float> decode(const std::vector<Frame>& frames) const;
     // Reference audio → a voice for this model; its encoders load on first use and stay. Called
     // only when Capabilities::clones (ref_text only with clone_transcript). Thread-safe.
     virtual Voice clone_voice(const voice::ReferenceAudio& ref, const std::optional<std::string>& ref_text,
-                              const std::string& source, const CloneStop& stop) const = 0;
+                              const std::string& source, const CloneStop& stop) const;  // default: Error (Unsupported)
     virtual std::unique_ptr<FamilySession> new_session() const = 0;
 };
 
@@ -64,10 +69,16 @@ struct Family {
     // The model in `file`, opened once by Model for the registry's look-up and then kept by the family.
     std::unique_ptr<FamilyModel> (*load)(std::shared_ptr<const GgufFile> file, const ModelOptions& options);
     ModelInfo (*describe)(const GgufFile& file);  // `talkbox info`, without loading weights
+    // The optional parts: nullptr where the family's models do not do that, and the front end says
+    // so, naming the families that do (pipeline/families.h, refuse_missing_part).
     // `talkbox decode`: each part of `codes` decoded on its own, in order, after its pause; the
     // family refuses options it does not take (a voice, a seed) with a message.
     DecodedAudio (*decode_codes)(const DecodeOptions& options, const codec::CodesFile& codes);
-    const voice::VoiceSection* voice_section;  // its voices' part of a voice file
+    const voice::VoiceSection* voice_section;  // its cloned voices' part of a voice file
+    // `talkbox encode`: an audio file → the codes file `decode` reads back; `file` is options.model_path.
+    EncodeSummary (*encode_audio)(const EncodeOptions& options, const GgufFile& file);
+    // `talkbox tokenize`: the model's text front end, step by step.
+    Tokenization (*tokenize)(const GgufFile& file, const std::string& text, const std::string& language);
 };
 
 }  // namespace talkbox

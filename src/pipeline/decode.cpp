@@ -16,6 +16,12 @@ DecodeSummary decode_codes(const DecodeOptions& options, const codec::CodesFile&
         const GgufFile file(options.model_path);
         family = &family_of(file);
     }
+    if (family->decode_codes == nullptr) {
+        throw Error(ErrorKind::Unsupported, "'" + options.model_path + "': '" + family->architecture +
+                                                "' models have no codes to decode (decode takes " +
+                                                architectures_with([](const Family& f) { return f.decode_codes != nullptr; }) +
+                                                " models)");
+    }
     const DecodedAudio audio = family->decode_codes(options, codes);
     DecodeSummary s;
     s.decode_seconds = audio.decode_seconds;

@@ -28,9 +28,15 @@ const Family* find_family(const std::string& architecture) {
 }
 
 std::string registered_architectures() {
+    return architectures_with([](const Family&) { return true; });
+}
+
+std::string architectures_with(bool (*has)(const Family& family)) {
     std::string known;
-    for (const Family& f : kFamilies) known += (known.empty() ? "'" : ", '") + std::string(f.architecture) + "'";
-    return known;
+    for (const Family& f : kFamilies) {
+        if (has(f)) known += (known.empty() ? "'" : ", '") + std::string(f.architecture) + "'";
+    }
+    return known.empty() ? "none" : known;
 }
 
 const Family& family_of(const GgufFile& file) {

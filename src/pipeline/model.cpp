@@ -210,14 +210,4 @@ void Session::speak_all(const std::vector<SpeechRequest>& requests, const Indexe
     impl_->speak_all(requests, on_audio, on_done, stream, cancel);
 }
 
-void FamilySession::speak_all(const std::vector<SpeechRequest>& requests, const IndexedAudioCallback& on_audio,
-                              const ResultCallback& on_done, const StreamOptions& stream, const std::atomic<bool>* cancel) {
-    for (size_t i = 0; i < requests.size(); ++i) {
-        if (cancel && cancel->load()) return;
-        const SpeechResult r = speak(requests[i], [&](const float* pcm, size_t n) { on_audio(i, pcm, n); }, stream, cancel);
-        on_done(i, r);
-        if (r.stop_reason == StopReason::Cancelled) return;
-    }
-}
-
 }  // namespace talkbox

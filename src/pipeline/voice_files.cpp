@@ -26,9 +26,9 @@ struct GgmlDeleter {
 // The section of `family`; throws Error of `kind` naming `where` for a family this build lacks.
 const voice::VoiceSection& section_of(const std::string& family, ErrorKind kind, const std::string& where) {
     const Family* f = find_family(family);
-    if (f == nullptr) {
+    if (f == nullptr || f->voice_section == nullptr) {
         throw Error(kind, where + ": a voice for '" + family + "' models; this build makes and uses voices for " +
-                              registered_architectures());
+                              architectures_with([](const Family& g) { return g.voice_section != nullptr; }));
     }
     return *f->voice_section;
 }

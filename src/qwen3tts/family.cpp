@@ -13,6 +13,7 @@
 #include "lm/kv_cache.h"
 #include "core/bounded_queue.h"
 #include "qwen3tts/codec/decode_file.h"
+#include "qwen3tts/codec/encode_file.h"
 #include "qwen3tts/codec/decoder.h"
 #include "qwen3tts/frame_generator.h"
 #include "qwen3tts/frame_scheduler.h"
@@ -341,6 +342,6 @@ std::unique_ptr<FamilyModel> load(std::shared_ptr<const GgufFile> file, const ta
 
 }  // namespace
 
-Family family() { return {kArchitecture, load, read_model_info, decode_codes, &kVoiceSection}; }
+Family family() { return {kArchitecture, load, read_model_info, decode_codes, &kVoiceSection, encode_audio, nullptr}; }
 
 }  // namespace talkbox::qwen3tts

@@ -113,7 +113,15 @@ TEST(Cli, ChatterboxConvertInfoTokenize) {
     EXPECT_NE(fr_en.err.find("the English Chatterbox model speaks English only"), std::string::npos) << fr_en.err;
     const auto qwen = run_talkbox("tokenize " + talkbox::testing::converted_fixture("tiny-0.6B-Base") + " hello");
     EXPECT_EQ(qwen.exit_code, 1);
-    EXPECT_NE(qwen.err.find("tokenize shows the Chatterbox text front end; this is a 'qwen3tts' model"), std::string::npos) << qwen.err;
+    EXPECT_NE(qwen.err.find("'qwen3tts' models have none to show (it takes 'chatterbox' models)"), std::string::npos) << qwen.err;
+    // Parts a family does not have (Family's optional hooks) are refused naming the families that do.
+    const auto encode = run_talkbox("encode -m " + out + " " + talkbox::testing::fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav -o " +
+                                    tmp.file("codes.json"));
+    EXPECT_EQ(encode.exit_code, 1);
+    EXPECT_NE(encode.err.find("'chatterbox' models have no codes to encode audio into (encode takes 'qwen3tts' models)"),
+              std::string::npos)
+        << encode.err;
+    EXPECT_FALSE(fs::exists(tmp.file("codes.json")));
     const auto bad_variant = run_talkbox("convert " + talkbox::testing::qwen_fixture("tiny-0.6B-Base") + " -o " +
                                          tmp.file("q.gguf") + " --variant english");
     EXPECT_EQ(bad_variant.exit_code, 1);

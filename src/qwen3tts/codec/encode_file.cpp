@@ -1,4 +1,6 @@
-// talkbox::encode_audio_file: audio file → mono, 24 kHz → speech encoder → codes JSON.
+// `talkbox encode` for Qwen3-TTS models (Family::encode_audio): audio file → mono, 24 kHz → speech
+// encoder → codes JSON.
+#include "qwen3tts/codec/encode_file.h"
 
 #include "audio/audio_reader.h"
 #include "audio/resample.h"
@@ -12,15 +14,14 @@
 #include "talkbox/encode.h"
 #include "talkbox/error.h"
 
-namespace talkbox {
+namespace talkbox::qwen3tts {
 
-EncodeSummary encode_audio_file(const EncodeOptions& options) {
+EncodeSummary encode_audio(const EncodeOptions& options, const GgufFile& file) {
     // Any clip the encoder takes: unlike reference audio, short or silent input is fine here.
     const audio::MonoAudio clip = audio::read_audio_file(options.audio_path, {codec::CodecEncoder::kMaxSeconds});
     if (clip.samples.empty()) throw Error(ErrorKind::InvalidArgument, "'" + options.audio_path + "' contains no samples");
     audio::check_samples(clip.samples.data(), clip.samples.size(), "'" + options.audio_path + "'");
-    const GgufFile file(options.model_path);
-    const qwen3tts::Hparams hp = qwen3tts::Hparams::from_gguf(file.meta());
+    const Hparams hp = Hparams::from_gguf(file.meta());
     const Backend backend(options.threads, options.device);
     codec::CodecEncoder encoder(file, hp, backend);
     const std::vector<float> samples = audio::resample(clip.samples, clip.sample_rate, encoder.sample_rate());
@@ -42,4 +43,4 @@ EncodeSummary encode_audio_file(const EncodeOptions& options) {
     return s;
 }
 
-}  // namespace talkbox
+}  // namespace talkbox::qwen3tts
