@@ -108,7 +108,7 @@ std::vector<float> time_features(float t) {
 struct Flow::Model {
     const Backend* backend = nullptr;
     FlowConfig config;
-    WeightBuffer weights;
+    WeightBuilder weights{kMaxS3GenTensors};
     int64_t d = 0, heads = 0, vocab = 0;  // encoder width, heads
     int64_t channels = 0, est_heads = 0, est_head_dim = 0;
     bool meanflow = false;
@@ -414,7 +414,7 @@ Flow::Flow(const TensorSource& src, const Backend& backend, const FlowConfig& co
     if (m.down.resnet.block1.conv.cin != 4 * kMels || m.final_proj.cout != kMels || m.time1.in != kTimeDim) {
         throw Error(ErrorKind::Format, "'" + src.label() + "': the flow estimator must take 320 channels and give 80");
     }
-    m.weights.upload(backend, "the S3Gen flow of '" + src.label() + "'");
+    m.weights.upload(backend.get(), "the S3Gen flow of '" + src.label() + "'");
     std::vector<Linear*> linears{&m.embed.lin, &m.up_embed.lin, &m.enc_proj, &m.time1, &m.time2, &m.mixer};
     for (auto* layers : {&m.encoders, &m.up_encoders}) {
         for (EncLayerW& w : *layers) linears.insert(linears.end(), {&w.q, &w.k, &w.v, &w.out, &w.pos, &w.w1, &w.w2});

@@ -41,7 +41,7 @@ std::vector<float> hann_window() {
 struct Hift::Model {
     const Backend* backend = nullptr;
     int64_t base = 0;  // Cb
-    WeightBuffer weights;
+    WeightBuilder weights{kMaxS3GenTensors};
     Conv f0_convs[kF0Layers];
     Linear f0_classifier;
     std::vector<float> l_linear_w;  // [9]
@@ -151,7 +151,7 @@ Hift::Hift(const TensorSource& src, const Backend& backend) : m_(std::make_uniqu
     if (m.conv_post.cout != 2 * kBins || m.conv_post.cin != m.base / 8) {
         throw Error(ErrorKind::Format, "'" + src.label() + "': mel2wav.conv_post must map Cb/8 channels to 18");
     }
-    m.weights.upload(backend, "the HiFT vocoder of '" + src.label() + "'");
+    m.weights.upload(backend.get(), "the HiFT vocoder of '" + src.label() + "'");
 }
 
 Hift::~Hift() = default;

@@ -46,7 +46,7 @@ Linear S3GenLoader::linear(const std::string& prefix, bool bias) {
         }
         l.in = st.ne[0];
         l.out = st.ne[1];
-        l.w = buf_.add_stored(prefix + ".weight", st);
+        l.w = buf_.add_stored(prefix + ".weight", st.type, st.ne, st.data, st.nbytes);
     } else {
         HostTensor w = src_.get(prefix + ".weight");
         if (w.shape.size() == 1) w.shape.insert(w.shape.begin(), 1);  // a one-output layer stored without its leading 1

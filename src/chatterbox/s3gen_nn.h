@@ -9,6 +9,7 @@
 #include "chatterbox/s3gen_weights.h"
 #include "core/backend.h"
 #include "core/clock.h"
+#include "core/weight_builder.h"
 #include "ggml.h"
 
 namespace talkbox::chatterbox {
@@ -45,11 +46,11 @@ struct Snake {
     ggml_tensor* inv_alpha = nullptr;  // 1 / (alpha + 1e-9)
 };
 
-// Reads tensors by official key from a TensorSource into a WeightBuffer.
+// Reads tensors by official key from a TensorSource into a WeightBuilder.
 class S3GenLoader {
 public:
     // direct: pack convolutions for conv_direct where it is supported (a CPU backend).
-    S3GenLoader(const TensorSource& src, WeightBuffer& buf, bool direct = false) : src_(src), buf_(buf), direct_(direct) {}
+    S3GenLoader(const TensorSource& src, WeightBuilder& buf, bool direct = false) : src_(src), buf_(buf), direct_(direct) {}
     const TensorSource& source() const { return src_; }
 
     HostTensor host(const std::string& key) const { return src_.get(key); }
@@ -66,7 +67,7 @@ public:
 
 private:
     const TensorSource& src_;
-    WeightBuffer& buf_;
+    WeightBuilder& buf_;
     bool direct_;
 };
 

@@ -4,15 +4,11 @@
 #include <cstring>
 
 #include "chatterbox/checkpoint_names.h"
-#include "ggml-alloc.h"
-#include "ggml-backend.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
 
 namespace {
-
-constexpr size_t kMaxTensors = 8192;  // 1450 at the released size
 
 class GgufSource : public TensorSource {
 public:
@@ -111,50 +107,6 @@ HostTensor module_weight(const TensorSource& src, const std::string& prefix) {
     }
     return v;
 }
-
-WeightBuffer::WeightBuffer() {
-    ctx_ = ggml_init({ggml_tensor_overhead() * kMaxTensors, nullptr, /*no_alloc=*/true});
-    if (!ctx_) throw Error(ErrorKind::Internal, "cannot create a ggml context for S3Gen weights");
-}
-
-WeightBuffer::~WeightBuffer() {
-    if (buffer_) ggml_backend_buffer_free(buffer_);
-    if (ctx_) ggml_free(ctx_);
-}
-
-ggml_tensor* WeightBuffer::add(const std::string& name, const std::vector<int64_t>& ne, std::vector<float> data) {
-    if (numel(ne) != static_cast<int64_t>(data.size())) {
-        throw Error(ErrorKind::Internal, "S3Gen weight '" + name + "': " + std::to_string(data.size()) +
-                                             " values for shape " + shape_str(ne));
-    }
-    if (pending_.size() + pending_stored_.size() >= kMaxTensors) throw Error(ErrorKind::Internal, "S3Gen: too many weight tensors");
-    ggml_tensor* t = ggml_new_tensor(ctx_, GGML_TYPE_F32, static_cast<int>(ne.size()), ne.data());
-    ggml_set_name(t, name.substr(0, GGML_MAX_NAME - 1).c_str());
-    pending_.emplace_back(t, std::move(data));
-    return t;
-}
-
-ggml_tensor* WeightBuffer::add_stored(const std::string& name, const StoredTensor& st) {
-    if (pending_.size() + pending_stored_.size() >= kMaxTensors) throw Error(ErrorKind::Internal, "S3Gen: too many weight tensors");
-    ggml_tensor* t = ggml_new_tensor(ctx_, st.type, static_cast<int>(st.ne.size()), st.ne.data());
-    if (ggml_nbytes(t) != st.nbytes) throw Error(ErrorKind::Format, "S3Gen weight '" + name + "': stored size does not match its shape");
-    ggml_set_name(t, name.substr(0, GGML_MAX_NAME - 1).c_str());
-    pending_stored_.emplace_back(t, st);
-    return t;
-}
-
-void WeightBuffer::upload(const Backend& backend, const std::string& what) {
-    buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend.get());
-    if (!buffer_) throw Error(ErrorKind::Io, "cannot allocate backend memory for " + what);
-    ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-    for (auto& p : pending_) ggml_backend_tensor_set(p.first, p.second.data(), 0, p.second.size() * sizeof(float));
-    for (auto& p : pending_stored_) ggml_backend_tensor_set(p.first, p.second.data, 0, p.second.nbytes);
-    pending_.clear();
-    pending_.shrink_to_fit();
-    pending_stored_.clear();
-}
-
-size_t WeightBuffer::bytes() const { return buffer_ ? ggml_backend_buffer_get_size(buffer_) : 0; }
 
 std::vector<float> conv_to_columns(const HostTensor& w) {
     const int64_t cout = w.shape[0], cin = w.shape[1], k = w.shape[2];

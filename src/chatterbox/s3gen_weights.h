@@ -1,6 +1,7 @@
 // S3Gen's tensors by official state-dict key (`flow.*`, `mel2wav.*` of s3gen.pt / s3gen.safetensors /
-// s3gen_meanflow.safetensors), whatever file they come from, and the backend buffer the S3Gen
-// graphs read them from. Weight norm is folded here, once, on the host.
+// s3gen_meanflow.safetensors), whatever file they come from, and their host re-layouts; the S3Gen
+// graphs read them from a WeightBuilder (core/weight_builder.h). Weight norm is folded here, once,
+// on the host.
 #pragma once
 
 #include <cstdint>
@@ -52,25 +53,8 @@ std::unique_ptr<TensorSource> gguf_source(const GgufFile& file);
 // "<prefix>.weight_g/weight_v". Throws naming the prefix when none is present.
 HostTensor module_weight(const TensorSource& src, const std::string& prefix);
 
-// Backend tensors built from host data: declare them (shape in ggml order), then upload once.
-class WeightBuffer {
-public:
-    WeightBuffer();
-    ~WeightBuffer();
-    WeightBuffer(const WeightBuffer&) = delete;
-    WeightBuffer& operator=(const WeightBuffer&) = delete;
-
-    ggml_tensor* add(const std::string& name, const std::vector<int64_t>& ne, std::vector<float> data);
-    ggml_tensor* add_stored(const std::string& name, const StoredTensor& t);  // bytes copied at upload
-    void upload(const Backend& backend, const std::string& what);  // frees the host copies
-    size_t bytes() const;
-
-private:
-    ggml_context* ctx_ = nullptr;
-    ggml_backend_buffer_t buffer_ = nullptr;
-    std::vector<std::pair<ggml_tensor*, std::vector<float>>> pending_;
-    std::vector<std::pair<ggml_tensor*, StoredTensor>> pending_stored_;
-};
+// Enough for every S3Gen component's weights (1450 at the released size).
+constexpr size_t kMaxS3GenTensors = 8192;
 
 // Host re-layouts for the [channels, time] graphs (channels contiguous).
 // Conv1d [Cout, Cin, k] → [Cin·k, Cout] with row ci + Cin·j (the conv_columns order).

@@ -2,14 +2,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
-#include "ggml-alloc.h"
 #include "core/packed_matmul.h"
+#include "ggml-alloc.h"
 #include "ggml-cpu.h"
 #include "talkbox/error.h"
 
@@ -62,75 +59,58 @@ WeightStore::WeightStore(const GgufFile& file, ggml_backend_t backend, const std
         return repack && ggml_repacks(t) && !packed::packs(t.type) && matmul_only(t.name);
     };
     const auto mapped = [&](const GgufTensorInfo& t) { return cpu && in_place && in_place(t.name); };
-    const size_t overhead = ggml_tensor_overhead() * (selected.size() + 1);
-    ctx_ = ggml_init({overhead, nullptr, /*no_alloc=*/true});
-    repack_ctx_ = ggml_init({overhead, nullptr, /*no_alloc=*/true});
-    mapped_ctx_ = ggml_init({overhead, nullptr, /*no_alloc=*/true});
-    if (!ctx_ || !repack_ctx_ || !mapped_ctx_) {
-        release();
-        throw Error(ErrorKind::Internal, "cannot create a ggml context for weights");
-    }
-    size_t n_repacked = 0;
-    std::vector<const GgufTensorInfo*> copied, in_mapping;
-    for (const auto* info : selected) {
-        const bool m = mapped(*info), r = !m && repacked(*info);
-        n_repacked += r;
-        ggml_tensor* t = ggml_new_tensor(m ? mapped_ctx_ : r ? repack_ctx_ : ctx_, info->type, static_cast<int>(info->shape.size()),
-                                         info->shape.data());
-        ggml_set_name(t, info->name.c_str());
-        tensors_[info->name] = t;
-        (m ? in_mapping : copied).push_back(info);
-    }
-    if (!in_mapping.empty()) {
-        // The whole mapping as one host buffer; ggml only reads weights, so PROT_READ holds.
-        const MappedFile& map = file.mapping();
-        mapped_buffer_ = ggml_backend_cpu_buffer_from_ptr(const_cast<uint8_t*>(map.data()), map.size());
-        if (!mapped_buffer_) {
-            release();
-            throw Error(ErrorKind::Internal, "cannot wrap the mapping of '" + path_ + "' as a backend buffer");
+    copied_ = std::make_unique<WeightBuilder>(selected.size());
+    repacked_ = std::make_unique<WeightBuilder>(selected.size());
+    mapped_ctx_ = ggml_init({ggml_tensor_overhead() * (selected.size() + 1), nullptr, /*no_alloc=*/true});
+    if (!mapped_ctx_) throw Error(ErrorKind::Internal, "cannot create a ggml context for weights");
+    std::vector<const GgufTensorInfo*> in_mapping;
+    try {
+        for (const auto* info : selected) {
+            if (mapped(*info)) {
+                ggml_tensor* t =
+                    ggml_new_tensor(mapped_ctx_, info->type, static_cast<int>(info->shape.size()), info->shape.data());
+                ggml_set_name(t, info->name.c_str());
+                tensors_[info->name] = t;
+                in_mapping.push_back(info);
+                continue;
+            }
+            // The mapped copy leaves the process as soon as it is copied: peak RSS stays near one copy
+            // of the weights rather than two.
+            tensors_[info->name] = (repacked(*info) ? *repacked_ : *copied_)
+                                       .add_stored(info->name, info->type, info->shape, info->data, info->nbytes,
+                                                   [&file, info] { file.release(*info); });
         }
-        ggml_backend_buffer_set_usage(mapped_buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-        for (const auto* info : in_mapping) {
-            if (ggml_backend_tensor_alloc(mapped_buffer_, tensors_[info->name], const_cast<uint8_t*>(info->data)) != GGML_STATUS_SUCCESS) {
-                release();
-                throw Error(ErrorKind::Internal, "cannot place '" + info->name + "' of '" + path_ + "' in its mapping");
+        if (!in_mapping.empty()) {
+            // The whole mapping as one host buffer; ggml only reads weights, so PROT_READ holds.
+            const MappedFile& map = file.mapping();
+            mapped_buffer_ = ggml_backend_cpu_buffer_from_ptr(const_cast<uint8_t*>(map.data()), map.size());
+            if (!mapped_buffer_)
+                throw Error(ErrorKind::Internal, "cannot wrap the mapping of '" + path_ + "' as a backend buffer");
+            ggml_backend_buffer_set_usage(mapped_buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+            for (const auto* info : in_mapping) {
+                if (ggml_backend_tensor_alloc(mapped_buffer_, tensors_[info->name], const_cast<uint8_t*>(info->data)) !=
+                    GGML_STATUS_SUCCESS) {
+                    throw Error(ErrorKind::Internal,
+                                "cannot place '" + info->name + "' of '" + path_ + "' in its mapping");
+                }
             }
         }
-    }
-    if (copied.size() > n_repacked) {
-        buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend);
-        if (buffer_) {
-            ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-            advise_huge_pages(buffer_);
-        }
-    }
-    if (n_repacked > 0) {
-        repack_buffer_ = ggml_backend_alloc_ctx_tensors_from_buft(repack_ctx_, repack);
-        if (repack_buffer_) ggml_backend_buffer_set_usage(repack_buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-    }
-    if ((copied.size() > n_repacked && !buffer_) || (n_repacked > 0 && !repack_buffer_)) {
+        const std::string what = "the weights of '" + path_ + "'";
+        copied_->upload(ggml_backend_get_default_buffer_type(backend), what, /*huge_pages=*/true);
+        repacked_->upload(repack, what, /*huge_pages=*/false);
+    } catch (...) {
         release();
-        throw Error(ErrorKind::Io, "cannot allocate backend memory for the weights of '" + path_ + "'");
-    }
-    // The mapped copy leaves the process as soon as it is copied: peak RSS stays near one copy of
-    // the weights rather than two.
-    for (const auto* info : copied) {
-        ggml_backend_tensor_set(tensors_[info->name], info->data, 0, info->nbytes);
-        file.release(*info);
+        throw;
     }
 }
 
 WeightStore::~WeightStore() { release(); }
 
 void WeightStore::release() {
-    if (buffer_) ggml_backend_buffer_free(buffer_);
-    if (repack_buffer_) ggml_backend_buffer_free(repack_buffer_);
     if (mapped_buffer_) ggml_backend_buffer_free(mapped_buffer_);  // frees nothing of the mapping itself
-    if (ctx_) ggml_free(ctx_);
-    if (repack_ctx_) ggml_free(repack_ctx_);
     if (mapped_ctx_) ggml_free(mapped_ctx_);
-    buffer_ = repack_buffer_ = mapped_buffer_ = nullptr;
-    ctx_ = repack_ctx_ = mapped_ctx_ = nullptr;
+    mapped_buffer_ = nullptr;
+    mapped_ctx_ = nullptr;
 }
 
 WeightStore::MatmulOnly WeightStore::names_matching(std::string infix, std::vector<std::string> suffixes) {
@@ -149,22 +129,7 @@ ggml_tensor* WeightStore::get(const std::string& name) const {
     return it->second;
 }
 
-size_t WeightStore::bytes() const {
-    return (buffer_ ? ggml_backend_buffer_get_size(buffer_) : 0) + (repack_buffer_ ? ggml_backend_buffer_get_size(repack_buffer_) : 0);
-}
-
-void advise_huge_pages(ggml_backend_buffer_t buffer) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (!buffer || !ggml_backend_buffer_is_host(buffer)) return;
-    constexpr uintptr_t page = 4096;
-    const auto begin = reinterpret_cast<uintptr_t>(ggml_backend_buffer_get_base(buffer));
-    const uintptr_t start = (begin + page - 1) & ~(page - 1);
-    const uintptr_t end = begin + ggml_backend_buffer_get_size(buffer);
-    if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);  // advisory: failure is harmless
-#else
-    (void)buffer;
-#endif
-}
+size_t WeightStore::bytes() const { return copied_->bytes() + repacked_->bytes(); }
 
 std::vector<float> tensor_to_floats(const ggml_tensor* t) {
     const int64_t n = ggml_nelements(t);
@@ -175,7 +140,8 @@ std::vector<float> tensor_to_floats(const ggml_tensor* t) {
         std::memcpy(out.data(), raw.data(), raw.size());
     } else {
         const auto* traits = ggml_get_type_traits(t->type);
-        if (!traits->to_float) throw Error(ErrorKind::Unsupported, std::string("cannot convert ") + ggml_type_name(t->type) + " to float");
+        if (!traits->to_float)
+            throw Error(ErrorKind::Unsupported, std::string("cannot convert ") + ggml_type_name(t->type) + " to float");
         traits->to_float(raw.data(), out.data(), n);
     }
     return out;

@@ -1,13 +1,16 @@
 // Model weights resident in a backend buffer: the tensors of a GgufFile whose names start with
-// given prefixes (e.g. "codec.dec."), copied once from the mapped file at load time.
+// given prefixes (e.g. "codec.dec."), copied once from the mapped file at load time through
+// WeightBuilders (core/weight_builder.h), or used in place from the mapping.
 #pragma once
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/gguf_file.h"
+#include "core/weight_builder.h"
 #include "ggml-backend.h"
 
 namespace talkbox {
@@ -40,22 +43,15 @@ public:
     static MatmulOnly names_matching(std::string infix, std::vector<std::string> suffixes);
 
 private:
-    void release();  // frees the buffers and contexts
+    void release();  // frees the mapped part (the builders free theirs)
 
     std::string path_;
-    ggml_context* ctx_ = nullptr;
-    ggml_backend_buffer_t buffer_ = nullptr;
-    ggml_context* repack_ctx_ = nullptr;
-    ggml_backend_buffer_t repack_buffer_ = nullptr;
-    ggml_context* mapped_ctx_ = nullptr;  // tensors used in place from the file's mapping
+    std::unique_ptr<WeightBuilder> copied_;    // copied into the backend's own buffer
+    std::unique_ptr<WeightBuilder> repacked_;  // copied into ggml's CPU_REPACK buffer
+    ggml_context* mapped_ctx_ = nullptr;       // tensors used in place from the file's mapping
     ggml_backend_buffer_t mapped_buffer_ = nullptr;
     std::map<std::string, ggml_tensor*> tensors_;
 };
-
-// Asks the kernel to back a host buffer with transparent huge pages (Linux; a no-op elsewhere, for
-// device buffers, or where the kernel declines). Call before writing the buffer: weights are read
-// in full for every token, and 2 MiB pages cut the TLB misses of that stream.
-void advise_huge_pages(ggml_backend_buffer_t buffer);
 
 // Copies a backend tensor to host floats (any float type is converted; for tests and CPU-side tables).
 std::vector<float> tensor_to_floats(const ggml_tensor* t);

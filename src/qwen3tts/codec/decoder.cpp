@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/ops.h"
+#include "core/weight_builder.h"
 #include "ggml-alloc.h"
 #include "qwen3tts/tensor_layout.h"
 #include "talkbox/error.h"
@@ -83,20 +84,12 @@ std::vector<float> host_floats(const GgufTensorInfo& info) {
     return out;
 }
 
-// Declares the decoder's backend tensors (GGUF tensors copied as they are, or re-laid/derived on
-// the host) and uploads them into one backend buffer.
+// Declares the decoder's backend tensors in a WeightBuilder: GGUF tensors copied as they are, or
+// re-laid/derived on the host, by the decoder's layout.
 class Loader {
 public:
-    Loader(const GgufFile& file, const qwen3tts::Hparams& hp) : file_(file) {
-        for (const auto& spec : qwen3tts::expected_tensors(hp)) {
-            if (spec.component == qwen3tts::Component::CodecDecoder) layout_[spec.name] = spec.shape;
-        }
-        ctx_ = ggml_init({ggml_tensor_overhead() * (layout_.size() + 16), nullptr, /*no_alloc=*/true});
-        if (!ctx_) throw Error(ErrorKind::Internal, "cannot create a ggml context for the codec decoder");
-    }
-    ~Loader() {
-        if (ctx_) ggml_free(ctx_);
-    }
+    Loader(const GgufFile& file, const std::map<std::string, Shape>& layout, WeightBuilder& out)
+        : file_(file), layout_(layout), out_(out) {}
 
     // The expected shape (ggml order, trailing 1s kept, unlike what a GGUF may store).
     const Shape& shape(const std::string& name) const {
@@ -113,32 +106,16 @@ public:
         return v;
     }
 
-    // A GGUF tensor copied as stored (any type; matrices for ggml_mul_mat, F32 vectors).
+    // A GGUF tensor copied as stored (any type; matrices for ggml_mul_mat, F32 vectors); once in
+    // the backend buffer, its mapped pages leave the process.
     ggml_tensor* raw(const std::string& name) {
         const GgufTensorInfo& i = info(name);
-        const Shape& ne = shape(name);
-        ggml_tensor* t = ggml_new_tensor(ctx_, i.type, static_cast<int>(ne.size()), ne.data());
-        ggml_set_name(t, name.c_str());
-        const GgufTensorInfo* ip = &i;
-        uploads_.push_back({t, [this, ip](ggml_tensor* dst) {
-                                ggml_backend_tensor_set(dst, ip->data, 0, ip->nbytes);
-                                file_.release(*ip);  // now in the backend buffer: the mapped pages leave the process
-                            }});
-        return t;
+        return out_.add_stored(name, i.type, shape(name), i.data, i.nbytes, [&file = file_, &i] { file.release(i); });
     }
 
     // An F32 tensor whose values `make` computes on the host at upload time.
     ggml_tensor* derived(const std::string& name, const Shape& ne, std::function<std::vector<float>()> make) {
-        ggml_tensor* t = ggml_new_tensor(ctx_, GGML_TYPE_F32, static_cast<int>(ne.size()), ne.data());
-        ggml_set_name(t, name.c_str());
-        uploads_.push_back({t, [name, make = std::move(make)](ggml_tensor* dst) {
-                                const std::vector<float> v = make();
-                                if (v.size() != static_cast<size_t>(ggml_nelements(dst))) {
-                                    throw Error(ErrorKind::Internal, "codec decoder: derived tensor '" + name + "' has the wrong size");
-                                }
-                                ggml_backend_tensor_set(dst, v.data(), 0, v.size() * sizeof(float));
-                            }});
-        return t;
+        return out_.add_derived(name, ne, std::move(make));
     }
 
     // Causal Conv1d: GGUF [k, Cin, Cout] → [Cin * k, Cout] (tap-major within each output row), or
@@ -227,28 +204,20 @@ public:
         return s;
     }
 
-    // Allocates the backend buffer and uploads everything; the Loader then gives up the context.
-    void upload(ggml_backend_t backend, ggml_context** ctx, ggml_backend_buffer_t* buffer) {
-        ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx_, backend);
-        if (!buf) throw Error(ErrorKind::Io, "cannot allocate backend memory for the codec decoder of '" + file_.path() + "'");
-        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-        try {
-            for (auto& u : uploads_) u.second(u.first);
-        } catch (...) {
-            ggml_backend_buffer_free(buf);
-            throw;
-        }
-        *ctx = ctx_;
-        *buffer = buf;
-        ctx_ = nullptr;
-    }
-
 private:
     const GgufFile& file_;
-    std::map<std::string, Shape> layout_;
-    ggml_context* ctx_ = nullptr;
-    std::vector<std::pair<ggml_tensor*, std::function<void(ggml_tensor*)>>> uploads_;
+    const std::map<std::string, Shape>& layout_;
+    WeightBuilder& out_;
 };
+
+// The codec decoder's tensors and their shapes (ggml order), from the hyper-parameters.
+std::map<std::string, Shape> decoder_layout(const qwen3tts::Hparams& hp) {
+    std::map<std::string, Shape> layout;
+    for (const auto& spec : qwen3tts::expected_tensors(hp)) {
+        if (spec.component == qwen3tts::Component::CodecDecoder) layout[spec.name] = spec.shape;
+    }
+    return layout;
+}
 
 void require(bool ok, const std::string& what) {
     if (!ok) throw Error(ErrorKind::Unsupported, "codec decoder: " + what);
@@ -265,8 +234,7 @@ struct CodecDecoder::Model {
     // Host codebooks E_q = embed_sum / max(usage, 1e-5): [num_quantizers][code * cb_dim + i].
     std::vector<std::vector<float>> codebooks;
 
-    ggml_context* ctx = nullptr;
-    ggml_backend_buffer_t buffer = nullptr;
+    std::unique_ptr<WeightBuilder> weights;
     ggml_tensor *rvq_first_out = nullptr, *rvq_rest_out = nullptr;  // [cb_dim, codebook_dim, 1]
     ConvW pre_conv;
     ggml_tensor *in_proj_w, *in_proj_b, *out_proj_w, *out_proj_b, *out_norm;
@@ -276,11 +244,6 @@ struct CodecDecoder::Model {
     std::vector<BlockW> blocks;
     SnakeW final_act;
     ConvW wav_out;
-
-    ~Model() {
-        if (buffer) ggml_backend_buffer_free(buffer);
-        if (ctx) ggml_free(ctx);
-    }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -733,7 +696,9 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
                                            " != product of the upsampling ratios and rates (" + std::to_string(upsample) + ")");
     }
 
-    Loader ld(file, hparams);
+    const std::map<std::string, Shape> layout = decoder_layout(hparams);
+    m.weights = std::make_unique<WeightBuilder>(layout.size());  // one backend tensor per GGUF tensor
+    Loader ld(file, layout, *m.weights);
     const bool cpu = backend.is_cpu();  // direct convs (custom CPU op) where the shapes allow
     const std::string p = "codec.dec.";
     for (const std::string q : {"rvq_first", "rvq_rest"}) {
@@ -820,7 +785,7 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     const std::string last = std::to_string(hp.upsample_rates.size() + 1);
     m.final_act = ld.snake(p + "wav." + last);
     m.wav_out = ld.conv(p + "wav." + std::to_string(hp.upsample_rates.size() + 2) + ".conv", cpu);
-    ld.upload(backend.get(), &m.ctx, &m.buffer);
+    m.weights->upload(backend.get(), "the codec decoder of '" + file.path() + "'");
 
     runner_ = std::make_unique<StreamRunner>(m);
 }
