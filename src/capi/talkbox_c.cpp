@@ -21,6 +21,7 @@
 #include "talkbox/audio.h"
 #include "core/atomic_file.h"
 #include "core/strings.h"
+#include "talkbox/speech_settings.h"
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
 #include "talkbox/model.h"
@@ -108,12 +109,6 @@ Error invalid(const std::string& message) { return Error(ErrorKind::InvalidArgum
 template <class T>
 void require(const T& p, const char* what, const char* function) {
     if (!p) throw invalid(std::string(function) + ": " + what + " is NULL");
-}
-
-std::string number_text(double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
 }
 
 // What Model::check misses and Session::speak would refuse later (or with CLI wording): a voice
@@ -227,36 +222,22 @@ void speak(talkbox_session& s, const talkbox_request& r, const std::function<boo
 // A whole number >= 0 that fits `max`, for the integer settings.
 uint64_t whole(const char* name, double v, double max) {
     if (!(v >= 0) || v != std::floor(v) || v > max) {
-        throw invalid(std::string(name) + " must be a whole number in [0, " + number_text(max) + "], got " + number_text(v));
+        throw invalid(std::string(name) + " must be a whole number in [0, " + talkbox::number_text(max) + "], got " + talkbox::number_text(v));
     }
     return static_cast<uint64_t>(v);
 }
 
 void set_number(talkbox_request& r, const std::string& name, double v) {
-    talkbox::SpeechRequest& q = r.speech;
-    talkbox::SamplingOptions& s = q.sampling;
     const bool unset = std::isnan(v);
-    if (!unset && !std::isfinite(v)) throw invalid(name + " must be a finite number, got " + number_text(v));
     constexpr double u32 = std::numeric_limits<uint32_t>::max();
-    const auto real = [&](std::optional<float>& field) { field = unset ? std::nullopt : std::optional<float>(static_cast<float>(v)); };
-    const auto count = [&](std::optional<uint32_t>& field) {
-        field = unset ? std::nullopt : std::optional<uint32_t>(static_cast<uint32_t>(whole(name.c_str(), v, u32)));
-    };
-    const auto frames = [&](uint32_t& field, uint32_t def) { field = unset ? def : static_cast<uint32_t>(whole(name.c_str(), v, u32)); };
-    if (name == "temperature") real(s.temperature);
-    else if (name == "top_p") real(s.top_p);
-    else if (name == "repetition_penalty") real(s.repetition_penalty);
-    else if (name == "subtalker_temperature") real(s.subtalker_temperature);
-    else if (name == "subtalker_top_p") real(s.subtalker_top_p);
-    else if (name == "top_k") count(s.top_k);
-    else if (name == "subtalker_top_k") count(s.subtalker_top_k);
-    else if (name == "exaggeration") real(q.exaggeration);
-    else if (name == "cfg_weight") real(q.cfg_weight);
-    else if (name == "min_p") real(q.min_p);
-    else if (name == "max_frames") frames(q.max_frames, 0);
-    else if (name == "min_frames") frames(q.min_frames, 0);
-    else if (name == "stall_frames") count(q.stall_frames);
-    else if (name == "split") r.long_form.split = unset ? talkbox::LongFormOptions{}.split : whole("split", v, 1) == 1;
+    if (const talkbox::SpeechSetting* setting = talkbox::find_speech_setting(name)) {
+        if (unset) return setting->set(r.speech, std::nullopt);
+        const std::string problem = talkbox::setting_value_problem(*setting, v);
+        if (!problem.empty()) throw invalid(name + " " + problem);
+        return setting->set(r.speech, v);
+    }
+    if (!unset && !std::isfinite(v)) throw invalid(name + " must be a finite number, got " + talkbox::number_text(v));
+    if (name == "split") r.long_form.split = unset ? talkbox::LongFormOptions{}.split : whole("split", v, 1) == 1;
     else if (name == "segment_chars") {
         r.long_form.segment_chars = unset ? talkbox::LongFormOptions{}.segment_chars : static_cast<size_t>(whole("segment_chars", v, u32));
     } else if (name == "pause_ms") {
@@ -264,15 +245,13 @@ void set_number(talkbox_request& r, const std::string& name, double v) {
     } else if (name == "parallel") {
         r.long_form.parallel = unset ? talkbox::LongFormOptions{}.parallel : static_cast<uint32_t>(whole("parallel", v, 64));
     } else if (name == "chunk") {
-        if (!unset && v < 1) throw invalid("chunk must be a whole number in [1, 1000], got " + number_text(v));
+        if (!unset && v < 1) throw invalid("chunk must be a whole number in [1, 1000], got " + talkbox::number_text(v));
         r.stream.frames_per_chunk = unset ? talkbox::StreamOptions{}.frames_per_chunk : static_cast<size_t>(whole("chunk", v, 1000));
     } else if (name == "first_chunk") {
         r.stream.first_chunk_frames = unset ? talkbox::StreamOptions{}.first_chunk_frames : static_cast<size_t>(whole("first_chunk", v, 1000));
     } else {
-        throw invalid("unknown request setting '" + name +
-                      "' (settings: temperature, top_k, top_p, repetition_penalty, subtalker_temperature, subtalker_top_k, "
-                      "subtalker_top_p, exaggeration, cfg_weight, min_p, max_frames, min_frames, stall_frames, split, "
-                      "segment_chars, pause_ms, chunk, first_chunk)");
+        throw invalid("unknown request setting '" + name + "' (settings: " + talkbox::speech_setting_names() +
+                      ", split, segment_chars, pause_ms, parallel, chunk, first_chunk)");
     }
 }
 

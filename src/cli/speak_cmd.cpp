@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -20,6 +21,7 @@
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
 #include "talkbox/long_form.h"
+#include "talkbox/speech_settings.h"
 #include "talkbox/time_stretch.h"
 #include "talkbox/voice_file.h"
 
@@ -35,11 +37,7 @@ struct SpeakArgs {
     bool streaming_text = false, non_streaming_text = false, greedy = false, timings = false, quiet = false;
     bool no_split = false;
     std::optional<uint64_t> seed;
-    std::optional<float> temperature, top_p, repetition_penalty, subtalker_temperature, subtalker_top_p;
-    std::optional<float> exaggeration, cfg_weight, min_p;
-    std::optional<uint32_t> top_k, subtalker_top_k;
-    uint32_t max_frames = 0;
-    std::optional<uint32_t> stall_frames;  // unset: the model's default
+    std::map<std::string, double> settings;  // by SpeechSetting name (talkbox/speech_settings.h)
     int threads = 0, decoder_threads = 0;
     std::string device;
     std::string kv_cache = "f32";
@@ -160,13 +158,10 @@ void run_speak(const SpeakArgs& a) {
     request.speaker = a.speaker;
     request.instruct = a.instruct;
     request.text_mode = a.streaming_text ? TextMode::Streaming : a.non_streaming_text ? TextMode::NonStreaming : TextMode::Default;
-    request.max_frames = a.max_frames;
-    request.stall_frames = a.stall_frames;
-    request.exaggeration = a.exaggeration;
-    request.cfg_weight = a.cfg_weight;
-    request.min_p = a.min_p;
-    request.sampling = {a.greedy,           a.seed,  a.temperature,           a.top_p,           a.repetition_penalty,
-                        a.top_k,            a.subtalker_temperature, a.subtalker_top_p, a.subtalker_top_k};
+    request.sampling.greedy = a.greedy;
+    request.sampling.seed = a.seed;
+    for (const auto& [name, value] : a.settings) find_speech_setting(name)->set(request, value);
+    const uint32_t max_frames = request.max_frames;  // 0: the per-segment guard (default_max_frames)
 
     // One seed for every segment, so that a run is reproducible from the seed it reports.
     if (!request.sampling.seed) request.sampling.seed = random_seed();
@@ -208,16 +203,16 @@ void run_speak(const SpeakArgs& a) {
     std::unique_ptr<AudioSink> sink;
     if (!a.output.empty()) sink = std::make_unique<AudioSink>(a.output, format, caps.sample_rate, a.speed.value_or(1.0));
     size_t audio_samples = 0, inserted = 0;
-    const auto segment_done = [&](size_t i, const SpeechResult& r, uint32_t max_frames) {
+    const auto segment_done = [&](size_t i, const SpeechResult& r, uint32_t limit) {
         if (r.stop_reason == StopReason::Stalled && !a.quiet) {
             const RequestField* guard = caps.field("stall_frames");  // a model that stalls takes it
             const auto span = guard && guard->default_value ? static_cast<uint32_t>(*guard->default_value) : 0u;
             std::fprintf(stderr, "warning: segment %zu stopped: codebook 0 repeated a pattern for %u+ frames\n", i + 1,
-                         a.stall_frames.value_or(span));
+                         request.stall_frames.value_or(span));
         }
-        if (r.stop_reason == StopReason::MaxFrames && a.max_frames == 0 && !caps.own_frame_limit && !a.quiet) {
+        if (r.stop_reason == StopReason::MaxFrames && max_frames == 0 && !caps.own_frame_limit && !a.quiet) {
             std::fprintf(stderr, "warning: segment %zu reached its limit of %u frames before the model ended it\n", i + 1,
-                         max_frames);
+                         limit);
         }
         if (progress) {
             const double secs = static_cast<double>(audio_samples) / caps.sample_rate;
@@ -227,7 +222,6 @@ void run_speak(const SpeakArgs& a) {
             if (i + 1 == segments.size()) std::fprintf(stderr, "\n");
         }
     };
-    request.max_frames = a.max_frames;  // 0: the per-segment guard (default_max_frames)
     if (sink) {
         const LongFormResult r = speak_long_form(
             session, request, segments, long_form,
@@ -247,7 +241,7 @@ void run_speak(const SpeakArgs& a) {
     } else {
         for (size_t i = 0; i < segments.size(); ++i) {
             request.text = segments[i];
-            request.max_frames = segment_frame_limit(caps, a.max_frames, segments[i]);
+            request.max_frames = segment_frame_limit(caps, max_frames, segments[i]);
             const SpeechResult r = session.generate(request);
             all_frames.insert(all_frames.end(), r.frames.begin(), r.frames.end());
             segment_parts.push_back(result_parts(r));
@@ -318,22 +312,15 @@ void register_speak(CLI::App& app) {
     cmd->add_flag("--non-streaming-text", a->non_streaming_text, "Put the whole text in the prompt")->excludes(st);
     cmd->add_flag("--greedy", a->greedy, "Greedy decoding for both codebook 0 and the sub-talker (repetition penalty kept)");
     cmd->add_option("--seed", a->seed, "Random seed (reproducible output)")->check(in_range<uint64_t>(0, UINT64_MAX));
-    cmd->add_option("--temperature", a->temperature, "Talker temperature (0: greedy)");
-    cmd->add_option("--top-k", a->top_k, "Talker top-k (0: off; Chatterbox Turbo and Nano: default 1000)")->check(in_range<uint32_t>(0, UINT32_MAX));
-    cmd->add_option("--top-p", a->top_p, "Talker top-p");
-    cmd->add_option("--repetition-penalty", a->repetition_penalty, "Repetition penalty on codebook 0");
-    cmd->add_option("--subtalker-temperature", a->subtalker_temperature, "Code predictor temperature (0: greedy)");
-    cmd->add_option("--subtalker-top-k", a->subtalker_top_k, "Code predictor top-k")->check(in_range<uint32_t>(0, UINT32_MAX));
-    cmd->add_option("--subtalker-top-p", a->subtalker_top_p, "Code predictor top-p");
-    cmd->add_option("--exaggeration", a->exaggeration, "Chatterbox: emotion intensity (official default 0.5; Turbo and Nano refuse it)");
-    cmd->add_option("--cfg-weight", a->cfg_weight, "Chatterbox: classifier-free guidance weight (official default 0.5; 0: off; Turbo and Nano refuse it)");
-    cmd->add_option("--min-p", a->min_p, "Chatterbox: min-p sampling (official default 0.05; Turbo and Nano refuse it)");
-    cmd->add_option("--max-frames", a->max_frames, "Stop each segment after this many frames (12.5 per second; default 50 + 4 per character)")
-        ->check(in_range<uint32_t>(0, UINT32_MAX));
-    cmd->add_option("--stall-frames", a->stall_frames,
-                    "Qwen3-TTS: stop a segment whose codebook-0 tokens loop (a pattern repeated 3+ times over this many "
-                    "frames; default 24; 0: off)")
-        ->check(in_range<uint32_t>(0, UINT32_MAX));
+    // The request's numeric settings, one flag each; the model checks their ranges (and refuses
+    // those it does not take) before any work.
+    for (const SpeechSetting& setting : speech_settings()) {
+        std::string flag = std::string("--") + setting.name;
+        std::replace(flag.begin(), flag.end(), '_', '-');
+        auto* option = cmd->add_option_function<double>(
+            flag, [a, name = std::string(setting.name)](double v) { a->settings[name] = v; }, setting.help);
+        if (setting.integer) option->check(in_range<uint32_t>(0, UINT32_MAX));
+    }
     cmd->add_option("--chunk", a->chunk, "Frames per decoder step when streaming audio")->check(in_range(1, 1000))->capture_default_str();
     cmd->add_option("--first-chunk", a->first_chunk, "Frames decoded before the first audio leaves (0: a whole --chunk)")
         ->check(in_range(0, 1000))

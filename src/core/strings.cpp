@@ -34,6 +34,12 @@ std::string human_bytes(double bytes) {
     return buf;
 }
 
+std::string number_text(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
 std::string fixed_decimals(double v, int decimals) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", decimals, v);

@@ -16,6 +16,9 @@ std::string trim(const std::string& s);
 // The items with ", " between them: "a, b, c".
 std::string join_names(const std::vector<std::string>& items);
 
+// `v` as messages show a number: up to 6 significant digits ("%g"): "0.9", "4.29497e+09", "nan".
+std::string number_text(double v);
+
 // `v` with exactly `decimals` digits after the point ("%.*f"): "1.50".
 std::string fixed_decimals(double v, int decimals);
 

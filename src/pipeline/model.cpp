@@ -8,52 +8,21 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
-#include <sstream>
 
 #include "core/device.h"
 #include "core/gguf_file.h"
 #include "core/packed_kernels.h"
 #include "core/packed_matmul.h"
+#include "core/strings.h"
 #include "pipeline/families.h"
 #include "talkbox/error.h"
+#include "talkbox/speech_settings.h"
 #include "voice/reference_audio.h"
 #include "voice/voice_file.h"
 
 namespace talkbox {
 
 namespace {
-
-std::string number_text(double v) {
-    std::ostringstream s;
-    s << v;
-    return s.str();
-}
-
-// The numeric request fields by request name, with the value a request sets (nullopt: unset).
-std::vector<std::pair<const char*, std::optional<double>>> numeric_fields(const SpeechRequest& r) {
-    const auto f = [](const auto& o) -> std::optional<double> {
-        if (o) return static_cast<double>(*o);
-        return std::nullopt;
-    };
-    const auto nonzero = [](uint32_t v) -> std::optional<double> {
-        if (v) return static_cast<double>(v);
-        return std::nullopt;
-    };
-    const SamplingOptions& s = r.sampling;
-    return {{"temperature", f(s.temperature)},
-            {"top_k", f(s.top_k)},
-            {"top_p", f(s.top_p)},
-            {"repetition_penalty", f(s.repetition_penalty)},
-            {"subtalker_temperature", f(s.subtalker_temperature)},
-            {"subtalker_top_k", f(s.subtalker_top_k)},
-            {"subtalker_top_p", f(s.subtalker_top_p)},
-            {"exaggeration", f(r.exaggeration)},
-            {"cfg_weight", f(r.cfg_weight)},
-            {"min_p", f(r.min_p)},
-            {"max_frames", nonzero(r.max_frames)},
-            {"min_frames", nonzero(r.min_frames)},
-            {"stall_frames", f(r.stall_frames)}};
-}
 
 std::string accepted(const Capabilities& c) {
     std::string out;
@@ -100,8 +69,10 @@ std::optional<Refusal> check_request(const Capabilities& c, const SpeechRequest&
     if (r.instruct.find_first_not_of(" \t\r\n") != std::string::npos && !c.takes_instruct) return refuse("instructions", "an instruction");
     if (r.voice && !c.clones) return refuse("voice", "a cloned voice");
     if (r.text_mode != TextMode::Default && !c.text_modes) return refuse("text_mode", "the text mode");
-    for (const auto& [name, value] : numeric_fields(r)) {
+    for (const SpeechSetting& setting : speech_settings()) {
+        const std::optional<double> value = setting.get(r);
         if (!value) continue;
+        const char* name = setting.name;
         const RequestField* f = c.field(name);
         if (!f) return refuse(name, name);
         const double v = *value;

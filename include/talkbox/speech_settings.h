@@ -1,0 +1,33 @@
+// The numeric settings a SpeechRequest carries, in one table: the capability check (Model::check),
+// the C API (talkbox_request_set_number) and the CLI's flags (--name, '_' written '-') read it.
+// Which settings a model takes, their ranges and defaults, are in its Capabilities::fields; a
+// setting a model does not take is refused, never ignored.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "talkbox/speech.h"
+
+namespace talkbox {
+
+struct SpeechSetting {
+    const char* name;  // "top_k": the request, JSON and C API name
+    bool integer;      // stored as a whole number in [0, 4294967295], whatever the model's range
+    const char* help;  // one line for people (--help)
+    std::optional<double> (*get)(const SpeechRequest& request);       // nullopt: not set
+    void (*set)(SpeechRequest& request, std::optional<double> value);  // nullopt: unset; see setting_value_problem
+};
+
+const std::vector<SpeechSetting>& speech_settings();
+const SpeechSetting* find_speech_setting(const std::string& name);
+// Every setting's name, comma-separated, for messages.
+std::string speech_setting_names();
+
+// Why `value` cannot be stored in `setting` ("must be a whole number in [0, 4294967295], got -1"),
+// or empty: every value but a finite one, and for an integer setting a whole one in range. The
+// model's own range is checked later, with the request (Model::check).
+std::string setting_value_problem(const SpeechSetting& setting, double value);
+
+}  // namespace talkbox
