@@ -319,7 +319,7 @@ void register_speak(CLI::App& app) {
         std::replace(flag.begin(), flag.end(), '_', '-');
         auto* option = cmd->add_option_function<double>(
             flag, [a, name = std::string(setting.name)](double v) { a->settings[name] = v; }, setting.help);
-        if (setting.integer) option->check(in_range<uint32_t>(0, UINT32_MAX));
+        if (setting.integer) option->type_name("UINT")->check(in_range<uint32_t>(0, UINT32_MAX));
     }
     cmd->add_option("--chunk", a->chunk, "Frames per decoder step when streaming audio")->check(in_range(1, 1000))->capture_default_str();
     cmd->add_option("--first-chunk", a->first_chunk, "Frames decoded before the first audio leaves (0: a whole --chunk)")
