@@ -4,7 +4,8 @@
 #  - the runtime (every file but the front ends', the tools' folders and the families' convert/
 #    subfolders) never includes the tools (convert/, hub/, checkpoints/, a family's convert/,
 #    talkbox/convert.h, talkbox/hub.h);
-#  - family/ (the interface families implement) includes no family and not pipeline/;
+#  - family/ (the interface families implement) includes no family and not pipeline/, and no
+#    family includes another;
 #  - libtalkbox.so, made of the runtime, needs neither curl nor OpenSSL.
 # Usage: include_graph_test.sh SOURCE_DIR [LIBTALKBOX_SO]
 set -euo pipefail
@@ -12,7 +13,8 @@ src="$1/src"
 lib="${2:-}"
 front_ends="cli server capi"
 tools="convert hub checkpoints"
-families="qwen3tts chatterbox"
+# The model families: the folders with a family.h of their own (family/ is the interface).
+families=$(cd "$src" && find . -mindepth 2 -maxdepth 2 -name family.h -printf '%h\n' | sed 's#^\./##' | grep -vx family | sort)
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
@@ -43,6 +45,15 @@ done
 for to in $families pipeline; do
   hits=$(echo "$edges" | awk -v b="$to" '$1=="family" && $2==b { print $3 }')
   [ -z "$hits" ] || fail "family/ includes $to/: $hits"
+done
+
+# A family builds on the shared folders, never on another family.
+for a in $families; do
+  for b in $families; do
+    [ "$a" = "$b" ] && continue
+    hits=$(echo "$edges" | awk -v x="$a" -v y="$b" '$1==x && $2==y { printf "src/%s ", $3 }')
+    [ -z "$hits" ] || fail "the $a family includes the $b family: $hits"
+  done
 done
 
 if [ -n "$lib" ]; then
