@@ -31,6 +31,7 @@
 #include "core/strings.h"
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
+#include "talkbox/speech_settings.h"
 #include "talkbox/segmenter.h"
 #include "talkbox/time_stretch.h"
 #include "talkbox/voice_file.h"
@@ -686,26 +687,23 @@ struct Server::Impl : http::Handler, wyoming::Service {
         if (auto speed = number_field("speed", audio::kMinSpeed, audio::kMaxSpeed)) p.speed = *speed;
         auto& s = p.request.sampling;
         s.seed = integer_field("seed", 18446744073709551615.0);
-        const auto positive = [&](const char* key, double hi) -> std::optional<float> {
-            const auto v = number_field(key, 0, hi);
-            if (v && *v <= 0) throw bad_request(std::string("'") + key + "' must be greater than 0", key);
-            if (v) return static_cast<float>(*v);
-            return std::nullopt;
-        };
-        if (auto t = number_field("temperature", 0, 10)) s.temperature = static_cast<float>(*t);
-        if (auto k = integer_field("top_k", 100000)) s.top_k = static_cast<uint32_t>(*k);
-        s.top_p = positive("top_p", 1);
-        s.repetition_penalty = positive("repetition_penalty", 10);
-        if (auto e = number_field("exaggeration", 0, 10)) p.request.exaggeration = static_cast<float>(*e);
-        if (auto c = number_field("cfg_weight", 0, 10)) p.request.cfg_weight = static_cast<float>(*c);
-        if (auto mp = number_field("min_p", 0, 1)) p.request.min_p = static_cast<float>(*mp);
-        if (auto f = integer_field("max_frames", 100000)) {
-            if (*f == 0) throw bad_request("'max_frames' must be at least 1", "max_frames");
-            p.request.max_frames = static_cast<uint32_t>(*f);
+        // The request's numeric settings (talkbox/speech_settings.h): a number of the right kind
+        // here; whether the model takes it, and its range, in the model's check below.
+        for (const SpeechSetting& setting : speech_settings()) {
+            const char* key = setting.name;
+            if (!body.contains(key) || body[key].is_null()) continue;
+            if (!body[key].is_number()) throw bad_request(std::string("'") + key + "' must be a number", key);
+            const double v = body[key].get<double>();
+            const std::string problem = setting_value_problem(setting, v);
+            if (!problem.empty()) throw bad_request(std::string("'") + key + "' " + problem, key);
+            setting.set(p.request, v);
         }
         // The model's own rules: which fields it takes, and their ranges.
         if (auto refusal = p.model->model().check(p.request)) {
-            throw bad_request("model '" + p.model->id() + "': " + refusal->message, refusal->field, "unsupported_field");
+            // A field the model takes was out of its range; any other it does not take at all.
+            const bool takes = p.model->model().capabilities().field(refusal->field) != nullptr;
+            throw bad_request("model '" + p.model->id() + "': " + refusal->message, refusal->field,
+                              takes ? "invalid_value" : "unsupported_field");
         }
         // Drawn here when absent, so that every response reports the seed that reproduces it.
         if (!s.seed) s.seed = options.default_seed ? *options.default_seed : random_seed();

@@ -174,9 +174,9 @@ TEST_F(ChatterboxServerTest, OtherFamilysFieldsAndBadValuesAre400) {
     ASSERT_TRUE(blank);
     EXPECT_EQ(blank->status, 200) << blank->body;
     const std::vector<std::pair<json, std::string>> bad = {
-        {{{"exaggeration", -0.1}}, "exaggeration"}, {{{"exaggeration", "high"}}, "exaggeration"}, {{{"cfg_weight", 11}}, "cfg_weight"},
+        {{{"exaggeration", -0.1}}, "exaggeration"}, {{{"exaggeration", "high"}}, "exaggeration"}, {{{"cfg_weight", 101}}, "cfg_weight"},
         {{{"min_p", 1.5}}, "min_p"},                {{{"temperature", 0}}, "temperature"},      {{{"top_p", 0}}, "top_p"},
-        {{{"repetition_penalty", 0}}, "repetition_penalty"}, {{{"max_frames", 0}}, "max_frames"}, {{{"max_frames", 2.5}}, "max_frames"},
+        {{{"repetition_penalty", 0}}, "repetition_penalty"}, {{{"max_frames", -1}}, "max_frames"}, {{{"max_frames", 2.5}}, "max_frames"},
         {{{"language", "klingon"}}, "language"},    {{{"seed", -1}}, "seed"}};
     for (const auto& [patch, param] : bad) expect_error(speech(with(cb, patch)), 400, param);
     const auto lang = expect_error(speech(with(cb, {{"language", "klingon"}})), 400, "language");
