@@ -28,9 +28,11 @@ struct LongFormOptions {
 // is nothing to say.
 std::vector<std::string> long_form_segments(const std::string& text, const LongFormOptions& options = {});
 
-// The runaway guard used when a request sets no max_frames: 50 frames + 4 per code point
-// (4 s + 0.32 s per character; normal speech needs ~0.07 s per Latin and ~0.25 s per CJK character).
-uint32_t default_max_frames(const std::string& segment);
+// The runaway guard used when a request sets no max_frames, by the model's rule
+// (Capabilities::segment_frames_*; Qwen3-TTS: 50 frames + 4 per code point, 4 s + 0.32 s per
+// character, where normal speech needs ~0.07 s per Latin and ~0.25 s per CJK character); 0 for a
+// family that keeps its own limit.
+uint32_t default_max_frames(const Capabilities& caps, const std::string& segment);
 
 struct SegmentDone {
     size_t index = 0, count = 0;  // 0-based segment number of `count`
@@ -62,8 +64,7 @@ std::vector<size_t> result_parts(const SpeechResult& result);
 // generates the sentences of several segments together, ModelOptions::sentence_batch at a time).
 // `on_segment` (optional) runs after each segment, in order. Stops after the current frame when
 // `cancel` becomes true.
-// The frame limit of one segment: `max_frames` when given; otherwise 0 for a family that keeps its
-// own per-sentence limit (Capabilities::own_frame_limit), else default_max_frames(segment).
+// The frame limit of one segment: `max_frames` when given, else default_max_frames(caps, segment).
 uint32_t segment_frame_limit(const Capabilities& caps, uint32_t max_frames, const std::string& segment);
 
 LongFormResult speak_long_form(Session& session, SpeechRequest request, const std::vector<std::string>& segments,

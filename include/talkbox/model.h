@@ -87,9 +87,12 @@ struct Capabilities {
     // Generation hands out each frame as it is made (false: a sentence's frames at once, its audio
     // when the sentence is done).
     bool frame_streaming = false;
-    // The family splits text into sentences itself and applies its own per-sentence frame limit
-    // when max_frames is 0 (long-form synthesis then leaves the limit to it).
-    bool own_frame_limit = false;
+    // A segment's frame limit when a request sets no max_frames, a guard against runaway
+    // generation: segment_frames_base + segment_frames_per_code_point × the segment's code points
+    // (Qwen3-TTS: 50 + 4). Both 0: the family applies its own limit (Chatterbox: the official 1000
+    // speech tokens per sentence), and long-form synthesis leaves it to the family.
+    uint32_t segment_frames_base = 0, segment_frames_per_code_point = 0;
+    bool own_frame_limit() const { return segment_frames_base == 0 && segment_frames_per_code_point == 0; }
     // The speech decoder runs on its own backend alongside generation (decoder threads and the
     // stream chunking of StreamOptions apply).
     bool concurrent_decoder = false;

@@ -44,7 +44,6 @@ Capabilities capabilities_of(const Pipeline& p) {
     c.builtin_voice = p.has_builtin_voice();
     c.clones = true;
     c.needs_voice = !c.builtin_voice;
-    c.own_frame_limit = true;
     c.codec_frames = true;  // speech tokens: decode() and `talkbox decode` vocode them with a voice and a seed
     c.kv_cache_types = {"f32", "f16"};
     if (t3.hparams().head_dim % 32 == 0) c.kv_cache_types.push_back("q8_0");  // whole Q8_0 blocks per row

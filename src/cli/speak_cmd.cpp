@@ -210,7 +210,7 @@ void run_speak(const SpeakArgs& a) {
             std::fprintf(stderr, "warning: segment %zu stopped: codebook 0 repeated a pattern for %u+ frames\n", i + 1,
                          request.stall_frames.value_or(span));
         }
-        if (r.stop_reason == StopReason::MaxFrames && max_frames == 0 && !caps.own_frame_limit && !a.quiet) {
+        if (r.stop_reason == StopReason::MaxFrames && max_frames == 0 && !caps.own_frame_limit() && !a.quiet) {
             std::fprintf(stderr, "warning: segment %zu reached its limit of %u frames before the model ended it\n", i + 1,
                          limit);
         }

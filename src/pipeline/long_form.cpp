@@ -23,11 +23,12 @@ std::vector<std::string> long_form_segments(const std::string& text, const LongF
     return segments;
 }
 
-uint32_t default_max_frames(const std::string& segment) { return static_cast<uint32_t>(50 + 4 * code_point_count(segment)); }
+uint32_t default_max_frames(const Capabilities& caps, const std::string& segment) {
+    return static_cast<uint32_t>(caps.segment_frames_base + caps.segment_frames_per_code_point * code_point_count(segment));
+}
 
 uint32_t segment_frame_limit(const Capabilities& caps, uint32_t max_frames, const std::string& segment) {
-    if (max_frames) return max_frames;
-    return caps.own_frame_limit ? 0 : default_max_frames(segment);  // 0: the family applies its own
+    return max_frames ? max_frames : default_max_frames(caps, segment);  // 0: the family applies its own
 }
 
 std::vector<size_t> result_parts(const SpeechResult& r) {

@@ -57,6 +57,9 @@ Capabilities capabilities_of(const Hparams& h, int sample_rate) {
     c.size = h.size;
     c.sample_rate = sample_rate;
     c.frames_per_second = 12.5;
+    // The runaway guard of a segment without max_frames: 4 s + 0.32 s per character.
+    c.segment_frames_base = 50;
+    c.segment_frames_per_code_point = 4;
     for (const auto& l : h.language_names) {
         if (std::find(h.speaker_dialects.begin(), h.speaker_dialects.end(), l) == h.speaker_dialects.end()) c.languages.push_back(l);
     }

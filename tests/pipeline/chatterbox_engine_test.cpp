@@ -106,7 +106,7 @@ TEST(ChatterboxEngine, SpeaksTheGoldenTokensThroughTheEngineApi) {
     EXPECT_EQ(caps.sample_rate, 24000);
     EXPECT_EQ(caps.languages.size(), 23u);
     EXPECT_TRUE(caps.speakers.empty());
-    EXPECT_TRUE(caps.builtin_voice && caps.clones && !caps.needs_voice && !caps.clone_transcript && caps.own_frame_limit);
+    EXPECT_TRUE(caps.builtin_voice && caps.clones && !caps.needs_voice && !caps.clone_transcript && caps.own_frame_limit());
     EXPECT_TRUE(caps.codec_frames);  // speech tokens go to --codes-out and back through decode
     EXPECT_FALSE(caps.frame_streaming || caps.concurrent_decoder || caps.text_modes || caps.takes_instruct);
     ASSERT_NE(caps.field("cfg_weight"), nullptr);

@@ -8,6 +8,7 @@
 #include "support/loaded_model.h"
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
+#include "talkbox/segmenter.h"
 
 using namespace talkbox;
 
@@ -16,8 +17,12 @@ TEST(LongForm, SegmentsAndGuards) {
     EXPECT_EQ(long_form_segments("One. Two.", {true, 200, 300}).size(), 1u);
     EXPECT_EQ(long_form_segments("One. Two.", {false, 0, 300}).size(), 1u);
     EXPECT_THROW(long_form_segments(" \n ", {}), Error);
-    EXPECT_EQ(default_max_frames("abc"), 62u);
-    EXPECT_EQ(default_max_frames("日本"), 58u);  // code points, not bytes
+    Capabilities qwen;
+    qwen.segment_frames_base = 50;
+    qwen.segment_frames_per_code_point = 4;
+    EXPECT_EQ(default_max_frames(qwen, "abc"), 62u);
+    EXPECT_EQ(default_max_frames(qwen, "日本"), 58u);  // code points, not bytes
+    EXPECT_EQ(default_max_frames(Capabilities{}, "abc"), 0u);  // the family's own limit
 }
 
 TEST(LongForm, EqualsTheSegmentsSpokenOneByOneWithPauses) {
@@ -39,7 +44,9 @@ TEST(LongForm, EqualsTheSegmentsSpokenOneByOneWithPauses) {
     EXPECT_FALSE(r.cancelled);
     EXPECT_EQ(r.samples, audio.size());
     ASSERT_EQ(done.size(), 2u);
-    EXPECT_EQ(done[1].max_frames, default_max_frames(segments[1]));
+    const Capabilities& caps = loaded.model.capabilities();
+    EXPECT_EQ(done[1].max_frames, default_max_frames(caps, segments[1]));
+    EXPECT_EQ(done[1].max_frames, 50 + 4 * code_point_count(segments[1]));  // Qwen3-TTS's guard
     // By hand: each segment with the same seed, joined by 100 ms of silence.
     std::vector<float> want;
     for (size_t i = 0; i < segments.size(); ++i) {
@@ -47,7 +54,7 @@ TEST(LongForm, EqualsTheSegmentsSpokenOneByOneWithPauses) {
         EXPECT_EQ(done[i].first_sample, want.size());
         SpeechRequest one = request;
         one.text = segments[i];
-        one.max_frames = default_max_frames(segments[i]);
+        one.max_frames = default_max_frames(caps, segments[i]);
         engine.speak(one, [&](const float* p, size_t n) { want.insert(want.end(), p, p + n); });
     }
     EXPECT_EQ(audio, want);
