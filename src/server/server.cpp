@@ -318,17 +318,15 @@ struct Server::Impl : http::Handler, wyoming::Service {
                                            std::to_string(kept) + " besides client connections: raise the limit (ulimit -n 4096)");
         }
         if (http_connections + wyoming_connections <= room) return;
-        const size_t wanted = http_connections + wyoming_connections;
         if (wyoming_connections) wyoming_connections = std::max<size_t>(1, std::min(wyoming_connections, room / front_ends));
         if (http_connections) http_connections = room - wyoming_connections;
-        if (options.warn) {
-            options.warn("talkbox: open connections lowered from " + std::to_string(wanted) + " to " +
-                         std::to_string(http_connections + wyoming_connections) +
-                         (front_ends == 2 ? " (" + std::to_string(http_connections) + " HTTP, " + std::to_string(wyoming_connections) + " Wyoming)"
-                                          : std::string()) +
-                         ": this process may open " + std::to_string(limit) + " files (ulimit -n, raised to its hard limit) and keeps " +
-                         std::to_string(kept) + " for its models, listeners and requests (--max-connections)");
-        }
+        if (!options.warn) return;
+        std::string lowered = "talkbox: --max-connections " + std::to_string(options.max_connections) + " lowered to ";
+        if (http_connections) lowered += std::to_string(http_connections) + (wyoming_connections ? " HTTP and " : "");
+        if (wyoming_connections) lowered += std::to_string(wyoming_connections) + " Wyoming";
+        options.warn(lowered + " connections: this process may open " + std::to_string(limit) +
+                     " files (ulimit -n, raised to its hard limit) and keeps " + std::to_string(kept) +
+                     " for its models, listeners and requests");
     }
 
     // --- http::Handler ---

@@ -89,23 +89,24 @@ struct IdleClients {
     }
 };
 
-const std::vector<std::string> kServe = {"-m", converted_fixture("tiny-0.6B-CustomVoice"), "-T", "1", "-q", "--max-concurrent", "1",
-                                         "--max-queue", "2", "--read-timeout", "3"};
+std::vector<std::string> serve_args() {
+    return {"-m", converted_fixture("tiny-0.6B-CustomVoice"), "-T", "1", "-q", "--max-concurrent", "1", "--max-queue", "2", "--read-timeout", "3"};
+}
 
 // A stock small limit (64 here; 1024 is the usual soft one) is below the default --max-connections
 // of 1024: the server lowers it to what the limit leaves and says so, and with more clients than
 // that it answers 503 at the door instead of running out.
 TEST(Descriptors, ALowLimitLowersMaxConnectionsWithAMessage) {
     TempDir voices;
-    std::vector<std::string> args = kServe;
+    std::vector<std::string> args = serve_args();
     for (const char* a : {"--wyoming-port", "0", "--voices-dir"}) args.emplace_back(a);
     args.push_back(voices.path());
     ServeProcess server(args, "", {"prlimit", "--nofile=64:64", "--"});
     const std::string log = server.log();
-    const size_t at = log.find("talkbox: open connections lowered from ");
+    const size_t at = log.find("talkbox: --max-connections 1024 lowered to ");
     ASSERT_NE(at, std::string::npos) << log;
     EXPECT_NE(log.find("this process may open 64 files (ulimit -n, raised to its hard limit)", at), std::string::npos) << log;
-    EXPECT_NE(log.find("HTTP, ", at), std::string::npos) << "the message splits HTTP and Wyoming: " << log;
+    EXPECT_NE(log.find(" HTTP and ", at), std::string::npos) << "the message splits HTTP and Wyoming: " << log;
     ASSERT_EQ(health(server.port(), 10), 200);
 
     IdleClients idle(server.port(), 150);
@@ -127,7 +128,7 @@ TEST(Descriptors, ALowLimitLowersMaxConnectionsWithAMessage) {
 // process's use of the system-wide table would) is EMFILE in accept(): the server must answer what
 // it can and back off, not retry at once forever (which spun a core and starved /health).
 TEST(Descriptors, RunningOutBacksOffAnswers503AndRecovers) {
-    ServeProcess server(kServe);
+    ServeProcess server(serve_args());
     ASSERT_EQ(health(server.port(), 10), 200);
     const size_t open = open_fd_count(server.pid());
     const rlimit lowered{open + 12, open + 12};
@@ -140,7 +141,6 @@ TEST(Descriptors, RunningOutBacksOffAnswers503AndRecovers) {
         cpu = cpu_seconds_over(server.pid(), 2.0);
         status = health(server.port(), 30);
         refused = idle.refused();
-        EXPECT_LE(open_fd_count(server.pid()), open + 12);
     }
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_TRUE(eventually(30, [&] { return health(server.port(), 5) == 200; })) << "/health did not come back once the clients left";
