@@ -1291,11 +1291,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         std::atomic<bool>& cancel = watch.cancel;
         const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(options.request_timeout_s * 1000));
         // Messages name the clip, never where this server keeps it.
-        const auto hide_path = [&upload](std::string message) {
-            const std::string& path = upload.path();
-            for (size_t at = message.find(path); at != std::string::npos; at = message.find(path)) message.replace(at, path.size(), "the uploaded clip");
-            return message;
-        };
+        const auto named = [&upload](const std::string& message) { return hide_path(message, upload.path(), "the uploaded clip"); };
         std::vector<std::string> warnings;
         Voice v;
         try {
@@ -1308,14 +1304,14 @@ struct Server::Impl : http::Handler, wyoming::Service {
             // Whatever the clip's fault (unreadable, too short or long, silent), it is the client's input.
             if (e.kind() == ErrorKind::Format || e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::InvalidArgument ||
                 e.kind() == ErrorKind::Unsupported) {
-                throw bad_request(hide_path(e.what()), "audio", "invalid_audio");
+                throw bad_request(named(e.what()), "audio", "invalid_audio");
             }
-            throw Error(e.kind(), hide_path(e.what()));
+            throw Error(e.kind(), named(e.what()));
         }
         v.source_audio = without_controls(clip->filename);  // shown later by `talkbox voice info`
         voices.add(name->content, v);
         json out = voice_json(name->content, v);
-        for (auto& w : warnings) w = hide_path(w);
+        for (auto& w : warnings) w = named(w);
         out["warnings"] = warnings;
         send_json(res, 201, out);
     }

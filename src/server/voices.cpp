@@ -107,7 +107,8 @@ std::shared_ptr<const Voice> VoiceRegistry::find(const std::string& name) {
     } catch (const Error& e) {
         cache_.erase(name);
         if (e.kind() == ErrorKind::NotFound && !fs::exists(file)) return nullptr;  // removed while being read
-        throw ApiError(500, "server_error", "voice_unreadable", "voice '" + name + "' cannot be loaded: " + e.what(), "voice");
+        throw ApiError(500, "server_error", "voice_unreadable",
+                       "voice " + quote_value(name) + " cannot be loaded: " + hide_path(e.what(), file, "its file"), "voice");
     }
 }
 
