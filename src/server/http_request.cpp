@@ -43,7 +43,7 @@ std::vector<std::string_view> head_lines(std::string_view head) {
 
 uint64_t parse_content_length(std::string_view v) {
     if (v.empty() || v.size() > 18 || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        throw HttpError(400, "invalid Content-Length '" + std::string(v.substr(0, 40)) + "': expected a decimal byte count");
+        throw HttpError(400, "invalid Content-Length " + quote_value(v) + ": expected a decimal byte count");
     }
     return std::stoull(std::string(v));
 }
@@ -222,7 +222,7 @@ void RequestParser::parse_head() {
         const std::string_view value = trim_ows(h.substr(colon + 1));
         for (const char c : value) {
             const auto u = static_cast<unsigned char>(c);
-            if ((u < 0x20 && c != '\t') || u == 0x7f) throw HttpError(400, "header '" + std::string(name) + "' holds a control character");
+            if ((u < 0x20 && c != '\t') || u == 0x7f) throw HttpError(400, "header " + quote_value(name) + " holds a control character");
         }
         if (request_.headers.size() >= limits_.max_headers) {
             throw HttpError(431, "more than " + std::to_string(limits_.max_headers) + " header fields");
@@ -256,7 +256,7 @@ void RequestParser::parse_head() {
             if (k == "transfer-encoding") codings += (codings.empty() ? "" : ",") + lower_ascii(v);
         }
         if (std::string(trim_ows(codings)) != "chunked") {
-            throw HttpError(501, "Transfer-Encoding '" + codings.substr(0, 60) + "' is not supported (only 'chunked')");
+            throw HttpError(501, "Transfer-Encoding " + quote_value(codings) + " is not supported (only 'chunked')");
         }
         content_length_ = -1;
     } else {

@@ -1,8 +1,10 @@
 // Hostile input against a real `talkbox serve` on 127.0.0.1, sent byte for byte on raw sockets:
 // malformed paths, request lines, headers, framing, JSON, multipart and audio; oversized and
 // slow bodies; foreign origins and hosts; idle and trickling connections; races on one voice
-// name. Every case checks the status, the OpenAI error shape, and that the server is still alive;
-// the size cases also check that its peak RSS stayed flat.
+// name; and (issue 31, round two) Host parsing, chunk sizes, Allow, HEAD, the auth scheme,
+// repeated fields, client length limits, text with nothing to say, NULs, quoting and file names.
+// Every case checks the status, the OpenAI error shape, and that the server is still alive; the
+// size cases also check that its peak RSS stayed flat, the refusals that no work was done.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
