@@ -75,12 +75,13 @@ struct IdleClients {
             if (fd >= 0) fds.push_back(fd);
         }
     }
-    // How many were answered 503 (and closed) by the server.
-    int refused() const {
+    // How many the server refused: their first bytes hold `refusal` (HTTP's 503, Wyoming's error event).
+    int refused(const std::string& refusal = "HTTP/1.1 503") const {
         int n = 0;
         for (const int fd : fds) {
-            char buf[16] = {};
-            if (recv(fd, buf, 12, MSG_DONTWAIT | MSG_PEEK) == 12 && std::string(buf, 12) == "HTTP/1.1 503") ++n;
+            char buf[512];
+            const ssize_t got = recv(fd, buf, sizeof buf, MSG_DONTWAIT | MSG_PEEK);
+            if (got > 0 && std::string(buf, static_cast<size_t>(got)).find(refusal) != std::string::npos) ++n;
         }
         return n;
     }
@@ -88,6 +89,9 @@ struct IdleClients {
         for (const int fd : fds) close(fd);
     }
 };
+
+// In the header of the error event a refused Wyoming client gets.
+const std::string kWyomingRefusal = "\"type\":\"error\"";
 
 std::vector<std::string> serve_args() {
     return {"-m", converted_fixture("tiny-0.6B-CustomVoice"), "-T", "1", "-q", "--max-concurrent", "1", "--max-queue", "2", "--read-timeout", "3"};
@@ -115,42 +119,47 @@ TEST(Descriptors, ALowLimitLowersMaxConnectionsWithAMessage) {
     const double cpu = cpu_seconds_over(server.pid(), 2.0);
     const int status = health(server.port(), 20);
     const size_t fds = open_fd_count(server.pid());
-    std::printf("[ figure ] limit 64: %s; 150 idle HTTP + 50 idle Wyoming clients: %d answered 503, server CPU %.2f s over 2 s, "
+    std::printf("[ figure ] limit 64: %s; 150 idle HTTP + 50 idle Wyoming clients: %d and %d refused, server CPU %.2f s over 2 s, "
                 "%zu descriptors open, /health answered %d\n",
-                log.substr(at, log.find('\n', at) - at).c_str(), idle.refused(), cpu, fds, status);
+                log.substr(at, log.find('\n', at) - at).c_str(), idle.refused(), idle_wyoming.refused(kWyomingRefusal), cpu, fds, status);
     EXPECT_TRUE(status == 200 || status == 503) << "/health was not answered: " << status;
     EXPECT_LT(cpu, 0.5) << "the server spun while its connections were full";
     EXPECT_LE(fds, 64u);
     EXPECT_GT(idle.refused(), 0) << "clients over the lowered limit are told 503";
+    EXPECT_GT(idle_wyoming.refused(kWyomingRefusal), 0) << "Wyoming clients over the lowered limit are told so";
 }
 
 // Descriptors running out anyway (here: the limit lowered under the running server, as another
 // process's use of the system-wide table would) is EMFILE in accept(): the server must answer what
 // it can and back off, not retry at once forever (which spun a core and starved /health).
 TEST(Descriptors, RunningOutBacksOffAnswers503AndRecovers) {
-    ServeProcess server(serve_args());
+    std::vector<std::string> args = serve_args();
+    for (const char* a : {"--wyoming-port", "0"}) args.emplace_back(a);
+    ServeProcess server(args);
     ASSERT_EQ(health(server.port(), 10), 200);
     const size_t open = open_fd_count(server.pid());
     const rlimit lowered{open + 12, open + 12};
     ASSERT_EQ(prlimit(server.pid(), RLIMIT_NOFILE, &lowered, nullptr), 0) << "cannot lower the server's limit";
     double cpu = 0;
-    int status = 0, refused = 0;
+    int status = 0, refused = 0, refused_wyoming = 0;
     {
         IdleClients idle(server.port(), 60);
+        IdleClients idle_wyoming(server.wyoming_port(), 30);
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
         cpu = cpu_seconds_over(server.pid(), 2.0);
         status = health(server.port(), 30);
         refused = idle.refused();
+        refused_wyoming = idle_wyoming.refused(kWyomingRefusal);
     }
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_TRUE(eventually(30, [&] { return health(server.port(), 5) == 200; })) << "/health did not come back once the clients left";
     const double recovered = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("[ figure ] limit lowered to %zu descriptors under a running server, 60 idle clients: server CPU %.2f s over 2 s, "
-                "%d idle clients answered 503, /health answered %d; /health 200 again %.1f s after they closed\n",
-                open + 12, cpu, refused, status, recovered);
+    std::printf("[ figure ] limit lowered to %zu descriptors under a running server, 60 idle HTTP + 30 idle Wyoming clients: server "
+                "CPU %.2f s over 2 s, %d and %d refused, /health answered %d; /health 200 again %.1f s after they closed\n",
+                open + 12, cpu, refused, refused_wyoming, status, recovered);
     EXPECT_LT(cpu, 0.5) << "the accept loop spun on EMFILE";
     EXPECT_TRUE(status == 200 || status == 503) << "/health was not answered: " << status;
-    EXPECT_GT(refused, 0) << "clients beyond the descriptors are told 503";
+    EXPECT_GT(refused + refused_wyoming, 0) << "clients beyond the descriptors are told so";
 }
 
 }  // namespace
