@@ -216,8 +216,8 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--read-timeout", a->read_timeout, "Seconds a client may take to send one whole request (408 beyond)")
         ->check(positive(kMaxSeconds))
         ->capture_default_str();
-    cmd->add_option("--max-connections", a->max_connections, "Open client connections at most, HTTP and Wyoming (503 beyond); lowered, with a warning, to what the "
-                    "open-files limit leaves (ulimit -n, raised to its hard limit at start)")
+    cmd->add_option("--max-connections", a->max_connections, "Open client connections at most, HTTP and Wyoming each (503 beyond); lowered, with a warning, to what "
+                    "the open-files limit leaves (ulimit -n, raised to its hard limit at start)")
         ->check(in_range<size_t>(1, 1000000))
         ->capture_default_str();
     cmd->add_option("--cors-origin", a->cors_origins,

@@ -1,8 +1,8 @@
 #include "core/printable.h"
 
+#include <utf8proc.h>
 #include <cstdint>
 #include <cstdio>
-#include <utf8proc.h>
 
 namespace talkbox {
 

@@ -74,7 +74,8 @@ void Acceptor::shed(int listen_fd, const std::string& refusal) {
 bool Acceptor::paused() const { return std::chrono::steady_clock::now() < paused_until_; }
 
 std::chrono::milliseconds Acceptor::retry_in() const {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(paused_until_ - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(paused_until_ - std::chrono::steady_clock::now());
     return left.count() > 0 ? left : std::chrono::milliseconds(0);
 }
 

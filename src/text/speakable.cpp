@@ -21,9 +21,11 @@ std::optional<Unspeakable> unspeakable(std::string_view text, const std::string&
                                p->category == UTF8PROC_CATEGORY_ZP;
         if (!invisible) return std::nullopt;
     }
-    return Unspeakable{Unspeakable::NothingToSay,
-                       what + " is empty: it holds nothing to say, only white space, control characters or invisible format "
-                              "characters (zero-width, bidi controls, byte order marks)"};
+    return Unspeakable{
+        Unspeakable::NothingToSay,
+        what +
+            " is empty: it holds nothing to say, only white space, control characters or invisible format "
+            "characters (zero-width, bidi controls, byte order marks)"};
 }
 
 }  // namespace talkbox

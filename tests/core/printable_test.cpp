@@ -24,7 +24,9 @@ TEST(QuoteValue, CutsLongValuesAndSaysHowLong) {
 }
 
 TEST(WithoutControls, DropsControlsFormatCharactersAndBadBytes) {
-    EXPECT_EQ(without_controls("\x1b]0;pwned\x07" "clip\u202e.wav"), "]0;pwnedclip.wav");
+    EXPECT_EQ(without_controls("\x1b]0;pwned\x07"
+                               "clip\u202e.wav"),
+              "]0;pwnedclip.wav");
     EXPECT_EQ(without_controls("line\nbreak\ttab\u2028"), "linebreaktab");
     EXPECT_EQ(without_controls("caf\u00e9\xff"), "caf\u00e9");
 }

@@ -49,7 +49,8 @@ int health(int port, double timeout_s) {
     pollfd p{fd, POLLIN, 0};
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     while (reply.size() < 12 && std::chrono::steady_clock::now() < end) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
         if (poll(&p, 1, static_cast<int>(std::max<long long>(left, 1))) != 1) break;
         const ssize_t n = recv(fd, buf, sizeof buf, 0);
         if (n <= 0) break;
@@ -94,7 +95,12 @@ struct IdleClients {
 const std::string kWyomingRefusal = "\"type\":\"error\"";
 
 std::vector<std::string> serve_args() {
-    return {"-m", converted_fixture("tiny-0.6B-CustomVoice"), "-T", "1", "-q", "--max-concurrent", "1", "--max-queue", "2", "--read-timeout", "3"};
+    return {"-m", converted_fixture("tiny-0.6B-CustomVoice"),
+            "-T", "1",
+            "-q", "--max-concurrent",
+            "1",  "--max-queue",
+            "2",  "--read-timeout",
+            "3"};
 }
 
 // A stock small limit (64 here; 1024 is the usual soft one) is below the default --max-connections
@@ -109,7 +115,8 @@ TEST(Descriptors, ALowLimitLowersMaxConnectionsWithAMessage) {
     const std::string log = server.log();
     const size_t at = log.find("talkbox: --max-connections 1024 lowered to ");
     ASSERT_NE(at, std::string::npos) << log;
-    EXPECT_NE(log.find("this process may open 64 files (ulimit -n, raised to its hard limit)", at), std::string::npos) << log;
+    EXPECT_NE(log.find("this process may open 64 files (ulimit -n, raised to its hard limit)", at), std::string::npos)
+        << log;
     EXPECT_NE(log.find(" HTTP and ", at), std::string::npos) << "the message splits HTTP and Wyoming: " << log;
     ASSERT_EQ(health(server.port(), 10), 200);
 
@@ -119,9 +126,12 @@ TEST(Descriptors, ALowLimitLowersMaxConnectionsWithAMessage) {
     const double cpu = cpu_seconds_over(server.pid(), 2.0);
     const int status = health(server.port(), 20);
     const size_t fds = open_fd_count(server.pid());
-    std::printf("[ figure ] limit 64: %s; 150 idle HTTP + 50 idle Wyoming clients: %d and %d refused, server CPU %.2f s over 2 s, "
-                "%zu descriptors open, /health answered %d\n",
-                log.substr(at, log.find('\n', at) - at).c_str(), idle.refused(), idle_wyoming.refused(kWyomingRefusal), cpu, fds, status);
+    std::printf(
+        "[ figure ] limit 64: %s; 150 idle HTTP + 50 idle Wyoming clients: %d and %d refused, server CPU %.2f s over 2 "
+        "s, "
+        "%zu descriptors open, /health answered %d\n",
+        log.substr(at, log.find('\n', at) - at).c_str(), idle.refused(), idle_wyoming.refused(kWyomingRefusal), cpu,
+        fds, status);
     EXPECT_TRUE(status == 200 || status == 503) << "/health was not answered: " << status;
     EXPECT_LT(cpu, 0.5) << "the server spun while its connections were full";
     EXPECT_LE(fds, 64u);
@@ -152,11 +162,14 @@ TEST(Descriptors, RunningOutBacksOffAnswers503AndRecovers) {
         refused_wyoming = idle_wyoming.refused(kWyomingRefusal);
     }
     const auto t0 = std::chrono::steady_clock::now();
-    EXPECT_TRUE(eventually(30, [&] { return health(server.port(), 5) == 200; })) << "/health did not come back once the clients left";
+    EXPECT_TRUE(eventually(30, [&] { return health(server.port(), 5) == 200; }))
+        << "/health did not come back once the clients left";
     const double recovered = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("[ figure ] limit lowered to %zu descriptors under a running server, 60 idle HTTP + 30 idle Wyoming clients: server "
-                "CPU %.2f s over 2 s, %d and %d refused, /health answered %d; /health 200 again %.1f s after they closed\n",
-                open + 12, cpu, refused, refused_wyoming, status, recovered);
+    std::printf(
+        "[ figure ] limit lowered to %zu descriptors under a running server, 60 idle HTTP + 30 idle Wyoming clients: "
+        "server "
+        "CPU %.2f s over 2 s, %d and %d refused, /health answered %d; /health 200 again %.1f s after they closed\n",
+        open + 12, cpu, refused, refused_wyoming, status, recovered);
     EXPECT_LT(cpu, 0.5) << "the accept loop spun on EMFILE";
     EXPECT_TRUE(status == 200 || status == 503) << "/health was not answered: " << status;
     EXPECT_GT(refused + refused_wyoming, 0) << "clients beyond the descriptors are told so";

@@ -33,8 +33,8 @@ class Soak : public ::testing::Test {
 protected:
     void SetUp() override {
         server_ = std::make_unique<ServeProcess>(std::vector<std::string>{
-            "-m", converted_fixture("tiny-0.6B-CustomVoice"), "-m", converted_fixture("tiny-0.6B-Base"), "-T", "1", "-q", "--max-concurrent",
-            "2", "--voices-dir", voices_.path()});
+            "-m", converted_fixture("tiny-0.6B-CustomVoice"), "-m", converted_fixture("tiny-0.6B-Base"), "-T", "1",
+            "-q", "--max-concurrent", "2", "--voices-dir", voices_.path()});
         client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
         client_->set_read_timeout(120, 0);
         clip_ = read_text(fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
@@ -42,15 +42,23 @@ protected:
 
     // Request number `i` of a mix: speech (whole and streamed), the quick routes, HEAD, refusals.
     void request(int i) {
-        const auto speech = [&](const json& body) { return client_->Post("/v1/audio/speech", body.dump(), "application/json"); };
+        const auto speech = [&](const json& body) {
+            return client_->Post("/v1/audio/speech", body.dump(), "application/json");
+        };
         const auto answered = [&](httplib::Result r, int expected) {
             ASSERT_TRUE(r) << "request " << i << ": no answer";
             EXPECT_EQ(r->status, expected) << "request " << i << ": " << r->body.substr(0, 300);
         };
         switch (i % 8) {
-            case 0: return answered(speech({{"input", "Hi."}, {"voice", "ryan"}, {"response_format", "pcm"}, {"max_frames", 2}}), 200);
+            case 0:
+                return answered(
+                    speech({{"input", "Hi."}, {"voice", "ryan"}, {"response_format", "pcm"}, {"max_frames", 2}}), 200);
             case 1:
-                return answered(speech({{"input", "Hi there."}, {"voice", "ryan"}, {"response_format", "wav"}, {"stream", true}, {"max_frames", 2}}),
+                return answered(speech({{"input", "Hi there."},
+                                        {"voice", "ryan"},
+                                        {"response_format", "wav"},
+                                        {"stream", true},
+                                        {"max_frames", 2}}),
                                 200);
             case 2: return answered(client_->Get("/health"), 200);
             case 3: return answered(client_->Get("/v1/models"), 200);
@@ -63,9 +71,11 @@ protected:
 
     void voice_cycle(int i) {
         const std::string name = "soak" + std::to_string(i);
-        const httplib::MultipartFormDataItems form = {{"name", name, "", ""}, {"audio", clip_, "clip.wav", "audio/wav"}};
+        const httplib::MultipartFormDataItems form = {{"name", name, "", ""},
+                                                      {"audio", clip_, "clip.wav", "audio/wav"}};
         auto created = client_->Post("/v1/audio/voices", form);
-        ASSERT_TRUE(created && created->status == 201) << name << ": " << (created ? created->body : std::string("no answer"));
+        ASSERT_TRUE(created && created->status == 201)
+            << name << ": " << (created ? created->body : std::string("no answer"));
         auto deleted = client_->Delete("/v1/audio/voices/" + name);
         ASSERT_TRUE(deleted && deleted->status == 200) << name;
     }
@@ -99,15 +109,19 @@ TEST_F(Soak, ThreeHundredRequestsAndAHundredVoicesLeaveNothingBehind) {
         return end.fds <= start.fds && end.threads <= start.threads;
     });
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("[ figure ] soak: 300 requests + 100 voice cycles in %.1f s; after warm-up -> end: RSS %llu -> %llu kB (%+lld kB), "
-                "descriptors %zu -> %zu, threads %llu -> %llu\n",
-                wall, static_cast<unsigned long long>(start.rss_kb), static_cast<unsigned long long>(end.rss_kb),
-                static_cast<long long>(end.rss_kb) - static_cast<long long>(start.rss_kb), start.fds, end.fds,
-                static_cast<unsigned long long>(start.threads), static_cast<unsigned long long>(end.threads));
-    if (!kUnderAsan) EXPECT_LE(static_cast<long long>(end.rss_kb) - static_cast<long long>(start.rss_kb), 30 * 1024) << "RSS grew";
+    std::printf(
+        "[ figure ] soak: 300 requests + 100 voice cycles in %.1f s; after warm-up -> end: RSS %llu -> %llu kB (%+lld "
+        "kB), "
+        "descriptors %zu -> %zu, threads %llu -> %llu\n",
+        wall, static_cast<unsigned long long>(start.rss_kb), static_cast<unsigned long long>(end.rss_kb),
+        static_cast<long long>(end.rss_kb) - static_cast<long long>(start.rss_kb), start.fds, end.fds,
+        static_cast<unsigned long long>(start.threads), static_cast<unsigned long long>(end.threads));
+    if (!kUnderAsan)
+        EXPECT_LE(static_cast<long long>(end.rss_kb) - static_cast<long long>(start.rss_kb), 30 * 1024) << "RSS grew";
     EXPECT_LE(end.fds, start.fds) << "descriptors leaked";
     EXPECT_LE(end.threads, start.threads) << "threads leaked";
-    for (const auto& e : std::filesystem::directory_iterator(voices_.path())) ADD_FAILURE() << "left in the voices folder: " << e.path();
+    for (const auto& e : std::filesystem::directory_iterator(voices_.path()))
+        ADD_FAILURE() << "left in the voices folder: " << e.path();
 }
 
 }  // namespace

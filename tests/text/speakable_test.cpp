@@ -9,14 +9,16 @@ using talkbox::Unspeakable;
 using talkbox::unspeakable;
 
 TEST(Speakable, TextWithALetterDigitOrPunctuationIsSpeakable) {
-    for (const std::string text : {"a", " 7 ", "\u200b.\u200b", "\u4f60\u597d", "\xff\xfe" /* not UTF-8: reported later */}) {
+    for (const std::string text :
+         {"a", " 7 ", "\u200b.\u200b", "\u4f60\u597d", "\xff\xfe" /* not UTF-8: reported later */}) {
         EXPECT_FALSE(unspeakable(text)) << text;
     }
 }
 
 TEST(Speakable, InvisibleTextHasNothingToSay) {
-    for (const std::string text : {"", " \t\r\n", "\u200b\u200c\u200d\u2060", "\ufeff", "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069",
-                                   "\x01\x1b\x7f", "\u0085\u009b", "\u00a0\u2003\u3000", "\u2028\u2029", "\u00ad", "\u180e"}) {
+    for (const std::string text :
+         {"", " \t\r\n", "\u200b\u200c\u200d\u2060", "\ufeff", "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069",
+          "\x01\x1b\x7f", "\u0085\u009b", "\u00a0\u2003\u3000", "\u2028\u2029", "\u00ad", "\u180e"}) {
         const auto why = unspeakable(text, "'input'");
         ASSERT_TRUE(why) << "speakable: " << text;
         EXPECT_EQ(why->kind, Unspeakable::NothingToSay);
