@@ -46,7 +46,7 @@ Acceptor::~Acceptor() {
     if (spare_ >= 0) ::close(spare_);
 }
 
-int Acceptor::accept(int listen_fd, sockaddr_storage& peer, int flags, const std::string& refusal) {
+int Acceptor::accept(int listen_fd, sockaddr_storage& peer, int flags, const std::function<std::string()>& refusal) {
     if (paused()) return -1;
     socklen_t len = sizeof peer;
     const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &len, flags);
@@ -55,7 +55,7 @@ int Acceptor::accept(int listen_fd, sockaddr_storage& peer, int flags, const std
     return -1;  // EAGAIN (none waiting), or a transient error retried on the next wake-up
 }
 
-void Acceptor::shed(int listen_fd, const std::string& refusal) {
+void Acceptor::shed(int listen_fd, const std::function<std::string()>& refusal) {
     paused_until_ = std::chrono::steady_clock::now() + kPause;
     if (spare_ < 0) {
         spare_ = open_spare();  // descriptors came back since the last time
@@ -65,7 +65,8 @@ void Acceptor::shed(int listen_fd, const std::string& refusal) {
     spare_ = -1;
     const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
-        ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        const std::string bytes = refusal();
+        ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         ::close(fd);
     }
     spare_ = open_spare();

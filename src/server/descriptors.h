@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 
 struct sockaddr_storage;
@@ -29,15 +30,16 @@ public:
     Acceptor(const Acceptor&) = delete;
     Acceptor& operator=(const Acceptor&) = delete;
 
-    // The next connection, or -1 when none is waiting or descriptors ran out (then `refusal`
-    // went to one client when the spare allowed it, and accepting is paused).
-    int accept(int listen_fd, sockaddr_storage& peer, int flags, const std::string& refusal);
+    // The next connection, or -1 when none is waiting or descriptors ran out (then the bytes
+    // `refusal` makes, only then, went to one client when the spare allowed it, and accepting is
+    // paused).
+    int accept(int listen_fd, sockaddr_storage& peer, int flags, const std::function<std::string()>& refusal);
     // Whether to leave the listener out of poll() now, and for how long still.
     bool paused() const;
     std::chrono::milliseconds retry_in() const;
 
 private:
-    void shed(int listen_fd, const std::string& refusal);
+    void shed(int listen_fd, const std::function<std::string()>& refusal);
     int spare_ = -1;
     std::chrono::steady_clock::time_point paused_until_{};
 };

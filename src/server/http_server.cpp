@@ -245,8 +245,10 @@ struct HttpServer::Impl {
     static std::string serialized(const Response& r) { return serialize_head(r, false, true, r.body.size()) + r.body; }
 
     void accept_all() {
-        const std::string out_of_descriptors =
-            serialized(handler.error(503, "the server has run out of file descriptors for new connections; retry later"));
+        // Made only for a client it is sent to: handler.error() also counts the refusal.
+        const auto out_of_descriptors = [this] {
+            return serialized(handler.error(503, "the server has run out of file descriptors for new connections; retry later"));
+        };
         for (;;) {
             sockaddr_storage peer{};
             const int fd = acceptor.accept(listen_fd, peer, SOCK_NONBLOCK | SOCK_CLOEXEC, out_of_descriptors);

@@ -349,8 +349,9 @@ struct WyomingServer::Impl {
     void accept_all() {
         for (;;) {
             sockaddr_storage peer{};
-            static const std::string out_of_descriptors = serialize(
-                error_event("server_busy", "the server has run out of file descriptors for new connections; retry later"));
+            const auto out_of_descriptors = [] {
+                return serialize(error_event("server_busy", "the server has run out of file descriptors for new connections; retry later"));
+            };
             const int fd = acceptor.accept(listen_fd, peer, SOCK_CLOEXEC, out_of_descriptors);  // blocking
             if (fd < 0) return;
             const int one = 1;
