@@ -110,6 +110,7 @@ void run_serve(const ServeArgs& a) {
     o.wyoming_samples_per_chunk = a.wyoming_samples_per_chunk;
     o.default_seed = a.seed;
     if (!a.quiet) o.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    o.warn = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
 
     // SIGINT/SIGTERM are taken by one thread (blocked everywhere else): the first drains the server
     // (readiness and new requests 503, running ones finish, up to --drain-timeout), then stops it;
@@ -215,7 +216,8 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--read-timeout", a->read_timeout, "Seconds a client may take to send one whole request (408 beyond)")
         ->check(positive(kMaxSeconds))
         ->capture_default_str();
-    cmd->add_option("--max-connections", a->max_connections, "Open client connections at most (503 beyond)")
+    cmd->add_option("--max-connections", a->max_connections, "Open client connections at most, HTTP and Wyoming each (503 beyond); lowered, with a warning, to what "
+                    "the open-files limit leaves (ulimit -n, raised to its hard limit at start)")
         ->check(in_range<size_t>(1, 1000000))
         ->capture_default_str();
     cmd->add_option("--cors-origin", a->cors_origins,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -21,6 +22,7 @@
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
 #include "talkbox/long_form.h"
+#include "talkbox/segmenter.h"
 #include "talkbox/speech_settings.h"
 #include "talkbox/time_stretch.h"
 #include "talkbox/voice_file.h"
@@ -65,16 +67,37 @@ void normalize_level(std::vector<float>& pcm, const std::string& mode, double db
     for (float& x : pcm) x = static_cast<float>(x * gain);
 }
 
-std::string read_all(std::istream& in) { return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()}; }
+// The longest text speak takes, from -t, -f or stdin (about a day of speech): a file of more,
+// or an endless source (/dev/zero, a pipe that never ends), is refused once that much is read.
+constexpr size_t kMaxTextChars = 1000000;
+
+std::string too_long(const std::string& what) {
+    return what + " holds more than " + std::to_string(kMaxTextChars) + " characters, the most speak takes at once; split it";
+}
+
+// At most what kMaxTextChars characters can take (4 bytes each in UTF-8), and one byte more to tell.
+std::string read_text(std::istream& in, const std::string& what) {
+    std::string text;
+    char buf[1 << 16];
+    while (text.size() <= 4 * kMaxTextChars && (in.read(buf, sizeof buf) || in.gcount() > 0)) text.append(buf, static_cast<size_t>(in.gcount()));
+    if (in.bad()) throw Error(ErrorKind::Io, "cannot read " + what);
+    if (text.size() > 4 * kMaxTextChars || code_point_count(text) > kMaxTextChars) throw Error(ErrorKind::InvalidArgument, too_long(what));
+    return text;
+}
 
 std::string input_text(const SpeakArgs& a) {
     if (!a.text.empty() && !a.text_file.empty()) throw Error(ErrorKind::InvalidArgument, "give the text with -t or -f, not both");
-    if (!a.text.empty()) return a.text;
-    if (a.text_file == "-" || (a.text_file.empty() && !isatty(fileno(stdin)))) return read_all(std::cin);
+    if (!a.text.empty()) {
+        if (code_point_count(a.text) > kMaxTextChars) throw Error(ErrorKind::InvalidArgument, too_long("-t"));
+        return a.text;
+    }
+    if (a.text_file == "-" || (a.text_file.empty() && !isatty(fileno(stdin)))) return read_text(std::cin, "stdin");
     if (a.text_file.empty()) throw Error(ErrorKind::InvalidArgument, "no text: give -t TEXT, -f FILE, or pipe text to stdin");
+    const std::string what = "text file '" + a.text_file + "' (-f)";
+    if (std::filesystem::is_directory(a.text_file)) throw Error(ErrorKind::InvalidArgument, what + " is a folder, not a file");
     std::ifstream f(a.text_file, std::ios::binary);
-    if (!f) throw Error(ErrorKind::NotFound, "cannot read text file '" + a.text_file + "'");
-    return read_all(f);
+    if (!f) throw Error(ErrorKind::NotFound, "cannot read " + what);
+    return read_text(f, what);
 }
 
 // Where the audio goes: collected for a file (finish() gives its bytes), or streamed to stdout.
@@ -291,7 +314,7 @@ void register_speak(CLI::App& app) {
                     "Model GGUF file (Qwen3-TTS or Chatterbox) or a pulled model's name (ResembleAI/chatterbox); default: "
                     "$TALKBOX_MODEL, else `talkbox default`, else the only model in the cache");
     cmd->add_option("-t,--text", a->text, "Text to speak");
-    cmd->add_option("-f,--file", a->text_file, "Read the text from a file ('-': stdin; stdin is also read when piped)");
+    cmd->add_option("-f,--file", a->text_file, "Read the text from a file ('-': stdin; stdin is also read when piped); at most 1000000 characters");
     cmd->add_option("-o,--output", a->output, "Audio output file, or '-' to stream raw PCM to stdout");
     cmd->add_option("--format", a->format, "wav16 (default for files), wav32, flac, ogg, opus, mp3, aac; for stdout raw16/s16le (default), raw32/f32le, wav16");
     cmd->add_option("--codes-out", a->codes_out, "Also write the generated frames as JSON (Qwen3-TTS: codec frames; Chatterbox: "

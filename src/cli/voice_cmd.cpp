@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "core/atomic_file.h"
+#include "core/printable.h"
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
 #include "talkbox/model.h"
@@ -66,7 +67,8 @@ void register_voice_info(CLI::App& voice) {
     cmd->callback([path] {
         const Voice v = load_voice(*path);
         std::printf("voice:        %s\n", path->c_str());
-        for (const auto& [label, value] : voice_details(v)) std::printf("%-13s %s\n", (label + ":").c_str(), value.c_str());
+        // A voice file may come from anyone (a server's upload names its clip as the client sent it).
+        for (const auto& [label, value] : voice_details(v)) std::printf("%-13s %s\n", (label + ":").c_str(), without_controls(value).c_str());
     });
 }
 

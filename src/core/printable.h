@@ -1,13 +1,15 @@
-// Untrusted text (a client's path, a server's message, a URL it sent) made safe to print in a log
-// line or an error: bytes outside printable ASCII become '?' (no terminal escapes, no C1 controls
-// on 8-bit terminals), cut to max_chars with "...".
+// Untrusted text (a client's path, name or field, a server's message, a URL it sent) made safe
+// to print in a log line, an error message or a stored record: no terminal escapes, no C1
+// controls, no bidi overrides, no NULs that would cut a C string short.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace talkbox {
 
+// Bytes outside printable ASCII become '?', cut to max_chars with "..." (log lines).
 inline std::string printable(const std::string& text, size_t max_chars = 200) {
     std::string out;
     for (const char ch : text) {
@@ -16,5 +18,18 @@ inline std::string printable(const std::string& text, size_t max_chars = 200) {
     }
     return out;
 }
+
+// How much of a client's value an error message quotes.
+constexpr size_t kQuotedChars = 100;
+
+// `text` in single quotes for an error message: printable characters (UTF-8 kept) as they are,
+// control and invisible format characters (C0, DEL, C1, zero-width, bidi, BOM) as \u{XXXX},
+// bytes that are not UTF-8 as \xNN, and past `max_chars` characters cut with "..." and the
+// whole length ("'aaa...' (5000 characters)").
+std::string quote_value(std::string_view text, size_t max_chars = kQuotedChars);
+
+// `text` without control and invisible format characters, bytes that are not UTF-8 dropped:
+// for client text kept and shown later (an uploaded file's name).
+std::string without_controls(std::string_view text);
 
 }  // namespace talkbox

@@ -16,6 +16,12 @@ std::string trim(const std::string& s) {
     return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
+std::string hide_path(std::string message, const std::string& path, const std::string& name) {
+    if (path.empty()) return message;
+    for (size_t at = message.find(path); at != std::string::npos; at = message.find(path, at + name.size())) message.replace(at, path.size(), name);
+    return message;
+}
+
 std::string join_names(const std::vector<std::string>& items) {
     std::string out;
     for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;

@@ -25,6 +25,10 @@ std::string fixed_decimals(double v, int decimals);
 // A byte count for people, in powers of 1024: "512 B", "1.5 KiB", "2.0 GiB".
 std::string human_bytes(double bytes);
 
+// `message` with every occurrence of `path` replaced by `name` ("the uploaded clip"), so that
+// what a client is told never says where the server keeps its files.
+std::string hide_path(std::string message, const std::string& path, const std::string& name);
+
 // Standard base64 (RFC 4648, '+' '/', '=' padding) of `n` bytes.
 std::string base64_encode(const void* data, size_t n);
 

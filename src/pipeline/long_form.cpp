@@ -10,16 +10,16 @@
 
 #include "talkbox/error.h"
 #include "talkbox/segmenter.h"
+#include "text/speakable.h"
 
 namespace talkbox {
 
 std::vector<std::string> long_form_segments(const std::string& text, const LongFormOptions& options) {
+    if (auto refusal = unspeakable(text)) throw Error(ErrorKind::InvalidArgument, refusal->message);
     SegmenterOptions seg;
     seg.join_up_to = options.segment_chars;
     std::vector<std::string> segments = options.split ? split_into_segments(text, seg) : std::vector<std::string>{text};
-    if (segments.empty() || (segments.size() == 1 && segments[0].find_first_not_of(" \t\r\n") == std::string::npos)) {
-        throw Error(ErrorKind::InvalidArgument, "the text to speak is empty");
-    }
+    if (segments.empty()) throw Error(ErrorKind::InvalidArgument, "the text to speak is empty");  // the segmenter dropped it all
     return segments;
 }
 

@@ -3,12 +3,15 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace talkbox::server {
 
 struct ApiError : std::runtime_error {
     int status;
     std::string type, param, code;
+    std::vector<std::pair<std::string, std::string>> headers;  // sent with it (Allow, WWW-Authenticate)
     ApiError(int status_, std::string type_, std::string code_, const std::string& message, std::string param_ = "")
         : std::runtime_error(message), status(status_), type(std::move(type_)), param(std::move(param_)), code(std::move(code_)) {}
 };

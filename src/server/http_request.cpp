@@ -1,10 +1,13 @@
 #include "server/http_request.h"
 
+#include <arpa/inet.h>
 #include <poll.h>
 
 #include <algorithm>
 #include <cstring>
 #include <optional>
+
+#include "core/printable.h"
 
 namespace talkbox::http {
 
@@ -40,7 +43,7 @@ std::vector<std::string_view> head_lines(std::string_view head) {
 
 uint64_t parse_content_length(std::string_view v) {
     if (v.empty() || v.size() > 18 || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        throw HttpError(400, "invalid Content-Length '" + std::string(v.substr(0, 40)) + "': expected a decimal byte count");
+        throw HttpError(400, "invalid Content-Length " + quote_value(v) + ": expected a decimal byte count");
     }
     return std::stoull(std::string(v));
 }
@@ -88,6 +91,45 @@ bool peer_closed(int socket) {
     return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+Authority parse_authority(std::string_view value) {
+    const auto refuse = [&](const char* why) -> Authority {
+        throw HttpError(400, "malformed Host header " + quote_value(value) + ": " + why);
+    };
+    Authority a;
+    std::string_view port;
+    if (!value.empty() && value.front() == '[') {
+        const size_t close = value.find(']');
+        if (close == std::string_view::npos) return refuse("'[' without ']'");
+        a.host = lower_ascii(value.substr(1, close - 1));
+        in6_addr scratch;
+        if (inet_pton(AF_INET6, a.host.c_str(), &scratch) != 1) return refuse("the part in brackets is not an IPv6 address");
+        const std::string_view rest = value.substr(close + 1);
+        if (!rest.empty() && rest.front() != ':') return refuse("only ':PORT' may follow ']'");
+        if (!rest.empty()) port = rest.substr(1);
+        if (rest.empty()) return a;
+    } else {
+        const size_t colon = value.find(':');
+        const std::string_view name = value.substr(0, colon);
+        if (name.empty()) return refuse("the host is empty");
+        // reg-name or IPv4 address: unreserved, sub-delims and percent escapes (RFC 3986 3.2.2); no
+        // '@' (userinfo), no brackets.
+        for (const char c : name) {
+            if (!std::isalnum(static_cast<unsigned char>(c)) && !std::strchr("-._~!$&'()*+,;=%", c)) {
+                return refuse("the host holds a character a host name cannot");
+            }
+        }
+        a.host = lower_ascii(name);
+        if (colon == std::string_view::npos) return a;
+        port = value.substr(colon + 1);
+    }
+    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return refuse("the port must be a number from 0 to 65535");
+    }
+    a.port = std::stoi(std::string(port));
+    if (a.port > 65535) return refuse("the port must be a number from 0 to 65535");
+    return a;
+}
+
 std::string percent_decode(std::string_view s) {
     std::string out;
     out.reserve(s.size());
@@ -99,6 +141,7 @@ std::string percent_decode(std::string_view s) {
         if (i + 2 >= s.size()) throw HttpError(400, "malformed percent-escape at the end of the path");
         const int a = hex_value(s[i + 1]), b = hex_value(s[i + 2]);
         if (a < 0 || b < 0) throw HttpError(400, "malformed percent-escape in the path: '%' must be followed by two hex digits");
+        if (a == 0 && b == 0) throw HttpError(400, "the path holds an encoded NUL (%00)");
         out += static_cast<char>(a * 16 + b);
         i += 2;
     }
@@ -179,12 +222,20 @@ void RequestParser::parse_head() {
         const std::string_view value = trim_ows(h.substr(colon + 1));
         for (const char c : value) {
             const auto u = static_cast<unsigned char>(c);
-            if ((u < 0x20 && c != '\t') || u == 0x7f) throw HttpError(400, "header '" + std::string(name) + "' holds a control character");
+            if ((u < 0x20 && c != '\t') || u == 0x7f) throw HttpError(400, "header " + quote_value(name) + " holds a control character");
         }
         if (request_.headers.size() >= limits_.max_headers) {
             throw HttpError(431, "more than " + std::to_string(limits_.max_headers) + " header fields");
         }
         request_.headers.emplace_back(lower_ascii(name), std::string(value));
+    }
+
+    // Exactly one Host (RFC 9112 3.2): with two, a proxy and this server could each check another.
+    size_t hosts = 0;
+    for (const auto& [k, v] : request_.headers) {
+        if (k != "host") continue;
+        if (++hosts > 1) throw HttpError(400, "more than one Host header");
+        request_.host = parse_authority(v).host;
     }
 
     // Body framing (RFC 9112 6): chunked, or one Content-Length; both at once is refused, as
@@ -205,7 +256,7 @@ void RequestParser::parse_head() {
             if (k == "transfer-encoding") codings += (codings.empty() ? "" : ",") + lower_ascii(v);
         }
         if (std::string(trim_ows(codings)) != "chunked") {
-            throw HttpError(501, "Transfer-Encoding '" + codings.substr(0, 60) + "' is not supported (only 'chunked')");
+            throw HttpError(501, "Transfer-Encoding " + quote_value(codings) + " is not supported (only 'chunked')");
         }
         content_length_ = -1;
     } else {
@@ -272,7 +323,10 @@ size_t RequestParser::feed_chunked(const char* data, size_t size) {
                 } else if (chunk_ == Chunk::Trailer) {
                     if (line.empty()) state_ = State::Done;
                 } else {
-                    const std::string_view digits = trim_ows(line.substr(0, line.find(';')));
+                    // chunk-size = 1*HEXDIG from the line's first byte; only whitespace before ";extensions".
+                    const size_t end = line.find(';');
+                    std::string_view digits = line.substr(0, end);
+                    while (!digits.empty() && (digits.back() == ' ' || digits.back() == '\t') && end != std::string_view::npos) digits.remove_suffix(1);
                     if (digits.empty() || digits.size() > 15) throw HttpError(400, "malformed chunked body: bad chunk size");
                     uint64_t n = 0;
                     for (const char d : digits) {

@@ -36,6 +36,7 @@ struct Request {
     std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased, in order
     std::string body;
     std::vector<std::string> params;  // what the route's pattern captured
+    std::string host;  // the Host header's host, lower case, an IPv6 address without brackets ("" without one)
     std::string remote_addr;
     int socket = -1;  // the connection, for peer_closed()
     std::chrono::steady_clock::time_point received{};  // when its head was complete (latency metrics)
@@ -57,7 +58,18 @@ std::string_view trim_ows(std::string_view s);
 // Whether the client on `socket` has closed or reset the connection.
 bool peer_closed(int socket);
 
-// Decodes %XX escapes; a '%' not followed by two hex digits is an HttpError (400).
+// A Host header (RFC 9110 7.2: uri-host [":" port]) split exactly: the lower-case host (a name,
+// an IPv4 address, or an IPv6 address given in brackets, returned without them) and the port
+// (-1: none). Anything else (userinfo such as "a@b", an empty or non-numeric port, unbalanced
+// brackets, an empty host) is an HttpError (400).
+struct Authority {
+    std::string host;
+    int port = -1;
+};
+Authority parse_authority(std::string_view value);
+
+// Decodes %XX escapes; a '%' not followed by two hex digits is an HttpError (400), and so is %00
+// (a NUL would cut the path short wherever it is passed on as a C string).
 std::string percent_decode(std::string_view s);
 
 class RequestParser {

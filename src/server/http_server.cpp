@@ -19,6 +19,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "server/descriptors.h"
 #include "talkbox/error.h"
 
 namespace talkbox::http {
@@ -82,6 +83,7 @@ bool has_header(const Response& r, const char* name) {
 }
 
 // The status line and headers; `chunked` / `length` frame the body, `close` ends the connection.
+// (A HEAD request gets the same head, Content-Length included, and no body.)
 std::string serialize_head(const Response& r, bool chunked, bool close, size_t length) {
     std::string head = "HTTP/1.1 " + std::to_string(r.status) + " " + reason(r.status) + "\r\n";
     for (const auto& [k, v] : r.headers) head += k + ": " + v + "\r\n";
@@ -147,6 +149,7 @@ struct HttpServer::Impl {
     Handler& handler;
     ServerLimits limits;
     int listen_fd = -1;
+    Acceptor acceptor;
     int wake[2] = {-1, -1};
     std::atomic<bool> stopping{false};
 
@@ -178,7 +181,8 @@ struct HttpServer::Impl {
     // instead of a reset.
     void refuse(Connection& c, Response r) {
         r.close = true;
-        send_now(c.fd, serialize_head(r, false, true, r.body.size()) + r.body);
+        const bool head_only = c.parser.request().method == "HEAD";
+        send_now(c.fd, serialize_head(r, false, true, r.body.size()) + (head_only ? std::string() : r.body));
         handler.completed(c.parser.request(), r);
         ::shutdown(c.fd, SHUT_WR);
         c.phase = Connection::Phase::Draining;
@@ -238,20 +242,24 @@ struct HttpServer::Impl {
         return true;
     }
 
+    static std::string serialized(const Response& r) { return serialize_head(r, false, true, r.body.size()) + r.body; }
+
     void accept_all() {
+        // Made only for a client it is sent to: handler.error() also counts the refusal.
+        const auto out_of_descriptors = [this] {
+            return serialized(handler.error(503, "the server has run out of file descriptors for new connections; retry later"));
+        };
         for (;;) {
             sockaddr_storage peer{};
-            socklen_t len = sizeof peer;
-            const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd < 0) return;  // EAGAIN, or a transient error (EMFILE...): retried on the next wake-up
+            const int fd = acceptor.accept(listen_fd, peer, SOCK_NONBLOCK | SOCK_CLOEXEC, out_of_descriptors);
+            if (fd < 0) return;
             size_t open;
             {
                 std::lock_guard<std::mutex> lock(m);
                 open = polled.size() + work.size() + busy.size();
             }
             if (open >= limits.max_connections) {
-                Response r = handler.error(503, "the server has too many open connections; retry later");
-                send_now(fd, serialize_head(r, false, true, r.body.size()) + r.body);
+                send_now(fd, serialized(handler.error(503, "the server has too many open connections; retry later")));
                 ::close(fd);
                 continue;
             }
@@ -303,8 +311,10 @@ struct HttpServer::Impl {
 
             fds.clear();
             fds.push_back({wake[0], POLLIN, 0});
-            fds.push_back({listen_fd, POLLIN, 0});
-            auto next = Clock::now() + std::chrono::seconds(1);
+            // Out of descriptors, the listener stays readable: it is left out until the pause ends.
+            fds.push_back({listen_fd, static_cast<short>(acceptor.paused() ? 0 : POLLIN), 0});
+            auto next = Clock::now() + (acceptor.paused() ? std::chrono::duration_cast<Clock::duration>(acceptor.retry_in())
+                                                          : Clock::duration(std::chrono::seconds(1)));
             for (const auto& c : polled) {
                 fds.push_back({c->fd, POLLIN | POLLRDHUP, 0});
                 next = std::min(next, c->deadline);
@@ -367,7 +377,11 @@ struct HttpServer::Impl {
         const bool http10 = req.version_minor == 0;
         bool close = res.close || !req.keep_alive() || stopping || (res.stream && http10);
         bool ok;
-        if (res.stream) {
+        if (req.method == "HEAD") {
+            res.stream = nullptr;  // GET's head alone; a stream has no length to announce, so it is not started
+            const std::string head = serialize_head(res, false, close, res.body.size());
+            ok = send_all(c.fd, head.data(), head.size());
+        } else if (res.stream) {
             const std::string head = serialize_head(res, !http10, close, 0);
             ok = send_all(c.fd, head.data(), head.size());
             bool complete = false;

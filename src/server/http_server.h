@@ -2,7 +2,9 @@
 // requests under a deadline (a slow or idle client costs a socket, never a worker); the head of a
 // request is screened before its body is read (routing, authentication, size); bodies are read
 // under a cap whatever their framing; complete requests go to a fixed pool of workers through a
-// bounded queue (503 when it is full). Handlers answer with a whole body or a chunked stream.
+// bounded queue (503 when it is full). Handlers answer with a whole body or a chunked stream;
+// HEAD gets GET's head alone. Out of file descriptors, the listener answers 503 and pauses
+// rather than spinning (descriptors.h).
 #pragma once
 
 #include <cstddef>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/printable.h"
 #include "server/http_request.h"
 
 namespace talkbox::http {
@@ -106,10 +107,14 @@ std::vector<FormPart> parse_multipart(std::string_view body, std::string_view co
 }
 
 const FormPart* find_part(const std::vector<FormPart>& parts, std::string_view name) {
+    const FormPart* found = nullptr;
     for (const auto& p : parts) {
-        if (p.name == name) return &p;
+        if (p.name != name) continue;
+        // "First wins" and "last wins" differ between parsers: a repeat is ambiguous, so refused.
+        if (found) throw HttpError(400, "multipart: the field " + quote_value(name) + " is given more than once");
+        found = &p;
     }
-    return nullptr;
+    return found;
 }
 
 }  // namespace talkbox::http

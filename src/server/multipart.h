@@ -15,7 +15,7 @@ struct FormPart {
 // The parts of `body`, whose Content-Type header is `content_type` (it carries the boundary).
 std::vector<FormPart> parse_multipart(std::string_view body, std::string_view content_type);
 
-// The first part named `name`, or nullptr.
+// The part named `name`, or nullptr; an HttpError (400) when several parts have that name.
 const FormPart* find_part(const std::vector<FormPart>& parts, std::string_view name);
 
 }  // namespace talkbox::http

@@ -19,10 +19,12 @@
 #include "core/json_file.h"
 #include "core/printable.h"
 #include "server/api_error.h"
+#include "server/descriptors.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/models.h"
 #include "server/multipart.h"
+#include "server/request_limits.h"
 #include "server/scheduler.h"
 #include "server/voices.h"
 #include "server/web_page.h"
@@ -35,6 +37,7 @@
 #include "talkbox/segmenter.h"
 #include "talkbox/time_stretch.h"
 #include "talkbox/voice_file.h"
+#include "text/speakable.h"
 
 namespace talkbox::server {
 
@@ -212,6 +215,17 @@ void send_json(http::Response& res, int status, const json& body) {
     res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
+// A client's string: no NUL (it would cut the value short wherever it goes on as a C string),
+// and at most `max_chars` characters (413 text_too_long, as for "input").
+void check_client_string(const std::string& what, const std::string& value, size_t max_chars, const std::string& param) {
+    if (const size_t chars = code_point_count(value); chars > max_chars) {
+        throw ApiError(413, "invalid_request_error", "text_too_long", too_long_message(what, chars, max_chars), param);
+    }
+    if (const size_t nul = value.find('\0'); nul != std::string::npos) {
+        throw bad_request(what + " holds a NUL character at byte offset " + std::to_string(nul), param);
+    }
+}
+
 json error_json(const ApiError& e) {
     return {{"error",
              {{"message", e.what()},
@@ -272,7 +286,10 @@ struct Server::Impl : http::Handler, wyoming::Service {
         // other quick routes answering while all synthesis slots are taken.
         limits.workers = options.max_concurrent + options.max_queue + 8;
         limits.max_pending = limits.workers;
-        limits.max_connections = options.max_connections;
+        // Each Wyoming connection may hold one running or waiting synthesis, as the HTTP workers do.
+        size_t wyoming_connections = options.wyoming_port >= 0 ? std::min(options.max_connections, limits.workers) : 0;
+        limits.max_connections = options.http ? options.max_connections : 0;
+        fit_connections_to_descriptors(limits.max_connections, wyoming_connections);
         if (options.http) http = std::make_unique<http::HttpServer>(*this, limits);
         if (options.wyoming_port >= 0) {
             wyoming::ServerOptions w;
@@ -280,13 +297,37 @@ struct Server::Impl : http::Handler, wyoming::Service {
             w.limits.max_header_bytes = w.limits.max_data_bytes = options.max_text_chars * 12 + (64 << 10);
             w.limits.max_payload_bytes = 64 << 10;  // no TTS event carries one; room for a stray small one
             w.samples_per_chunk = options.wyoming_samples_per_chunk;
-            // Each connection may hold one running or waiting synthesis, as the HTTP workers do.
-            w.max_connections = std::min(options.max_connections, limits.workers);
+            w.max_connections = wyoming_connections;
             w.read_timeout_s = options.read_timeout_s;
             w.idle_timeout_s = options.request_timeout_s;  // a stream may wait for its text as long as a synthesis may run
             wyoming = std::make_unique<wyoming::WyomingServer>(*this, w);
         }
         if (!http && !wyoming) throw Error(ErrorKind::InvalidArgument, "--no-http needs --wyoming-port (nothing would be served)");
+    }
+
+    // Every connection holds a descriptor; what the process has open already (models, logs), the
+    // listeners and wake-up pipes, and the files each running request may open (an upload, the
+    // clip read back, the voice written) are kept out of the connections' share, so that running
+    // out of descriptors is a 503 at the door, never a failure inside a request.
+    void fit_connections_to_descriptors(size_t& http_connections, size_t& wyoming_connections) {
+        const size_t limit = http::raise_descriptor_limit();
+        const size_t kept = http::open_descriptors() + 16 + 4 * options.max_concurrent;
+        const size_t room = limit > kept ? limit - kept : 0;
+        const size_t front_ends = (http_connections ? 1 : 0) + (wyoming_connections ? 1 : 0);
+        if (room < 2 * front_ends) {
+            throw Error(ErrorKind::Io, "this process may open " + std::to_string(limit) + " files (ulimit -n) and needs " +
+                                           std::to_string(kept) + " besides client connections: raise the limit (ulimit -n 4096)");
+        }
+        if (http_connections + wyoming_connections <= room) return;
+        if (wyoming_connections) wyoming_connections = std::max<size_t>(1, std::min(wyoming_connections, room / front_ends));
+        if (http_connections) http_connections = room - wyoming_connections;
+        if (!options.warn) return;
+        std::string lowered = "talkbox: --max-connections " + std::to_string(options.max_connections) + " lowered to ";
+        if (http_connections) lowered += std::to_string(http_connections) + (wyoming_connections ? " HTTP and " : "");
+        if (wyoming_connections) lowered += std::to_string(wyoming_connections) + " Wyoming";
+        options.warn(lowered + " connections: this process may open " + std::to_string(limit) +
+                     " files (ulimit -n, raised to its hard limit) and keeps " + std::to_string(kept) +
+                     " for its models, listeners and requests");
     }
 
     // --- http::Handler ---
@@ -346,20 +387,43 @@ struct Server::Impl : http::Handler, wyoming::Service {
         metrics.error(e.status);
         Response r;
         send_json(r, e.status, error_json(e));
+        for (const auto& [name, value] : e.headers) r.set_header(name, value);
         return r;
+    }
+
+    static bool path_matches(const Route& r, std::string_view path) {
+        const std::string_view pattern(r.path);
+        return r.captures == Route::Exact ? path == pattern
+                                          : path.size() > pattern.size() && path.compare(0, pattern.size(), pattern) == 0 &&
+                                                (r.captures == Route::Rest || path.find('/', pattern.size()) == std::string_view::npos);
+    }
+
+    // HEAD is answered wherever GET is (the same headers, no body: http_server.cpp).
+    static bool method_matches(const Route& r, const std::string& method) {
+        return method == r.method || (method == "HEAD" && std::strcmp(r.method, "GET") == 0);
     }
 
     const Route* match(const http::Request& req, bool any_method = false) const {
         for (const auto& r : table) {
-            if (!any_method && req.method != r.method) continue;
-            const std::string_view path(req.path), pattern(r.path);
-            if (r.captures == Route::Exact ? path == pattern
-                                           : path.size() > pattern.size() && path.compare(0, pattern.size(), pattern) == 0 &&
-                                                 (r.captures == Route::Rest || path.find('/', pattern.size()) == std::string_view::npos)) {
-                return &r;
-            }
+            if ((any_method || method_matches(r, req.method)) && path_matches(r, req.path)) return &r;
         }
         return nullptr;
+    }
+
+    // "GET, HEAD, POST, OPTIONS": the methods of the routes at the request's path (405's Allow).
+    std::string allowed_methods(const http::Request& req) const {
+        std::vector<std::string> methods;
+        const auto add = [&](const std::string& m) {
+            if (std::find(methods.begin(), methods.end(), m) == methods.end()) methods.push_back(m);
+        };
+        for (const auto& r : table) {
+            if (!path_matches(r, req.path)) continue;
+            add(r.method);
+            if (std::strcmp(r.method, "GET") == 0) add("HEAD");
+        }
+        std::string out;
+        for (const auto& m : methods) out += (out.empty() ? "" : ", ") + m;
+        return out;
     }
 
     void screen_or_throw(http::Request& req, size_t& max_body) {
@@ -367,19 +431,22 @@ struct Server::Impl : http::Handler, wyoming::Service {
         const std::string& origin = req.header("origin");
         if (!origin.empty() && !origin_allowed(req, origin)) {
             throw ApiError(403, "invalid_request_error", "origin_not_allowed",
-                           "requests from web pages of origin '" + origin + "' are not allowed (serve --cors-origin ORIGIN allows them)");
+                           "requests from web pages of origin " + quote_value(origin) + " are not allowed (serve --cors-origin ORIGIN allows them)");
         }
         if (req.method == "OPTIONS") {  // a CORS preflight of an allowed origin (or a plain OPTIONS)
             max_body = 0;
-            if (!match(req, true)) throw not_found("no route for " + req.path, "", "unknown_route");
+            if (!match(req, true)) throw not_found("no route for " + quote_value(req.path), "", "unknown_route");
             return;
         }
         const Route* route = match(req);
         if (!route) {
             if (match(req, true)) {
-                throw ApiError(405, "invalid_request_error", "method_not_allowed", req.method + " is not allowed on " + req.path);
+                ApiError e(405, "invalid_request_error", "method_not_allowed",
+                           req.method + " is not allowed on " + quote_value(req.path) + " (allowed: " + allowed_methods(req) + ")");
+                e.headers.emplace_back("Allow", allowed_methods(req));
+                throw e;
             }
-            throw not_found("no route for " + req.method + " " + req.path, "", "unknown_route");
+            throw not_found("no route for " + req.method + " " + quote_value(req.path), "", "unknown_route");
         }
         if (route->auth) authorize(req);
         // Shutting down: only the probes answer, so that a load balancer sends the rest elsewhere.
@@ -407,7 +474,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
             if (req.version_minor >= 1) throw bad_request("the request has no Host header (HTTP/1.1 requires one)", "", "missing_host");
             return;
         }
-        const std::string host = host_name(req.header("host"));
+        const std::string& host = req.host;  // parsed exactly (http::parse_authority) or refused with 400
         const std::string bound = ascii_lower(options.host);
         if (host == "localhost" || host == "127.0.0.1" || host == "::1" || host == bound) return;
         for (const auto& h : options.allowed_hosts) {
@@ -418,19 +485,8 @@ struct Server::Impl : http::Handler, wyoming::Service {
         in6_addr scratch;
         if (wildcard && (inet_pton(AF_INET, host.c_str(), &scratch) == 1 || inet_pton(AF_INET6, host.c_str(), &scratch) == 1)) return;
         throw ApiError(403, "invalid_request_error", "host_not_allowed",
-                       "Host '" + req.header("host") + "' is not a name of this server; without an API key only localhost and "
+                       "Host " + quote_value(req.header("host")) + " is not a name of this server; without an API key only localhost and "
                        "the listening address are served (serve --allowed-host NAME adds one)");
-    }
-
-    // "name:port", "[v6]:port" or "name" → the lower-case name.
-    static std::string host_name(const std::string& host) {
-        std::string h = ascii_lower(host);
-        if (!h.empty() && h.front() == '[') {
-            const size_t close = h.find(']');
-            return close == std::string::npos ? h : h.substr(1, close - 1);
-        }
-        const size_t colon = h.find(':');
-        return colon == std::string::npos ? h : h.substr(0, colon);
     }
 
     // A page of the server itself (its origin names the Host the request was sent to), or one
@@ -461,12 +517,18 @@ struct Server::Impl : http::Handler, wyoming::Service {
 
     void authorize(const http::Request& req) const {
         if (options.api_key.empty()) return;
+        // "Bearer KEY", the scheme in any case (RFC 9110 11.1).
         const std::string& auth = req.header("authorization");
-        const std::string prefix = "Bearer ";
-        const std::string given = auth.rfind(prefix, 0) == 0 ? auth.substr(prefix.size()) : std::string();
+        const size_t space = auth.find(' ');
+        const bool bearer = space != std::string::npos && ascii_lower(auth.substr(0, space)) == "bearer";
+        const std::string given = bearer ? std::string(http::trim_ows(std::string_view(auth).substr(space + 1))) : std::string();
         if (!constant_time_equal(given, options.api_key)) {
-            throw ApiError(401, "invalid_request_error", "invalid_api_key",
-                           auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'" : "incorrect API key");
+            ApiError e(401, "invalid_request_error", "invalid_api_key",
+                       auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'"
+                       : bearer     ? "incorrect API key"
+                                    : "the Authorization header must be 'Bearer KEY'");
+            e.headers.emplace_back("WWW-Authenticate", "Bearer");
+            throw e;
         }
     }
 
@@ -517,11 +579,11 @@ struct Server::Impl : http::Handler, wyoming::Service {
         } else if (ascii_lower(voice) == kBuiltinVoice) {
             why = "'builtin' is the built-in voice of models that have one";
         } else {
-            why = "'" + voice + "' is a preset speaker of other models";
+            why = quote_value(voice) + " is a preset speaker of other models";
         }
         if (why.empty()) why = "model '" + model.id() + "' is " + model.capabilities().description();
         const auto takes = voice_names(&model);
-        throw bad_request("voice '" + voice + "' does not fit model '" + model.id() + "': " + why + "; " +
+        throw bad_request("voice " + quote_value(voice) + " does not fit model '" + model.id() + "': " + why + "; " +
                               (fits.empty() ? std::string("no loaded model takes it") : "it fits " + join_names(fits)) + " (model '" +
                               model.id() + "' takes " + (takes.empty() ? std::string("no voice") : join_names(takes)) + ")",
                           "voice", "voice_mismatch");
@@ -560,7 +622,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
                                       "voice", "missing_field");
                 }
                 refuse_voice_mismatch(*m, voice);
-                throw not_found("voice '" + voice + "' is not available for model '" + m->id() + "' (available: " +
+                throw not_found("voice " + quote_value(voice) + " is not available for model '" + m->id() + "' (available: " +
                                     join_names(voice_names(m)) + ")",
                                 "voice", "voice_not_found");
             }
@@ -576,13 +638,13 @@ struct Server::Impl : http::Handler, wyoming::Service {
             }
             if (!found) {
                 if (voice.empty()) throw bad_request("'voice' is required", "voice", "missing_field");
-                throw not_found("voice '" + voice + "' is not available (available: " + join_names(voice_names(nullptr)) + ")", "voice",
+                throw not_found("voice " + quote_value(voice) + " is not available (available: " + join_names(voice_names(nullptr)) + ")", "voice",
                                 "voice_not_found");
             }
         } else {
             std::vector<std::string> ids;
             for (const auto& m : models) ids.push_back(m->id());
-            throw not_found("model '" + model + "' is not loaded (available: " + join_names(ids) + ")", "model", "model_not_found");
+            throw not_found("model " + quote_value(model) + " is not loaded (available: " + join_names(ids) + ")", "model", "model_not_found");
         }
         return found;
     }
@@ -593,7 +655,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         const Capabilities& caps = m.capabilities();
         bool known = false;
         for (const auto& l : caps.languages) known |= ascii_lower(l) == ascii_lower(language);
-        if (!known) throw bad_request("unsupported language '" + language + "' (supported: auto, " + join_names(caps.languages) + ")", "language");
+        if (!known) throw bad_request("unsupported language " + quote_value(language) + " (supported: auto, " + join_names(caps.languages) + ")", "language");
         r.language = ascii_lower(language);
     }
 
@@ -605,13 +667,15 @@ struct Server::Impl : http::Handler, wyoming::Service {
             throw bad_request(e.what(), "", "invalid_json");
         }
         if (!body.is_object()) throw bad_request("the request body must be a JSON object", "", "invalid_json");
-        const auto string_field = [&](const char* key, bool required) -> std::string {
+        const auto string_field = [&](const char* key, bool required, size_t max_chars = kMaxNameChars) -> std::string {
             if (!body.contains(key) || body[key].is_null()) {
                 if (required) throw bad_request(std::string("'") + key + "' is required", key, "missing_field");
                 return {};
             }
             if (!body[key].is_string()) throw bad_request(std::string("'") + key + "' must be a string", key);
-            return body[key].get<std::string>();
+            std::string value = body[key].get<std::string>();
+            check_client_string(std::string("'") + key + "'", value, max_chars, key);
+            return value;
         };
         const auto number_field = [&](const char* key, double lo, double hi) -> std::optional<double> {
             if (!body.contains(key) || body[key].is_null()) return std::nullopt;
@@ -631,30 +695,26 @@ struct Server::Impl : http::Handler, wyoming::Service {
         };
 
         SpeechParams p;
-        const std::string input = string_field("input", true);
-        if (input.find_first_not_of(" \t\r\n") == std::string::npos) throw bad_request("'input' is empty", "input");
-        const size_t chars = code_point_count(input);
-        p.input_chars = chars;
-        if (chars > options.max_text_chars) {
-            throw ApiError(413, "invalid_request_error", "text_too_long",
-                           "'input' has " + std::to_string(chars) + " characters; this server takes at most " +
-                               std::to_string(options.max_text_chars),
-                           "input");
+        const std::string input = string_field("input", true, options.max_text_chars);
+        if (auto refusal = unspeakable(input, "'input'")) {
+            throw bad_request(refusal->message, "input", refusal->kind == Unspeakable::NothingToSay ? "empty_text" : "invalid_value");
         }
+        p.input_chars = code_point_count(input);
         std::string voice;
         if (body.contains("voice") && body["voice"].is_object() && body["voice"].contains("id")) {
             if (!body["voice"]["id"].is_string()) throw bad_request("'voice.id' must be a string", "voice");
             voice = body["voice"]["id"].get<std::string>();
+            check_client_string("'voice.id'", voice, kMaxNameChars, "voice");
         } else {
             voice = string_field("voice", false);
         }
-        const std::string instructions = string_field("instructions", false);
+        const std::string instructions = string_field("instructions", false, kMaxInstructionChars);
         p.request.instruct = instructions;  // refused below for Chatterbox unless blank
         const std::string language = string_field("language", false);
 
         const std::string model = string_field("model", false);
         p.model = pick_model(model, voice, instructions, p.request);
-        if (instructions.find_first_not_of(" \t\r\n") == std::string::npos) p.request.instruct.clear();  // blank: none
+        if (unspeakable(instructions)) p.request.instruct.clear();  // blank: none
         apply_language(*p.model, language, p.request);
 
         const auto stream = body.contains("stream") && !body["stream"].is_null() ? body["stream"] : json(false);
@@ -662,8 +722,8 @@ struct Server::Impl : http::Handler, wyoming::Service {
         p.stream = stream.get<bool>();
         const std::string stream_format = string_field("stream_format", false);
         if (!stream_format.empty() && stream_format != "audio" && stream_format != "sse") {
-            throw bad_request("'stream_format' must be 'audio' (the audio bytes, the default) or 'sse' (Server-Sent Events), not '" +
-                                  stream_format + "'",
+            throw bad_request("'stream_format' must be 'audio' (the audio bytes, the default) or 'sse' (Server-Sent Events), not " +
+                                  quote_value(stream_format),
                               "stream_format");
         }
         p.sse = stream_format == "sse";
@@ -673,7 +733,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
             if (format == f.name) p.format = &f;
         }
         if (!p.format) {
-            throw bad_request("response_format '" + format + "' is not supported (choose " + format_names(false) + ")",
+            throw bad_request("response_format " + quote_value(format) + " is not supported (choose " + format_names(false) + ")",
                               "response_format", "unsupported_format");
         }
         if (p.format->name == std::string("pcm")) p.stream = true;
@@ -1054,7 +1114,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
             voice = vc.speaker;
         } else if (!vc.speaker.empty()) {
             if (!vc.name.empty()) {
-                throw bad_request("'voice.speaker' is used with a model id in 'voice.name'; '" + vc.name + "' is not a loaded model", "voice",
+                throw bad_request("'voice.speaker' is used with a model id in 'voice.name'; " + quote_value(vc.name) + " is not a loaded model", "voice",
                                   "invalid_voice");
             }
             voice = vc.speaker;
@@ -1147,7 +1207,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         if (lower == kBuiltinVoice) throw bad_request("the name 'builtin' is reserved for the built-in voices of models; choose another", "name");
         const auto taken = [&](const std::string& other, const std::string& what, const char* code) {
             throw ApiError(409, "invalid_request_error", code,
-                           "voice name '" + name + "' would shadow " + what + (other == name ? "" : " (names are matched ignoring case)") +
+                           "voice name " + quote_value(name) + " would shadow " + what + (other == name ? "" : " (names are matched ignoring case)") +
                                "; choose another",
                            "name");
         };
@@ -1166,29 +1226,37 @@ struct Server::Impl : http::Handler, wyoming::Service {
             throw bad_request("send multipart/form-data with 'name', 'audio' (the reference clip) and optionally 'transcript'");
         }
         const auto parts = http::parse_multipart(req.body, type);
-        const auto field = [&](std::initializer_list<const char*> keys) -> const http::FormPart* {
+        // A field and its alias ("audio" or "file") given together are refused as a repeat would be.
+        const auto field = [&](std::initializer_list<const char*> keys, size_t max_chars) -> const http::FormPart* {
+            const http::FormPart* found = nullptr;
             for (const char* k : keys) {
-                if (const auto* part = http::find_part(parts, k)) return part;
+                const auto* part = http::find_part(parts, k);
+                if (part && found) {
+                    throw bad_request("'" + found->name + "' and '" + part->name + "' are the same field; give one", part->name, "repeated_field");
+                }
+                if (part) found = part;
             }
-            return nullptr;
+            if (found && max_chars) check_client_string("'" + found->name + "'", found->content, max_chars, found->name);
+            return found;
         };
-        const auto name = field({"name"});
+        const auto name = field({"name"}, kMaxNameChars);
         if (!name || name->content.empty()) throw bad_request("'name' is required", "name", "missing_field");
         if (!valid_voice_name(name->content)) {
-            throw bad_request("invalid voice name '" + name->content + "': use 1-64 letters, digits, '_' or '-'", "name");
+            throw bad_request("invalid voice name " + quote_value(name->content) + ": use 1-64 letters, digits, '_' or '-'", "name");
         }
-        const auto clip = field({"audio", "file"});
+        const auto clip = field({"audio", "file"}, 0);
         if (!clip || clip->content.empty()) throw bad_request("'audio' (the reference clip) is required", "audio", "missing_field");
+        check_client_string("the file name of '" + clip->name + "'", clip->filename, kMaxNameChars, clip->name);
         refuse_taken_name(name->content);
-        const auto transcript = field({"transcript", "ref_text"});
+        const auto transcript = field({"transcript", "ref_text"}, kMaxTranscriptChars);
         std::optional<std::string> ref_text;
-        if (transcript && transcript->content.find_first_not_of(" \t\r\n") != std::string::npos) ref_text = transcript->content;
+        if (transcript && !unspeakable(transcript->content)) ref_text = transcript->content;
         // Some models clone from the clip and a transcript, others from the clip alone.
         const auto clones = [&](const ModelPool& m) { return m.capabilities().clones && (m.capabilities().clone_transcript || !ref_text); };
         ModelPool* model = nullptr;
-        if (const auto* m = field({"model"}); m && !is_openai_model_alias(m->content)) {
+        if (const auto* m = field({"model"}, kMaxNameChars); m && !is_openai_model_alias(m->content)) {
             model = find_model(m->content);
-            if (!model) throw not_found("model '" + m->content + "' is not loaded", "model", "model_not_found");
+            if (!model) throw not_found("model " + quote_value(m->content) + " is not loaded", "model", "model_not_found");
             if (!model->capabilities().clones) {
                 throw bad_request("model '" + m->content + "' (" + model->capabilities().description() + ") cannot clone voices", "model");
             }
@@ -1220,6 +1288,8 @@ struct Server::Impl : http::Handler, wyoming::Service {
         Watchdog watch([&] { return req.peer_closed(); }, Clock::time_point::max());
         std::atomic<bool>& cancel = watch.cancel;
         const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(options.request_timeout_s * 1000));
+        // Messages name the clip, never where this server keeps it.
+        const auto named = [&upload](const std::string& message) { return hide_path(message, upload.path(), "the uploaded clip"); };
         std::vector<std::string> warnings;
         Voice v;
         try {
@@ -1232,16 +1302,14 @@ struct Server::Impl : http::Handler, wyoming::Service {
             // Whatever the clip's fault (unreadable, too short or long, silent), it is the client's input.
             if (e.kind() == ErrorKind::Format || e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::InvalidArgument ||
                 e.kind() == ErrorKind::Unsupported) {
-                std::string msg = e.what();
-                const std::string& path = upload.path();
-                for (size_t at = msg.find(path); at != std::string::npos; at = msg.find(path)) msg.replace(at, path.size(), "the uploaded clip");
-                throw bad_request(msg, "audio", "invalid_audio");
+                throw bad_request(named(e.what()), "audio", "invalid_audio");
             }
-            throw;
+            throw Error(e.kind(), named(e.what()));
         }
-        v.source_audio = clip->filename;
+        v.source_audio = without_controls(clip->filename);  // shown later by `talkbox voice info`
         voices.add(name->content, v);
         json out = voice_json(name->content, v);
+        for (auto& w : warnings) w = named(w);
         out["warnings"] = warnings;
         send_json(res, 201, out);
     }
@@ -1284,7 +1352,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         table.push_back({"GET", "/v1/models/", Route::Segment, "models", true, Body::None, [this](const http::Request& req, Response& res) {
                              const std::string id = req.path.substr(std::strlen("/v1/models/"));
                              const auto* m = find_model(id);
-                             if (!m) throw not_found("model '" + id + "' is not loaded", "model", "model_not_found");
+                             if (!m) throw not_found("model " + quote_value(id) + " is not loaded", "model", "model_not_found");
                              send_json(res, 200, model_json(*m));
                          }});
         table.push_back({"POST", "/v1/audio/speech", Route::Exact, "speech", true, Body::Json,
@@ -1296,22 +1364,22 @@ struct Server::Impl : http::Handler, wyoming::Service {
         table.push_back({"DELETE", "/v1/audio/voices/", Route::Rest, "voices_delete", true, Body::None, [this](const http::Request& req, Response& res) {
                              const std::string name = req.path.substr(std::strlen("/v1/audio/voices/"));
                              if (!valid_voice_name(name)) {
-                                 throw bad_request("invalid voice name '" + name + "': use 1-64 letters, digits, '_' or '-'", "voice");
+                                 throw bad_request("invalid voice name " + quote_value(name) + ": use 1-64 letters, digits, '_' or '-'", "voice");
                              }
-                             if (!voices.remove(name)) throw not_found("no registered voice named '" + name + "'", "voice", "voice_not_found");
+                             if (!voices.remove(name)) throw not_found("no registered voice named " + quote_value(name), "voice", "voice_not_found");
                              send_json(res, 200, {{"id", name}, {"object", "voice"}, {"deleted", true}});
                          }});
         // CORS preflights (only an allowed origin gets this far, see screen_or_throw).
         for (const char* path : {"/", "/health", "/ready", "/metrics", "/v1/models", "/v1/audio/speech", "/v1/audio/voices"}) {
-            table.push_back({"OPTIONS", path, Route::Exact, "preflight", false, Body::None, [](const http::Request&, Response& res) {
+            table.push_back({"OPTIONS", path, Route::Exact, "preflight", false, Body::None, [this](const http::Request& req, Response& res) {
                                  res.status = 204;
-                                 res.set_header("Allow", "GET, POST, DELETE, OPTIONS");
+                                 res.set_header("Allow", allowed_methods(req));
                              }});
         }
         for (const char* path : {"/v1/models/", "/v1/audio/voices/"}) {
-            table.push_back({"OPTIONS", path, Route::Rest, "preflight", false, Body::None, [](const http::Request&, Response& res) {
+            table.push_back({"OPTIONS", path, Route::Rest, "preflight", false, Body::None, [this](const http::Request& req, Response& res) {
                                  res.status = 204;
-                                 res.set_header("Allow", "GET, DELETE, OPTIONS");
+                                 res.set_header("Allow", allowed_methods(req));
                              }});
         }
     }

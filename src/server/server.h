@@ -31,7 +31,9 @@ struct ServerOptions {
     size_t max_upload_bytes = 20u << 20;  // request bodies (reference clips); more: 413
     double request_timeout_s = 300; // a synthesis running longer is stopped
     double read_timeout_s = 30;     // receiving one whole request (head and body): 408 beyond
-    size_t max_connections = 1024;  // open client connections; more are answered 503 and closed
+    // Open client connections, HTTP and Wyoming each; more are answered 503 and closed. Lowered
+    // (with a warning) to what the process's descriptor limit leaves, once raised to its hard limit.
+    size_t max_connections = 1024;
     // Browser safety (docs/server.md): origins whose pages may call the server ("*": any), and
     // Host names besides localhost and the listening address that are served without an API key.
     std::vector<std::string> cors_origins;
@@ -50,6 +52,7 @@ struct ServerOptions {
     // ModelOptions::sentence_batch; 0: the model's choice).
     uint32_t parallel = 0;
     std::function<void(const std::string&)> log;  // one line per request; empty: silent
+    std::function<void(const std::string&)> warn;  // a setting the server had to change (a limit lowered); empty: silent
 };
 
 class Server {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/printable.h"
 #include "core/strings.h"
 #include "server/api_error.h"
 #include "talkbox/error.h"
@@ -29,7 +30,7 @@ namespace {
 
 void check_name(const std::string& name) {
     if (!valid_voice_name(name)) {
-        throw bad_request("invalid voice name '" + name + "': use 1-64 letters, digits, '_' or '-'", "voice");
+        throw bad_request("invalid voice name " + quote_value(name) + ": use 1-64 letters, digits, '_' or '-'", "voice");
     }
 }
 
@@ -106,7 +107,8 @@ std::shared_ptr<const Voice> VoiceRegistry::find(const std::string& name) {
     } catch (const Error& e) {
         cache_.erase(name);
         if (e.kind() == ErrorKind::NotFound && !fs::exists(file)) return nullptr;  // removed while being read
-        throw ApiError(500, "server_error", "voice_unreadable", "voice '" + name + "' cannot be loaded: " + e.what(), "voice");
+        throw ApiError(500, "server_error", "voice_unreadable",
+                       "voice " + quote_value(name) + " cannot be loaded: " + hide_path(e.what(), file, "its file"), "voice");
     }
 }
 
@@ -122,7 +124,7 @@ namespace {
 
 ApiError voice_exists(const std::string& name, const std::string& existing) {
     std::string msg = "a voice named '" + existing + "' already exists";
-    if (existing != name) msg += ", and '" + name + "' differs from it only in case (voice names are matched ignoring case)";
+    if (existing != name) msg += ", and " + quote_value(name) + " differs from it only in case (voice names are matched ignoring case)";
     return ApiError(409, "invalid_request_error", "voice_exists", msg, "name");
 }
 

@@ -13,15 +13,20 @@
 #include <cstdio>
 #include <cstring>
 #include <list>
+#include <system_error>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/printable.h"
+#include "server/descriptors.h"
 #include "server/http_request.h"
 #include "server/http_server.h"
+#include "server/request_limits.h"
 #include "talkbox/audio.h"
 #include "talkbox/error.h"
 #include "talkbox/segmenter.h"
+#include "text/speakable.h"
 
 namespace talkbox::server::wyoming {
 
@@ -37,8 +42,6 @@ std::string format_seconds(double s) {
     std::snprintf(buf, sizeof buf, "%g", s);
     return buf;
 }
-
-bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 
 Event error_event(const std::string& code, const std::string& text) { return Event{"error", {{"text", text}, {"code", code}}, {}}; }
 
@@ -148,8 +151,8 @@ private:
             if (streaming_) return;
             const std::string text = text_field(e, true);
             const VoiceChoice voice = voice_field(e);
-            if (blank(text)) throw ServiceError("empty_text", "'text' is empty");
             check_length(code_point_count(text));
+            if (auto refusal = unspeakable(text, "'text'")) throw refused_text(*refusal);
             log("synthesize");
             speak(text, voice);
         } else if (t == "synthesize-start") {
@@ -169,7 +172,8 @@ private:
             stream_chars_ += code_point_count(text);
             try {
                 check_length(stream_chars_);
-                for (const auto& sentence : sentences_.add(text)) speak(sentence, stream_voice_);
+                if (auto refusal = unspeakable(text, "'text'"); refusal && refusal->kind == Unspeakable::Nul) throw refused_text(*refusal);
+                for (const auto& sentence : sentences_.add(text)) speak_in_stream(sentence);
             } catch (...) {
                 stream_failed_ = true;
                 throw;
@@ -178,9 +182,9 @@ private:
             if (!streaming_) throw ServiceError("invalid_state", "'synthesize-stop' outside a stream (send 'synthesize-start' first)");
             streaming_ = false;
             const std::string rest = sentences_.finish();
-            if (!stream_failed_ && !blank(rest)) {
+            if (!stream_failed_) {
                 try {
-                    speak(rest, stream_voice_);
+                    speak_in_stream(rest);
                 } catch (const ServiceError& err) {
                     send(error_event(err.code, err.what()));
                 }
@@ -188,19 +192,29 @@ private:
             log("synthesize-stop");
             send(Event{"synthesize-stopped", json::object(), {}});
         } else {
-            throw ServiceError("unknown_event", "unknown event type '" + t +
-                                                    "' (this server takes describe, synthesize, synthesize-start, synthesize-chunk, "
+            throw ServiceError("unknown_event", "unknown event type " + quote_value(t) +
+                                                    " (this server takes describe, synthesize, synthesize-start, synthesize-chunk, "
                                                     "synthesize-stop and ping)");
         }
     }
 
     void log(const std::string& what) { service_.log("WYOMING " + peer_ + " " + what); }
 
+    static ServiceError refused_text(const Unspeakable& why) {
+        return ServiceError(why.kind == Unspeakable::NothingToSay ? "empty_text" : "invalid_field", why.message);
+    }
+
+    // A sentence of a stream: one with nothing to say (white space between chunks) is skipped,
+    // so a stream of nothing but such ends with synthesize-stopped and no audio.
+    void speak_in_stream(const std::string& sentence) {
+        if (unspeakable(sentence)) return;
+        speak(sentence, stream_voice_);
+    }
+
     void check_length(size_t chars) {
         const size_t max = service_.max_text_chars();
         if (chars > max) {
-            throw ServiceError("text_too_long", "the text has " + std::to_string(chars) + " characters" + (streaming_ ? " so far" : "") +
-                                                    "; this server takes at most " + std::to_string(max) +
+            throw ServiceError("text_too_long", too_long_message(streaming_ ? "the text streamed so far" : "the text", chars, max) +
                                                     (streaming_ ? " per stream" : ""));
         }
     }
@@ -223,8 +237,13 @@ private:
         const auto str = [&](const char* key, std::string& out) {
             const auto f = it->find(key);
             if (f == it->end() || f->is_null()) return;
-            if (!f->is_string()) throw ServiceError("invalid_field", std::string("'voice.") + key + "' must be a string");
+            const std::string what = std::string("'voice.") + key + "'";
+            if (!f->is_string()) throw ServiceError("invalid_field", what + " must be a string");
             out = f->get<std::string>();
+            if (const size_t chars = code_point_count(out); chars > kMaxNameChars) {
+                throw ServiceError("text_too_long", too_long_message(what, chars, kMaxNameChars));
+            }
+            if (out.find('\0') != std::string::npos) throw ServiceError("invalid_field", what + " holds a NUL character");
         };
         str("name", v.name);
         str("speaker", v.speaker);
@@ -298,6 +317,7 @@ struct WyomingServer::Impl {
     Service& service;
     ServerOptions options;
     int listen_fd = -1;
+    http::Acceptor acceptor;
     int wake[2] = {-1, -1};
     std::atomic<bool> stopping{false};
     std::mutex m;                // guards clients
@@ -329,9 +349,11 @@ struct WyomingServer::Impl {
     void accept_all() {
         for (;;) {
             sockaddr_storage peer{};
-            socklen_t len = sizeof peer;
-            const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);  // blocking
-            if (fd < 0) return;  // EAGAIN, or a transient error (EMFILE...): retried on the next wake-up
+            const auto out_of_descriptors = [] {
+                return serialize(error_event("server_busy", "the server has run out of file descriptors for new connections; retry later"));
+            };
+            const int fd = acceptor.accept(listen_fd, peer, SOCK_CLOEXEC, out_of_descriptors);  // blocking
+            if (fd < 0) return;
             const int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             const timeval tv{static_cast<time_t>(options.write_timeout_s), 0};
@@ -340,28 +362,42 @@ struct WyomingServer::Impl {
             // Connections that ended but are not joined yet do not count.
             const auto open = std::count_if(clients.begin(), clients.end(), [](const Client& c) { return !c.done; });
             if (static_cast<size_t>(open) >= options.max_connections) {
-                const std::string refusal = serialize(error_event("server_busy", "the server has too many open Wyoming connections (" +
-                                                                                       std::to_string(options.max_connections) + "); retry later"));
-                ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-                ::close(fd);
+                refuse(fd, "the server has too many open Wyoming connections (" + std::to_string(options.max_connections) + "); retry later");
                 continue;
             }
             Client& c = clients.emplace_back();
             c.fd = fd;
-            c.thread = std::thread([this, &c, peer_name = http::peer_address(peer)] {
-                try {
-                    Connection(service, options, c.fd, peer_name, stopping).run();
-                } catch (...) {  // a connection never takes the server down
-                }
-                {
-                    std::lock_guard<std::mutex> lock(m);
-                    ::close(c.fd);
-                    c.fd = -1;
-                }
-                c.done = true;
-                wake_up();
-            });
+            try {
+                start(c, peer);
+            } catch (const std::system_error&) {  // no thread to be had: told, as when too many connections are open
+                refuse(fd, "the server cannot start another connection now; retry later");
+                clients.pop_back();
+            }
         }
+    }
+
+    // Tells a client that it is not served (an error event) and closes its connection.
+    static void refuse(int fd, const std::string& message) {
+        const std::string event = serialize(error_event("server_busy", message));
+        ::send(fd, event.data(), event.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::close(fd);
+    }
+
+    // The connection's thread (std::system_error when none can be started).
+    void start(Client& c, const sockaddr_storage& peer) {
+        c.thread = std::thread([this, &c, peer_name = http::peer_address(peer)] {
+            try {
+                Connection(service, options, c.fd, peer_name, stopping).run();
+            } catch (...) {  // a connection never takes the server down
+            }
+            {
+                std::lock_guard<std::mutex> lock(m);
+                ::close(c.fd);
+                c.fd = -1;
+            }
+            c.done = true;
+            wake_up();
+        });
     }
 
     void wake_up() {
@@ -392,8 +428,10 @@ void WyomingServer::run() {
     if (s.listen_fd < 0) throw Error(ErrorKind::InvalidArgument, "WyomingServer::run() before bind()");
     char sink[256];
     while (!s.stopping) {
-        pollfd fds[2] = {{s.wake[0], POLLIN, 0}, {s.listen_fd, POLLIN, 0}};
-        if (::poll(fds, 2, 1000) < 0 && errno != EINTR) break;
+        // Out of descriptors, the listener stays readable: it is left out until the pause ends.
+        const bool paused = s.acceptor.paused();
+        pollfd fds[2] = {{s.wake[0], POLLIN, 0}, {s.listen_fd, static_cast<short>(paused ? 0 : POLLIN), 0}};
+        if (::poll(fds, 2, paused ? static_cast<int>(s.acceptor.retry_in().count()) : 1000) < 0 && errno != EINTR) break;
         if (fds[0].revents) {
             while (::read(s.wake[0], sink, sizeof sink) > 0) {
             }

@@ -389,6 +389,18 @@ static void test_request_errors(talkbox_session* s, const talkbox_model* m) {
 
     CHECK_OK(talkbox_request_set_text(r, "   "));
     CHECK_ERROR(talkbox_session_speak(s, r, collect, &got, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "the text to speak is empty");
+    /* Text with nothing to say, refused before any synthesis (issue 31): zero-width characters, a
+       byte order mark, bidi controls, C0 controls, no-break and ideographic spaces. */
+    {
+        const char* nothing[] = {"\xe2\x80\x8b\xe2\x80\x8d", "\xef\xbb\xbf", "\xe2\x80\xae\xe2\x81\xa6\xe2\x81\xa9", "\x01\x07\x1b",
+                                 "\xc2\xa0\xe3\x80\x80\t"};
+        size_t i;
+        for (i = 0; i < sizeof nothing / sizeof nothing[0]; ++i) {
+            CHECK_OK(talkbox_request_set_text(r, nothing[i]));
+            CHECK_ERROR(talkbox_session_speak(s, r, collect, &got, NULL), TALKBOX_ERROR_INVALID_ARGUMENT,
+                        "the text to speak is empty: it holds nothing to say");
+        }
+    }
     CHECK_ERROR(talkbox_session_speak(s, r, NULL, NULL, NULL), TALKBOX_ERROR_INVALID_ARGUMENT, "callback is NULL");
     CHECK(got.calls == 0);
 

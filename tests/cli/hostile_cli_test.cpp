@@ -6,9 +6,11 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -310,3 +312,73 @@ TEST_F(HostileCli, VoiceCreateAndConvertCheckTheirOutputFirst) {
 }
 
 }  // namespace
+
+// ---- Class 1: input files read under the text limit
+
+class HostileCliText : public HostileCli {
+protected:
+    // speak with the text from ARGS (-t or -f), into dir_/out.wav.
+    CommandResult speak_text(const std::string& args) {
+        return run_talkbox("speak -m " + model() + " --speaker ryan --seed 3 --max-frames 4 -q " + args + " -o " + dir_.file("out.wav"));
+    }
+    void expect_refused(const CommandResult& r, const std::string& message, const std::vector<std::string>& left = {}) {
+        EXPECT_EQ(r.exit_code, 1) << r.err;
+        EXPECT_TRUE(contains(r.err, message)) << r.err;
+        EXPECT_FALSE(contains(r.err, "internal error")) << r.err;
+        EXPECT_EQ(entries(dir_.path()), left) << "a refused run wrote something";
+    }
+};
+
+TEST_F(HostileCliText, AnEndlessTextFileStopsAtTheLimit) {
+    const auto r = speak_text("-f /dev/zero");
+    expect_refused(r, "text file '/dev/zero' (-f) holds more than 1000000 characters, the most speak takes at once");
+}
+
+TEST_F(HostileCliText, ATextFileThatIsAFolderIsNamed) {
+    fs::create_directory(dir_.file("notes"));
+    expect_refused(speak_text("-f " + dir_.file("notes")), "text file '" + dir_.file("notes") + "' (-f) is a folder, not a file", {"notes"});
+}
+
+TEST_F(HostileCliText, ATextFileOverTheLimitIsRefusedWithItsPath) {
+    write_text(dir_.file("long.txt"), std::string(1000001, 'a'));
+    expect_refused(speak_text("-f " + dir_.file("long.txt")), "text file '" + dir_.file("long.txt") + "' (-f) holds more than 1000000 characters",
+                   {"long.txt"});
+}
+
+TEST_F(HostileCliText, EndlessStdinStopsAtTheLimit) {
+    TempDir logs;
+    const std::string command = "head -c 20000000 /dev/zero | " + std::string(TALKBOX_BINARY) + " speak -m " + model() +
+                                " --speaker ryan -q -o " + dir_.file("out.wav") + " 2>" + logs.file("err");
+    const int status = std::system(command.c_str());
+    const std::string err = read_text(logs.file("err"));
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << err;
+    EXPECT_TRUE(contains(err, "stdin holds more than 1000000 characters")) << err;
+    EXPECT_TRUE(entries(dir_.path()).empty());
+}
+
+// ---- Class 5: text with nothing to say, refused before any synthesis
+
+TEST_F(HostileCliText, TextWithNothingToSayIsRefused) {
+    const struct {
+        const char* what;
+        std::string text;
+    } cases[] = {
+        {"zero-width spaces", "\u200b\u200b"},
+        {"a byte order mark", "\ufeff"},
+        {"bidi controls", "\u202e\u2066\u2069\u202c"},
+        {"C0 controls", "\x01\x07\x1b"},
+        {"no-break and ideographic spaces", "\u00a0\u3000 \t"},
+        {"line and paragraph separators", "\u2028\u2029"},
+    };
+    for (const auto& c : cases) {
+        write_text(dir_.file("t.txt"), c.text);
+        const auto r = speak_text("-f " + dir_.file("t.txt"));
+        SCOPED_TRACE(c.what);
+        expect_refused(r, "the text to speak is empty: it holds nothing to say", {"t.txt"});
+    }
+}
+
+TEST_F(HostileCliText, ANulInsideTheTextIsRefusedWithItsOffset) {
+    write_text(dir_.file("t.txt"), std::string("Hello\0there.", 12));
+    expect_refused(speak_text("-f " + dir_.file("t.txt")), "the text to speak holds a NUL character at byte offset 5", {"t.txt"});
+}

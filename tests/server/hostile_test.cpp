@@ -1,8 +1,10 @@
 // Hostile input against a real `talkbox serve` on 127.0.0.1, sent byte for byte on raw sockets:
 // malformed paths, request lines, headers, framing, JSON, multipart and audio; oversized and
 // slow bodies; foreign origins and hosts; idle and trickling connections; races on one voice
-// name. Every case checks the status, the OpenAI error shape, and that the server is still alive;
-// the size cases also check that its peak RSS stayed flat.
+// name; and (issue 31, round two) Host parsing, chunk sizes, Allow, HEAD, the auth scheme,
+// repeated fields, client length limits, text with nothing to say, NULs, quoting and file names.
+// Every case checks the status, the OpenAI error shape, and that the server is still alive; the
+// size cases also check that its peak RSS stayed flat, the refusals that no work was done.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -21,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "server/process_stats.h"
 #include "server/serve_process.h"
 #include "support/test_support.h"
 
@@ -211,15 +214,6 @@ std::vector<float> tone_with(float value) {
     return pcm;
 }
 
-uint64_t peak_rss_kb(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6));
-    }
-    return 0;
-}
-
 // An OpenAI-shaped error body.
 void expect_error_shape(const Reply& r, const std::string& what) {
     const json j = json::parse(r.body, nullptr, false);
@@ -272,7 +266,7 @@ TEST_F(Hostile, Paths) {
     check("invalid UTF-8 voice name on delete", 400, request("DELETE", "/v1/audio/voices/%ff"));
     check("malformed escape", 400, request("GET", "/v1/models/%zz"));
     check("truncated escape", 400, request("GET", "/%"));
-    check("NUL in a decoded path", 404, request("GET", "/v1/models/a%00b"));
+    check("NUL in a decoded path", 400, request("GET", "/v1/models/a%00b"));
     check("encoded slash in a voice name", 400, request("DELETE", "/v1/audio/voices/a%2Fb"));
     check("dot segments", 404, request("GET", "/v1/../health"));
     check("absolute-form target", 400, request("GET", "http://127.0.0.1/health"));
@@ -372,7 +366,7 @@ TEST_F(Hostile, JsonBodies) {
     check("seed is 1e300", 400, speech_request(R"({"input": "hi", "voice": "ryan", "seed": 1e300})"));
     check("voice object with a numeric id", 400, speech_request(R"({"input": "hi", "voice": {"id": 7}})"));
     check("input over the character limit", 413, speech_request(json({{"input", std::string(400, 'a')}, {"voice", "ryan"}}).dump()));
-    check("model name with NUL and bidi control characters", 404,
+    check("model name with NUL and bidi control characters", 400,
           speech_request(R"({"input": "hi", "voice": "ryan", "model": "a\u0000b\u202e"})"));
     check("unknown voice made of escapes", 404, speech_request(R"({"input": "hi", "voice": "\u00ff\u0001"})"));
     check("unknown response format", 400, speech_request(R"({"input": "hi", "voice": "ryan", "response_format": "xyz"})"));
@@ -392,7 +386,7 @@ TEST_F(Hostile, MultipartAndAudio) {
               return b + "--tbx--\r\n";
           }()));
     check("voice name not UTF-8", 400, upload_request(multipart({{"name", "\xff\xfe"}, {"audio", clip}})));
-    check("voice name of 1000 characters", 400, upload_request(multipart({{"name", std::string(1000, 'a')}, {"audio", clip}})));
+    check("voice name of 1000 characters", 413, upload_request(multipart({{"name", std::string(1000, 'a')}, {"audio", clip}})));
     check("model field not UTF-8", 404, upload_request(multipart({{"name", "v1"}, {"model", "\xc3\x28"}, {"audio", clip}})));
     check("audio that is not audio", 400, upload_request(multipart({{"name", "v2"}, {"audio", std::string(5000, '\x7f')}})));
     check("WAV declaring 1000 channels", 400, upload_request(multipart({{"name", "v3"}, {"audio", wav(24000, 1000, 96000, 96000)}})));
@@ -556,6 +550,268 @@ TEST_F(Hostile, RacesOnOneVoiceName) {
         for (const auto& e : fs::directory_iterator(voices_->path())) ADD_FAILURE() << "stray file after the race: " << e.path();
     }
     expect_alive("voice name races");
+}
+
+
+// ---- Round two (issue 31). Class 4: HTTP strictness
+
+TEST_F(Hostile, HostHeadersAreParsedExactly) {
+    const auto with_host = [](const std::string& host) { return "GET /health HTTP/1.1\r\nHost: " + host + "\r\n\r\n"; };
+    const struct {
+        const char* what;
+        std::string bytes;
+        const char* message;
+    } cases[] = {
+        {"two Host headers", "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n", "more than one Host header"},
+        {"userinfo before the host", with_host("127.0.0.1:80@evil.example"), "the port must be a number"},
+        {"userinfo on a name", with_host("localhost@evil.example"), "a character a host name cannot"},
+        {"a port that is not a number", with_host("localhost:abc"), "the port must be a number from 0 to 65535"},
+        {"an empty port", with_host("localhost:"), "the port must be a number from 0 to 65535"},
+        {"a port over 65535", with_host("localhost:99999"), "the port must be a number from 0 to 65535"},
+        {"an empty host", with_host(":8080"), "the host is empty"},
+        {"an empty Host header", with_host(""), "the host is empty"},
+        {"'[' without ']'", with_host("[::1"), "'[' without ']'"},
+        {"text after ']'", with_host("[::1]x"), "only ':PORT' may follow ']'"},
+        {"brackets around a name", with_host("[evil.example]:80"), "not an IPv6 address"},
+        {"a space inside the host", with_host("local host"), "a character a host name cannot"},
+    };
+    for (const auto& c : cases) {
+        const Reply r = check(c.what, 400, c.bytes);
+        EXPECT_NE(r.body.find(c.message), std::string::npos) << c.what << ": " << r.body;
+        // The keyed server (which does not check names) refuses them as well: the header is malformed.
+        check(std::string(c.what) + " (keyed server)", 400, c.bytes, keyed_->port());
+    }
+    // Well-formed ones still go through the DNS-rebinding check.
+    check("localhost with a port", 200, with_host("localhost:" + std::to_string(port())));
+    check("[::1] without a port", 200, with_host("[::1]"));
+    check("a foreign name with a good port", 403, with_host("evil.example:80"));
+    check("LOCALHOST in capitals", 200, with_host("LOCALHOST"));
+}
+
+TEST_F(Hostile, ChunkSizesAreHexDigitsAndNothingElse) {
+    const auto chunked = [](const std::string& size_line) {
+        return "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+               size_line + "\r\n{}\r\n0\r\n\r\n";
+    };
+    for (const char* line : {" 2", "\t2", "2x", "+2", "0x2", "-2", "2 2"}) {
+        const Reply r = check(std::string("chunk size '") + line + "'", 400, chunked(line));
+        EXPECT_NE(r.body.find("malformed chunked body"), std::string::npos) << line << ": " << r.body;
+    }
+    // Whitespace before ";extensions" is allowed (RFC 9112 BWS): the request reaches the JSON check.
+    const Reply r = check("chunk size with an extension", 400, chunked("2 ;name=value"));
+    EXPECT_NE(r.body.find("'input' is required"), std::string::npos) << r.body;
+}
+
+TEST_F(Hostile, MethodNotAllowedSaysWhichAre) {
+    Reply r = check("PUT on the speech route", 405, request("PUT", "/v1/audio/speech", "{}"));
+    EXPECT_EQ(r.headers["allow"], "POST, OPTIONS");
+    r = check("DELETE on /health", 405, request("DELETE", "/health"));
+    EXPECT_EQ(r.headers["allow"], "GET, HEAD, OPTIONS");
+    r = check("POST on a voice's path", 405, request("POST", "/v1/audio/voices/someone", "{}"));
+    EXPECT_EQ(r.headers["allow"], "DELETE, OPTIONS");
+    EXPECT_NE(r.body.find("(allowed: DELETE, OPTIONS)"), std::string::npos) << r.body;
+}
+
+TEST_F(Hostile, HeadIsAnsweredWhereverGetIs) {
+    for (const std::string path : {"/health", "/ready", "/v1/models", "/v1/audio/voices", "/"}) {
+        const Reply get = exchange(port(), request("GET", path));
+        ASSERT_EQ(get.status, 200) << path;
+        // HEAD's answer is the head alone: a body would be read as the start of the next response.
+        const int fd = connect_to(port());
+        send_all(fd, "HEAD " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + request("GET", "/health"));
+        std::string bytes;
+        char buf[65536];
+        pollfd p{fd, POLLIN, 0};
+        while (bytes.find("\"status\":\"ok\"") == std::string::npos && poll(&p, 1, 5000) == 1) {
+            const ssize_t n = recv(fd, buf, sizeof buf, 0);
+            if (n <= 0) break;
+            bytes.append(buf, static_cast<size_t>(n));
+        }
+        close(fd);
+        EXPECT_EQ(bytes.compare(0, 15, "HTTP/1.1 200 OK"), 0) << path << ": " << bytes.substr(0, 200);
+        EXPECT_NE(bytes.find("Content-Length: " + get.headers.at("content-length") + "\r\n"), std::string::npos) << path << ": " << bytes.substr(0, 300);
+        const size_t second = bytes.find("HTTP/1.1", 1);
+        ASSERT_NE(second, std::string::npos) << path << ": the next response did not follow";
+        EXPECT_EQ(bytes.substr(second - 4, 4), "\r\n\r\n") << path << ": HEAD's answer carried a body";
+    }
+    // Refusals of HEAD requests are heads alone too (then the connection closes).
+    for (const auto& [path, status] : std::vector<std::pair<std::string, std::string>>{{"/v1/audio/speech", "405"}, {"/nowhere", "404"}}) {
+        const int fd = connect_to(port());
+        send_all(fd, "HEAD " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        std::string bytes;
+        char buf[4096];
+        pollfd p{fd, POLLIN, 0};
+        while (poll(&p, 1, 5000) == 1) {
+            const ssize_t n = recv(fd, buf, sizeof buf, 0);
+            if (n <= 0) break;
+            bytes.append(buf, static_cast<size_t>(n));
+        }
+        close(fd);
+        EXPECT_EQ(bytes.compare(0, 12, "HTTP/1.1 " + status), 0) << path << ": " << bytes;
+        EXPECT_EQ(bytes.find("\r\n\r\n"), bytes.size() - 4) << path << ": the refusal of HEAD carried a body: " << bytes;
+        expect_alive("HEAD " + path);
+    }
+}
+
+TEST_F(Hostile, ApiKeysAndTheirScheme) {
+    const int k = keyed_->port();
+    Reply r = check("no key", 401, request("GET", "/v1/models"), k);
+    EXPECT_EQ(r.headers["www-authenticate"], "Bearer");
+    r = check("a wrong key", 401, request("GET", "/v1/models", "", "Authorization: Bearer nope\r\n"), k);
+    EXPECT_EQ(r.headers["www-authenticate"], "Bearer");
+    r = check("another scheme", 401, request("GET", "/v1/models", "", "Authorization: Basic " + kKey + "\r\n"), k);
+    EXPECT_NE(r.body.find("must be 'Bearer KEY'"), std::string::npos) << r.body;
+    check("the scheme in lower case", 200, request("GET", "/v1/models", "", "Authorization: bearer " + kKey + "\r\n"), k);
+    check("the scheme in capitals", 200, request("GET", "/v1/models", "", "Authorization: BEARER " + kKey + "\r\n"), k);
+    check("the key with a prefix", 401, request("GET", "/v1/models", "", "Authorization: Bearer x" + kKey + "\r\n"), k);
+}
+
+TEST_F(Hostile, RepeatedMultipartFieldsAreRefused) {
+    const std::string clip = read_text(fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
+    Reply r = check("two names", 400, upload_request(multipart({{"name", "first"}, {"name", "second"}, {"audio", clip}})));
+    EXPECT_NE(r.body.find("the field 'name' is given more than once"), std::string::npos) << r.body;
+    r = check("two clips", 400, upload_request(multipart({{"name", "v"}, {"audio", clip}, {"audio", clip}})));
+    EXPECT_NE(r.body.find("'audio' is given more than once"), std::string::npos) << r.body;
+    r = check("a clip and its alias", 400, upload_request(multipart({{"name", "v"}, {"audio", clip}, {"file", clip}})));
+    EXPECT_NE(r.body.find("'audio' and 'file' are the same field"), std::string::npos) << r.body;
+    check("a transcript and its alias", 400,
+          upload_request(multipart({{"name", "v"}, {"audio", clip}, {"transcript", "Hi."}, {"ref_text", "Hello."}})));
+    namespace fs = std::filesystem;
+    for (const auto& e : fs::directory_iterator(voices_->path())) ADD_FAILURE() << "stray file in the voices folder: " << e.path();
+}
+
+// ---- Class 1: every length a client controls has a limit, checked before any work
+
+TEST_F(Hostile, ClientStringsHaveLimits) {
+    const std::string clip = read_text(fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
+    const auto speech = [](const std::string& key, const std::string& value) {
+        json body = {{"input", "Hi."}, {"voice", "ryan"}, {"response_format", "pcm"}, {"max_frames", 2}};
+        body[key] = value;
+        return speech_request(body.dump());
+    };
+    const struct {
+        const char* what;
+        std::string bytes;
+        const char* message;
+    } cases[] = {
+        {"instructions of 20,000 characters", speech("instructions", std::string(20000, 'x')), "'instructions' has 20000 characters; this server takes at most 2000"},
+        {"instructions of 2001 characters", speech("instructions", std::string(2001, 'x')), "'instructions' has 2001 characters"},
+        {"a voice name of 257 characters", speech("voice", std::string(257, 'v')), "'voice' has 257 characters; this server takes at most 256"},
+        {"a model name of 1000 characters", speech("model", std::string(1000, 'm')), "'model' has 1000 characters"},
+        {"a language of 300 characters", speech("language", std::string(300, 'l')), "'language' has 300 characters"},
+        {"a response format of 300 characters", speech("response_format", std::string(300, 'f')), "'response_format' has 300 characters"},
+        {"voice.id of 300 characters", speech_request(json({{"input", "Hi."}, {"voice", {{"id", std::string(300, 'v')}}}}).dump()),
+         "'voice.id' has 300 characters"},
+        {"an upload's transcript of 2001 characters",
+         upload_request(multipart({{"name", "long1"}, {"audio", clip}, {"transcript", std::string(2001, 't')}})), "'transcript' has 2001 characters"},
+        {"an upload's name of 300 characters", upload_request(multipart({{"name", std::string(300, 'n')}, {"audio", clip}})),
+         "'name' has 300 characters"},
+        {"an upload's model of 300 characters", upload_request(multipart({{"name", "long2"}, {"model", std::string(300, 'm')}, {"audio", clip}})),
+         "'model' has 300 characters"},
+    };
+    for (const auto& c : cases) {
+        const uint64_t cpu_before = cpu_ticks(server_->pid());
+        const Reply r = check(c.what, 413, c.bytes);
+        EXPECT_NE(r.body.find(c.message), std::string::npos) << c.what << ": " << r.body;
+        EXPECT_NE(r.body.find("text_too_long"), std::string::npos) << c.what;
+        // Refused before any synthesis: a few ms of the server's CPU, not seconds.
+        EXPECT_LT(cpu_ticks(server_->pid()) - cpu_before, 100u) << c.what << ": the server worked on it";
+    }
+    // At the limit is not over it: 2000 characters of instructions go on to the model's own check.
+    const Reply at_limit = exchange(port(), speech("instructions", std::string(2000, 'x')));
+    EXPECT_NE(at_limit.status, 413) << at_limit.body;
+    EXPECT_EQ(at_limit.body.find("text_too_long"), std::string::npos) << at_limit.body;
+    namespace fs = std::filesystem;
+    for (const auto& e : fs::directory_iterator(voices_->path())) ADD_FAILURE() << "stray file in the voices folder: " << e.path();
+}
+
+// ---- Class 5: text with nothing to say; NULs; quoting; no server paths
+
+TEST_F(Hostile, TextWithNothingToSayIsEmptyText) {
+    const struct {
+        const char* what;
+        const char* input;  // JSON string contents
+    } cases[] = {
+        {"spaces and tabs", " \\t\\n "},
+        {"zero-width characters", "\\u200b\\u200c\\u200d\\u2060"},
+        {"a byte order mark", "\\ufeff"},
+        {"bidi controls", "\\u202e\\u202a\\u2066\\u2069\\u200f"},
+        {"C0 and C1 controls", "\\u0001\\u0007\\u001b\\u0085\\u009b"},
+        {"no-break and ideographic spaces", "\\u00a0\\u3000\\u2003"},
+        {"line and paragraph separators", "\\u2028\\u2029"},
+        {"a soft hyphen", "\\u00ad"},
+    };
+    for (const auto& c : cases) {
+        const std::string body = std::string(R"({"voice": "ryan", "response_format": "pcm", "input": ")") + c.input + "\"}";
+        const uint64_t cpu_before = cpu_ticks(server_->pid());
+        const Reply r = check(c.what, 400, speech_request(body));
+        const json j = json::parse(r.body, nullptr, false);
+        EXPECT_EQ(j["error"]["code"], "empty_text") << c.what << ": " << r.body;
+        EXPECT_EQ(j["error"]["param"], "input") << c.what;
+        EXPECT_NE(r.body.find("'input' is empty: it holds nothing to say"), std::string::npos) << c.what << ": " << r.body;
+        EXPECT_LT(cpu_ticks(server_->pid()) - cpu_before, 100u) << c.what << ": refused after work";
+    }
+}
+
+TEST_F(Hostile, NulInsideAClientStringIsRefused) {
+    const struct {
+        const char* what;
+        std::string body;
+        const char* message;
+    } cases[] = {
+        {"NUL inside the input", R"({"voice": "ryan", "input": "Hello\u0000there."})", "'input' holds a NUL character at byte offset 5"},
+        {"NUL inside the voice", R"({"voice": "ry\u0000an", "input": "Hi."})", "'voice' holds a NUL character at byte offset 2"},
+        {"NUL inside the language", R"({"voice": "ryan", "input": "Hi.", "language": "en\u0000"})", "'language' holds a NUL character"},
+        {"NUL inside the instructions", R"({"voice": "ryan", "input": "Hi.", "instructions": "\u0000calm"})", "'instructions' holds a NUL character"},
+    };
+    for (const auto& c : cases) {
+        const Reply r = check(c.what, 400, speech_request(c.body));
+        EXPECT_NE(r.body.find(c.message), std::string::npos) << c.what << ": " << r.body;
+    }
+    check("an encoded NUL in the path", 400, request("GET", "/v1/models/a%00b"));
+    const std::string clip = read_text(fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
+    const Reply r = check("NUL inside an upload's name", 400, upload_request(multipart({{"name", std::string("ab\0cd", 5)}, {"audio", clip}})));
+    EXPECT_NE(r.body.find("'name' holds a NUL character at byte offset 2"), std::string::npos) << r.body;
+}
+
+TEST_F(Hostile, MessagesQuoteClientValuesShortAndEscaped) {
+    // A 250-character voice (under the name limit): the message quotes 100 characters and says how long it was.
+    Reply r = check("a long unknown voice", 404, speech_request(json({{"input", "Hi."}, {"voice", std::string(250, 'q')}}).dump()));
+    EXPECT_NE(r.body.find("voice '" + std::string(100, 'q') + "...' (250 characters) is not available"), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find(std::string(101, 'q')), std::string::npos) << r.body;
+    // Terminal escapes and bidi overrides are shown as escapes, never sent raw.
+    r = check("an unknown voice with escapes", 404, speech_request(R"({"input": "Hi.", "voice": "\u001b[31mred\u202e"})"));
+    const std::string message = json::parse(r.body)["error"]["message"];
+    EXPECT_NE(message.find("voice '\\u{001B}[31mred\\u{202E}'"), std::string::npos) << message;
+    EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
+    r = check("an unknown model with escapes", 404, speech_request(R"({"input": "Hi.", "voice": "ryan", "model": "\u0007bell"})"));
+    EXPECT_NE(json::parse(r.body)["error"]["message"].get<std::string>().find("model '\\u{0007}bell'"), std::string::npos) << r.body;
+    r = check("a long unknown path", 404, request("GET", "/" + std::string(3000, 'p')));
+    EXPECT_LT(r.body.size(), 600u) << "the message quoted the whole path";
+    r = check("a foreign Host of 1000 characters", 403, request("GET", "/v1/audio/voices", "", "", std::string(1000, 'h') + ".example"));
+    EXPECT_NE(r.body.find("...' (1008 characters)"), std::string::npos) << r.body.substr(0, 400);
+}
+
+TEST_F(Hostile, MessagesNeverRevealServerPaths) {
+    const Reply r = check("a clip that is not audio", 400, upload_request(multipart({{"name", "pathless"}, {"audio", std::string(5000, 'x')}})));
+    EXPECT_EQ(r.body.find(voices_->path()), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find(".upload-"), std::string::npos) << r.body;
+}
+
+// A clip's file name is the client's text: stored without control characters, so that `talkbox
+// voice info` cannot be made to print terminal escapes.
+TEST_F(Hostile, AnUploadedFileNameIsStoredWithoutControls) {
+    const std::string clip = read_text(fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav");
+    const std::string body = "--tbx\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nescapes\r\n"
+                             "--tbx\r\nContent-Disposition: form-data; name=\"audio\"; filename=\"\x1b]0;pwned\x07\x1b[2Jclip\xe2\x80\xae.wav\"\r\n"
+                             "Content-Type: audio/wav\r\n\r\n" + clip + "\r\n--tbx--\r\n";
+    const Reply r = check("an upload whose file name holds escapes", 201, upload_request(body));
+    const auto info = run_talkbox("voice info " + voices_->file("escapes.voice"));
+    EXPECT_EQ(info.exit_code, 0) << info.err;
+    EXPECT_NE(info.out.find("]0;pwned[2Jclip.wav"), std::string::npos) << info.out;
+    EXPECT_EQ(info.out.find('\x1b'), std::string::npos) << info.out;
+    EXPECT_EQ(info.out.find('\x07'), std::string::npos) << info.out;
+    check("deleting it", 200, request("DELETE", "/v1/audio/voices/escapes"));
 }
 
 }  // namespace

@@ -89,6 +89,46 @@ TEST(HttpRequestParser, LimitsTheHeadSizeAndHeaderCount) {
     EXPECT_EQ(parse(many + "\r\n"), 431);
 }
 
+TEST(HttpRequestParser, SplitsTheHostExactly) {
+    using talkbox::http::parse_authority;
+    EXPECT_EQ(parse_authority("LocalHost:8080").host, "localhost");
+    EXPECT_EQ(parse_authority("LocalHost:8080").port, 8080);
+    EXPECT_EQ(parse_authority("127.0.0.1").port, -1);
+    EXPECT_EQ(parse_authority("[::1]:80").host, "::1");
+    EXPECT_EQ(parse_authority("[::1]").port, -1);
+    EXPECT_EQ(parse_authority("xn--bcher-kva.example").host, "xn--bcher-kva.example");
+    for (const char* bad : {"127.0.0.1:80@evil.example", "a@b", "localhost:abc", "localhost:", ":80", "", "[::1", "[::1]x", "[::1]:",
+                            "[host]:80", "a b", "host:1:2", "host:65536", "host:-1", "h/ost"}) {
+        try {
+            parse_authority(bad);
+            ADD_FAILURE() << "accepted Host '" << bad << "'";
+        } catch (const HttpError& e) {
+            EXPECT_EQ(e.status, 400) << bad;
+            EXPECT_NE(std::string(e.what()).find("malformed Host header"), std::string::npos) << e.what();
+        }
+    }
+    // In a request: exactly one, and well-formed.
+    RequestParser p;
+    ASSERT_EQ(parse("GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n", 0, 5, &p), 0);
+    EXPECT_EQ(p.request().host, "::1");
+    EXPECT_EQ(parse("GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n"), 400);
+    EXPECT_EQ(parse("GET / HTTP/1.1\r\nHost: a:x\r\n\r\n"), 400);
+}
+
+TEST(HttpRequestParser, ChunkSizesAreHexDigitsFromTheFirstByte) {
+    const auto chunked = [](const std::string& size_line) {
+        return "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n" + size_line + "\r\nabc\r\n0\r\n\r\n";
+    };
+    EXPECT_EQ(parse(chunked("3")), 0);
+    EXPECT_EQ(parse(chunked("3 ;ext=1")), 0);  // BWS before an extension
+    for (const char* bad : {" 3", "\t3", "3 ", "+3", "0x3", "3x", "3 3", ""}) EXPECT_EQ(parse(chunked(bad)), 400) << "'" << bad << "'";
+}
+
+TEST(HttpRequestParser, AnEncodedNulInThePathIsRefused) {
+    EXPECT_EQ(parse("GET /a%00b HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
+    EXPECT_EQ(parse("GET /a%01b HTTP/1.1\r\nHost: h\r\n\r\n"), 0);
+}
+
 TEST(Multipart, ReadsPartsWithNamesFilenamesAndTypes) {
     const std::string body = "preamble\r\n--XyZ\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nalice\r\n--XyZ\r\n"
                              "Content-Disposition: form-data; name=\"audio\"; filename=\"a;b.wav\"\r\nContent-Type: audio/wav\r\n\r\n"
@@ -121,6 +161,20 @@ TEST(Multipart, RefusesMalformedBodies) {
     std::string many;
     for (int i = 0; i < 70; ++i) many += "--b\r\nContent-Disposition: form-data; name=\"p\"\r\n\r\nx\r\n";
     EXPECT_EQ(status(many + "--b--"), 400);  // too many parts
+}
+
+TEST(Multipart, AFieldGivenTwiceIsRefusedNotFirstWins) {
+    const auto parts = talkbox::http::parse_multipart(
+        "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n2\r\n--b--",
+        "multipart/form-data; boundary=b");
+    try {
+        talkbox::http::find_part(parts, "a");
+        ADD_FAILURE() << "a repeated field was taken";
+    } catch (const HttpError& e) {
+        EXPECT_EQ(e.status, 400);
+        EXPECT_NE(std::string(e.what()).find("the field 'a' is given more than once"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(talkbox::http::find_part(parts, "b"), nullptr);
 }
 
 }  // namespace

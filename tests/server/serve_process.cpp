@@ -32,8 +32,9 @@ pid_t spawn_process(std::vector<std::string> argv, const std::string& out, const
     return pid;
 }
 
-ServeProcess::ServeProcess(const std::vector<std::string>& args, const std::string& cwd) {
-    std::vector<std::string> argv = {TALKBOX_BINARY, "serve"};
+ServeProcess::ServeProcess(const std::vector<std::string>& args, const std::string& cwd, const std::vector<std::string>& launcher) {
+    std::vector<std::string> argv = launcher;
+    for (const char* a : {TALKBOX_BINARY, "serve"}) argv.emplace_back(a);
     argv.insert(argv.end(), args.begin(), args.end());
     for (const char* a : {"--host", "127.0.0.1", "--port", "0"}) argv.emplace_back(a);
     pid_ = spawn_process(argv, dir_.file("out"), dir_.file("err"), "cannot start " + std::string(TALKBOX_BINARY), cwd);

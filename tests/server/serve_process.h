@@ -13,9 +13,12 @@ namespace talkbox::testing {
 
 class ServeProcess {
 public:
-    // Starts build/bin/talkbox serve ARGS --host 127.0.0.1 --port 0 (in `cwd` when given) and waits
-    // until it listens (throws with the server's log when it exits or does not listen within 60 s).
-    explicit ServeProcess(const std::vector<std::string>& args, const std::string& cwd = "");
+    // Starts build/bin/talkbox serve ARGS --host 127.0.0.1 --port 0 (in `cwd` when given; through
+    // `launcher` when given, a command that executes its arguments in its own process, such as
+    // prlimit --nofile=64:64 --) and waits until it listens (throws with the server's log when it
+    // exits or does not listen within 60 s).
+    explicit ServeProcess(const std::vector<std::string>& args, const std::string& cwd = "",
+                          const std::vector<std::string>& launcher = {});
     ~ServeProcess();
     ServeProcess(const ServeProcess&) = delete;
     ServeProcess& operator=(const ServeProcess&) = delete;

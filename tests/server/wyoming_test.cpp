@@ -579,6 +579,62 @@ TEST(WyomingDrain, RunningSynthesesFinishNewOnesAreRefused) {
     EXPECT_EQ(s.wait(30), 0) << s.log();
 }
 
+// Issue 31, round two: text with nothing to say, NULs and over-long voice fields are error
+// events before any synthesis (no audio-start comes first), and the connection goes on.
+TEST_F(WyomingTest, TextWithNothingToSayIsEmptyText) {
+    WyomingClient c(wport());
+    for (const std::string text : {"\u200b\u200d", "\ufeff", "\u202e\u2066\u2069", "\x01\x1b\x7f", "\u00a0\u3000\t", "\u2028"}) {
+        ASSERT_TRUE(c.send("synthesize", {{"text", text}, {"voice", {{"name", "ryan"}}}}));
+        const json e = expect_wyoming_error(c, "empty_text");
+        EXPECT_NE(e.value("text", "").find("'text' is empty: it holds nothing to say"), std::string::npos) << e.dump();
+    }
+    // In a stream, sentences with nothing to say are skipped: the spoken one alone has audio.
+    ASSERT_TRUE(c.send("synthesize-start", {{"voice", {{"name", "ryan"}}}}));
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", "\u200b\ufeff "}}));
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", "Hello there."}}));
+    ASSERT_TRUE(c.send("synthesize-stop"));
+    EXPECT_FALSE(read_audio(c).pcm.empty());
+    auto stopped = c.read();
+    ASSERT_TRUE(stopped);
+    EXPECT_EQ(stopped->type, "synthesize-stopped") << stopped->data.dump();
+    ASSERT_TRUE(c.send("ping"));
+    auto pong = c.read();
+    ASSERT_TRUE(pong);
+    EXPECT_EQ(pong->type, "pong");
+}
+
+TEST_F(WyomingTest, NulsAndLongVoiceFieldsAreRefused) {
+    WyomingClient c(wport());
+    ASSERT_TRUE(c.send("synthesize", {{"text", std::string("Hello\0there.", 12)}}));
+    EXPECT_NE(expect_wyoming_error(c, "invalid_field").value("text", "").find("'text' holds a NUL character at byte offset 5"), std::string::npos);
+    ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}, {"voice", {{"name", std::string("ry\0an", 5)}}}}));
+    EXPECT_NE(expect_wyoming_error(c, "invalid_field").value("text", "").find("'voice.name' holds a NUL character"), std::string::npos);
+    for (const char* key : {"name", "speaker", "language"}) {
+        ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}, {"voice", {{key, std::string(300, 'x')}}}}));
+        const json e = expect_wyoming_error(c, "text_too_long");
+        EXPECT_NE(e.value("text", "").find("'voice." + std::string(key) + "' has 300 characters; this server takes at most 256"), std::string::npos)
+            << e.dump();
+    }
+    ASSERT_TRUE(c.send("synthesize-start", {{"voice", {{"name", std::string(257, 'v')}}}}));
+    expect_wyoming_error(c, "text_too_long");
+    // A stream's chunk with a NUL fails the stream, which then ends normally.
+    ASSERT_TRUE(c.send("synthesize-start", {{"voice", {{"name", "ryan"}}}}));
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", std::string("a\0b", 3)}}));
+    expect_wyoming_error(c, "invalid_field");
+    ASSERT_TRUE(c.send("synthesize-stop"));
+    auto stopped = c.read();
+    ASSERT_TRUE(stopped);
+    EXPECT_EQ(stopped->type, "synthesize-stopped") << stopped->data.dump();
+    // An unknown voice is quoted short: 100 characters and the length.
+    ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}, {"voice", {{"name", std::string(200, 'q')}}}}));
+    const std::string text = expect_wyoming_error(c, "voice_not_found").value("text", "");
+    EXPECT_NE(text.find("'" + std::string(100, 'q') + "...' (200 characters)"), std::string::npos) << text;
+    ASSERT_TRUE(c.send("ping"));
+    auto pong = c.read();
+    ASSERT_TRUE(pong);
+    EXPECT_EQ(pong->type, "pong");
+}
+
 // --no-http: Wyoming alone.
 TEST(WyomingOnly, ServesWithoutHttp) {
     TempDir voices;
