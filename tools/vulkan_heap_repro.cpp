@@ -1,12 +1,18 @@
-// Reproduces, with stock ggml ops alone, the heap corruption that stops most parity suites on
-// Mesa's software Vulkan device (docs/gpu.md): get_rows from an F32 table, then an F32 product,
-// in graphs built, run and freed one after another with a varying number of rows. With a fixed
-// row count, or without the get_rows, it runs clean. Not part of the build:
+// Reproduces, with stock ggml ops alone, the heap corruption that stopped most parity suites on
+// Mesa's software Vulkan device (docs/gpu.md, issue 30): get_rows from an F32 table, then an F32
+// product, in graphs built, run and freed one after another with a varying number of rows.
+// The cause: ggml-vulkan wrote only a pipeline's own bindings into the descriptor set it reuses from
+// graph to graph, so unused bindings kept buffers of earlier graphs, destroyed since; lavapipe 22.3
+// takes a reference on every buffer of a bound set, an atomic increment in freed memory. Varying
+// rows switch a set between pipelines with 3, 4 and 5 bindings (get_rows, matmul, mul_mat_vec).
+// cmake/patches/ggml-vulkan-full-descriptor-sets.patch fixes it: with the patch this runs clean,
+// without it it dies within a second. Not part of the build:
 //   g++ -O1 -std=c++17 tools/vulkan_heap_repro.cpp -I .deps/llama.cpp-node-llama-cpp-3.21.1/ggml/include \
 //     -Wl,--start-group build/ggml/src/libggml.a build/ggml/src/libggml-base.a \
 //     build/ggml/src/ggml-vulkan/libggml-vulkan.a build/ggml/src/libggml-cpu.a -Wl,--end-group \
 //     -lvulkan -lgomp -lpthread -o /tmp/vulkan_heap_repro
-//   GGML_VK_VISIBLE_DEVICES=0 /tmp/vulkan_heap_repro 300   # lavapipe 22.3.6: "corrupted double-linked list"
+//   GGML_VK_VISIBLE_DEVICES=0 /tmp/vulkan_heap_repro 300   # patched: "300 graphs ran"
+//   # unpatched (lavapipe 22.3.6): "corrupted double-linked list" or SIGSEGV, 10 runs of 10
 #include <cstdio>
 #include <cstdlib>
 #include <vector>

@@ -428,6 +428,14 @@ void CodecEncoder::build_tail_graph(int64_t frames25, bool capturing) {
             }
             ggml_tensor* kb = ggml_view_3d(ctx, k, hd, nk, e.kv_heads, k->nb[1], k->nb[2], 0);
             ggml_tensor* vb = ggml_view_3d(ctx, v, nk, hd, e.kv_heads, v->nb[1], v->nb[2], 0);
+            if (nk < keys && !m.backend->is_cpu()) {
+                // Fewer keys than k and v hold, so the views skip rows between heads. ggml's Vulkan
+                // product steps from head to head by the view's own size (hd * nk), not by k's
+                // stride (0.18 relative error on long_12s, whose first query block has 256 of 304
+                // keys), and it rounds a strided vb to F16; contiguous copies keep both exact.
+                kb = ggml_cont(ctx, kb);
+                vb = ggml_cont(ctx, vb);
+            }
             ggml_tensor* kq = ggml_mul_mat(ctx, kb, qb);  // [keys, queries, H]
             kq = ggml_soft_max_ext(ctx, ggml_diag_mask_inf(ctx, kq, static_cast<int>(q0)), nullptr, scale, 0.0f);
             ggml_tensor* o = ggml_permute(ctx, ggml_mul_mat(ctx, vb, kq), 0, 2, 1, 3);  // [hd, H, queries]
