@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,9 @@ struct SpeechRequest {
     // Families that split a text into sentences themselves (Chatterbox: one T3 + S3Gen run each)
     // do; false: the whole text is one sequence (speak --no-split). Qwen3-TTS never splits a request.
     bool split_sentences = true;
+    // The settings a family declares for itself (Family::settings, talkbox/speech_settings.h), by
+    // name; the model's check refuses a name its family does not declare.
+    std::map<std::string, double> family_settings;
 };
 
 // Why generation of a request (a long-form segment) ended.

@@ -230,11 +230,11 @@ uint64_t whole(const char* name, double v, double max) {
 void set_number(talkbox_request& r, const std::string& name, double v) {
     const bool unset = std::isnan(v);
     constexpr double u32 = std::numeric_limits<uint32_t>::max();
-    if (const talkbox::SpeechSetting* setting = talkbox::find_speech_setting(name)) {
-        if (unset) return setting->set(r.speech, std::nullopt);
+    if (const auto setting = talkbox::find_speech_setting(name)) {
+        if (unset) return talkbox::set_setting(r.speech, *setting, std::nullopt);
         const std::string problem = talkbox::setting_value_problem(*setting, v);
         if (!problem.empty()) throw invalid(name + " " + problem);
-        return setting->set(r.speech, v);
+        return talkbox::set_setting(r.speech, *setting, v);
     }
     if (!unset && !std::isfinite(v)) throw invalid(name + " must be a finite number, got " + talkbox::number_text(v));
     if (name == "split") r.long_form.split = unset ? talkbox::LongFormOptions{}.split : whole("split", v, 1) == 1;

@@ -332,6 +332,6 @@ DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes)
 
 }  // namespace
 
-Family family() { return {kArchitecture, load, read_model_info, decode_codes, &kVoiceSection, nullptr, tokenize}; }
+Family family() { return {kArchitecture, load, read_model_info, decode_codes, &kVoiceSection, nullptr, tokenize, {}}; }
 
 }  // namespace talkbox::chatterbox

@@ -1,28 +1,45 @@
-// The family conversions: one line per family. A new family brings its folder's convert/ subfolder
-// (a FamilyConverter) and one line here, beside its line in pipeline/families.cpp.
+// The family conversions: the built-in families' (family/builtin_families.def, one line each, in
+// their folders' convert/ subfolders) and any registered at start-up.
 #include "checkpoints/converters.h"
 
 #include <filesystem>
+#include <vector>
 
-#include "chatterbox/convert/converter.h"
-#include "qwen3tts/convert/converter.h"
+#include "pipeline/families.h"
 #include "talkbox/error.h"
 
 namespace talkbox {
 
+// Each built-in family's conversion, declared here rather than by including every family's header.
+#define TALKBOX_FAMILY(ns)              \
+    namespace ns {                      \
+    const FamilyConverter& converter(); \
+    }
+#include "family/builtin_families.def"
+#undef TALKBOX_FAMILY
+
 namespace {
 
-const FamilyConverter& (*const kConverters[])() = {
-    qwen3tts::converter,
-    chatterbox::converter,
-};
+std::vector<const FamilyConverter*>& converters() {
+    static std::vector<const FamilyConverter*> all = {
+#define TALKBOX_FAMILY(ns) &ns::converter(),
+#include "family/builtin_families.def"
+#undef TALKBOX_FAMILY
+    };
+    return all;
+}
 
 }  // namespace
 
+void register_family(const Family& family, const FamilyConverter& converter) {
+    add_family(family);
+    converters().push_back(&converter);
+}
+
 const FamilyConverter& converter_for(const FileSet& files) {
     std::string expected;
-    for (const auto converter : kConverters) {
-        const FamilyConverter& c = converter();
+    for (const FamilyConverter* converter : converters()) {
+        const FamilyConverter& c = *converter;
         if (c.recognises(files)) return c;
         expected += std::string(expected.empty() ? "" : "; ") + c.looks_like;
     }

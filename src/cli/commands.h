@@ -46,6 +46,9 @@ inline CLI::Validator thread_count() { return in_range(0, 4096); }
 // True when stderr is a terminal (progress bars are drawn only then).
 bool stderr_is_tty();
 
+// The talkbox command line (app.cpp): parses argv, runs the command, returns the exit code.
+int run(int argc, char** argv);
+
 // The transcript to clone a voice with, from --ref-text (`given`: the flag was set) and
 // --x-vector-only, checked against the model: nullopt clones from the audio alone. A model that
 // does not clone is left to Model::create_voice, which says so. Throws Error (InvalidArgument) for

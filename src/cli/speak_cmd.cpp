@@ -183,7 +183,7 @@ void run_speak(const SpeakArgs& a) {
     request.text_mode = a.streaming_text ? TextMode::Streaming : a.non_streaming_text ? TextMode::NonStreaming : TextMode::Default;
     request.sampling.greedy = a.greedy;
     request.sampling.seed = a.seed;
-    for (const auto& [name, value] : a.settings) find_speech_setting(name)->set(request, value);
+    for (const auto& [name, value] : a.settings) set_setting(request, *find_speech_setting(name), value);
     const uint32_t max_frames = request.max_frames;  // 0: the per-segment guard (default_max_frames)
 
     // One seed for every segment, so that a run is reproducible from the seed it reports.

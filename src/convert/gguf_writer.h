@@ -12,6 +12,11 @@
 
 namespace talkbox {
 
+// Owns a gguf_context a converter fills: std::unique_ptr<gguf_context, GgufContextDeleter>.
+struct GgufContextDeleter {
+    void operator()(gguf_context* c) const { gguf_free(c); }
+};
+
 struct PlannedTensor {
     std::string name;
     ggml_type type;

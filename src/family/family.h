@@ -16,6 +16,7 @@
 #include "talkbox/encode.h"
 #include "talkbox/model.h"
 #include "talkbox/model_info.h"
+#include "talkbox/speech_settings.h"
 #include "talkbox/tokenize.h"
 #include "talkbox/voice_file.h"
 #include "voice/reference_audio.h"
@@ -79,6 +80,12 @@ struct Family {
     EncodeSummary (*encode_audio)(const EncodeOptions& options, const GgufFile& file);
     // `talkbox tokenize`: the model's text front end, step by step.
     Tokenization (*tokenize)(const GgufFile& file, const std::string& text, const std::string& language);
+    // Request settings of the family's own, beside the shared ones (talkbox/speech_settings.h),
+    // with get/set left empty: requests keep them in SpeechRequest::family_settings. Every front end
+    // takes them by name (--name, the JSON key, Wyoming's "settings", talkbox_request_set_number);
+    // its models list them, with their ranges, in Capabilities::fields, and other families'
+    // models refuse them.
+    std::vector<SpeechSetting> settings;
 };
 
 }  // namespace talkbox

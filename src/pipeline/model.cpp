@@ -69,8 +69,14 @@ std::optional<Refusal> check_request(const Capabilities& c, const SpeechRequest&
     if (r.instruct.find_first_not_of(" \t\r\n") != std::string::npos && !c.takes_instruct) return refuse("instructions", "an instruction");
     if (r.voice && !c.clones) return refuse("voice", "a cloned voice");
     if (r.text_mode != TextMode::Default && !c.text_modes) return refuse("text_mode", "the text mode");
-    for (const SpeechSetting& setting : speech_settings()) {
-        const std::optional<double> value = setting.get(r);
+    const std::vector<SpeechSetting> settings = speech_settings();
+    for (const auto& [name, value] : r.family_settings) {
+        // A family's own setting set by name without the table (the C++ API): refused, never ignored.
+        const bool declared = std::any_of(settings.begin(), settings.end(), [&](const SpeechSetting& s) { return s.name == name && !s.get; });
+        if (!declared) return Refusal{name, "'" + name + "' is not a setting of any model family (settings: " + speech_setting_names() + ")"};
+    }
+    for (const SpeechSetting& setting : settings) {
+        const std::optional<double> value = setting_value(r, setting);
         if (!value) continue;
         const char* name = setting.name;
         const RequestField* f = c.field(name);

@@ -1,10 +1,12 @@
 #include "talkbox/speech_settings.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
 #include "core/strings.h"
+#include "pipeline/families.h"
 
 namespace talkbox {
 
@@ -53,19 +55,43 @@ const std::vector<SpeechSetting> kSettings = {
 
 }  // namespace
 
-const std::vector<SpeechSetting>& speech_settings() { return kSettings; }
-
-const SpeechSetting* find_speech_setting(const std::string& name) {
-    for (const SpeechSetting& s : kSettings) {
-        if (name == s.name) return &s;
+std::vector<SpeechSetting> speech_settings() {
+    std::vector<SpeechSetting> all = kSettings;
+    for (const Family* family : registered_families()) {
+        for (const SpeechSetting& own : family->settings) {
+            const bool known = std::any_of(all.begin(), all.end(), [&](const SpeechSetting& s) { return std::string(s.name) == own.name; });
+            if (!known) all.push_back(own);
+        }
     }
-    return nullptr;
+    return all;
+}
+
+std::optional<SpeechSetting> find_speech_setting(const std::string& name) {
+    for (const SpeechSetting& s : speech_settings()) {
+        if (name == s.name) return s;
+    }
+    return std::nullopt;
 }
 
 std::string speech_setting_names() {
     std::string names;
-    for (const SpeechSetting& s : kSettings) names += (names.empty() ? "" : ", ") + std::string(s.name);
+    for (const SpeechSetting& s : speech_settings()) names += (names.empty() ? "" : ", ") + std::string(s.name);
     return names;
+}
+
+std::optional<double> setting_value(const SpeechRequest& request, const SpeechSetting& setting) {
+    if (setting.get) return setting.get(request);
+    const auto it = request.family_settings.find(setting.name);
+    return it == request.family_settings.end() ? std::nullopt : std::optional<double>(it->second);
+}
+
+void set_setting(SpeechRequest& request, const SpeechSetting& setting, std::optional<double> value) {
+    if (setting.set) return setting.set(request, value);
+    if (value) {
+        request.family_settings[setting.name] = *value;
+    } else {
+        request.family_settings.erase(setting.name);
+    }
 }
 
 std::string setting_value_problem(const SpeechSetting& setting, double value) {

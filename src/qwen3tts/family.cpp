@@ -345,6 +345,6 @@ std::unique_ptr<FamilyModel> load(std::shared_ptr<const GgufFile> file, const ta
 
 }  // namespace
 
-Family family() { return {kArchitecture, load, read_model_info, decode_codes, &kVoiceSection, encode_audio, nullptr}; }
+Family family() { return {kArchitecture, load, read_model_info, decode_codes, &kVoiceSection, encode_audio, nullptr, {}}; }
 
 }  // namespace talkbox::qwen3tts

@@ -756,15 +756,9 @@ struct Server::Impl : http::Handler, wyoming::Service {
             const double v = body[key].get<double>();
             const std::string problem = setting_value_problem(setting, v);
             if (!problem.empty()) throw bad_request(std::string("'") + key + "' " + problem, key);
-            setting.set(p.request, v);
+            set_setting(p.request, setting, v);
         }
-        // The model's own rules: which fields it takes, and their ranges.
-        if (auto refusal = p.model->model().check(p.request)) {
-            // A field the model takes was out of its range; any other it does not take at all.
-            const bool takes = p.model->model().capabilities().field(refusal->field) != nullptr;
-            throw bad_request("model '" + p.model->id() + "': " + refusal->message, refusal->field,
-                              takes ? "invalid_value" : "unsupported_field");
-        }
+        require_fit(*p.model, p.request);
         // Drawn here when absent, so that every response reports the seed that reproduces it.
         if (!s.seed) s.seed = options.default_seed ? *options.default_seed : random_seed();
         p.segments = long_form_segments(input);
@@ -1104,10 +1098,19 @@ struct Server::Impl : http::Handler, wyoming::Service {
     }
     static bool any_language(const std::string& l) { return l.empty() || ascii_lower(l) == "auto"; }
 
+    // The model's own rules (Model::check): 400 naming the first field it does not take
+    // (unsupported_field) or whose value is out of its range (invalid_value).
+    static void require_fit(const ModelPool& m, const SpeechRequest& r) {
+        if (auto refusal = m.model().check(r)) {
+            const bool takes = m.capabilities().field(refusal->field) != nullptr;
+            throw bad_request("model '" + m.id() + "': " + refusal->message, refusal->field, takes ? "invalid_value" : "unsupported_field");
+        }
+    }
+
     // voice.name: a voice (as "voice" of /v1/audio/speech) or a model id, whose voice is then
     // voice.speaker (default: its first); nothing: the first voice in the "info" list (of the
     // language asked for, if any).
-    ModelPool* wyoming_request(const wyoming::VoiceChoice& vc, SpeechRequest& r) {
+    ModelPool* wyoming_request(const wyoming::SpeechChoice& vc, SpeechRequest& r) {
         std::string model, voice = vc.name;
         if (!vc.name.empty() && find_model(vc.name)) {
             model = vc.name;
@@ -1136,12 +1139,14 @@ struct Server::Impl : http::Handler, wyoming::Service {
             const std::string l = model_language(*m, vc.language);
             apply_language(*m, l.empty() ? vc.language : l, r);
         }
+        for (const auto& [name, value] : vc.settings) set_setting(r, *find_speech_setting(name), value);
+        require_fit(*m, r);
         return m;
     }
 
     static wyoming::ServiceError service_error(const ApiError& e) { return wyoming::ServiceError(e.code, e.what()); }
 
-    void check_voice(const wyoming::VoiceChoice& vc) override {
+    void check_voice(const wyoming::SpeechChoice& vc) override {
         try {
             SpeechRequest r;
             wyoming_request(vc, r);
@@ -1151,7 +1156,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         }
     }
 
-    void speak(const std::string& text, const wyoming::VoiceChoice& vc, const std::function<void(const float*, size_t)>& on_audio,
+    void speak(const std::string& text, const wyoming::SpeechChoice& vc, const std::function<void(const float*, size_t)>& on_audio,
                const std::function<bool()>& cancelled) override {
         const auto arrived = Clock::now();
         try {
@@ -1160,9 +1165,6 @@ struct Server::Impl : http::Handler, wyoming::Service {
             SpeechRequest r;
             ModelPool* m = wyoming_request(vc, r);
             r.sampling.seed = options.default_seed ? *options.default_seed : random_seed();
-            if (auto refusal = m->model().check(r)) {
-                throw bad_request("model '" + m->id() + "': " + refusal->message, refusal->field, "unsupported_field");
-            }
             const auto segments = long_form_segments(text);
             Scheduler::Slot slot;
             admit(slot, cancelled);

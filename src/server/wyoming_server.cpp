@@ -26,6 +26,7 @@
 #include "talkbox/audio.h"
 #include "talkbox/error.h"
 #include "talkbox/segmenter.h"
+#include "talkbox/speech_settings.h"
 #include "text/speakable.h"
 
 namespace talkbox::server::wyoming {
@@ -150,14 +151,14 @@ private:
             // Streaming clients send the whole text once more for servers without streaming: ignored.
             if (streaming_) return;
             const std::string text = text_field(e, true);
-            const VoiceChoice voice = voice_field(e);
+            const SpeechChoice voice = speech_choice(e);
             check_length(code_point_count(text));
             if (auto refusal = unspeakable(text, "'text'")) throw refused_text(*refusal);
             log("synthesize");
             speak(text, voice);
         } else if (t == "synthesize-start") {
             if (streaming_) throw ServiceError("invalid_state", "a synthesis stream is already open (send 'synthesize-stop' first)");
-            const VoiceChoice voice = voice_field(e);
+            const SpeechChoice voice = speech_choice(e);
             service_.check_voice(voice);
             streaming_ = true;
             stream_failed_ = false;
@@ -229,9 +230,10 @@ private:
         return it->get<std::string>();
     }
 
-    static VoiceChoice voice_field(const Event& e) {
-        VoiceChoice v;
+    static SpeechChoice speech_choice(const Event& e) {
+        SpeechChoice v;
         const auto it = e.data.find("voice");
+        settings_field(e, v.settings);
         if (it == e.data.end() || it->is_null()) return v;
         if (!it->is_object()) throw ServiceError("invalid_field", "'voice' must be an object with 'name', 'speaker' or 'language'");
         const auto str = [&](const char* key, std::string& out) {
@@ -251,9 +253,24 @@ private:
         return v;
     }
 
+    static void settings_field(const Event& e, std::map<std::string, double>& out) {
+        const auto it = e.data.find("settings");
+        if (it == e.data.end() || it->is_null()) return;
+        if (!it->is_object()) throw ServiceError("invalid_field", "'settings' must be an object of request settings by name");
+        for (const auto& [name, value] : it->items()) {
+            const std::string what = "settings." + quote_value(name);
+            const auto setting = find_speech_setting(name);
+            if (!setting) throw ServiceError("unsupported_field", what + " is not a request setting (settings: " + speech_setting_names() + ")");
+            if (!value.is_number()) throw ServiceError("invalid_field", what + " must be a number");
+            const std::string problem = setting_value_problem(*setting, value.get<double>());
+            if (!problem.empty()) throw ServiceError("invalid_value", what + " " + problem);
+            out[name] = value.get<double>();
+        }
+    }
+
     // One audio-start, audio-chunks of samples_per_chunk samples as the audio comes, one audio-stop.
     // audio-start waits for the first samples, so that a refused request is only an error event.
-    void speak(const std::string& text, const VoiceChoice& voice) {
+    void speak(const std::string& text, const SpeechChoice& voice) {
         const int rate = service_.sample_rate();
         const json format = {{"rate", rate}, {"width", 2}, {"channels", 1}};
         const size_t chunk_bytes = std::max<size_t>(1, options_.samples_per_chunk) * 2;
@@ -300,7 +317,7 @@ private:
     std::atomic<bool> gone_{false};
     Clock::time_point idle_since_ = Clock::now();
     bool streaming_ = false, stream_failed_ = false;
-    VoiceChoice stream_voice_;
+    SpeechChoice stream_voice_;
     size_t stream_chars_ = 0;
     SentenceBuffer sentences_;
 };

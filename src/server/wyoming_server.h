@@ -12,15 +12,19 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <map>
 #include <vector>
 
 #include "server/wyoming_protocol.h"
 
 namespace talkbox::server::wyoming {
 
-// "voice" of synthesize / synthesize-start: each field empty when not given.
-struct VoiceChoice {
+// What synthesize / synthesize-start choose: "voice" {name, speaker, language}, each empty when not
+// given, and talkbox's extension "settings", the request settings by name ({"temperature": 0.7};
+// talkbox/speech_settings.h), each a known name with a value of its kind.
+struct SpeechChoice {
     std::string name, speaker, language;
+    std::map<std::string, double> settings;
 };
 
 // A refused or failed synthesis, answered as an "error" event {text, code}.
@@ -38,10 +42,10 @@ public:
     virtual size_t max_text_chars() = 0;  // one synthesize, or the whole text of one stream
     // Throws ServiceError when `voice` names nothing this server speaks with (checked at
     // synthesize-start, before any text arrives).
-    virtual void check_voice(const VoiceChoice& voice) = 0;
+    virtual void check_voice(const SpeechChoice& voice) = 0;
     // Speaks `text` (admission, a session, the synthesis), handing samples to `on_audio` in order;
     // stops soon after `cancelled()` turns true (it is polled from another thread). Throws ServiceError.
-    virtual void speak(const std::string& text, const VoiceChoice& voice, const std::function<void(const float*, size_t)>& on_audio,
+    virtual void speak(const std::string& text, const SpeechChoice& voice, const std::function<void(const float*, size_t)>& on_audio,
                        const std::function<bool()>& cancelled) = 0;
     virtual void log(const std::string&) {}
 };

@@ -32,12 +32,13 @@ pid_t spawn_process(std::vector<std::string> argv, const std::string& out, const
     return pid;
 }
 
-ServeProcess::ServeProcess(const std::vector<std::string>& args, const std::string& cwd, const std::vector<std::string>& launcher) {
+ServeProcess::ServeProcess(const std::vector<std::string>& args, const std::string& cwd, const std::vector<std::string>& launcher,
+                           const std::string& binary) {
     std::vector<std::string> argv = launcher;
-    for (const char* a : {TALKBOX_BINARY, "serve"}) argv.emplace_back(a);
+    for (const std::string& a : {binary, std::string("serve")}) argv.push_back(a);
     argv.insert(argv.end(), args.begin(), args.end());
     for (const char* a : {"--host", "127.0.0.1", "--port", "0"}) argv.emplace_back(a);
-    pid_ = spawn_process(argv, dir_.file("out"), dir_.file("err"), "cannot start " + std::string(TALKBOX_BINARY), cwd);
+    pid_ = spawn_process(argv, dir_.file("out"), dir_.file("err"), "cannot start " + binary, cwd);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     // "talkbox: serving N models on http://127.0.0.1:P and tcp://127.0.0.1:W (Wyoming) (...)\n"
     const std::string marker = "talkbox: serving ", http = "http://127.0.0.1:", wyoming = "tcp://127.0.0.1:";

@@ -17,8 +17,9 @@ public:
     // `launcher` when given, a command that executes its arguments in its own process, such as
     // prlimit --nofile=64:64 --) and waits until it listens (throws with the server's log when it
     // exits or does not listen within 60 s).
+    // `binary`: another build of the command line (a test's, with a family of its own registered).
     explicit ServeProcess(const std::vector<std::string>& args, const std::string& cwd = "",
-                          const std::vector<std::string>& launcher = {});
+                          const std::vector<std::string>& launcher = {}, const std::string& binary = TALKBOX_BINARY);
     ~ServeProcess();
     ServeProcess(const ServeProcess&) = delete;
     ServeProcess& operator=(const ServeProcess&) = delete;

@@ -422,10 +422,6 @@ PlannedTensor plan_tensor(const std::string& name, const Source& src, WeightType
     }
 }
 
-struct GgufContextDeleter {
-    void operator()(gguf_context* c) const { gguf_free(c); }
-};
-
 // The official repository has no config.json (a Qwen3-TTS snapshot's) and at least one of these.
 bool is_chatterbox_folder(const FileSet& files) {
     if (files.has("config.json")) return false;

@@ -104,10 +104,6 @@ std::string require_file(const std::string& path, const std::string& what) {
     return path;
 }
 
-struct GgufContextDeleter {
-    void operator()(gguf_context* c) const { gguf_free(c); }
-};
-
 // A repository holds one model (the variant is in its name): a variant or checkpoint choice is refused.
 void refuse_choices(const std::string& variant, const std::string& checkpoint, const std::string& where) {
     if (variant.empty() && checkpoint.empty()) return;

@@ -1,0 +1,114 @@
+#include "family/sine/sine_family.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "core/gguf_file.h"
+#include "talkbox/error.h"
+
+namespace talkbox::sine {
+
+namespace {
+
+Capabilities capabilities_of(const GgufFile& file) {
+    Capabilities c;
+    c.architecture = kArchitecture;
+    c.family = "Sine";
+    c.variant = "tone";
+    c.variant_name = "Tone";
+    c.sample_rate = kSampleRate;
+    c.frames_per_second = static_cast<double>(kSampleRate) / kSamplesPerFrame;
+    c.builtin_voice = true;
+    c.frame_streaming = true;
+    c.kv_cache_types = {"f32"};
+    c.fields = {{"pitch", 20, 4000, false, false, kDefaultPitch}};
+    (void)file;
+    return c;
+}
+
+float amplitude_of(const GgufFile& file) {
+    const GgufTensorInfo& t = file.tensor("sine.amplitude", {1});
+    if (t.type != GGML_TYPE_F32) throw Error(ErrorKind::Format, file.path() + ": sine.amplitude must be F32");
+    float a = 0;
+    std::memcpy(&a, t.data, sizeof a);
+    return a;
+}
+
+class SineSession : public FamilySession {
+public:
+    explicit SineSession(float amplitude) : amplitude_(amplitude) {}
+
+    SpeechResult speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions&,
+                       const std::atomic<bool>* cancel) override {
+        const auto start = std::chrono::steady_clock::now();
+        const auto pitch = request.family_settings.find("pitch");
+        const double hz = pitch == request.family_settings.end() ? kDefaultPitch : pitch->second;
+        SpeechResult result;
+        result.seed = request.sampling.seed.value_or(0);
+        std::vector<float> frame(kSamplesPerFrame);
+        for (unsigned char byte : request.text) {
+            if ((byte & 0xC0) == 0x80) continue;  // one frame per code point
+            if (cancel && cancel->load()) {
+                result.stop_reason = StopReason::Cancelled;
+                break;
+            }
+            for (float& s : frame) {
+                s = amplitude_ * static_cast<float>(std::sin(2 * M_PI * hz * static_cast<double>(result.samples++) / kSampleRate));
+            }
+            result.frames.push_back({static_cast<int32_t>(result.frames.size())});
+            if (result.timings.first_audio_ms == 0) {
+                result.timings.first_audio_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+            }
+            on_audio(frame.data(), frame.size());
+        }
+        result.timings.steps = static_cast<uint32_t>(result.frames.size());
+        result.timings.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        return result;
+    }
+
+private:
+    float amplitude_;
+};
+
+class SineModel : public FamilyModel {
+public:
+    explicit SineModel(const GgufFile& file) : capabilities_(capabilities_of(file)), amplitude_(amplitude_of(file)) {}
+    const Capabilities& capabilities() const override { return capabilities_; }
+    int threads() const override { return 1; }
+    int decoder_threads() const override { return 1; }
+    std::unique_ptr<FamilySession> new_session() const override { return std::make_unique<SineSession>(amplitude_); }
+
+private:
+    Capabilities capabilities_;
+    float amplitude_;
+};
+
+std::unique_ptr<FamilyModel> load(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
+    if (!options.device.empty() && options.device != "cpu") {
+        throw Error(ErrorKind::Unsupported, "the sine family computes on the CPU only, not on " + options.device);
+    }
+    return std::make_unique<SineModel>(*file);
+}
+
+ModelInfo describe(const GgufFile& file) {
+    ModelInfo info;
+    info.path = file.path();
+    info.family = "Sine";
+    info.name = file.meta().get_string("general.name");
+    info.variant = "tone";
+    info.weight_type = "f32";
+    info.voice = "a built-in sine tone";
+    info.hyperparameters["amplitude"] = std::to_string(amplitude_of(file));
+    return info;
+}
+
+}  // namespace
+
+Family family() {
+    Family f{kArchitecture, load, describe, nullptr, nullptr, nullptr, nullptr, {}};
+    f.settings = {{"pitch", false, "Sine: the tone's frequency in Hz (default 440)"}};
+    return f;
+}
+
+}  // namespace talkbox::sine
