@@ -67,6 +67,9 @@ struct Capabilities {
     std::string variant;       // machine-readable: "base", "custom_voice", "voice_design", "multilingual", "english", "turbo", "nano"
     std::string variant_name;  // for people: "Base", "CustomVoice", ..., "Turbo", "Nano"
     std::string size;          // "0.6b", "1.7b"; empty when the family has one size
+    // Who made the model, for people and for Wyoming's attribution: "Qwen team, Alibaba Cloud" and
+    // its home page.
+    std::string author, author_url;
     int sample_rate = 24000;
     double frames_per_second = 0;        // 12.5 codec frames / 25 speech tokens
     std::vector<std::string> languages;  // besides "auto"

@@ -35,6 +35,8 @@ Capabilities capabilities_of(const Pipeline& p) {
     Capabilities c;
     c.architecture = kArchitecture;
     c.family = "Chatterbox";
+    c.author = "Resemble AI";
+    c.author_url = "https://github.com/resemble-ai/chatterbox";
     const Variant v = variant_of(p.file().meta());
     c.variant = variant_id(v);
     c.variant_name = variant_name(v);

@@ -52,6 +52,8 @@ Capabilities capabilities_of(const Hparams& h, int sample_rate) {
     Capabilities c;
     c.architecture = kArchitecture;
     c.family = "Qwen3-TTS";
+    c.author = "Qwen team, Alibaba Cloud";
+    c.author_url = "https://github.com/QwenLM/Qwen3-TTS";
     c.variant = variant_name(h.variant);
     c.variant_name = variant_display_name(h.variant);
     c.size = h.size;

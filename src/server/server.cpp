@@ -26,6 +26,8 @@
 #include "server/multipart.h"
 #include "server/request_limits.h"
 #include "server/scheduler.h"
+#include "server/synthesis.h"
+#include "server/voice_catalog.h"
 #include "server/voices.h"
 #include "server/web_page.h"
 #include "server/wyoming_server.h"
@@ -84,31 +86,7 @@ std::string format_names(bool streaming_only) {
     return join_names(names);
 }
 
-// One Server-Sent Event of `stream_format: "sse"` (a JSON object on one data line).
-std::string sse_event(const nlohmann::json& data) {
-    return "data: " + data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
-}
-std::string sse_audio_delta(const void* bytes, size_t n) {
-    return sse_event({{"type", "speech.audio.delta"}, {"audio", base64_encode(bytes, n)}});
-}
 
-// The voice name of a Chatterbox model's built-in voice (registered voices cannot take it).
-constexpr const char* kBuiltinVoice = "builtin";
-
-// OpenAI model names that clients send by default: they pick the loaded model that fits the voice.
-bool is_openai_model_alias(const std::string& m) {
-    return m.empty() || m == "tts-1" || m == "tts-1-hd" || m == "gpt-4o-mini-tts" || m.rfind("gpt-4o", 0) == 0;
-}
-
-ApiError from_error(const Error& e) {
-    switch (e.kind()) {
-        case ErrorKind::InvalidArgument:
-        case ErrorKind::Unsupported: return bad_request(e.what());
-        case ErrorKind::Cancelled: return ApiError(499, "invalid_request_error", "cancelled", e.what());
-        case ErrorKind::Exists: return ApiError(409, "invalid_request_error", "exists", e.what());
-        default: return ApiError(500, "server_error", "internal_error", e.what());
-    }
-}
 
 // The parsed body of POST /v1/audio/speech.
 struct SpeechParams {
@@ -122,65 +100,6 @@ struct SpeechParams {
     std::vector<std::string> segments;
 };
 
-// One synthesis: its session runs on its own thread; PCM formats hand encoded bytes to the
-// response as they come, others collect the samples.
-struct Job {
-    std::mutex m;
-    std::condition_variable cv;
-    std::string pending;        // encoded bytes not yet sent (streaming)
-    std::vector<float> samples;  // everything (whole-file formats)
-    bool streaming = false;
-    bool sse = false;
-    audio::SampleFormat format = audio::SampleFormat::Wav16;
-    std::unique_ptr<audio::SpeedAdjuster> speed;  // the worker's audio on its way to deliver()
-    bool finished = false;
-    std::exception_ptr error;
-    LongFormResult result;
-    std::atomic<bool> cancel{false};
-    std::atomic<bool> timed_out{false};
-    bool client_gone = false;
-    Clock::time_point arrived, deadline;
-    double first_audio_s = -1;
-    size_t samples_out = 0;
-    Scheduler::Slot slot;
-    SessionLease lease;
-    std::thread thread;
-
-    ~Job() { stop(); }
-    void deliver(const float* pcm, size_t n) {
-        if (n == 0) return;
-        std::lock_guard<std::mutex> lock(m);
-        if (first_audio_s < 0) first_audio_s = seconds_since(arrived);
-        samples_out += n;
-        if (streaming) {
-            std::vector<uint8_t> bytes;
-            audio::append_samples(bytes, pcm, n, format);
-            if (sse) {
-                pending += sse_audio_delta(bytes.data(), bytes.size());
-            } else {
-                pending.append(bytes.begin(), bytes.end());
-            }
-        } else {
-            samples.insert(samples.end(), pcm, pcm + n);
-        }
-        cv.notify_all();
-    }
-    void stop() {
-        cancel = true;
-        if (thread.joinable()) thread.join();
-    }
-    // Called while waiting: stops the synthesis when the client left or time is up.
-    void check(int socket) {
-        if (cancel) return;
-        if (http::peer_closed(socket)) {
-            client_gone = true;
-            cancel = true;
-        } else if (Clock::now() > deadline) {
-            timed_out = true;
-            cancel = true;
-        }
-    }
-};
 
 // Watches a long call from its own thread (every 50 ms): sets `cancel` once `gone()` says the
 // client left, or once `deadline` passed (then also `timed_out`).
@@ -255,6 +174,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
     std::atomic<bool> draining{false};
     std::vector<std::unique_ptr<ModelPool>> models;
     VoiceRegistry voices;
+    VoiceCatalog catalog{models, voices};
     Scheduler scheduler;
     Metrics metrics;
     std::vector<Route> table;
@@ -532,132 +452,6 @@ struct Server::Impl : http::Handler, wyoming::Service {
         }
     }
 
-    ModelPool* find_model(const std::string& id) const {
-        for (const auto& m : models) {
-            if (m->id() == id) return m.get();
-        }
-        return nullptr;
-    }
-
-    // Whether `model` can speak with `voice`; fills the request's speaker or voice (the built-in
-    // voice of a Chatterbox model leaves both empty).
-    bool voice_fits(const ModelPool& model, const std::string& voice, const std::string& instructions, SpeechRequest& r) {
-        const Capabilities& c = model.capabilities();
-        if (c.designs_voice) return !instructions.empty() || voice.empty();
-        if (voice.empty()) return false;
-        if (ascii_lower(voice) == kBuiltinVoice) return c.builtin_voice;
-        if (!c.speakers.empty()) {
-            for (const auto& s : c.speakers) {
-                if (ascii_lower(s) == ascii_lower(voice)) {
-                    r.speaker = s;
-                    return true;
-                }
-            }
-            return false;
-        }
-        if (!c.clones || !valid_voice_name(voice)) return false;
-        auto v = voices.find(voice);
-        if (!v || !model.voice_mismatch(*v).empty()) return false;
-        r.voice = v;
-        return true;
-    }
-
-    // A voice this server knows (a preset, the built-in voice, a registered voice) that `model`
-    // cannot speak with: 400 saying why and which models take it. Returns for unknown voices.
-    void refuse_voice_mismatch(const ModelPool& model, const std::string& voice) {
-        std::vector<std::string> fits;
-        SpeechRequest scratch;
-        for (const auto& m : models) {
-            if (m.get() != &model && !m->capabilities().designs_voice && voice_fits(*m, voice, "", scratch)) fits.push_back(m->id());
-        }
-        const auto registered = valid_voice_name(voice) ? voices.find(voice) : nullptr;
-        std::string why;
-        if (registered) {
-            why = model.voice_mismatch(*registered);
-        } else if (fits.empty()) {
-            return;
-        } else if (ascii_lower(voice) == kBuiltinVoice) {
-            why = "'builtin' is the built-in voice of models that have one";
-        } else {
-            why = quote_value(voice) + " is a preset speaker of other models";
-        }
-        if (why.empty()) why = "model '" + model.id() + "' is " + model.capabilities().description();
-        const auto takes = voice_names(&model);
-        throw bad_request("voice " + quote_value(voice) + " does not fit model '" + model.id() + "': " + why + "; " +
-                              (fits.empty() ? std::string("no loaded model takes it") : "it fits " + join_names(fits)) + " (model '" +
-                              model.id() + "' takes " + (takes.empty() ? std::string("no voice") : join_names(takes)) + ")",
-                          "voice", "voice_mismatch");
-    }
-
-    std::vector<std::string> voice_names(const ModelPool* only) {
-        std::vector<std::string> out;
-        for (const auto& m : models) {
-            if (only && m.get() != only) continue;
-            const Capabilities& c = m->capabilities();
-            for (const auto& s : c.speakers) out.push_back(s);
-            if (c.builtin_voice) out.push_back(kBuiltinVoice);
-            if (c.clones) {
-                for (const auto& [name, v] : voices.list()) {
-                    if (m->voice_mismatch(*v).empty()) out.push_back(name);
-                }
-            }
-        }
-        std::sort(out.begin(), out.end());
-        out.erase(std::unique(out.begin(), out.end()), out.end());
-        return out;
-    }
-
-    // The model that speaks `voice`: the one named by `model`, or for an OpenAI model name (or
-    // none) the first loaded model that has the voice. Fills the request's speaker or voice; throws
-    // the 400 / 404 that say what is available.
-    ModelPool* pick_model(const std::string& model, std::string voice, const std::string& instructions, SpeechRequest& r) {
-        ModelPool* found = nullptr;
-        if (auto* m = find_model(model)) {
-            found = m;
-            if (voice.empty() && m->capabilities().builtin_voice) voice = kBuiltinVoice;  // a named model with its own voice needs none
-            if (!voice_fits(*m, voice, instructions, r)) {
-                if (voice.empty()) {
-                    throw bad_request("'voice' is required for model '" + m->id() + "'" +
-                                          (m->capabilities().clones ? " (register one with POST /v1/audio/voices)" : ""),
-                                      "voice", "missing_field");
-                }
-                refuse_voice_mismatch(*m, voice);
-                throw not_found("voice " + quote_value(voice) + " is not available for model '" + m->id() + "' (available: " +
-                                    join_names(voice_names(m)) + ")",
-                                "voice", "voice_not_found");
-            }
-        } else if (is_openai_model_alias(model)) {
-            for (const auto& m : models) {
-                if (!m->capabilities().designs_voice && voice_fits(*m, voice, instructions, r)) {
-                    found = m.get();
-                    break;
-                }
-            }
-            for (const auto& m : models) {
-                if (!found && m->capabilities().designs_voice && voice_fits(*m, voice, instructions, r)) found = m.get();
-            }
-            if (!found) {
-                if (voice.empty()) throw bad_request("'voice' is required", "voice", "missing_field");
-                throw not_found("voice " + quote_value(voice) + " is not available (available: " + join_names(voice_names(nullptr)) + ")", "voice",
-                                "voice_not_found");
-            }
-        } else {
-            std::vector<std::string> ids;
-            for (const auto& m : models) ids.push_back(m->id());
-            throw not_found("model " + quote_value(model) + " is not loaded (available: " + join_names(ids) + ")", "model", "model_not_found");
-        }
-        return found;
-    }
-
-    // "language": "auto" / empty, or one of the model's languages (400 otherwise).
-    static void apply_language(const ModelPool& m, const std::string& language, SpeechRequest& r) {
-        if (language.empty() || ascii_lower(language) == "auto") return;
-        const Capabilities& caps = m.capabilities();
-        bool known = false;
-        for (const auto& l : caps.languages) known |= ascii_lower(l) == ascii_lower(language);
-        if (!known) throw bad_request("unsupported language " + quote_value(language) + " (supported: auto, " + join_names(caps.languages) + ")", "language");
-        r.language = ascii_lower(language);
-    }
 
     SpeechParams parse_speech(const http::Request& req) {
         json body;
@@ -713,9 +507,9 @@ struct Server::Impl : http::Handler, wyoming::Service {
         const std::string language = string_field("language", false);
 
         const std::string model = string_field("model", false);
-        p.model = pick_model(model, voice, instructions, p.request);
+        p.model = catalog.pick_model(model, voice, instructions, p.request);
         if (unspeakable(instructions)) p.request.instruct.clear();  // blank: none
-        apply_language(*p.model, language, p.request);
+        catalog.apply_language(*p.model, language, p.request);
 
         const auto stream = body.contains("stream") && !body["stream"].is_null() ? body["stream"] : json(false);
         if (!stream.is_boolean()) throw bad_request("'stream' must be true or false", "stream");
@@ -758,7 +552,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
             if (!problem.empty()) throw bad_request(std::string("'") + key + "' " + problem, key);
             set_setting(p.request, setting, v);
         }
-        require_fit(*p.model, p.request);
+        catalog.require_fit(*p.model, p.request);
         // Drawn here when absent, so that every response reports the seed that reproduces it.
         if (!s.seed) s.seed = options.default_seed ? *options.default_seed : random_seed();
         p.segments = long_form_segments(input);
@@ -789,74 +583,42 @@ struct Server::Impl : http::Handler, wyoming::Service {
         return o;
     }
 
-    // Why a synthesis ended without its audio, if it did: its error, the client leaving (499) or
-    // the request timeout (504).
-    std::optional<ApiError> failure(const Job& job) const {
-        if (job.error) {
-            try {
-                std::rethrow_exception(job.error);
-            } catch (const ApiError& e) {
-                return e;
-            } catch (const Error& e) {
-                return from_error(e);
-            } catch (const std::bad_alloc&) {
-                return ApiError(503, "server_error", "out_of_memory", "the server ran out of memory for this request");
-            } catch (const std::exception& e) {
-                return ApiError(500, "server_error", "internal_error", std::string("internal error: ") + e.what());
-            }
+
+    // The one synthesis path of HTTP and Wyoming: admission in arrival order (429, 503, 499), a
+    // session of the model, the request deadline, the run on a worker of its own.
+    std::shared_ptr<Synthesis> start_synthesis(ModelPool& model, const SpeechRequest& request, std::vector<std::string> segments,
+                                               const SynthesisOutput& output, const std::function<bool()>& gone) {
+        auto synthesis = std::make_shared<Synthesis>();
+        admit(synthesis->slot, gone);
+        const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(options.request_timeout_s * 1000));
+        synthesis->start(model.lease(), model.capabilities().sample_rate, request, std::move(segments), long_form_options(), output,
+                         deadline);
+        return synthesis;
+    }
+
+    // Its metrics once it has ended: cancelled (the client left, the deadline passed), failed
+    // (`failure` counted by whoever answers it), or the audio made.
+    void record(const Synthesis& synthesis, int sample_rate) {
+        if (synthesis.cancelled()) {
+            metrics.cancelled();
+        } else if (!synthesis.failure(options.request_timeout_s)) {
+            metrics.synthesis(static_cast<double>(synthesis.samples_out()) / sample_rate, seconds_since(synthesis.arrived),
+                              synthesis.first_audio_s());
         }
-        if (job.client_gone) return ApiError(499, "invalid_request_error", "cancelled", "the client closed the connection");
-        if (job.timed_out) {
-            return ApiError(504, "server_error", "timeout",
-                            "the synthesis took longer than this server's limit of " + json(options.request_timeout_s).dump() + " s");
-        }
-        return std::nullopt;
     }
 
     void speech(const http::Request& req, Response& res) {
         SpeechParams p = parse_speech(req);
-        auto job = std::make_shared<Job>();
-        job->arrived = Clock::now();
         const int socket = req.socket;
-        admit(job->slot, [&] { return req.peer_closed(); });
-        job->deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(options.request_timeout_s * 1000));
-        job->lease = p.model->lease();
-        job->streaming = p.stream;
-        job->sse = p.sse;
-        job->format = p.format->format;
-        job->speed = std::make_unique<audio::SpeedAdjuster>(p.model->capabilities().sample_rate, p.speed,
-                                                            [j = job.get()](const float* pcm, size_t n) { j->deliver(pcm, n); });
-        Session& session = *job->lease;
-        // The worker holds a plain pointer: ~Job joins it, so the Job outlives it (a shared_ptr here
-        // could make the worker drop the last reference and join itself).
-        job->thread = std::thread([job = job.get(), &session, p, long_form = long_form_options()] {
-            try {
-                job->result = speak_long_form(
-                    session, p.request, p.segments, long_form, [&](const float* pcm, size_t n) { job->speed->write(pcm, n); },
-                    {}, StreamOptions{}, &job->cancel);
-                if (!job->result.cancelled) job->speed->finish();  // what the stretcher still holds
-            } catch (...) {
-                std::lock_guard<std::mutex> lock(job->m);
-                job->error = std::current_exception();
-            }
-            std::lock_guard<std::mutex> lock(job->m);
-            job->finished = true;
-            job->cv.notify_all();
-        });
-
+        const auto gone = [socket] { return http::peer_closed(socket); };
+        const int rate = p.model->capabilities().sample_rate;
+        auto job = start_synthesis(*p.model, p.request, p.segments, {p.stream, p.sse, p.format->format, p.speed},
+                                   [&] { return req.peer_closed(); });
         // Wait for the first audio (streaming) or the end (whole files), watching the client.
-        {
-            std::unique_lock<std::mutex> lock(job->m);
-            while (!job->finished && !(job->streaming && !job->pending.empty())) {
-                job->cv.wait_for(lock, std::chrono::milliseconds(50));
-                lock.unlock();
-                job->check(socket);
-                lock.lock();
-            }
-        }
+        job->wait_for_audio_or_end(gone);
         const auto fail_before_audio = [&]() {
-            if (auto e = failure(*job)) {
-                if (job->client_gone || job->timed_out) metrics.cancelled();
+            if (auto e = job->failure(options.request_timeout_s)) {
+                if (job->client_gone() || job->timed_out()) metrics.cancelled();
                 throw *e;
             }
         };
@@ -864,19 +626,18 @@ struct Server::Impl : http::Handler, wyoming::Service {
         // counts; the public API does not expose the models' text tokenizers), output tokens the
         // frames generated (Qwen3-TTS codec frames, 12.5 a second; Chatterbox speech tokens, 25).
         const size_t input_tokens = p.input_chars;
-        const auto sse_done = [input_tokens](const Job& j) {
-            const size_t out = j.result.frames.size();
+        const auto sse_done = [input_tokens](const Synthesis& j) {
+            const size_t out = j.result().frames.size();
             return sse_event({{"type", "speech.audio.done"},
                               {"usage", {{"input_tokens", input_tokens}, {"output_tokens", out}, {"total_tokens", input_tokens + out}}}});
         };
         res.set_header("X-Talkbox-Model", p.model->id());
-        res.set_header("X-Talkbox-Sample-Rate", std::to_string(p.model->capabilities().sample_rate));
-        if (!job->streaming) {
+        res.set_header("X-Talkbox-Sample-Rate", std::to_string(rate));
+        if (!p.stream) {
             fail_before_audio();
-            job->thread.join();
-            const double wall = seconds_since(job->arrived);
-            metrics.synthesis(static_cast<double>(job->samples.size()) / p.model->capabilities().sample_rate, wall, job->first_audio_s);
-            const auto bytes = audio::encode_audio(job->samples, p.model->capabilities().sample_rate, p.format->format);
+            job->stop();
+            record(*job, rate);
+            const auto bytes = audio::encode_audio(job->samples(), rate, p.format->format);
             res.set_header("X-Talkbox-Seed", std::to_string(*p.request.sampling.seed));
             if (!p.sse) {
                 res.set_content(std::string(bytes.begin(), bytes.end()), p.format->content_type);
@@ -891,64 +652,46 @@ struct Server::Impl : http::Handler, wyoming::Service {
             res.set_content(events, "text/event-stream");
             return;
         }
-        {
-            std::lock_guard<std::mutex> lock(job->m);
-            if (job->pending.empty()) fail_before_audio();  // finished with an error or no audio yet
-        }
+        if (!job->has_pending_bytes()) fail_before_audio();  // finished with an error or no audio yet
         res.set_header("X-Talkbox-Seed", std::to_string(*p.request.sampling.seed));
-        const auto header_bytes = audio::stream_header(p.model->capabilities().sample_rate, p.format->format);
+        const auto header_bytes = audio::stream_header(rate, p.format->format);
         // With SSE the WAV header is the first delta.
         const std::string header = header_bytes.empty() ? std::string()
                                  : p.sse ? sse_audio_delta(header_bytes.data(), header_bytes.size())
                                          : std::string(header_bytes.begin(), header_bytes.end());
-        const int rate = p.model->capabilities().sample_rate;
         if (p.sse) res.set_header("Cache-Control", "no-cache");
         res.set_header("Content-Type", p.sse ? "text/event-stream" : p.format->content_type);
-        res.stream = [this, job, header, socket, sse_done](const std::function<bool(const char*, size_t)>& write) {
-                if (!header.empty() && !write(header.data(), header.size())) {
-                    job->client_gone = true;
-                    job->cancel = true;
+        res.stream = [this, job, header, gone, sse_done, sse = p.sse](const std::function<bool(const char*, size_t)>& write) {
+            if (!header.empty() && !write(header.data(), header.size())) {
+                job->mark_client_gone();
+                return false;
+            }
+            std::string chunk;
+            for (;;) {
+                const bool done = job->next(chunk, gone);
+                if (!chunk.empty() && !write(chunk.data(), chunk.size())) {
+                    job->mark_client_gone();
                     return false;
                 }
-                for (;;) {
-                    std::string chunk;
-                    bool done = false, failed = false;
-                    {
-                        std::unique_lock<std::mutex> lock(job->m);
-                        job->cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return !job->pending.empty() || job->finished; });
-                        chunk.swap(job->pending);
-                        done = job->finished;
-                        failed = job->error != nullptr || job->timed_out;
-                    }
-                    if (!chunk.empty() && !write(chunk.data(), chunk.size())) {
-                        job->client_gone = true;
-                        job->cancel = true;
-                        return false;
-                    }
-                    if (done) {
-                        if (job->client_gone) return false;
-                        if (!job->sse) return !failed;  // failed: cut off, no final chunk, the client sees an error
-                        // SSE ends properly either way: with speech.audio.done, or with an error event.
-                        std::string last;
-                        if (auto e = failed ? failure(*job) : std::nullopt) {
-                            metrics.error(e->status);
-                            last = sse_event({{"type", "error"}, {"error", error_json(*e)["error"]}});
-                        } else {
-                            last = sse_done(*job);
-                        }
-                        return write(last.data(), last.size());
-                    }
-                    job->check(socket);
+                if (!done) continue;
+                if (job->client_gone()) return false;
+                const auto failed = job->failure(options.request_timeout_s);
+                if (!sse) return !failed;  // failed: cut off, no final chunk, the client sees an error
+                // SSE ends properly either way: with speech.audio.done, or with an error event.
+                std::string last;
+                if (failed) {
+                    metrics.error(failed->status);
+                    last = sse_event({{"type", "error"}, {"error", error_json(*failed)["error"]}});
+                } else {
+                    last = sse_done(*job);
                 }
-            };
+                return write(last.data(), last.size());
+            }
+        };
         res.on_done = [this, job, rate] {
-                job->stop();
-                if (job->client_gone || job->timed_out || job->result.cancelled) {
-                    metrics.cancelled();
-                } else if (!job->error) {
-                    metrics.synthesis(static_cast<double>(job->samples_out) / rate, seconds_since(job->arrived), job->first_audio_s);
-                }
-            };
+            job->stop();
+            record(*job, rate);
+        };
     }
 
     // What a client (the web page among them) needs to offer the right fields for a model, so that
@@ -992,40 +735,10 @@ struct Server::Impl : http::Handler, wyoming::Service {
                 {"models", ms}};
     }
 
-    // Every voice this server speaks with, as GET /v1/audio/voices lists them: each model's preset
-    // speakers, the built-in voice of the models that have one, then the registered voices.
-    struct VoiceEntry {
-        std::string name;
-        const char* type;  // "preset", "builtin", "cloned"
-        std::string family;
-        std::vector<const ModelPool*> models;  // those that take it
-        std::shared_ptr<const Voice> voice;    // a registered voice
-    };
-    std::vector<VoiceEntry> all_voices() {
-        std::vector<VoiceEntry> out;
-        VoiceEntry builtin{kBuiltinVoice, "builtin", "", {}, nullptr};
-        for (const auto& m : models) {
-            const Capabilities& c = m->capabilities();
-            for (const auto& s : c.speakers) out.push_back({s, "preset", c.architecture, {m.get()}, nullptr});
-            if (c.builtin_voice) {
-                builtin.models.push_back(m.get());
-                builtin.family = c.architecture;
-            }
-        }
-        if (!builtin.models.empty()) out.push_back(builtin);
-        for (const auto& [name, v] : voices.list()) {
-            VoiceEntry e{name, "cloned", v->family, {}, v};
-            for (const auto& m : models) {
-                if (m->voice_mismatch(*v).empty()) e.models.push_back(m.get());
-            }
-            out.push_back(std::move(e));
-        }
-        return out;
-    }
 
     void list_voices(Response& res) {
         json out = json::array();
-        for (const auto& v : all_voices()) {
+        for (const auto& v : catalog.all_voices()) {
             if (v.voice) {
                 out.push_back(voice_json(v.name, *v.voice));
                 continue;
@@ -1039,16 +752,10 @@ struct Server::Impl : http::Handler, wyoming::Service {
 
     // --- wyoming::Service (the Wyoming front end, wyoming_server.h) ---
 
-    static json attribution(const Capabilities& c) {
-        if (c.family.find("Qwen") != std::string::npos) return {{"name", "Qwen team, Alibaba Cloud"}, {"url", "https://github.com/QwenLM/Qwen3-TTS"}};
-        if (c.family.find("Chatterbox") != std::string::npos) return {{"name", "Resemble AI"}, {"url", "https://github.com/resemble-ai/chatterbox"}};
-        return {{"name", c.family}, {"url", ""}};
-    }
-
     json tts_program() override {
         json list = json::array();
         std::vector<std::string> seen;
-        for (const auto& v : all_voices()) {
+        for (const auto& v : catalog.all_voices()) {
             if (v.models.empty() || std::find(seen.begin(), seen.end(), ascii_lower(v.name)) != seen.end()) continue;
             seen.push_back(ascii_lower(v.name));
             std::vector<std::string> languages, ids;
@@ -1065,14 +772,19 @@ struct Server::Impl : http::Handler, wyoming::Service {
                                                    c.description();
             list.push_back({{"name", v.name},
                             {"description", v.name + " (" + what + "; " + join_names(ids) + ")"},
-                            {"attribution", attribution(c)},
+                            {"attribution", {{"name", c.author}, {"url", c.author_url}}},
                             {"installed", true},
                             {"version", nullptr},
                             {"languages", languages},
                             {"speakers", nullptr}});
         }
+        std::vector<std::string> families;
+        for (const auto& m : models) {
+            const std::string& f = m->capabilities().family;
+            if (std::find(families.begin(), families.end(), f) == families.end()) families.push_back(f);
+        }
         return {{"name", "talkbox"},
-                {"description", "talkbox text to speech (Qwen3-TTS and Chatterbox on this machine)"},
+                {"description", "talkbox text to speech (" + join_names(families) + " on this machine)"},
                 {"attribution", {{"name", "talkbox"}, {"url", ""}}},
                 {"installed", true},
                 {"version", TALKBOX_VERSION},
@@ -1086,110 +798,37 @@ struct Server::Impl : http::Handler, wyoming::Service {
         if (options.log) options.log(printable(line));
     }
 
-    // The model language a Wyoming language ("en", "en-US", "en_US" or a model's own name) means;
-    // "" when the model has none such.
-    static std::string model_language(const ModelPool& m, const std::string& language) {
-        const std::string want = ascii_lower(language);
-        const std::string base = want.substr(0, want.find_first_of("-_"));
-        for (const auto& l : m.capabilities().languages) {
-            if (ascii_lower(l) == want || wyoming::language_code(l) == want || wyoming::language_code(l) == base) return l;
-        }
-        return "";
-    }
-    static bool any_language(const std::string& l) { return l.empty() || ascii_lower(l) == "auto"; }
-
-    // The model's own rules (Model::check): 400 naming the first field it does not take
-    // (unsupported_field) or whose value is out of its range (invalid_value).
-    static void require_fit(const ModelPool& m, const SpeechRequest& r) {
-        if (auto refusal = m.model().check(r)) {
-            const bool takes = m.capabilities().field(refusal->field) != nullptr;
-            throw bad_request("model '" + m.id() + "': " + refusal->message, refusal->field, takes ? "invalid_value" : "unsupported_field");
-        }
-    }
-
-    // voice.name: a voice (as "voice" of /v1/audio/speech) or a model id, whose voice is then
-    // voice.speaker (default: its first); nothing: the first voice in the "info" list (of the
-    // language asked for, if any).
-    ModelPool* wyoming_request(const wyoming::SpeechChoice& vc, SpeechRequest& r) {
-        std::string model, voice = vc.name;
-        if (!vc.name.empty() && find_model(vc.name)) {
-            model = vc.name;
-            voice = vc.speaker;
-        } else if (!vc.speaker.empty()) {
-            if (!vc.name.empty()) {
-                throw bad_request("'voice.speaker' is used with a model id in 'voice.name'; " + quote_value(vc.name) + " is not a loaded model", "voice",
-                                  "invalid_voice");
-            }
-            voice = vc.speaker;
-        }
-        if (voice.empty()) {
-            const ModelPool* only = model.empty() ? nullptr : find_model(model);
-            for (const auto& v : all_voices()) {
-                if (!voice.empty()) break;
-                for (const auto* m : v.models) {
-                    if ((!only || m == only) && (any_language(vc.language) || !model_language(*m, vc.language).empty())) {
-                        voice = v.name;
-                        break;
-                    }
-                }
-            }
-        }
-        ModelPool* m = pick_model(model, voice, "", r);
-        if (!any_language(vc.language)) {
-            const std::string l = model_language(*m, vc.language);
-            apply_language(*m, l.empty() ? vc.language : l, r);
-        }
-        for (const auto& [name, value] : vc.settings) set_setting(r, *find_speech_setting(name), value);
-        require_fit(*m, r);
-        return m;
-    }
 
     static wyoming::ServiceError service_error(const ApiError& e) { return wyoming::ServiceError(e.code, e.what()); }
 
     void check_voice(const wyoming::SpeechChoice& vc) override {
         try {
             SpeechRequest r;
-            wyoming_request(vc, r);
+            catalog.for_wyoming(vc, r);
         } catch (const ApiError& e) {
             metrics.error(e.status);
             throw service_error(e);
         }
     }
 
-    void speak(const std::string& text, const wyoming::SpeechChoice& vc, const std::function<void(const float*, size_t)>& on_audio,
+    void speak(const std::string& text, const wyoming::SpeechChoice& vc, const std::function<void(const std::string& pcm16)>& on_audio,
                const std::function<bool()>& cancelled) override {
-        const auto arrived = Clock::now();
         try {
             metrics.request("wyoming");
             if (draining) throw ApiError(503, "server_error", "draining", "this server is shutting down; retry the request (on another server)");
             SpeechRequest r;
-            ModelPool* m = wyoming_request(vc, r);
+            ModelPool* m = catalog.for_wyoming(vc, r);
             r.sampling.seed = options.default_seed ? *options.default_seed : random_seed();
-            const auto segments = long_form_segments(text);
-            Scheduler::Slot slot;
-            admit(slot, cancelled);
-            SessionLease lease = m->lease();
-            Watchdog watch(cancelled, Clock::now() + std::chrono::milliseconds(static_cast<long>(options.request_timeout_s * 1000)));
-            double first_audio_s = -1;
-            size_t samples = 0;
-            const LongFormResult result = speak_long_form(
-                *lease, r, segments, long_form_options(),
-                [&](const float* pcm, size_t n) {
-                    if (first_audio_s < 0) first_audio_s = seconds_since(arrived);
-                    samples += n;
-                    on_audio(pcm, n);
-                },
-                {}, StreamOptions{}, &watch.cancel);
-            if (watch.timed_out) {
-                metrics.cancelled();
-                throw ApiError(504, "server_error", "timeout",
-                               "the synthesis took longer than this server's limit of " + json(options.request_timeout_s).dump() + " s");
+            auto job = start_synthesis(*m, r, long_form_segments(text), {true, false, audio::SampleFormat::Raw16, 1.0}, cancelled);
+            std::string chunk;
+            for (bool done = false; !done;) {
+                done = job->next(chunk, cancelled);
+                if (!chunk.empty()) on_audio(chunk);
             }
-            if (result.cancelled || watch.cancel) {
-                metrics.cancelled();
-                return;
-            }
-            metrics.synthesis(static_cast<double>(samples) / m->capabilities().sample_rate, seconds_since(arrived), first_audio_s);
+            job->stop();
+            record(*job, m->capabilities().sample_rate);
+            if (job->client_gone()) return;  // nobody to tell
+            if (auto e = job->failure(options.request_timeout_s)) throw *e;
         } catch (const ApiError& e) {
             if (e.code != "timeout") metrics.error(e.status);
             throw service_error(e);
@@ -1257,7 +896,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         const auto clones = [&](const ModelPool& m) { return m.capabilities().clones && (m.capabilities().clone_transcript || !ref_text); };
         ModelPool* model = nullptr;
         if (const auto* m = field({"model"}, kMaxNameChars); m && !is_openai_model_alias(m->content)) {
-            model = find_model(m->content);
+            model = catalog.find_model(m->content);
             if (!model) throw not_found("model " + quote_value(m->content) + " is not loaded", "model", "model_not_found");
             if (!model->capabilities().clones) {
                 throw bad_request("model '" + m->content + "' (" + model->capabilities().description() + ") cannot clone voices", "model");
@@ -1353,7 +992,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         });
         table.push_back({"GET", "/v1/models/", Route::Segment, "models", true, Body::None, [this](const http::Request& req, Response& res) {
                              const std::string id = req.path.substr(std::strlen("/v1/models/"));
-                             const auto* m = find_model(id);
+                             const auto* m = catalog.find_model(id);
                              if (!m) throw not_found("model " + quote_value(id) + " is not loaded", "model", "model_not_found");
                              send_json(res, 200, model_json(*m));
                          }});

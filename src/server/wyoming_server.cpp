@@ -293,10 +293,10 @@ private:
         };
         service_.speak(
             text, voice,
-            [&](const float* pcm, size_t n) {
+            [&](const std::string& pcm16) {
                 if (gone_) return;
                 start();
-                audio::append_samples(pending, pcm, n, audio::SampleFormat::Raw16);
+                pending.insert(pending.end(), pcm16.begin(), pcm16.end());
                 while (pending.size() >= chunk_bytes && !gone_) flush(chunk_bytes);
             },
             [this] { return gone_ || stopping_ || http::peer_closed(fd_); });

@@ -43,9 +43,10 @@ public:
     // Throws ServiceError when `voice` names nothing this server speaks with (checked at
     // synthesize-start, before any text arrives).
     virtual void check_voice(const SpeechChoice& voice) = 0;
-    // Speaks `text` (admission, a session, the synthesis), handing samples to `on_audio` in order;
-    // stops soon after `cancelled()` turns true (it is polled from another thread). Throws ServiceError.
-    virtual void speak(const std::string& text, const SpeechChoice& voice, const std::function<void(const float*, size_t)>& on_audio,
+    // Speaks `text` (admission, a session, the synthesis), handing its audio to `on_audio` in order,
+    // as 16-bit little-endian samples;
+    // stops soon after `cancelled()` turns true (it is polled every 50 ms). Throws ServiceError.
+    virtual void speak(const std::string& text, const SpeechChoice& voice, const std::function<void(const std::string& pcm16)>& on_audio,
                        const std::function<bool()>& cancelled) = 0;
     virtual void log(const std::string&) {}
 };

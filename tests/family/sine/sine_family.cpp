@@ -15,6 +15,7 @@ Capabilities capabilities_of(const GgufFile& file) {
     Capabilities c;
     c.architecture = kArchitecture;
     c.family = "Sine";
+    c.author = "talkbox tests";
     c.variant = "tone";
     c.variant_name = "Tone";
     c.sample_rate = kSampleRate;

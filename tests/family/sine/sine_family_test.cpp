@@ -125,8 +125,14 @@ TEST_F(SineFamily, HttpAndWyomingTakeTheKnobAndOtherFamiliesRefuseIt) {
     EXPECT_NE(qwen->body.find(kRefusedByQwen), std::string::npos) << qwen->body;
     EXPECT_NE(qwen->body.find("unsupported_field"), std::string::npos) << qwen->body;
 
-    // Wyoming: talkbox's "settings" extension of synthesize.
+    // Wyoming: the family's attribution in "info", and talkbox's "settings" extension of synthesize.
     WyomingClient wy(server.wyoming_port());
+    ASSERT_TRUE(wy.send("describe"));
+    const auto info = wy.read();
+    ASSERT_TRUE(info);
+    bool attributed = false;
+    for (const auto& v : info->data["tts"][0]["voices"]) attributed |= v["attribution"]["name"] == "talkbox tests";
+    EXPECT_TRUE(attributed) << info->data.dump();
     ASSERT_TRUE(wy.send("synthesize", {{"text", "hello world"}, {"voice", {{"name", "sine"}}}, {"settings", {{"pitch", 330}}}}));
     std::string audio;
     while (auto e = wy.read()) {

@@ -1,0 +1,129 @@
+#include "server/synthesis.h"
+
+#include <chrono>
+#include <new>
+
+#include "core/strings.h"
+#include "talkbox/error.h"
+
+namespace talkbox::server {
+
+std::string sse_event(const nlohmann::json& data) {
+    return "data: " + data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
+}
+std::string sse_audio_delta(const void* bytes, size_t n) {
+    return sse_event({{"type", "speech.audio.delta"}, {"audio", base64_encode(bytes, n)}});
+}
+
+void Synthesis::start(SessionLease lease, int sample_rate, const SpeechRequest& request, std::vector<std::string> segments,
+                      const LongFormOptions& long_form, const SynthesisOutput& output, Clock::time_point deadline) {
+    output_ = output;
+    deadline_ = deadline;
+    lease_ = std::move(lease);
+    speed_ = std::make_unique<audio::SpeedAdjuster>(sample_rate, output.speed, [this](const float* pcm, size_t n) { deliver(pcm, n); });
+    thread_ = std::thread([this, request, segments = std::move(segments), long_form] {
+        try {
+            result_ = speak_long_form(
+                *lease_, request, segments, long_form, [&](const float* pcm, size_t n) { speed_->write(pcm, n); }, {}, StreamOptions{},
+                &cancel_);
+            if (!result_.cancelled) speed_->finish();  // what the stretcher still holds
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(m_);
+            error_ = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(m_);
+        finished_ = true;
+        cv_.notify_all();
+    });
+}
+
+void Synthesis::deliver(const float* pcm, size_t n) {
+    if (n == 0) return;
+    std::lock_guard<std::mutex> lock(m_);
+    if (first_audio_s_ < 0) first_audio_s_ = seconds_since(arrived);
+    samples_out_ += n;
+    if (output_.streaming) {
+        std::vector<uint8_t> bytes;
+        audio::append_samples(bytes, pcm, n, output_.format);
+        if (output_.sse) {
+            pending_ += sse_audio_delta(bytes.data(), bytes.size());
+        } else {
+            pending_.append(bytes.begin(), bytes.end());
+        }
+    } else {
+        samples_.insert(samples_.end(), pcm, pcm + n);
+    }
+    cv_.notify_all();
+}
+
+void Synthesis::watch(const std::function<bool()>& gone) {
+    if (cancel_) return;
+    if (gone()) {
+        mark_client_gone();
+    } else if (Clock::now() > deadline_) {
+        timed_out_ = true;
+        cancel_ = true;
+    }
+}
+
+bool Synthesis::next(std::string& chunk, const std::function<bool()>& gone) {
+    bool done = false;
+    {
+        std::unique_lock<std::mutex> lock(m_);
+        cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return !pending_.empty() || finished_; });
+        chunk.swap(pending_);
+        pending_.clear();
+        done = finished_;
+    }
+    if (!done) watch(gone);
+    return done;
+}
+
+void Synthesis::wait_for_audio_or_end(const std::function<bool()>& gone) {
+    std::unique_lock<std::mutex> lock(m_);
+    while (!finished_ && !(output_.streaming && !pending_.empty())) {
+        cv_.wait_for(lock, std::chrono::milliseconds(50));
+        lock.unlock();
+        watch(gone);
+        lock.lock();
+    }
+}
+
+bool Synthesis::has_pending_bytes() {
+    std::lock_guard<std::mutex> lock(m_);
+    return !pending_.empty();
+}
+
+void Synthesis::stop() {
+    cancel_ = true;
+    if (thread_.joinable()) thread_.join();
+}
+
+std::optional<ApiError> Synthesis::failure(double timeout_s) const {
+    std::exception_ptr error;
+    {
+        std::lock_guard<std::mutex> lock(m_);
+        error = error_;
+    }
+    if (error) {
+        try {
+            std::rethrow_exception(error);
+        } catch (const ApiError& e) {
+            return e;
+        } catch (const Error& e) {
+            return from_error(e);
+        } catch (const std::bad_alloc&) {
+            return ApiError(503, "server_error", "out_of_memory", "the server ran out of memory for this request");
+        } catch (const std::exception& e) {
+            return ApiError(500, "server_error", "internal_error", std::string("internal error: ") + e.what());
+        }
+    }
+    if (client_gone_) return ApiError(499, "invalid_request_error", "cancelled", "the client closed the connection");
+    if (timed_out_) {
+        return ApiError(504, "server_error", "timeout",
+                        "the synthesis took longer than this server's limit of " + nlohmann::json(timeout_s).dump() + " s");
+    }
+    return std::nullopt;
+}
+
+}  // namespace talkbox::server
