@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "talkbox/model_info.h"
 #include "talkbox/speech.h"
 #include "talkbox/voice.h"
 #include "talkbox/voice_file.h"
@@ -61,15 +62,7 @@ struct RequestField {
 };
 
 // What a loaded model offers and accepts. Front ends ask this instead of comparing family names.
-struct Capabilities {
-    std::string architecture;  // general.architecture, the family registry's key
-    std::string family;        // for people: "Qwen3-TTS", "Chatterbox"
-    std::string variant;       // machine-readable: "base", "custom_voice", "voice_design", "multilingual", "english", "turbo", "nano"
-    std::string variant_name;  // for people: "Base", "CustomVoice", ..., "Turbo", "Nano"
-    std::string size;          // "0.6b", "1.7b"; empty when the family has one size
-    // Who made the model, for people and for Wyoming's attribution: "Qwen team, Alibaba Cloud" and
-    // its home page.
-    std::string author, author_url;
+struct Capabilities : ModelIdentity {
     int sample_rate = 24000;
     double frames_per_second = 0;        // 12.5 codec frames / 25 speech tokens
     std::vector<std::string> languages;  // besides "auto"
@@ -106,7 +99,6 @@ struct Capabilities {
     std::vector<RequestField> fields;         // numeric request fields it takes
 
     const RequestField* field(const std::string& name) const;
-    std::string description() const;  // "Qwen3-TTS 0.6b CustomVoice"
 };
 
 // Why a request does not fit a model: the request field (its request name: "top_k", "speaker",

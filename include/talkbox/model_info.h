@@ -22,12 +22,24 @@ struct SpeakerInfo {
     std::string dialect;  // empty when the speaker has none
 };
 
-struct ModelInfo {
+// Which model a file holds, spelled once by its family: a loaded model's Capabilities and
+// `talkbox info`'s ModelInfo both carry it.
+struct ModelIdentity {
+    std::string architecture;  // general.architecture, the family registry's key
+    std::string family;        // for people: "Qwen3-TTS", "Chatterbox"
+    std::string variant;       // machine-readable: "base", "custom_voice", "voice_design", "multilingual", "english", "turbo", "nano"
+    std::string variant_name;  // for people: "Base", "CustomVoice", ..., "Turbo", "Nano"
+    std::string size;          // "0.6b", "1.7b"; empty when the family has one size
+    // Who made the model, for people and for Wyoming's attribution: "Qwen team, Alibaba Cloud" and
+    // its home page.
+    std::string author, author_url;
+
+    std::string description() const;  // "Qwen3-TTS 0.6b CustomVoice"
+};
+
+struct ModelInfo : ModelIdentity {
     std::string path;
-    std::string family;        // "Qwen3-TTS 12Hz" / "Chatterbox"
     std::string name;          // general.name
-    std::string size;          // "0.6b" / "1.7b"
-    std::string variant;       // "Base" / "CustomVoice" / "VoiceDesign"; Chatterbox: "multilingual" / "english" / "turbo" / "nano"
     std::string weight_type;   // requested at conversion
     size_t file_bytes = 0;
     std::vector<ComponentInfo> components;

@@ -33,13 +33,7 @@ constexpr size_t kDefaultSentenceBatch = 4;
 Capabilities capabilities_of(const Pipeline& p) {
     const T3& t3 = p.t3();
     Capabilities c;
-    c.architecture = kArchitecture;
-    c.family = "Chatterbox";
-    c.author = "Resemble AI";
-    c.author_url = "https://github.com/resemble-ai/chatterbox";
-    const Variant v = variant_of(p.file().meta());
-    c.variant = variant_id(v);
-    c.variant_name = variant_name(v);
+    static_cast<ModelIdentity&>(c) = identity_of(p.file().meta());
     c.sample_rate = p.sample_rate();
     c.frames_per_second = 25;
     c.languages = p.multilingual() ? supported_languages() : std::vector<std::string>{"en"};

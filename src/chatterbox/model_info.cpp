@@ -52,6 +52,18 @@ Variant variant_of(const GgufMeta& meta) {
 const char* variant_id(Variant v) { return names_of(v).id; }
 const char* variant_name(Variant v) { return names_of(v).name; }
 
+ModelIdentity identity_of(const GgufMeta& meta) {
+    const Variant v = variant_of(meta);
+    ModelIdentity id;
+    id.architecture = kArchitecture;
+    id.family = "Chatterbox";
+    id.variant = variant_id(v);
+    id.variant_name = variant_name(v);
+    id.author = "Resemble AI";
+    id.author_url = "https://github.com/resemble-ai/chatterbox";
+    return id;
+}
+
 ModelInfo read_model_info(const GgufFile& file) {
     const GgufMeta& m = file.meta();
     const std::string arch = m.get_string("general.architecture");
@@ -59,12 +71,10 @@ ModelInfo read_model_info(const GgufFile& file) {
         throw Error(ErrorKind::Unsupported, file.path() + ": general.architecture is '" + arch + "', expected 'chatterbox'");
     }
     ModelInfo info;
+    static_cast<ModelIdentity&>(info) = identity_of(m);
     info.path = file.path();
-    info.family = "Chatterbox";
     info.name = m.has_key("general.name") ? m.get_string("general.name") : "";
-    info.variant = variant_id(variant_of(m));
     info.weight_type = m.get_string("chatterbox.weight_type");
-    info.size = std::to_string(m.get_u32("chatterbox.t3.embedding_length")) + "-wide T3";
     info.file_bytes = std::filesystem::file_size(file.path());
     info.languages = m.get_string_array("chatterbox.languages");
 

@@ -18,6 +18,8 @@ const char* variant_name(Variant v);  // for people: "Multilingual", "English", 
 // tts_turbo.py's model (from_local(nano=False / True)): GPT-2 T3, meanflow S3Gen, its clip recipe.
 inline bool loaded_like_turbo(Variant v) { return v == Variant::Turbo || v == Variant::Nano; }
 
+// The model's family and variant, spelled once for Capabilities and ModelInfo.
+ModelIdentity identity_of(const GgufMeta& meta);
 ModelInfo read_model_info(const GgufFile& file);  // throws Error when the file is not a valid Chatterbox model
 
 }  // namespace talkbox::chatterbox

@@ -32,10 +32,10 @@ void register_info(CLI::App& app) {
     cmd->callback([path] {
         const ModelInfo info = read_model_info(resolve_model(*path));
         std::printf("model:        %s\n", info.path.c_str());
-        std::printf("family:       %s\n", info.family.c_str());
+        std::printf("family:       %s (%s)\n", info.family.c_str(), info.author.c_str());
         std::printf("name:         %s\n", info.name.c_str());
-        std::printf("size:         %s\n", info.size.c_str());
-        std::printf("variant:      %s\n", info.variant.c_str());
+        if (!info.size.empty()) std::printf("size:         %s\n", info.size.c_str());
+        std::printf("variant:      %s (%s)\n", info.variant.c_str(), info.variant_name.c_str());
         std::printf("weight type:  %s\n", info.weight_type.c_str());
         std::printf("file size:    %s\n", mib(info.file_bytes).c_str());
         const DeviceInfo device = choose_device("auto", info.file_bytes);

@@ -56,7 +56,7 @@ const RequestField* Capabilities::field(const std::string& name) const {
     return nullptr;
 }
 
-std::string Capabilities::description() const { return family + " " + (size.empty() ? "" : size + " ") + variant_name; }
+std::string ModelIdentity::description() const { return family + " " + (size.empty() ? "" : size + " ") + variant_name; }
 
 namespace {
 

@@ -50,13 +50,7 @@ constexpr uint32_t kStallFrames = 24;
 
 Capabilities capabilities_of(const Hparams& h, int sample_rate) {
     Capabilities c;
-    c.architecture = kArchitecture;
-    c.family = "Qwen3-TTS";
-    c.author = "Qwen team, Alibaba Cloud";
-    c.author_url = "https://github.com/QwenLM/Qwen3-TTS";
-    c.variant = variant_name(h.variant);
-    c.variant_name = variant_display_name(h.variant);
-    c.size = h.size;
+    static_cast<ModelIdentity&>(c) = identity_of(h);
     c.sample_rate = sample_rate;
     c.frames_per_second = 12.5;
     // The runaway guard of a segment without max_frames: 4 s + 0.32 s per character.

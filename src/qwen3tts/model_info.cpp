@@ -9,17 +9,27 @@
 
 namespace talkbox::qwen3tts {
 
+ModelIdentity identity_of(const Hparams& h) {
+    ModelIdentity id;
+    id.architecture = kArchitecture;
+    id.family = "Qwen3-TTS";
+    id.variant = variant_name(h.variant);
+    id.variant_name = variant_display_name(h.variant);
+    id.size = h.size;
+    id.author = "Qwen team, Alibaba Cloud";
+    id.author_url = "https://github.com/QwenLM/Qwen3-TTS";
+    return id;
+}
+
 ModelInfo read_model_info(const GgufFile& file) {
     const std::string& path = file.path();
     const auto h = Hparams::from_gguf(file.meta());
     const auto layout = expected_tensors(h);
 
     ModelInfo info;
+    static_cast<ModelIdentity&>(info) = identity_of(h);
     info.path = path;
-    info.family = "Qwen3-TTS 12Hz";
     info.name = file.meta().has_key("general.name") ? file.meta().get_string("general.name") : "";
-    info.size = h.size;
-    info.variant = variant_display_name(h.variant);
     info.weight_type = file.meta().has_key("qwen3tts.weight_type") ? file.meta().get_string("qwen3tts.weight_type") : "";
     info.file_bytes = std::filesystem::file_size(path);
 

@@ -6,6 +6,10 @@
 
 namespace talkbox::qwen3tts {
 
+struct Hparams;
+
+// The model's family, variant and size, spelled once for Capabilities and ModelInfo.
+ModelIdentity identity_of(const Hparams& h);
 ModelInfo read_model_info(const GgufFile& file);  // throws Error when the file is not a valid Qwen3-TTS model
 
 }  // namespace talkbox::qwen3tts

@@ -67,7 +67,7 @@ TEST(Cli, ConvertThenInfo) {
     EXPECT_NE(c.err.find("Qwen3-TTS 1.7b custom_voice"), std::string::npos) << c.err;
     const auto i = run_talkbox("info " + out);
     ASSERT_EQ(i.exit_code, 0) << i.err;
-    for (const char* want : {"variant:      CustomVoice", "size:         1.7b", "weight type:  q8_0", "talker", "code predictor",
+    for (const char* want : {"variant:      custom_voice (CustomVoice)", "size:         1.7b", "weight type:  q8_0", "talker", "code predictor",
                              "codec decoder", "codec encoder", "dylan (beijing_dialect)", "eric (sichuan_dialect)", "vivian",
                              "languages:    auto, ", "english", "q8_0×"}) {
         EXPECT_NE(i.out.find(want), std::string::npos) << "missing '" << want << "' in:\n" << i.out;

@@ -72,7 +72,9 @@ TempDir* ModelInfoTest::dir_ = nullptr;
 
 TEST_F(ModelInfoTest, DescribesTheModel) {
     const ModelInfo info = read_model_info(dir_->file("cv.gguf"));
-    EXPECT_EQ(info.variant, "CustomVoice");
+    EXPECT_EQ(info.variant, "custom_voice");
+    EXPECT_EQ(info.variant_name, "CustomVoice");
+    EXPECT_EQ(info.description(), "Qwen3-TTS 0.6b CustomVoice");
     EXPECT_EQ(info.size, "0.6b");
     EXPECT_EQ(info.weight_type, "f16");
     ASSERT_EQ(info.components.size(), 4u);  // no speaker encoder in CustomVoice

@@ -11,13 +11,19 @@ namespace talkbox::sine {
 
 namespace {
 
+ModelIdentity identity() {
+    ModelIdentity id;
+    id.architecture = kArchitecture;
+    id.family = "Sine";
+    id.variant = "tone";
+    id.variant_name = "Tone";
+    id.author = "talkbox tests";
+    return id;
+}
+
 Capabilities capabilities_of(const GgufFile& file) {
     Capabilities c;
-    c.architecture = kArchitecture;
-    c.family = "Sine";
-    c.author = "talkbox tests";
-    c.variant = "tone";
-    c.variant_name = "Tone";
+    static_cast<ModelIdentity&>(c) = identity();
     c.sample_rate = kSampleRate;
     c.frames_per_second = static_cast<double>(kSampleRate) / kSamplesPerFrame;
     c.builtin_voice = true;
@@ -94,10 +100,9 @@ std::unique_ptr<FamilyModel> load(std::shared_ptr<const GgufFile> file, const Mo
 
 ModelInfo describe(const GgufFile& file) {
     ModelInfo info;
+    static_cast<ModelIdentity&>(info) = identity();
     info.path = file.path();
-    info.family = "Sine";
     info.name = file.meta().get_string("general.name");
-    info.variant = "tone";
     info.weight_type = "f32";
     info.voice = "a built-in sine tone";
     info.hyperparameters["amplitude"] = std::to_string(amplitude_of(file));
