@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "chatterbox/s3gen_nn.h"
 #include "chatterbox/t3_backbone.h"
 #include "core/cancel.h"
+#include "nn/profile.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox::t3_detail {
@@ -179,7 +179,7 @@ public:
     bool pick(TokenLoop& loop) const override {
         const T3Options& o = loop.o;
         throw_if_cancelled(o.cancel);
-        const HostTimer timer(loop.profile, "host: guidance + sampling");
+        const nn::HostTimer timer(loop.profile, "host: guidance + sampling");
         const size_t V = hp_.speech_vocab;
         const float* c = loop.dec->logits.data();
         const float* u = loop.dec->streams == 2 ? c + V : c;
