@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <map>
 
+#include "core/attention.h"
 #include "core/ops.h"
 #include "core/weight_builder.h"
 #include "nn/conv.h"
@@ -360,14 +360,13 @@ struct StreamRunner::Builder {
             ggml_build_forward_expand(gf, ggml_cpy(ctx, last, cache));
         }
 
-        // A device backend multiplies strided operands in F16 (ggml's Vulkan backend converts them
-        // first), so there they are made contiguous; the CPU multiplies the views exactly.
+        // Sliding-window causal attention (the window in g.mask). A device backend multiplies
+        // strided operands in F16 (ggml's Vulkan backend converts them first), so there they are
+        // made contiguous; the CPU multiplies the views exactly.
         const auto operand = [&](ggml_tensor* t) { return fused() ? t : ggml_cont(ctx, t); };
-        ggml_tensor* kq = ggml_mul_mat(ctx, operand(ggml_permute(ctx, ks, 0, 2, 1, 3)), operand(ggml_permute(ctx, q, 0, 2, 1, 3)));
-        kq = ggml_soft_max_ext(ctx, kq, g.mask, 1.0f / std::sqrt(static_cast<float>(hd)), 0.0f);
-        ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, vs, 1, 2, 0, 3));                // [keys, hd, kv_heads]
-        ggml_tensor* o = ggml_permute(ctx, ggml_mul_mat(ctx, vt, kq), 0, 2, 1, 3);           // [hd, heads, T]
-        o = ggml_reshape_2d(ctx, ggml_cont(ctx, o), hd * hp.heads, t);
+        ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, vs, 1, 2, 0, 3));  // [keys, hd, kv_heads]
+        ggml_tensor* o = attention_heads(ctx, operand(ggml_permute(ctx, q, 0, 2, 1, 3)), operand(ggml_permute(ctx, ks, 0, 2, 1, 3)),
+                                         vt, 1.0f / std::sqrt(static_cast<float>(hd)), {g.mask, nullptr, -1});
         return ggml_mul_mat(ctx, w.o, o);
     }
 
@@ -537,16 +536,8 @@ void StreamRunner::set_inputs(Graph& g, const Frames& frames, size_t begin, size
     ggml_backend_tensor_set(g.rope_sin, host_sin_.data(), 0, host_sin_.size() * sizeof(float));
 
     // Sliding-window causal mask over [cache | step]: key slot j holds position position_ - (W-1) + j.
-    const int64_t w = hp.sliding_window, kv = w - 1 + n;
-    host_mask_.resize(static_cast<size_t>(kv * n));
-    for (int64_t i = 0; i < n; ++i) {
-        const int64_t qpos = position_ + i;
-        for (int64_t j = 0; j < kv; ++j) {
-            const int64_t kpos = position_ - (w - 1) + j;
-            const bool allowed = kpos >= 0 && kpos <= qpos && kpos > qpos - w;
-            host_mask_[i * kv + j] = allowed ? 0.0f : -std::numeric_limits<float>::infinity();
-        }
-    }
+    const int64_t w = hp.sliding_window;
+    sliding_window_mask(host_mask_, position_, n, position_ - (w - 1), w - 1 + n, w);
     ggml_backend_tensor_set(g.mask, host_mask_.data(), 0, host_mask_.size() * sizeof(float));
 }
 
