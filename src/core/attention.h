@@ -1,8 +1,9 @@
-// The attention builder of every non-autoregressive graph (S3Gen's flow, the Qwen3-TTS codec
-// decoder and encoder): multi-head scaled dot-product attention with an additive mask (e.g.
-// sliding-window), a causal limit or relative-position scores, as one fused CPU op (ggml custom
-// op, flash-attention style) or as one composition of stock ggml ops (attention_heads), which
-// device backends and the codecs run. The KV-cache decoders of lm/ use ggml_flash_attn_ext.
+// The attention builder of every graph without a KV cache (S3Gen's flow, Chatterbox T3's
+// perceiver, the Qwen3-TTS codec decoder and encoder): multi-head scaled dot-product attention
+// with an additive mask (e.g. sliding-window), a causal limit or relative-position scores, as one
+// fused CPU op (ggml custom op, flash-attention style) or as one composition of stock ggml ops
+// (attention_heads), which device backends and the codecs run. The KV-cache decoders of lm/ use
+// ggml_flash_attn_ext.
 #pragma once
 
 #include <cstdint>
