@@ -5,7 +5,7 @@
 #include <cmath>
 #include <memory>
 
-#include "chatterbox/host_nn.h"
+#include "nn/host_conv.h"
 #include "chatterbox/s3gen_weights.h"
 #include "audio/mel.h"
 #include "talkbox/error.h"

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "chatterbox/host_nn.h"
+#include "nn/host_conv.h"
 #include "core/capture.h"
 #include "core/gguf_file.h"
 
@@ -37,7 +37,7 @@ public:
     struct Bn {
         std::vector<float> mean, inv_std, weight, bias;  // weight/bias empty when affine=False
     };
-    using Conv = HostConv;
+    using Conv = nn::HostConv;
 
 private:
     struct ResBlock {

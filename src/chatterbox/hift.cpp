@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/graph.h"
+#include "nn/stft.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
@@ -28,13 +29,6 @@ struct ResBlockW {
     Snake act1[3], act2[3];
     Conv convs1[3], convs2[3];
 };
-
-// Periodic Hann as scipy computes it (float64, rounded to float32).
-std::vector<float> hann_window() {
-    std::vector<float> w(kNfft);
-    for (int n = 0; n < kNfft; ++n) w[n] = static_cast<float>(0.5 - 0.5 * std::cos(2.0 * M_PI * n / kNfft));
-    return w;
-}
 
 }  // namespace
 
@@ -234,73 +228,24 @@ std::vector<float> Hift::source(const std::vector<float>& f0, const HiftNoise& n
 }
 
 std::vector<float> hift_source_stft(const std::vector<float>& s) {
-    const int64_t n = static_cast<int64_t>(s.size()), pad = kNfft / 2;
-    if (n <= pad) throw Error(ErrorKind::InvalidArgument, "HiFT: source too short for the STFT");
-    const int64_t frames = n / kHop + 1;
-    const std::vector<float> win = hann_window();
-    auto at = [&](int64_t i) {  // reflect padding
-        i -= pad;
-        if (i < 0) i = -i;
-        if (i >= n) i = 2 * (n - 1) - i;
-        return static_cast<double>(s[static_cast<size_t>(i)]);
-    };
-    double cosk[kBins][kNfft], sink[kBins][kNfft];
-    for (int k = 0; k < kBins; ++k)
-        for (int j = 0; j < kNfft; ++j) {
-            cosk[k][j] = std::cos(2.0 * M_PI * k * j / kNfft);
-            sink[k][j] = std::sin(2.0 * M_PI * k * j / kNfft);
-        }
-    std::vector<float> out(static_cast<size_t>(2 * kBins * frames));
-    double frame[kNfft];
-    for (int64_t f = 0; f < frames; ++f) {
-        for (int j = 0; j < kNfft; ++j) frame[j] = win[j] * at(f * kHop + j);
-        for (int k = 0; k < kBins; ++k) {
-            double re = 0, im = 0;
-            for (int j = 0; j < kNfft; ++j) {
-                re += frame[j] * cosk[k][j];
-                im -= frame[j] * sink[k][j];
-            }
-            out[static_cast<size_t>(k * frames + f)] = static_cast<float>(re);
-            out[static_cast<size_t>((kBins + k) * frames + f)] = static_cast<float>(im);
-        }
-    }
-    return out;
+    if (static_cast<int64_t>(s.size()) <= kNfft / 2) throw Error(ErrorKind::InvalidArgument, "HiFT: source too short for the STFT");
+    return nn::stft(s, kNfft, kHop);
 }
 
 std::vector<float> hift_istft(const std::vector<float>& spec, int64_t frames) {
     if (frames < 2 || spec.size() != static_cast<size_t>(2 * kBins * frames)) {
         throw Error(ErrorKind::InvalidArgument, "HiFT: inverse STFT needs [18, frames >= 2]");
     }
-    const std::vector<float> win = hann_window();
-    const int64_t len = kNfft + kHop * (frames - 1);
-    std::vector<double> ola(static_cast<size_t>(len), 0.0), env(static_cast<size_t>(len), 0.0);
-    float re[kBins], im[kBins];
-    for (int64_t f = 0; f < frames; ++f) {
-        for (int k = 0; k < kBins; ++k) {
-            const float mag = std::min(std::exp(spec[static_cast<size_t>(k * frames + f)]), kMaxMagnitude);
-            const float ph = std::sin(spec[static_cast<size_t>((kBins + k) * frames + f)]);
-            re[k] = mag * std::cos(ph);
-            im[k] = mag * std::sin(ph);
-        }
-        for (int j = 0; j < kNfft; ++j) {
-            // C2R inverse DFT (imaginary parts of DC and Nyquist ignored), scale 1/n.
-            double v = re[0] + re[kBins - 1] * ((j % 2) ? -1.0 : 1.0);
-            for (int k = 1; k < kBins - 1; ++k) {
-                const double a = 2.0 * M_PI * k * j / kNfft;
-                v += 2.0 * (re[k] * std::cos(a) - im[k] * std::sin(a));
-            }
-            v /= kNfft;
-            ola[static_cast<size_t>(f * kHop + j)] += v * win[j];
-            env[static_cast<size_t>(f * kHop + j)] += static_cast<double>(win[j]) * win[j];
-        }
+    // conv_post's channels: log-magnitudes, then phases through sin().
+    std::vector<float> re(static_cast<size_t>(kBins * frames)), im(re.size());
+    for (size_t i = 0; i < re.size(); ++i) {
+        const float mag = std::min(std::exp(spec[i]), kMaxMagnitude);
+        const float ph = std::sin(spec[re.size() + i]);
+        re[i] = mag * std::cos(ph);
+        im[i] = mag * std::sin(ph);
     }
-    const int64_t pad = kNfft / 2, out_len = kHop * (frames - 1);
-    std::vector<float> wav(static_cast<size_t>(out_len));
-    for (int64_t i = 0; i < out_len; ++i) {
-        const double e = env[static_cast<size_t>(i + pad)];
-        const float v = static_cast<float>(e > 1e-11 ? ola[static_cast<size_t>(i + pad)] / e : 0.0);
-        wav[static_cast<size_t>(i)] = std::clamp(v, -kAudioLimit, kAudioLimit);
-    }
+    std::vector<float> wav = nn::istft(re, im, kNfft, kHop, frames);
+    for (float& v : wav) v = std::clamp(v, -kAudioLimit, kAudioLimit);
     return wav;
 }
 

@@ -74,7 +74,7 @@ S3Tokenizer::S3Tokenizer(const GgufFile& file) {
     heads_ = dim_ / kHeadDim;
     const int64_t D = dim_;
     auto conv = [&](const std::string& name, int64_t in) {
-        HostConv c;
+        nn::HostConv c;
         c.out = D;
         c.in = in;
         c.kh = 3;

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "chatterbox/host_nn.h"
+#include "nn/host_conv.h"
 #include "core/capture.h"
 #include "core/gguf_file.h"
 
@@ -39,7 +39,7 @@ private:
 
     int64_t dim_ = 0, heads_ = 0;
     std::vector<float> mel_filters_;  // [128][201]
-    HostConv conv1_, conv2_;
+    nn::HostConv conv1_, conv2_;
     std::vector<Block> blocks_;
     Linear project_down_;
 };

@@ -108,23 +108,4 @@ HostTensor module_weight(const TensorSource& src, const std::string& prefix) {
     return v;
 }
 
-std::vector<float> conv_to_columns(const HostTensor& w) {
-    const int64_t cout = w.shape[0], cin = w.shape[1], k = w.shape[2];
-    std::vector<float> dst(w.data.size());
-    for (int64_t co = 0; co < cout; ++co)
-        for (int64_t ci = 0; ci < cin; ++ci)
-            for (int64_t j = 0; j < k; ++j) dst[ci + cin * (j + k * co)] = w.data[j + k * (ci + cin * co)];
-    return dst;
-}
-
-std::vector<float> transposed_conv_rows(const HostTensor& w, int64_t stride) {
-    const int64_t cin = w.shape[0], cout = w.shape[1], k = w.shape[2];
-    const int64_t kp = (k + stride - 1) / stride * stride;
-    std::vector<float> dst(static_cast<size_t>(cin * cout * kp), 0.0f);
-    for (int64_t ci = 0; ci < cin; ++ci)
-        for (int64_t co = 0; co < cout; ++co)
-            for (int64_t m = 0; m < k; ++m) dst[ci + cin * (co + cout * m)] = w.data[m + k * (co + cout * ci)];
-    return dst;
-}
-
 }  // namespace talkbox::chatterbox

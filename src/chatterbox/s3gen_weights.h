@@ -56,11 +56,4 @@ HostTensor module_weight(const TensorSource& src, const std::string& prefix);
 // Enough for every S3Gen component's weights (1450 at the released size).
 constexpr size_t kMaxS3GenTensors = 8192;
 
-// Host re-layouts for the [channels, time] graphs (channels contiguous).
-// Conv1d [Cout, Cin, k] → [Cin·k, Cout] with row ci + Cin·j (the conv_columns order).
-std::vector<float> conv_to_columns(const HostTensor& w);
-// ConvTranspose1d [Cin, Cout, k] → [Cin, Cout·kp] with row co + Cout·m, taps m ≥ k zero
-// (kp = k rounded up to a multiple of the stride).
-std::vector<float> transposed_conv_rows(const HostTensor& w, int64_t stride);
-
 }  // namespace talkbox::chatterbox

@@ -7,11 +7,11 @@
 #include <numeric>
 
 #include "chatterbox/checkpoint_names.h"
-#include "chatterbox/s3gen_nn.h"
 #include "chatterbox/t3_backbone.h"
 #include "core/cancel.h"
 #include "core/clock.h"
 #include "core/packed_matmul.h"
+#include "nn/profile.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
@@ -226,7 +226,7 @@ void Decoder::set_positions(const PrefillInputs& in, int64_t past) {
 }
 
 void Decoder::run_prefill(Graph& g, const PrefillInputs& in, ggml_tensor* lg) {
-    compute_by_op(backbone.backend(), g.cgraph(), profile, "prefill");
+    nn::compute_by_op(backbone.backend(), g.cgraph(), profile, "prefill");
     if (lg) read_logits(lg);
     sequence.advance(static_cast<size_t>(in.n));
 }
@@ -382,8 +382,8 @@ public:
             ggml_backend_tensor_set(in.row, &row, 0, sizeof(row));
             ggml_backend_tensor_set(in.mask, d.mask.data(), 0, ggml_nbytes(in.mask));
         }
-        compute_by_op(backbone.backend(), s.graph.cgraph(), profile, "step");
-        const HostTimer timer(profile, "host: logits read-back");
+        nn::compute_by_op(backbone.backend(), s.graph.cgraph(), profile, "step");
+        const nn::HostTimer timer(profile, "host: logits read-back");
         for (int64_t b = 0; b < B; ++b) {
             Decoder& d = *gens[static_cast<size_t>(b)]->loop.dec;
             d.read_logits(s.logits, s.first[static_cast<size_t>(b)]);

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "chatterbox/s3gen_nn.h"
 #include "chatterbox/t3_backbone.h"
 #include "core/cancel.h"
+#include "nn/profile.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox::t3_detail {
@@ -124,7 +124,7 @@ public:
     bool pick(TokenLoop& loop) const override {
         const T3Options& o = loop.o;
         throw_if_cancelled(o.cancel);
-        const HostTimer timer(loop.profile, "host: sampling");
+        const nn::HostTimer timer(loop.profile, "host: sampling");
         std::vector<float>& scores = loop.scores;
         scores.assign(loop.dec->logits.begin(), loop.dec->logits.begin() + static_cast<std::ptrdiff_t>(hp_.speech_vocab));
         const uint32_t i = loop.i;

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "chatterbox/s3gen_nn.h"
 #include "chatterbox/t3_backbone.h"
+#include "core/attention.h"
 #include "core/cancel.h"
+#include "nn/profile.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox::t3_detail {
@@ -86,19 +87,14 @@ struct PerceiverBlock {
     ggml_tensor *norm_w, *norm_b, *q_w, *q_b, *k_w, *k_b, *v_w, *v_b, *o_w, *o_b;
     int64_t heads;
 
-    ggml_tensor* operator()(ggml_context* ctx, ggml_tensor* x1, ggml_tensor* x2) const {
+    // fused: the attention as core/attention's fused CPU op (a CPU backend).
+    ggml_tensor* operator()(ggml_context* ctx, ggml_tensor* x1, ggml_tensor* x2, bool fused) const {
         const auto norm = [&](ggml_tensor* x) { return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, 1e-5f), norm_w), norm_b); };
         const int64_t D = x1->ne[0], hd = D / heads;
         ggml_tensor* a = norm(x1);
         ggml_tensor* b = x1 == x2 ? a : norm(x2);
-        const auto split = [&](ggml_tensor* t) {  // [D, n] → [hd, n, heads]
-            return ggml_permute(ctx, ggml_reshape_3d(ctx, t, hd, heads, t->ne[1]), 0, 2, 1, 3);
-        };
-        ggml_tensor* q = split(linear(ctx, a, q_w, q_b));
-        ggml_tensor* k = split(linear(ctx, b, k_w, k_b));
-        ggml_tensor* v = split(linear(ctx, b, v_w, v_b));
-        ggml_tensor* h = ggml_flash_attn_ext(ctx, q, k, v, nullptr, 1.0f / std::sqrt(static_cast<float>(hd)), 0.0f, 0.0f);
-        ggml_flash_attn_ext_set_prec(h, GGML_PREC_F32);
+        ggml_tensor* h = attention(ctx, linear(ctx, a, q_w, q_b), linear(ctx, b, k_w, k_b), linear(ctx, b, v_w, v_b), heads,
+                                   1.0f / std::sqrt(static_cast<float>(hd)), nullptr, nullptr, fused);  // [D, n, 1]
         h = ggml_reshape_2d(ctx, h, D, x1->ne[1]);
         return ggml_add(ctx, x1, linear(ctx, h, o_w, o_b));
     }
@@ -155,8 +151,9 @@ public:
         ggml_tensor* prompt = ggml_add(ctx, ggml_get_rows(ctx, w_.speech_emb, c.prompt_tokens),
                                        ggml_view_2d(ctx, speech_pos_, D, P, speech_pos_->nb[1], 0));
         ggml_tensor* query = ggml_reshape_2d(ctx, perc_query_, D, h.perceiver_queries);
-        ggml_tensor* pre = perceiver_(ctx, query, prompt);
-        ggml_tensor* perc = perceiver_(ctx, pre, pre);
+        const bool fused = backend().is_cpu();
+        ggml_tensor* pre = perceiver_(ctx, query, prompt, fused);
+        ggml_tensor* perc = perceiver_(ctx, pre, pre, fused);
         ggml_tensor* emo = ggml_mul_mat(ctx, emotion_w_, emo_in);  // [D, 1] = e · W[:, 0]
         c.allocate(ggml_concat(ctx, ggml_concat(ctx, c.speaker, perc, 1), emo, 1));
         ggml_backend_tensor_set(emo_in, &cond.exaggeration, 0, sizeof(float));
@@ -179,7 +176,7 @@ public:
     bool pick(TokenLoop& loop) const override {
         const T3Options& o = loop.o;
         throw_if_cancelled(o.cancel);
-        const HostTimer timer(loop.profile, "host: guidance + sampling");
+        const nn::HostTimer timer(loop.profile, "host: guidance + sampling");
         const size_t V = hp_.speech_vocab;
         const float* c = loop.dec->logits.data();
         const float* u = loop.dec->streams == 2 ? c + V : c;

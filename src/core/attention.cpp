@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -258,11 +259,72 @@ ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_t
     ggml_tensor* qh = ggml_cont(ctx, ggml_permute(ctx, split(q), 0, 2, 1, 3));  // [hd, Tq, H, B]
     ggml_tensor* kh = ggml_cont(ctx, ggml_permute(ctx, split(k), 0, 2, 1, 3));  // [hd, Tk, H, B]
     ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, split(v), 1, 2, 0, 3));  // [Tk, hd, H, B]
-    ggml_tensor* scores = ggml_mul_mat(ctx, kh, qh);                           // [Tk, Tq, H, B]
-    if (bias) scores = ggml_add(ctx, scores, bias);
-    ggml_tensor* probs = ggml_soft_max_ext(ctx, scores, mask, scale, 0.0f);
+    return attention_heads(ctx, qh, kh, vt, scale, {mask, bias, -1});
+}
+
+ggml_tensor* attention_heads(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* vt, float scale,
+                             const AttentionKeys& keys) {
+    if (q->ne[0] != k->ne[0] || vt->ne[1] != q->ne[0] || vt->ne[0] != k->ne[1] || k->ne[2] != vt->ne[2] ||
+        k->ne[2] < 1 || q->ne[2] % k->ne[2] != 0) {
+        throw Error(ErrorKind::Internal, "attention_heads: needs q [hd, Tq, H], k [hd, Tk, KV], vt [Tk, hd, KV] with H a "
+                                         "multiple of KV (q " + dims(q) + ", k " + dims(k) + ", vt " + dims(vt) + ")");
+    }
+    ggml_tensor* scores = ggml_mul_mat(ctx, k, q);  // [Tk, Tq, H, B]
+    if (keys.bias) scores = ggml_add(ctx, scores, keys.bias);
+    if (keys.causal_from >= 0) scores = ggml_diag_mask_inf(ctx, scores, static_cast<int>(keys.causal_from));
+    ggml_tensor* probs = ggml_soft_max_ext(ctx, scores, keys.mask, scale, 0.0f);
     ggml_tensor* o = ggml_permute(ctx, ggml_mul_mat(ctx, vt, probs), 0, 2, 1, 3);  // [hd, H, Tq, B]
-    return ggml_reshape_3d(ctx, ggml_cont(ctx, o), q->ne[0], q->ne[1], q->ne[2]);
+    return ggml_reshape_3d(ctx, ggml_cont(ctx, o), q->ne[0] * q->ne[2], q->ne[1], q->ne[3]);
+}
+
+ggml_tensor* causal_attention_blocked(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* vt, float scale,
+                                      int64_t block, int64_t key_multiple, bool copy_views) {
+    const int64_t hd = q->ne[0], t = q->ne[1], heads = q->ne[2], kv_heads = k->ne[2], keys = k->ne[1];
+    if (block < 1 || key_multiple < 1 || t > keys) {
+        throw Error(ErrorKind::Internal, "causal_attention_blocked: needs a block, a key multiple and T <= Tk (q " + dims(q) +
+                                             ", k " + dims(k) + ")");
+    }
+    const auto ceil_to = [&](int64_t n) { return (n + key_multiple - 1) / key_multiple * key_multiple; };
+    std::vector<ggml_tensor*> parts;
+    for (int64_t q0 = 0; q0 < t; q0 += block) {
+        const int64_t nq = std::min(block, t - q0);
+        const int64_t nk = std::min(keys, ceil_to(q0 + nq));
+        ggml_tensor* qb = q;
+        if (nq < t) qb = ggml_cont(ctx, ggml_view_3d(ctx, q, hd, nq, heads, q->nb[1], q->nb[2], static_cast<size_t>(q0) * q->nb[1]));
+        ggml_tensor* kb = ggml_view_3d(ctx, k, hd, nk, kv_heads, k->nb[1], k->nb[2], 0);
+        ggml_tensor* vb = ggml_view_3d(ctx, vt, nk, hd, kv_heads, vt->nb[1], vt->nb[2], 0);
+        if (nk < keys && copy_views) {
+            // Fewer keys than k and v hold, so the views skip rows between heads. ggml's Vulkan
+            // product steps from head to head by the view's own size (hd * nk), not by k's
+            // stride (0.18 relative error on the codec encoder's long_12s, whose first query block
+            // has 256 of 304 keys), and it rounds a strided vb to F16; contiguous copies keep both exact.
+            kb = ggml_cont(ctx, kb);
+            vb = ggml_cont(ctx, vb);
+        }
+        parts.push_back(attention_heads(ctx, qb, kb, vb, scale, {nullptr, nullptr, q0}));
+    }
+    // Concatenated along time pairwise, so copying stays O(total · log blocks).
+    while (parts.size() > 1) {
+        std::vector<ggml_tensor*> next;
+        for (size_t i = 0; i < parts.size(); i += 2) {
+            next.push_back(i + 1 < parts.size() ? ggml_concat(ctx, parts[i], parts[i + 1], 1) : parts[i]);
+        }
+        parts = std::move(next);
+    }
+    return parts[0];
+}
+
+void sliding_window_mask(std::vector<float>& out, int64_t first_query, int64_t n_queries, int64_t first_key,
+                         int64_t n_keys, int64_t window) {
+    out.resize(static_cast<size_t>(n_queries * n_keys));
+    for (int64_t i = 0; i < n_queries; ++i) {
+        const int64_t qpos = first_query + i;
+        for (int64_t j = 0; j < n_keys; ++j) {
+            const int64_t kpos = first_key + j;
+            const bool allowed = kpos >= 0 && kpos <= qpos && kpos > qpos - window;
+            out[static_cast<size_t>(i * n_keys + j)] = allowed ? 0.0f : -std::numeric_limits<float>::infinity();
+        }
+    }
 }
 
 }  // namespace talkbox

@@ -1,8 +1,13 @@
-// Multi-head scaled dot-product attention as one fused CPU op (ggml custom op), flash-attention
-// style, with a stock-ggml composition for other backends.
+// The attention builder of every graph without a KV cache (S3Gen's flow, Chatterbox T3's
+// perceiver, the Qwen3-TTS codec decoder and encoder): multi-head scaled dot-product attention
+// with an additive mask (e.g. sliding-window), a causal limit or relative-position scores, as one
+// fused CPU op (ggml custom op, flash-attention style) or as one composition of stock ggml ops
+// (attention_heads), which device backends and the codecs run. The KV-cache decoders of lm/ use
+// ggml_flash_attn_ext.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "ggml.h"
 
@@ -32,5 +37,37 @@ ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_t
 // rel-shifted view as the bias of attention().
 ggml_tensor* rel_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* qp,
                            ggml_tensor* pos, int64_t heads, float scale, bool fused);
+
+// The attention composition of ggml ops that every path but the fused CPU op runs (attention()
+// and rel_attention() off the CPU, the codec decoder and encoder), over heads laid out as ggml's
+// products take them:
+//   q [hd, Tq, H, B], k [hd, Tk, KV, B] and vt [Tk, hd, KV, B] (v transposed), all F32, H a
+//   multiple of KV (grouped-query: query head h reads key/value head h / (H / KV)); views are
+//   multiplied as they are (the CPU reads strided operands exactly; a device backend rounds them
+//   to F16, so its callers pass contiguous copies);
+// softmax(scale · (q·kᵀ + bias) + mask) · v, the keys limited as `keys` says. Returns
+// [hd · H, Tq, B], heads side by side as an output projection expects.
+struct AttentionKeys {
+    ggml_tensor* mask = nullptr;  // F32 [Tk, Tq], added after the scale (sliding_window_mask, padding)
+    ggml_tensor* bias = nullptr;  // F32 [Tk, Tq, H or 1, B or 1], added before the scale (relative positions)
+    int64_t causal_from = -1;     // >= 0: query i sees keys 0 .. causal_from + i only
+};
+ggml_tensor* attention_heads(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* vt, float scale,
+                             const AttentionKeys& keys);
+
+// Causal attention in blocks of `block` queries (attention_heads per block, causal): a block
+// multiplies only the keys up to its last query, rounded up to `key_multiple`, so the score
+// matrix stays [keys, block] however long the sequence. q [hd, T, H] contiguous, k [hd, Tk, KV]
+// and vt [Tk, hd, KV] contiguous, T <= Tk (keys past T zero rows, masked as every future key).
+// `copy_views`: a block's key/value views that skip rows are copied first (device backends, whose
+// products step between heads by the view's own size). Returns [hd · H, T].
+ggml_tensor* causal_attention_blocked(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* vt, float scale,
+                                      int64_t block, int64_t key_multiple, bool copy_views);
+
+// The additive mask of causal sliding-window attention, [n_queries][n_keys] row-major: query i
+// (position first_query + i) sees key j (position first_key + j) when 0 <= key position <= query
+// position and the key is less than `window` positions behind; -infinity elsewhere.
+void sliding_window_mask(std::vector<float>& out, int64_t first_query, int64_t n_queries, int64_t first_key,
+                         int64_t n_keys, int64_t window);
 
 }  // namespace talkbox

@@ -1,5 +1,6 @@
 // The fused attention op (and its stock-ggml composition) against a double-precision reference:
-// odd sizes, strided q/k/v views, masks, strided bias views, batches, 1-3 threads.
+// odd sizes, strided q/k/v views, masks, strided bias views, batches, 1-3 threads; the composition
+// over grouped-query heads with a sliding window and blocked causal attention.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -217,6 +218,73 @@ TEST(Attention, FullyMaskedQueryGivesZeros) {
             ASSERT_TRUE(std::isfinite(o)) << "query " << i;
             if (i == 5) EXPECT_EQ(o, 0.0f);
         }
+}
+
+// attention_heads over grouped-query heads with a sliding-window mask (sliding_window_mask) and
+// causal_attention_blocked (query blocks, keys padded with zero rows) against double loops.
+TEST(Attention, SlidingWindowAndBlockedCausalHeadsMatchTheReference) {
+    const int64_t heads = 4, kv_heads = 2, hd = 16, t = 37, window = 5, block = 10, keys = 48;
+    const float scale = 0.25f;
+    std::mt19937 rng(11);
+    const std::vector<float> qv = random_values(rng, static_cast<size_t>(hd * t * heads), 1.5f);
+    std::vector<float> kv = random_values(rng, static_cast<size_t>(hd * keys * kv_heads), 1.5f);
+    std::vector<float> vv = random_values(rng, static_cast<size_t>(keys * hd * kv_heads), 1.5f);
+    for (int64_t h = 0; h < kv_heads; ++h)  // keys t.. are zero rows, as the codec encoder pads them
+        for (int64_t j = t; j < keys; ++j)
+            for (int64_t d = 0; d < hd; ++d) {
+                kv[static_cast<size_t>((h * keys + j) * hd + d)] = 0.0f;
+                vv[static_cast<size_t>((h * hd + d) * keys + j)] = 0.0f;
+            }
+    // q [hd, T, H], k [hd, keys, KV], vt [keys, hd, KV]; query head h reads kv head h / 2.
+    const auto reference = [&](int64_t lo_behind) {  // keys i - lo_behind .. i (lo_behind < 0: all up to i)
+        std::vector<double> ref(static_cast<size_t>(hd * heads * t));
+        for (int64_t h = 0; h < heads; ++h)
+            for (int64_t i = 0; i < t; ++i) {
+                const int64_t g = h / (heads / kv_heads), first = lo_behind < 0 ? 0 : std::max<int64_t>(0, i - lo_behind);
+                std::vector<double> s(static_cast<size_t>(i + 1), 0.0);
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = first; j <= i; ++j) {
+                    double dot = 0;
+                    for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(qv[(h * t + i) * hd + d]) * kv[(g * keys + j) * hd + d];
+                    mx = std::max(mx, s[j] = scale * dot);
+                }
+                for (int64_t j = first; j <= i; ++j) sum += (s[j] = std::exp(s[j] - mx));
+                for (int64_t d = 0; d < hd; ++d) {
+                    double acc = 0;
+                    for (int64_t j = first; j <= i; ++j) acc += s[j] * vv[(g * hd + d) * keys + j];
+                    ref[static_cast<size_t>(i * hd * heads + h * hd + d)] = acc / sum;
+                }
+            }
+        return ref;
+    };
+    const auto check = [&](const std::vector<double>& ref, const std::vector<float>& out, const std::string& what) {
+        ASSERT_EQ(out.size(), ref.size()) << what;
+        double worst = 0, top = 0;
+        for (size_t i = 0; i < ref.size(); ++i) {
+            worst = std::max(worst, std::fabs(out[i] - ref[i]));
+            top = std::max(top, std::fabs(ref[i]));
+        }
+        EXPECT_LE(worst / top, 1e-5) << what;
+    };
+    std::vector<float> maskv;
+    sliding_window_mask(maskv, 0, t, 0, t, window);
+    Backend backend(2);
+    ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 256, nullptr, true});
+    ggml_tensor* q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, hd, t, heads);
+    ggml_tensor* k = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, hd, keys, kv_heads);
+    ggml_tensor* vt = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, keys, hd, kv_heads);
+    ggml_tensor* mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, t, t);
+    ggml_tensor* kt = ggml_view_3d(ctx, k, hd, t, kv_heads, k->nb[1], k->nb[2], 0);      // the first t keys
+    ggml_tensor* vtt = ggml_view_3d(ctx, vt, t, hd, kv_heads, vt->nb[1], vt->nb[2], 0);
+    ggml_tensor* windowed = attention_heads(ctx, q, kt, vtt, scale, {mask, nullptr, -1});
+    ggml_tensor* blocked = causal_attention_blocked(ctx, q, k, vt, scale, block, 16, false);
+    ggml_tensor* blocked_copies = causal_attention_blocked(ctx, q, k, vt, scale, block, 16, true);
+    const auto outs = testing::compute_outputs(backend, {{q, qv}, {k, kv}, {vt, vv}, {mask, maskv}},
+                                               {windowed, blocked, blocked_copies});
+    ggml_free(ctx);
+    check(reference(window - 1), outs.at(0), "sliding window");
+    check(reference(-1), outs.at(1), "blocked causal");
+    check(reference(-1), outs.at(2), "blocked causal, key/value views copied");
 }
 
 TEST(Attention, MismatchedShapesAreRejected) {

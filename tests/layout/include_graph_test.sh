@@ -4,8 +4,8 @@
 #  - the runtime (every file but the front ends', the tools' folders and the families' convert/
 #    subfolders) never includes the tools (convert/, hub/, checkpoints/, a family's convert/,
 #    talkbox/convert.h, talkbox/hub.h);
-#  - family/ (the interface families implement) includes no family and not pipeline/, and no
-#    family includes another;
+#  - family/ (the interface families implement) and nn/ (the graph building blocks families share)
+#    include no family and not pipeline/, and no family includes another;
 #  - libtalkbox.so, made of the runtime, needs neither curl nor OpenSSL.
 # Usage: include_graph_test.sh SOURCE_DIR [LIBTALKBOX_SO]
 set -euo pipefail
@@ -42,9 +42,11 @@ for f in $runtime_files; do
   [ -z "$hits" ] || fail "the runtime file src/$f includes the tools: $(echo $hits)"
 done
 
-for to in $families pipeline; do
-  hits=$(echo "$edges" | awk -v b="$to" '$1=="family" && $2==b { print $3 }')
-  [ -z "$hits" ] || fail "family/ includes $to/: $hits"
+for shared in family nn; do
+  for to in $families pipeline; do
+    hits=$(echo "$edges" | awk -v a="$shared" -v b="$to" '$1==a && $2==b { print $3 }')
+    [ -z "$hits" ] || fail "$shared/ includes $to/: $hits"
+  done
 done
 
 # A family builds on the shared folders, never on another family.

@@ -4,11 +4,12 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <map>
 
+#include "core/attention.h"
 #include "core/ops.h"
 #include "core/weight_builder.h"
+#include "nn/conv.h"
 #include "ggml-alloc.h"
 #include "qwen3tts/tensor_layout.h"
 #include "talkbox/error.h"
@@ -21,50 +22,34 @@ constexpr int kConvNextKernel = 7;
 constexpr int kUnitDilations[] = {1, 3, 9};
 constexpr float kLayerNormEps = 1e-6f;
 constexpr float kCodebookEps = 1e-5f;
-constexpr float kSnakeEps = 1e-9f;
 constexpr int kGraphNodes = 4096;  // 675 at the released size
 constexpr size_t kCachedGraphs = 4;
 
 using Shape = std::vector<int64_t>;
 
-// A causal conv: weight [Cin * k, Cout] (row ci + Cin * j = input channel ci at tap j, re-laid at
-// load to match the gathered input columns), bias [Cout].
-struct ConvW {
-    ggml_tensor* w = nullptr;
-    ggml_tensor* b = nullptr;
-    int64_t k = 0, cin = 0, cout = 0;
-    bool direct = false;  // w packed for conv_direct (CPU) instead of the column product
-};
-
-// SnakeBeta with its per-channel factors precomputed as the official code does: exp(alpha) and
-// 1 / (exp(beta) + 1e-9), both [C].
-struct SnakeW {
-    ggml_tensor* scale = nullptr;
-    ggml_tensor* inv_beta = nullptr;
-};
+using nn::Conv;           // causal convs: [Cin * k, Cout] (row ci + Cin * j) or direct panels
+using nn::ConvTranspose;  // [C, C * k] (row co + C * m) or, direct, a 2-tap conv
+using nn::Snake;          // SnakeBeta: exp(alpha) and 1 / (exp(beta) + 1e-9), both [C]
 
 struct LayerW {
     ggml_tensor *attn_norm, *q, *k, *v, *o, *attn_scale, *ffn_norm, *gate, *up, *down, *ffn_scale;
 };
 
 struct UpsampleW {
-    int64_t ratio = 0;
-    ggml_tensor *tconv_w, *tconv_b;  // [C, C * ratio] (row co + C * m), [C]
+    ConvTranspose tconv;  // kernel = stride = ratio
     ggml_tensor *dw_w, *dw_b;        // [C, 7] (row j = tap j), [C]
     ggml_tensor *norm_w, *norm_b, *pw1_w, *pw1_b, *pw2_w, *pw2_b, *gamma;
 };
 
 struct UnitW {
     int dilation = 1;
-    SnakeW act1, act2;
-    ConvW conv1, conv2;
+    Snake act1, act2;
+    Conv conv1, conv2;
 };
 
 struct BlockW {
-    int64_t rate = 0, cin = 0, cout = 0;
-    SnakeW act;
-    ggml_tensor *tconv_w = nullptr, *tconv_b = nullptr;  // [Cin, Cout * 2r] (row co + Cout * m), [Cout]
-    ConvW tconv;                                         // or, when tconv.direct, as a 2-tap conv
+    Snake act;
+    ConvTranspose tconv;  // kernel 2r, stride r, causal
     std::vector<UnitW> units;
 };
 
@@ -120,74 +105,45 @@ public:
 
     // Causal Conv1d: GGUF [k, Cin, Cout] → [Cin * k, Cout] (tap-major within each output row), or
     // packed for conv_direct when `direct` is allowed and the shape suits it.
-    ConvW conv(const std::string& prefix, bool direct) {
+    Conv conv(const std::string& prefix, bool direct) {
         const std::string wname = prefix + ".weight";
         const Shape& s = shape(wname);
         info(wname);
-        ConvW c;
+        Conv c;
         c.k = s[0];
         c.cin = s[1];
         c.cout = s[2];
         c.direct = direct && conv_direct_supported(c.cin, c.cout, c.k, 1);
-        c.w = derived(wname, {c.cin * c.k, c.direct ? conv_panel_rows(c.cout) : c.cout},
-                      [this, wname, k = c.k, cin = c.cin, cout = c.cout, d = c.direct] {
-            return d ? conv_weight_panels(floats(wname), k, cin, cout) : conv_weight_rows(floats(wname), k, cin, cout);
-        });
+        c.w = derived(wname, nn::conv_weight_shape(c), [this, wname, c] { return nn::conv_weight(floats(wname), c); });
         c.b = raw(prefix + ".bias");
         return c;
     }
 
-    // ConvTranspose1d: GGUF [k, Cout, Cin] → [Cin, Cout * k] with row co + Cout * m, so that one
-    // matrix product yields every kernel tap of every input sample.
-    ggml_tensor* transposed_conv(const std::string& wname) {
-        const Shape& s = shape(wname);
-        info(wname);
-        const int64_t k = s[0], cout = s[1], cin = s[2];
-        return derived(wname, {cin, cout * k}, [this, wname, k, cout, cin] {
-            const std::vector<float> src = floats(wname);
-            std::vector<float> dst(src.size());
-            // A transpose: walk the input channels in blocks so that reads and writes stay in cache.
-            constexpr int64_t block = 16;
-            for (int64_t c0 = 0; c0 < cin; c0 += block)
-                for (int64_t m = 0; m < k; ++m)
-                    for (int64_t co = 0; co < cout; ++co)
-                        for (int64_t ci = c0; ci < std::min(cin, c0 + block); ++ci)
-                            dst[ci + cin * (co + cout * m)] = src[m + k * (co + cout * ci)];
-            return dst;
-        });
-    }
-
-    // The same transposed conv (kernel 2r, stride r) as a causal 2-tap conv for conv_direct with
-    // r * Cout outputs, row co + Cout * m = output sample m of each input step: tap 0 (the previous
-    // input sample) holds transposed tap m + r, tap 1 (this sample) tap m; the bias repeats r times.
-    ConvW transposed_as_conv(const std::string& prefix, int64_t rate) {
+    // ConvTranspose1d (stride `rate`, no padding): GGUF [k, Cout, Cin] → [Cin, Cout * k] with row
+    // co + Cout * m, so that one matrix product yields every kernel tap of every input sample; or,
+    // when `direct` (kernel 2 * rate), a causal 2-tap conv for conv_direct with rate * Cout outputs
+    // whose bias repeats rate times.
+    ConvTranspose conv_transpose(const std::string& prefix, int64_t rate, bool direct) {
         const std::string wname = prefix + ".weight", bname = prefix + ".bias";
         const Shape& s = shape(wname);
         info(wname);
-        info(bname);
-        const int64_t k = s[0], cout = s[1], cin = s[2];
-        if (k != 2 * rate) throw Error(ErrorKind::Format, "codec decoder: '" + wname + "' kernel is not twice the rate");
-        ConvW c;
-        c.k = 2;
-        c.cin = cin;
-        c.cout = cout * rate;
-        c.direct = true;
-        c.w = derived(wname, {cin * 2, conv_panel_rows(c.cout)}, [this, wname, k, cout, cin, rate] {
-            const std::vector<float> src = floats(wname);
-            const std::vector<float> w2 = transposed_conv_as_conv(src, k, cin, cout, rate);
-            return conv_weight_panels(w2, 2, cin, cout * rate);
+        ConvTranspose c = nn::conv_transpose_shape(s[2], s[1], s[0], rate, 0);
+        if (direct && c.k != 2 * rate) throw Error(ErrorKind::Format, "codec decoder: '" + wname + "' kernel is not twice the rate");
+        c.direct = direct;
+        c.w = derived(wname, nn::conv_transpose_weight_shape(c), [this, wname, c] {
+            return nn::conv_transpose_weight(floats(wname), c);
         });
-        c.b = derived(bname, {c.cout}, [this, bname, rate] {
-            const std::vector<float> b = floats(bname);
-            std::vector<float> out;
-            for (int64_t m = 0; m < rate; ++m) out.insert(out.end(), b.begin(), b.end());
-            return out;
-        });
+        if (direct) {
+            info(bname);
+            c.b = derived(bname, {c.cout * rate}, [this, bname, c] { return nn::conv_transpose_bias(floats(bname), c); });
+        } else {
+            c.b = raw(bname);
+        }
         return c;
     }
 
-    SnakeW snake(const std::string& prefix) {
-        SnakeW s;
+    Snake snake(const std::string& prefix) {
+        Snake s;
         const int64_t c = shape(prefix + ".alpha")[0];
         info(prefix + ".alpha");
         info(prefix + ".beta");
@@ -198,8 +154,8 @@ public:
         });
         s.inv_beta = derived(prefix + ".beta", {c}, [this, prefix] {
             std::vector<float> b = floats(prefix + ".beta");
-            for (float& v : b) v = 1.0f / (std::exp(v) + kSnakeEps);
-            return b;
+            for (float& v : b) v = std::exp(v);
+            return nn::snake_inverse(std::move(b));
         });
         return s;
     }
@@ -236,14 +192,14 @@ struct CodecDecoder::Model {
 
     std::unique_ptr<WeightBuilder> weights;
     ggml_tensor *rvq_first_out = nullptr, *rvq_rest_out = nullptr;  // [cb_dim, codebook_dim, 1]
-    ConvW pre_conv;
+    Conv pre_conv;
     ggml_tensor *in_proj_w, *in_proj_b, *out_proj_w, *out_proj_b, *out_norm;
     std::vector<LayerW> layers;
     std::vector<UpsampleW> ups;
-    ConvW wav_in;
+    Conv wav_in;
     std::vector<BlockW> blocks;
-    SnakeW final_act;
-    ConvW wav_out;
+    Snake final_act;
+    Conv wav_out;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -318,7 +274,7 @@ StreamRunner::StreamRunner(const CodecDecoder::Model& m) : m_(m) {
     for (const auto& u : m.ups) dw_hist_.push_back(hist(u.dw_w->ne[0], kConvNextKernel - 1));
     wav_in_hist_ = hist(m.wav_in.cin, m.wav_in.k - 1);
     for (const auto& b : m.blocks) {
-        block_prev_.push_back(hist(b.cin, 1));
+        block_prev_.push_back(hist(b.tconv.cin, 1));
         unit_hist_.emplace_back();
         for (const auto& u : b.units) unit_hist_.back().push_back(hist(u.conv1.cin, (u.conv1.k - 1) * u.dilation));
     }
@@ -367,54 +323,14 @@ struct StreamRunner::Builder {
 
     bool fused() const { return m.backend->is_cpu(); }
 
-    // [hist | x] along time; the last hist-width samples become the new history.
-    ggml_tensor* with_history(ggml_tensor* x, ggml_tensor* hist) {
-        ggml_tensor* xp = ggml_concat(ctx, hist, x, 1);
-        ggml_tensor* tail = ggml_view_2d(ctx, xp, hist->ne[0], hist->ne[1], xp->nb[1], x->ne[1] * xp->nb[1]);
-        ggml_build_forward_expand(gf, ggml_cpy(ctx, tail, hist));
-        return xp;
-    }
-
-    // Writes the last hist-width samples of [hist | x] into hist. Expand it after every reader of
-    // the old history: nodes run in the order they were expanded.
-    void roll_history(ggml_tensor* x, ggml_tensor* hist) {
-        const int64_t h = hist->ne[1], t = x->ne[1];
-        if (t < h) {
-            with_history(x, hist);
-            return;
-        }
-        ggml_tensor* tail = ggml_view_2d(ctx, x, x->ne[0], h, x->nb[1], (t - h) * x->nb[1]);
-        ggml_build_forward_expand(gf, ggml_cpy(ctx, tail, hist));
-    }
-
-    // A causal conv's product without its bias: the k dilated taps of [history | input] are
-    // gathered into the columns of a [Cin * k, T] matrix (im2col, read from the history and the
-    // input in place), which keeps the product's depth at Cin * k.
-    ggml_tensor* conv_product(ggml_tensor* x, const ConvW& c, int dilation, ggml_tensor* hist) {
-        if (c.k == 1) return ggml_mul_mat(ctx, c.w, x);
-        ggml_tensor* cols = conv_columns_history(ctx, hist, x, c.k, dilation, fused());
-        ggml_build_forward_expand(gf, cols);
-        roll_history(x, hist);
-        return ggml_mul_mat(ctx, c.w, cols);
-    }
-
-    // The conv with its bias, plus `residual` when given.
-    ggml_tensor* conv(ggml_tensor* x, const ConvW& c, int dilation, ggml_tensor* hist, ggml_tensor* residual = nullptr) {
-        if (c.direct) {
-            ggml_tensor* y = conv_direct(ctx, x, c.w, c.b, c.k > 1 ? hist : nullptr, residual, c.k, dilation);
-            if (c.k > 1) {
-                ggml_build_forward_expand(gf, y);
-                roll_history(x, hist);
-            }
-            return y;
-        }
-        if (residual) return add_bias_residual(ctx, conv_product(x, c, dilation, hist), c.b, residual, fused());
-        return ggml_add(ctx, conv_product(x, c, dilation, hist), c.b);
+    // A causal conv with its bias (plus `residual`), its history rolled (nn/conv.h).
+    ggml_tensor* conv(ggml_tensor* x, const Conv& c, int dilation, ggml_tensor* hist, ggml_tensor* residual = nullptr) {
+        return nn::causal_conv(ctx, gf, x, c, dilation, hist, fused(), residual);
     }
 
     // SnakeBeta, of x + bias when a preceding conv's bias is folded in.
-    ggml_tensor* snake(ggml_tensor* x, const SnakeW& s, ggml_tensor* bias = nullptr) {
-        return snake_beta(ctx, x, s.scale, s.inv_beta, fused(), bias);
+    ggml_tensor* snake(ggml_tensor* x, const Snake& s, ggml_tensor* bias = nullptr) {
+        return nn::snake(ctx, x, s, fused(), bias);
     }
 
     ggml_tensor* rms_norm(ggml_tensor* x, ggml_tensor* w) {
@@ -444,14 +360,13 @@ struct StreamRunner::Builder {
             ggml_build_forward_expand(gf, ggml_cpy(ctx, last, cache));
         }
 
-        // A device backend multiplies strided operands in F16 (ggml's Vulkan backend converts them
-        // first), so there they are made contiguous; the CPU multiplies the views exactly.
+        // Sliding-window causal attention (the window in g.mask). A device backend multiplies
+        // strided operands in F16 (ggml's Vulkan backend converts them first), so there they are
+        // made contiguous; the CPU multiplies the views exactly.
         const auto operand = [&](ggml_tensor* t) { return fused() ? t : ggml_cont(ctx, t); };
-        ggml_tensor* kq = ggml_mul_mat(ctx, operand(ggml_permute(ctx, ks, 0, 2, 1, 3)), operand(ggml_permute(ctx, q, 0, 2, 1, 3)));
-        kq = ggml_soft_max_ext(ctx, kq, g.mask, 1.0f / std::sqrt(static_cast<float>(hd)), 0.0f);
-        ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, vs, 1, 2, 0, 3));                // [keys, hd, kv_heads]
-        ggml_tensor* o = ggml_permute(ctx, ggml_mul_mat(ctx, vt, kq), 0, 2, 1, 3);           // [hd, heads, T]
-        o = ggml_reshape_2d(ctx, ggml_cont(ctx, o), hd * hp.heads, t);
+        ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, vs, 1, 2, 0, 3));  // [keys, hd, kv_heads]
+        ggml_tensor* o = attention_heads(ctx, operand(ggml_permute(ctx, q, 0, 2, 1, 3)), operand(ggml_permute(ctx, ks, 0, 2, 1, 3)),
+                                         vt, 1.0f / std::sqrt(static_cast<float>(hd)), {g.mask, nullptr, -1});
         return ggml_mul_mat(ctx, w.o, o);
     }
 
@@ -471,14 +386,13 @@ struct StreamRunner::Builder {
     }
 
     ggml_tensor* upsample(ggml_tensor* x, const UpsampleW& u, size_t s) {
-        const int64_t c = x->ne[0], t = x->ne[1];
-        // Transposed conv with kernel == stride: rows co + C*m of one product are output sample s*i + m.
-        x = ggml_add(ctx, ggml_reshape_2d(ctx, ggml_mul_mat(ctx, u.tconv_w, x), c, u.ratio * t), u.tconv_b);
+        const int64_t c = x->ne[0];
+        x = nn::conv_transpose1d(ctx, x, u.tconv);  // kernel == stride: one product, rows interleaved
         const std::string name = "upsample" + std::to_string(s);
         capture(name + "_transconv", x);
         // ConvNeXt: depthwise causal conv, LayerNorm, pointwise MLP (exact GELU), gamma, residual.
         const int64_t n = x->ne[1];
-        ggml_tensor* xp = with_history(x, r.dw_hist_[s]);
+        ggml_tensor* xp = nn::with_history(ctx, gf, x, r.dw_hist_[s]);
         ggml_tensor* y = nullptr;
         for (int64_t j = 0; j < kConvNextKernel; ++j) {
             ggml_tensor* xj = ggml_view_2d(ctx, xp, c, n, xp->nb[1], j * xp->nb[1]);
@@ -496,15 +410,8 @@ struct StreamRunner::Builder {
     }
 
     ggml_tensor* block(ggml_tensor* x, const BlockW& b, size_t i) {
-        // Causal transposed conv (k = 2r, s = r, last r samples dropped): output sample r*i + m is
-        // tap m of input i plus tap m + r of input i - 1, taken from [previous sample | input].
-        if (b.tconv.direct) {  // the same as a 2-tap conv over [previous sample | input]: [r * Cout, T]
-            x = ggml_reshape_2d(ctx, conv(snake(x, b.act), b.tconv, 1, r.block_prev_[i]), b.cout, b.rate * x->ne[1]);
-        } else {
-            ggml_tensor* xp = with_history(snake(x, b.act), r.block_prev_[i]);
-            ggml_tensor* p = ggml_mul_mat(ctx, b.tconv_w, xp);  // [2r * Cout, T + 1]
-            x = overlap_add(ctx, p, b.tconv_b, b.cout, b.rate, fused());
-        }
+        // Causal transposed conv (k = 2r, s = r, last r samples dropped) over [previous sample | input].
+        x = nn::causal_conv_transpose1d(ctx, gf, snake(x, b.act), b.tconv, r.block_prev_[i], fused());
         const std::string name = "block" + std::to_string(i + 1);
         stage(name + " tconv", x);
         // Residual units: x + conv2(snake(conv1(snake(x)))); a column product's bias is folded into
@@ -514,7 +421,8 @@ struct StreamRunner::Builder {
             ggml_tensor* y = snake(x, w.act1);
             ggml_tensor* hist = r.unit_hist_[i][u];
             y = w.conv1.direct ? snake(conv(y, w.conv1, w.dilation, hist), w.act2)
-                               : snake(conv_product(y, w.conv1, w.dilation, hist), w.act2, w.conv1.b);
+                               : snake(nn::causal_conv_product(ctx, gf, y, w.conv1, w.dilation, hist, fused()), w.act2,
+                                       w.conv1.b);
             x = conv(y, w.conv2, 1, nullptr, x);
             stage(name + " unit" + std::to_string(u + 1) + " d" + std::to_string(w.dilation), x);
         }
@@ -628,16 +536,8 @@ void StreamRunner::set_inputs(Graph& g, const Frames& frames, size_t begin, size
     ggml_backend_tensor_set(g.rope_sin, host_sin_.data(), 0, host_sin_.size() * sizeof(float));
 
     // Sliding-window causal mask over [cache | step]: key slot j holds position position_ - (W-1) + j.
-    const int64_t w = hp.sliding_window, kv = w - 1 + n;
-    host_mask_.resize(static_cast<size_t>(kv * n));
-    for (int64_t i = 0; i < n; ++i) {
-        const int64_t qpos = position_ + i;
-        for (int64_t j = 0; j < kv; ++j) {
-            const int64_t kpos = position_ - (w - 1) + j;
-            const bool allowed = kpos >= 0 && kpos <= qpos && kpos > qpos - w;
-            host_mask_[i * kv + j] = allowed ? 0.0f : -std::numeric_limits<float>::infinity();
-        }
-    }
+    const int64_t w = hp.sliding_window;
+    sliding_window_mask(host_mask_, position_, n, position_ - (w - 1), w - 1 + n, w);
     ggml_backend_tensor_set(g.mask, host_mask_.data(), 0, host_mask_.size() * sizeof(float));
 }
 
@@ -732,9 +632,7 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     for (size_t s = 0; s < hp.upsampling_ratios.size(); ++s) {
         const std::string u = p + "up." + std::to_string(s) + ".";
         UpsampleW w;
-        w.ratio = hp.upsampling_ratios[s];
-        w.tconv_w = ld.transposed_conv(u + "conv.weight");
-        w.tconv_b = ld.raw(u + "conv.bias");
+        w.tconv = ld.conv_transpose(u + "conv", hp.upsampling_ratios[s], /*direct=*/false);
         const int64_t c = ld.shape(u + "dwconv.weight")[2];
         ld.info(u + "dwconv.weight");
         w.dw_w = ld.derived(u + "dwconv.weight", {c, kConvNextKernel}, [&ld, u, c] {
@@ -759,16 +657,9 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     for (size_t i = 0; i < hp.upsample_rates.size(); ++i) {
         const std::string b = p + "wav." + std::to_string(i + 1) + ".";
         BlockW w;
-        w.rate = hp.upsample_rates[i];
-        w.cin = c_in;
-        w.cout = c_in / 2;
+        const int64_t rate = hp.upsample_rates[i];
         w.act = ld.snake(b + "0");
-        if (cpu && conv_direct_supported(w.cin, w.cout * w.rate, 2, 1)) {
-            w.tconv = ld.transposed_as_conv(b + "1.conv", w.rate);
-        } else {
-            w.tconv_w = ld.transposed_conv(b + "1.conv.weight");
-            w.tconv_b = ld.raw(b + "1.conv.bias");
-        }
+        w.tconv = ld.conv_transpose(b + "1.conv", rate, cpu && conv_direct_supported(c_in, c_in / 2 * rate, 2, 1));
         for (int u = 0; u < 3; ++u) {
             const std::string un = b + std::to_string(u + 2) + ".";
             UnitW unit;

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "core/attention.h"
 #include "core/ops.h"
 #include "core/weights.h"
 #include "ggml-alloc.h"
@@ -60,18 +61,6 @@ ggml_tensor* causal_conv(ggml_context* ctx, ggml_tensor* x, const Conv& c, bool 
     ggml_tensor* cols = c.taps > 1 || s > 1 ? conv_columns_padded(ctx, x, c.taps, 1, s, left, out, fused) : x;
     ggml_tensor* y = ggml_mul_mat(ctx, c.w, cols);
     return c.b ? ggml_add(ctx, y, c.b) : y;
-}
-
-// Concatenates [C, n_i] pieces along time pairwise, so copying stays O(total · log pieces).
-ggml_tensor* concat_time(ggml_context* ctx, std::vector<ggml_tensor*> parts) {
-    while (parts.size() > 1) {
-        std::vector<ggml_tensor*> next;
-        for (size_t i = 0; i < parts.size(); i += 2) {
-            next.push_back(i + 1 < parts.size() ? ggml_concat(ctx, parts[i], parts[i + 1], 1) : parts[i]);
-        }
-        parts = std::move(next);
-    }
-    return parts[0];
 }
 
 bool matrix_type_supported(ggml_type t) {
@@ -418,30 +407,8 @@ void CodecEncoder::build_tail_graph(int64_t frames25, bool capturing) {
         }
         // Causal attention in blocks of queries: a block only needs the keys up to its last query,
         // and the score matrix stays [keys, block] however long the clip.
-        std::vector<ggml_tensor*> parts;
-        for (int64_t q0 = 0; q0 < frames25; q0 += kQueryBlock) {
-            const int64_t nq = std::min(kQueryBlock, frames25 - q0);
-            const int64_t nk = std::min(keys, ceil_div(q0 + nq, kDepthMultiple) * kDepthMultiple);
-            ggml_tensor* qb = q;
-            if (nq < frames25) {
-                qb = ggml_cont(ctx, ggml_view_3d(ctx, q, hd, nq, e.heads, q->nb[1], q->nb[2], static_cast<size_t>(q0) * q->nb[1]));
-            }
-            ggml_tensor* kb = ggml_view_3d(ctx, k, hd, nk, e.kv_heads, k->nb[1], k->nb[2], 0);
-            ggml_tensor* vb = ggml_view_3d(ctx, v, nk, hd, e.kv_heads, v->nb[1], v->nb[2], 0);
-            if (nk < keys && !m.backend->is_cpu()) {
-                // Fewer keys than k and v hold, so the views skip rows between heads. ggml's Vulkan
-                // product steps from head to head by the view's own size (hd * nk), not by k's
-                // stride (0.18 relative error on long_12s, whose first query block has 256 of 304
-                // keys), and it rounds a strided vb to F16; contiguous copies keep both exact.
-                kb = ggml_cont(ctx, kb);
-                vb = ggml_cont(ctx, vb);
-            }
-            ggml_tensor* kq = ggml_mul_mat(ctx, kb, qb);  // [keys, queries, H]
-            kq = ggml_soft_max_ext(ctx, ggml_diag_mask_inf(ctx, kq, static_cast<int>(q0)), nullptr, scale, 0.0f);
-            ggml_tensor* o = ggml_permute(ctx, ggml_mul_mat(ctx, vb, kq), 0, 2, 1, 3);  // [hd, H, queries]
-            parts.push_back(ggml_reshape_2d(ctx, ggml_cont(ctx, o), hd * e.heads, nq));
-        }
-        ggml_tensor* attn = ggml_mul_mat(ctx, m.w(p + "attn_output.weight"), concat_time(ctx, std::move(parts)));
+        ggml_tensor* o = causal_attention_blocked(ctx, q, k, v, scale, kQueryBlock, kDepthMultiple, !m.backend->is_cpu());
+        ggml_tensor* attn = ggml_mul_mat(ctx, m.w(p + "attn_output.weight"), o);
         x = ggml_add(ctx, x, ggml_mul(ctx, attn, m.w(p + "attn_scale")));
         ggml_tensor* f = layer_norm(x, p + "ffn_norm");
         f = ggml_mul_mat(ctx, m.w(p + "ffn_down.weight"), ggml_gelu_erf(ctx, ggml_mul_mat(ctx, m.w(p + "ffn_up.weight"), f)));

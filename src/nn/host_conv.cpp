@@ -1,8 +1,8 @@
-#include "chatterbox/host_nn.h"
+#include "nn/host_conv.h"
 
 #include <algorithm>
 
-namespace talkbox::chatterbox {
+namespace talkbox::nn {
 
 // Conv1d on [Cin][T] → [Cout][T'] (padding `pad`, dilation `d`), bias when the conv has one.
 std::vector<float> conv1d(const std::vector<float>& x, int64_t T, const HostConv& c, int stride, int64_t pad, int64_t d,
@@ -28,4 +28,4 @@ std::vector<float> conv1d(const std::vector<float>& x, int64_t T, const HostConv
     return y;
 }
 
-}  // namespace talkbox::chatterbox
+}  // namespace talkbox::nn

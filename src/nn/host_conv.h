@@ -1,11 +1,11 @@
-// Small float32 host kernels shared by the reference-clip networks (CAMPPlus, S3 tokenizer), which
-// run once per cloned voice on the CPU.
+// Small float32 host kernels for networks that run once per input on the CPU (e.g. Chatterbox's
+// reference-clip networks, CAMPPlus and the S3 tokenizer).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-namespace talkbox::chatterbox {
+namespace talkbox::nn {
 
 struct HostConv {
     std::vector<float> w, b;  // torch order [out][in][kh][kw]; b empty when no bias
@@ -16,4 +16,4 @@ struct HostConv {
 std::vector<float> conv1d(const std::vector<float>& x, int64_t T, const HostConv& c, int stride, int64_t pad, int64_t d,
                           int64_t* T_out = nullptr);
 
-}  // namespace talkbox::chatterbox
+}  // namespace talkbox::nn
