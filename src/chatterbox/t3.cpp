@@ -363,22 +363,21 @@ public:
         if (!graph || graph->key != key) build(gens, key);
         StepGraph& s = *graph;
         tokens.clear();
-        positions.clear();
         table_rows.clear();
         for (Generation* g : gens) {
             tokens.push_back(g->loop.predicted.back());
-            positions.push_back(static_cast<int32_t>(g->loop.dec->sequence.length()));
             table_rows.push_back(backbone.step_position(g->loop));
         }
         ggml_backend_tensor_set(s.tokens, tokens.data(), 0, ggml_nbytes(s.tokens));
-        // An input no node reads has no memory: GPT-2's stack reads no RoPE positions.
-        if (s.positions->buffer) ggml_backend_tensor_set(s.positions, positions.data(), 0, ggml_nbytes(s.positions));
         ggml_backend_tensor_set(s.table_rows, table_rows.data(), 0, ggml_nbytes(s.table_rows));
         for (int64_t b = 0; b < B; ++b) {
             Decoder& d = *gens[static_cast<size_t>(b)]->loop.dec;
             const Slice& in = s.slices[static_cast<size_t>(b)];
-            const int64_t row = static_cast<int64_t>(d.sequence.length());
+            const int32_t pos = static_cast<int32_t>(d.sequence.length());
+            const int64_t row = pos;
             d.sequence.mask(d.mask, 1);
+            // An input no node reads has no memory: GPT-2's stack reads no RoPE positions.
+            if (in.pos->buffer) ggml_backend_tensor_set(in.pos, &pos, 0, sizeof(pos));
             ggml_backend_tensor_set(in.row, &row, 0, sizeof(row));
             ggml_backend_tensor_set(in.mask, d.mask.data(), 0, ggml_nbytes(in.mask));
         }
@@ -392,15 +391,18 @@ public:
     }
 
 private:
+    // A job's RoPE position, cache row and mask: inputs of their own, not views of one [B] input,
+    // because ggml's Vulkan RoPE reads its positions from the view's offset rounded down to the
+    // device's storage-buffer alignment (16 bytes on lavapipe): jobs 1 to 3 took job 0's position.
     struct Slice {
-        ggml_tensor *row, *mask;
+        ggml_tensor *pos, *row, *mask;
     };
     struct StepGraph {
         explicit StepGraph(size_t nodes) : graph(nodes) {}
         Graph graph;
         std::vector<std::pair<uint64_t, int64_t>> key;  // (cache_id, n_kv) of every job, in order
-        // positions: each job's length (RoPE); table_rows: its row of the step position table
-        ggml_tensor *tokens = nullptr, *positions = nullptr, *table_rows = nullptr, *logits = nullptr;
+        // table_rows: each job's row of the step position table
+        ggml_tensor *tokens = nullptr, *table_rows = nullptr, *logits = nullptr;
         std::vector<Slice> slices;
         std::vector<int64_t> first;  // each job's first column
     };
@@ -415,7 +417,6 @@ private:
         ggml_context* ctx = s->graph.ctx();
         s->key = key;
         s->tokens = s->graph.input(GGML_TYPE_I32, {B}, "tokens");
-        s->positions = s->graph.input(GGML_TYPE_I32, {B}, "positions");
         s->table_rows = s->graph.input(GGML_TYPE_I32, {B}, "step_positions");
         ggml_tensor* e = ggml_add(ctx, ggml_get_rows(ctx, w.speech_emb, s->tokens),
                                   ggml_get_rows(ctx, backbone.step_position_table(), s->table_rows));
@@ -425,10 +426,10 @@ private:
         for (int64_t b = 0; b < B; ++b) {
             const Decoder& d = *gens[static_cast<size_t>(b)]->loop.dec;
             const int64_t n_kv = key[static_cast<size_t>(b)].second;
-            const Slice in{s->graph.input(GGML_TYPE_I64, {1}, "row"), s->graph.input(GGML_TYPE_F16, {n_kv, 1}, "mask")};
+            const Slice in{s->graph.input(GGML_TYPE_I32, {1}, "position"), s->graph.input(GGML_TYPE_I64, {1}, "row"),
+                           s->graph.input(GGML_TYPE_F16, {n_kv, 1}, "mask")};
             s->slices.push_back(in);
-            ggml_tensor* pos = ggml_view_1d(ctx, s->positions, 1, static_cast<size_t>(b) * sizeof(int32_t));
-            slices.push_back({&d.sequence.cache(), {pos, in.row, in.mask, n_kv}});
+            slices.push_back({&d.sequence.cache(), {in.pos, in.row, in.mask, n_kv}});
             // Both CFG rows take the same input; they differ in their caches.
             ggml_tensor* col = B == 1 ? e : ggml_view_2d(ctx, e, D, 1, e->nb[1], static_cast<size_t>(b) * e->nb[1]);
             for (int64_t r = 0; r < d.streams; ++r) x = x ? ggml_concat(ctx, x, col, 1) : col;
@@ -445,7 +446,7 @@ private:
     const Backbone& backbone;
     StageTimes* profile;
     std::unique_ptr<StepGraph> graph;
-    std::vector<int32_t> tokens, positions, table_rows;
+    std::vector<int32_t> tokens, table_rows;
 };
 
 }  // namespace

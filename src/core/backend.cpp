@@ -103,6 +103,14 @@ void Backend::check_supported(ggml_cgraph* graph) const {
                                                     ggml_type_name(node->src[0] ? node->src[0]->type : node->type) +
                                                     " data (node '" + ggml_get_name(node) + "')");
         }
+        // ggml's Vulkan RoPE reads its positions from their offset rounded down to the buffer
+        // alignment, silently: a view of positions at another offset gets another element's position.
+        const ggml_tensor* pos = node->op == GGML_OP_ROPE ? node->src[1] : nullptr;
+        if (pos && pos->view_src && pos->view_offs % ggml_backend_get_alignment(backend_) != 0) {
+            throw Error(ErrorKind::Internal, description() + " cannot run " + ggml_op_desc(node) + " with positions '" +
+                                                 ggml_get_name(pos) + "' at view offset " + std::to_string(pos->view_offs) +
+                                                 " (node '" + ggml_get_name(node) + "'): give them a tensor of their own");
+        }
     }
 }
 

@@ -333,7 +333,11 @@ TEST(T3, MinNewTokensMasksTheSpecialIdsForFixedLengthRuns) {
 // two-stream ones), seeded draws and one limit far below the others. Each sentence's tokens equal
 // generate()'s alone in batches of two (the third joins when the first leaves) and of three, at
 // F32 and with Q8_0 weights (the int8 panel kernels).
-TEST(T3Batch, EachSentenceGetsItsTokensAloneInBatchesOfTwoAndThree) {
+// Three sentences of different lengths, sampled with their own seeds (the second greedy), at most
+// max_new tokens, the first leaving after 5: in batches of each `parallel`, each job's tokens are its
+// tokens alone, while jobs leave the batch and the next job takes the free place.
+void expect_tokens_alone_in_batches(const std::vector<const char*>& types, uint32_t max_new,
+                                    const std::vector<size_t>& parallels) {
     const auto cond = golden_conditioning(0.5f);
     std::vector<std::vector<int32_t>> texts;
     std::vector<T3Options> options;
@@ -343,13 +347,13 @@ TEST(T3Batch, EachSentenceGetsItsTokensAloneInBatchesOfTwoAndThree) {
         T3Options o = golden_options(c);
         o.greedy = false;
         o.seed = 100 + options.size();
-        o.max_new_tokens = 40;
+        o.max_new_tokens = max_new;
         options.push_back(o);
     }
     options[0].max_new_tokens = 5;  // leaves first
     options[1].greedy = true;
     ASSERT_NE(texts[0].size(), texts[1].size());
-    for (const char* type : {"f32", "q8_0"}) {
+    for (const char* type : types) {
         SCOPED_TRACE(type);
         const T3& t3 = *model("multilingual", type).t3;
         std::vector<std::vector<int32_t>> alone;
@@ -358,7 +362,7 @@ TEST(T3Batch, EachSentenceGetsItsTokensAloneInBatchesOfTwoAndThree) {
         ASSERT_EQ(alone[0].size(), 5u);
         ASSERT_GT(alone[1].size(), 5u);
         ASSERT_GT(alone[2].size(), 5u);
-        for (size_t parallel : {2, 3}) {
+        for (size_t parallel : parallels) {
             std::vector<T3Job> jobs;
             for (size_t i = 0; i < texts.size(); ++i) jobs.push_back({&texts[i], &cond, options[i], nullptr, nullptr});
             std::vector<std::vector<int32_t>> got(texts.size());
@@ -373,6 +377,15 @@ TEST(T3Batch, EachSentenceGetsItsTokensAloneInBatchesOfTwoAndThree) {
         }
     }
 }
+
+TEST(T3Batch, EachSentenceGetsItsTokensAloneInBatchesOfTwoAndThree) {
+    expect_tokens_alone_in_batches({"f32", "q8_0"}, 40, {2, 3});
+}
+
+// The small case of the above the vulkan label runs: one job leaves, the next joins in its place (a
+// new step graph), and the second and third jobs are slices 1 of the batch (a device once rotated
+// every slice but the first at slice 0's position).
+TEST(T3Batch, AJobJoiningWhereAnotherLeftGetsItsTokensAlone) { expect_tokens_alone_in_batches({"f32"}, 12, {2}); }
 
 TEST(T3Batch, EveryJobIsCheckedBeforeAnyComputation) {
     const T3& t3 = *multilingual().t3;
