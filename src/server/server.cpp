@@ -361,9 +361,10 @@ struct Server::Impl : http::Handler, wyoming::Service {
         const Route* route = match(req);
         if (!route) {
             if (match(req, true)) {
+                const std::string allowed = allowed_methods(req);
                 ApiError e(405, "invalid_request_error", "method_not_allowed",
-                           req.method + " is not allowed on " + quote_value(req.path) + " (allowed: " + allowed_methods(req) + ")");
-                e.headers.emplace_back("Allow", allowed_methods(req));
+                           req.method + " is not allowed on " + quote_value(req.path) + " (allowed: " + allowed + ")");
+                e.headers.emplace_back("Allow", allowed);
                 throw e;
             }
             throw not_found("no route for " + req.method + " " + quote_value(req.path), "", "unknown_route");
@@ -429,7 +430,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         res.set_header("Vary", "Origin");
         res.set_header("Access-Control-Expose-Headers", "X-Talkbox-Model, X-Talkbox-Sample-Rate, X-Talkbox-Seed");
         if (req.method == "OPTIONS") {
-            res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+            res.set_header("Access-Control-Allow-Methods", allowed_methods(req));  // this path's, from the route table
             res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
             res.set_header("Access-Control-Max-Age", "600");
         }

@@ -472,6 +472,7 @@ TEST_F(Hostile, BrowserSafety) {
               "OPTIONS /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n\r\n", k);
     EXPECT_EQ(r.headers["access-control-allow-origin"], "https://app.example");
     EXPECT_NE(r.headers["access-control-allow-headers"].find("Authorization"), std::string::npos);
+    EXPECT_EQ(r.headers["access-control-allow-methods"], "POST, OPTIONS") << "the path's own methods, from the route table";
     r = check("allowed origin's request", 200, request("GET", "/health", "", "Origin: https://app.example\r\n"), k);
     EXPECT_EQ(r.headers["access-control-allow-origin"], "https://app.example");
     check("other origin on the keyed server", 403, request("GET", "/health", "", "Origin: https://other.example\r\n"), k);
