@@ -8,15 +8,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/atomic_file.h"
 #include "core/clock.h"
-#include "core/json_file.h"
 #include "core/printable.h"
 #include "server/api_error.h"
 #include "server/descriptors.h"
@@ -26,6 +23,7 @@
 #include "server/multipart.h"
 #include "server/request_limits.h"
 #include "server/scheduler.h"
+#include "server/speech_params.h"
 #include "server/synthesis.h"
 #include "server/voice_catalog.h"
 #include "server/voices.h"
@@ -35,9 +33,7 @@
 #include "core/strings.h"
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
-#include "talkbox/speech_settings.h"
 #include "talkbox/segmenter.h"
-#include "talkbox/time_stretch.h"
 #include "talkbox/voice_file.h"
 #include "text/speakable.h"
 
@@ -61,44 +57,9 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
     return diff == 0;
 }
 
-// Audio formats of "response_format" (OpenAI's names).
-struct OutputFormat {
-    const char* name;
-    audio::SampleFormat format;
-    const char* content_type;
-    bool streams;  // PCM formats stream as they are generated; compressed ones are encoded whole
-};
-constexpr OutputFormat kFormats[] = {
-    {"wav", audio::SampleFormat::Wav16, "audio/wav", true},
-    {"pcm", audio::SampleFormat::Raw16, "audio/pcm", true},
-    {"flac", audio::SampleFormat::Flac, "audio/flac", false},
-    {"mp3", audio::SampleFormat::Mp3, "audio/mpeg", false},
-    {"opus", audio::SampleFormat::OggOpus, "audio/ogg; codecs=opus", false},
-    {"aac", audio::SampleFormat::Aac, "audio/aac", false},
-};
-
-// "wav, pcm, ..., aac": the names of kFormats, for error messages.
-std::string format_names(bool streaming_only) {
-    std::vector<std::string> names;
-    for (const auto& f : kFormats) {
-        if (!streaming_only || f.streams) names.push_back(f.name);
-    }
-    return join_names(names);
-}
 
 
 
-// The parsed body of POST /v1/audio/speech.
-struct SpeechParams {
-    ModelPool* model = nullptr;
-    SpeechRequest request;
-    const OutputFormat* format = nullptr;
-    bool stream = false;
-    bool sse = false;     // stream_format "sse": the audio as base64 in speech.audio.delta events
-    double speed = 1.0;   // tempo (1: the model's own pace, no stretcher)
-    size_t input_chars = 0;
-    std::vector<std::string> segments;
-};
 
 
 // Watches a long call from its own thread (every 50 ms): sets `cancel` once `gone()` says the
@@ -134,16 +95,6 @@ void send_json(http::Response& res, int status, const json& body) {
     res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
-// A client's string: no NUL (it would cut the value short wherever it goes on as a C string),
-// and at most `max_chars` characters (413 text_too_long, as for "input").
-void check_client_string(const std::string& what, const std::string& value, size_t max_chars, const std::string& param) {
-    if (const size_t chars = code_point_count(value); chars > max_chars) {
-        throw ApiError(413, "invalid_request_error", "text_too_long", too_long_message(what, chars, max_chars), param);
-    }
-    if (const size_t nul = value.find('\0'); nul != std::string::npos) {
-        throw bad_request(what + " holds a NUL character at byte offset " + std::to_string(nul), param);
-    }
-}
 
 json error_json(const ApiError& e) {
     return {{"error",
@@ -454,111 +405,6 @@ struct Server::Impl : http::Handler, wyoming::Service {
     }
 
 
-    SpeechParams parse_speech(const http::Request& req) {
-        json body;
-        try {
-            body = parse_json_text(req.body, "the request body");
-        } catch (const Error& e) {
-            throw bad_request(e.what(), "", "invalid_json");
-        }
-        if (!body.is_object()) throw bad_request("the request body must be a JSON object", "", "invalid_json");
-        const auto string_field = [&](const char* key, bool required, size_t max_chars = kMaxNameChars) -> std::string {
-            if (!body.contains(key) || body[key].is_null()) {
-                if (required) throw bad_request(std::string("'") + key + "' is required", key, "missing_field");
-                return {};
-            }
-            if (!body[key].is_string()) throw bad_request(std::string("'") + key + "' must be a string", key);
-            std::string value = body[key].get<std::string>();
-            check_client_string(std::string("'") + key + "'", value, max_chars, key);
-            return value;
-        };
-        const auto number_field = [&](const char* key, double lo, double hi) -> std::optional<double> {
-            if (!body.contains(key) || body[key].is_null()) return std::nullopt;
-            if (!body[key].is_number()) throw bad_request(std::string("'") + key + "' must be a number", key);
-            const double v = body[key].get<double>();
-            if (!(v >= lo && v <= hi)) {
-                throw bad_request(std::string("'") + key + "' must be between " + json(lo).dump() + " and " + json(hi).dump(), key);
-            }
-            return v;
-        };
-        const auto integer_field = [&](const char* key, double hi) -> std::optional<uint64_t> {
-            if (!body.contains(key) || body[key].is_null()) return std::nullopt;
-            if (!body[key].is_number_integer() || body[key].get<double>() < 0 || body[key].get<double>() > hi) {
-                throw bad_request(std::string("'") + key + "' must be an integer from 0 to " + json(hi).dump(), key);
-            }
-            return body[key].get<uint64_t>();
-        };
-
-        SpeechParams p;
-        const std::string input = string_field("input", true, options.max_text_chars);
-        if (auto refusal = unspeakable(input, "'input'")) {
-            throw bad_request(refusal->message, "input", refusal->kind == Unspeakable::NothingToSay ? "empty_text" : "invalid_value");
-        }
-        p.input_chars = code_point_count(input);
-        std::string voice;
-        if (body.contains("voice") && body["voice"].is_object() && body["voice"].contains("id")) {
-            if (!body["voice"]["id"].is_string()) throw bad_request("'voice.id' must be a string", "voice");
-            voice = body["voice"]["id"].get<std::string>();
-            check_client_string("'voice.id'", voice, kMaxNameChars, "voice");
-        } else {
-            voice = string_field("voice", false);
-        }
-        const std::string instructions = string_field("instructions", false, kMaxInstructionChars);
-        p.request.instruct = instructions;  // refused below for Chatterbox unless blank
-        const std::string language = string_field("language", false);
-
-        const std::string model = string_field("model", false);
-        p.model = catalog.pick_model(model, voice, instructions, p.request);
-        if (unspeakable(instructions)) p.request.instruct.clear();  // blank: none
-        catalog.apply_language(*p.model, language, p.request);
-
-        const auto stream = body.contains("stream") && !body["stream"].is_null() ? body["stream"] : json(false);
-        if (!stream.is_boolean()) throw bad_request("'stream' must be true or false", "stream");
-        p.stream = stream.get<bool>();
-        const std::string stream_format = string_field("stream_format", false);
-        if (!stream_format.empty() && stream_format != "audio" && stream_format != "sse") {
-            throw bad_request("'stream_format' must be 'audio' (the audio bytes, the default) or 'sse' (Server-Sent Events), not " +
-                                  quote_value(stream_format),
-                              "stream_format");
-        }
-        p.sse = stream_format == "sse";
-        std::string format = string_field("response_format", false);
-        if (format.empty()) format = p.stream ? "wav" : "mp3";  // OpenAI's default is mp3, which cannot stream
-        for (const auto& f : kFormats) {
-            if (format == f.name) p.format = &f;
-        }
-        if (!p.format) {
-            throw bad_request("response_format " + quote_value(format) + " is not supported (choose " + format_names(false) + ")",
-                              "response_format", "unsupported_format");
-        }
-        if (p.format->name == std::string("pcm")) p.stream = true;
-        if (p.stream && !p.format->streams) {
-            throw bad_request(std::string("response_format '") + p.format->name + "' is encoded whole and cannot stream; stream " +
-                                  format_names(true),
-                              "stream");
-        }
-        // SSE streams wav and pcm as they are generated; whole-file formats go out in events once encoded.
-        if (p.sse && p.format->streams) p.stream = true;
-        if (auto speed = number_field("speed", audio::kMinSpeed, audio::kMaxSpeed)) p.speed = *speed;
-        auto& s = p.request.sampling;
-        s.seed = integer_field("seed", 18446744073709551615.0);
-        // The request's numeric settings (talkbox/speech_settings.h): a number of the right kind
-        // here; whether the model takes it, and its range, in the model's check below.
-        for (const SpeechSetting& setting : speech_settings()) {
-            const char* key = setting.name;
-            if (!body.contains(key) || body[key].is_null()) continue;
-            if (!body[key].is_number()) throw bad_request(std::string("'") + key + "' must be a number", key);
-            const double v = body[key].get<double>();
-            const std::string problem = setting_value_problem(setting, v);
-            if (!problem.empty()) throw bad_request(std::string("'") + key + "' " + problem, key);
-            set_setting(p.request, setting, v);
-        }
-        catalog.require_fit(*p.model, p.request);
-        // Drawn here when absent, so that every response reports the seed that reproduces it.
-        if (!s.seed) s.seed = options.default_seed ? *options.default_seed : random_seed();
-        p.segments = long_form_segments(input);
-        return p;
-    }
 
     // A synthesis (or cloning) slot in arrival order; throws 429 (queue full), 503 (waited too long)
     // or 499 (the client left while waiting).
@@ -609,7 +455,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
     }
 
     void speech(const http::Request& req, Response& res) {
-        SpeechParams p = parse_speech(req);
+        SpeechParams p = parse_speech(req.body, catalog, options.max_text_chars, options.default_seed);
         const int socket = req.socket;
         const auto gone = [socket] { return http::peer_closed(socket); };
         const int rate = p.model->capabilities().sample_rate;

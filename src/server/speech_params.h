@@ -1,0 +1,46 @@
+// POST /v1/audio/speech's JSON body → the model, the request and the output it asks for: every
+// field checked (types, lengths, the voice through the catalog, the settings through the table and
+// the model's own check) before any work.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/models.h"
+#include "server/voice_catalog.h"
+#include "talkbox/audio.h"
+#include "talkbox/speech.h"
+
+namespace talkbox::server {
+
+// Audio formats of "response_format" (OpenAI's names).
+struct OutputFormat {
+    const char* name;
+    audio::SampleFormat format;
+    const char* content_type;
+    bool streams;  // PCM formats stream as they are generated; compressed ones are encoded whole
+};
+
+// The parsed body of POST /v1/audio/speech.
+struct SpeechParams {
+    ModelPool* model = nullptr;
+    SpeechRequest request;
+    const OutputFormat* format = nullptr;
+    bool stream = false;
+    bool sse = false;     // stream_format "sse": the audio as base64 in speech.audio.delta events
+    double speed = 1.0;   // tempo (1: the model's own pace, no stretcher)
+    size_t input_chars = 0;
+    std::vector<std::string> segments;
+};
+
+// Throws ApiError (400, 404, 413) saying which field is wrong and what it takes.
+SpeechParams parse_speech(const std::string& body, const VoiceCatalog& catalog, size_t max_text_chars,
+                          const std::optional<uint64_t>& default_seed);
+
+// A client's string: no NUL (it would cut the value short wherever it goes on as a C string),
+// and at most `max_chars` characters (413 text_too_long, as for "input").
+void check_client_string(const std::string& what, const std::string& value, size_t max_chars, const std::string& param);
+
+}  // namespace talkbox::server
