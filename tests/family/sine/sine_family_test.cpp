@@ -16,6 +16,7 @@
 #include "server/serve_process.h"
 #include "server/wyoming_client.h"
 #include "support/test_support.h"
+#include "talkbox/model.h"
 #include "talkbox/talkbox.h"
 
 namespace talkbox::testing {
@@ -152,6 +153,22 @@ TEST_F(SineFamily, HttpAndWyomingTakeTheKnobAndOtherFamiliesRefuseIt) {
     ASSERT_TRUE(unknown);
     EXPECT_EQ(unknown->type, "error");
     EXPECT_NE(unknown->data.value("text", "").find("is not a request setting"), std::string::npos) << unknown->data.dump();
+}
+
+TEST_F(SineFamily, TheCppApiRefusesANameNoFamilyDeclares) {
+    const Model model(sine_model_);
+    SpeechRequest request;
+    request.text = "hi";
+    request.family_settings["pich"] = 330;  // a typo, set without the table
+    const auto refusal = model.check(request);
+    ASSERT_TRUE(refusal);
+    EXPECT_EQ(refusal->field, "pich");
+    EXPECT_NE(refusal->message.find("is not a setting of any model family"), std::string::npos) << refusal->message;
+    request.family_settings = {{"pitch", 330}};
+    EXPECT_FALSE(model.check(request));
+    // A shared setting is a member of the request, never a family setting.
+    request.family_settings = {{"temperature", 0.5}};
+    EXPECT_TRUE(model.check(request));
 }
 
 TEST_F(SineFamily, CApiTakesTheKnobAndOtherFamiliesRefuseIt) {
