@@ -6,6 +6,7 @@
 
 #include "chatterbox/s3gen_weights.h"
 #include "chatterbox/voice_encoder.h"
+#include "core/attention.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
@@ -171,7 +172,7 @@ std::vector<int32_t> S3Tokenizer::tokens_from_mel(const std::vector<float>& mel,
         }
     };
     const float scale = std::pow(float(kHeadDim), -0.25f);
-    std::vector<float> h, scores(static_cast<size_t>(N));
+    std::vector<float> h;
     for (size_t b = 0; b < blocks_.size(); ++b) {
         const Block& k = blocks_[b];
         layer_norm(x, h, N, D, k.attn_ln_w, k.attn_ln_b, 1e-6);
@@ -190,28 +191,12 @@ std::vector<int32_t> S3Tokenizer::tokens_from_mel(const std::vector<float>& mel,
                 fsmn[size_t(t * D + d)] += s;
             }
         }
-        std::vector<float> att(size_t(N * D), 0.0f);
-        for (int64_t hh = 0; hh < H; ++hh) {
-            for (int64_t t = 0; t < N; ++t) {
-                const float* qt = q.data() + t * D + hh * kHeadDim;
-                float mx = -INFINITY;
-                for (int64_t s = 0; s < N; ++s) {
-                    const float* ks = kk.data() + s * D + hh * kHeadDim;
-                    float dot = 0;
-                    for (int i = 0; i < kHeadDim; ++i) dot += (qt[i] * scale) * (ks[i] * scale);
-                    scores[size_t(s)] = dot;
-                    mx = std::max(mx, dot);
-                }
-                double sum = 0;
-                for (int64_t s = 0; s < N; ++s) sum += scores[size_t(s)] = std::exp(scores[size_t(s)] - mx);
-                float* out = att.data() + t * D + hh * kHeadDim;
-                for (int64_t s = 0; s < N; ++s) {
-                    const auto w = static_cast<float>(scores[size_t(s)] / sum);
-                    const float* vs = v.data() + s * D + hh * kHeadDim;
-                    for (int i = 0; i < kHeadDim; ++i) out[i] += w * vs[i];
-                }
-            }
-        }
+        // softmax((q·s)(k·s)ᵀ) v per head, s = 64^-1/4 on each side as the official model scales them,
+        // by core/attention's fused kernels.
+        for (float& val : q) val *= scale;
+        for (float& val : kk) val *= scale;
+        std::vector<float> att(size_t(N * D));
+        attention_host(q.data(), kk.data(), v.data(), att.data(), D, H, N, N, 1.0f);
         const std::vector<float> o = apply(k.o, att, N);
         for (size_t i = 0; i < x.size(); ++i) x[i] += o[i] + fsmn[i];
         layer_norm(x, h, N, D, k.mlp_ln_w, k.mlp_ln_b, 1e-5);

@@ -1,7 +1,8 @@
 // Chatterbox's S3 speech tokenizer v2 (`speech_tokenizer_v2_25hz`, spec chatterbox-spec.md §3.4): 25
 // tokens/s in [0, 6561) from a 16 kHz clip. Log-mel (128 bins, log10, dynamic range 8, (l + 4) / 4)
 // → two stride-2 GELU convs → FSMN attention blocks (NeoX rotary, head_dim 64) → FSQ (project_down
-// to 8, tanh, round, base 3). Runs on the host in float32 (weights `s3tok.*`, any float type).
+// to 8, tanh, round, base 3). Runs on the host in float32 (weights `s3tok.*`, any float type); the
+// attention by core/attention's fused kernels (attention_host).
 #pragma once
 
 #include <cstdint>

@@ -241,6 +241,30 @@ ggml_tensor* rel_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, gg
     return attention(ctx, q, k, v, heads, scale, nullptr, bd, false);
 }
 
+void attention_host(const float* q, const float* k, const float* v, float* out, int64_t width, int64_t heads,
+                    int64_t tq, int64_t tk, float scale) {
+    // The op reads its operands through ggml_tensor headers only (type, ne, nb, data, src): host
+    // buffers described as [width, rows, 1, 1] F32 tensors run the very kernel a graph runs.
+    auto host = [&](const float* data, int64_t rows) {
+        ggml_tensor t{};
+        t.type = GGML_TYPE_F32;
+        t.ne[0] = width;
+        t.ne[1] = rows;
+        t.ne[2] = t.ne[3] = 1;
+        t.nb[0] = sizeof(float);
+        t.nb[1] = static_cast<size_t>(width) * sizeof(float);
+        t.nb[2] = t.nb[3] = t.nb[1] * static_cast<size_t>(rows);
+        t.data = const_cast<float*>(data);
+        return t;
+    };
+    ggml_tensor tq_ = host(q, tq), tk_ = host(k, tk), tv_ = host(v, tk), dst = host(out, tq);
+    check_shapes(&tq_, &tk_, &tv_, heads, nullptr, nullptr);
+    dst.src[0] = &tq_;
+    dst.src[1] = &tk_;
+    dst.src[2] = &tv_;
+    attention_op(&dst, 0, 1, pack_params({heads, false, false, scale}));
+}
+
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int64_t heads, float scale,
                        ggml_tensor* mask, ggml_tensor* bias, bool fused) {
     check_shapes(q, k, v, heads, mask, bias);

@@ -1,5 +1,5 @@
 // The attention builder of every graph without a KV cache (S3Gen's flow, Chatterbox T3's
-// perceiver, the Qwen3-TTS codec decoder and encoder): multi-head scaled dot-product attention
+// perceiver, the Qwen3-TTS codec decoder and encoder) and of the S3 tokenizer's host code: multi-head scaled dot-product attention
 // with an additive mask (e.g. sliding-window), a causal limit or relative-position scores, as one
 // fused CPU op (ggml custom op, flash-attention style) or as one composition of stock ggml ops
 // (attention_heads), which device backends and the codecs run. The KV-cache decoders of lm/ use
@@ -27,6 +27,13 @@ namespace talkbox {
 // threads split (batch, head, query block). Not fused: the permute/cont/mul_mat/soft_max_ext chain.
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int64_t heads, float scale,
                        ggml_tensor* mask, ggml_tensor* bias, bool fused);
+
+// The fused CPU kernels of attention() on host buffers, on the calling thread, for networks run on
+// the host (the S3 tokenizer): q [Tq][hd · heads], k and v [Tk][hd · heads] and out [Tq][hd · heads],
+// row-major; out = softmax(scale · q·kᵀ) · v per head, no mask or bias. Bit for bit what
+// attention(…, fused = true) gives for the same operands.
+void attention_host(const float* q, const float* k, const float* v, float* out, int64_t width, int64_t heads,
+                    int64_t tq, int64_t tk, float scale);
 
 // The same with the relative-position scores of the Conformer encoder (ESPnet
 // RelPositionMultiHeadedAttention, rel_shift): bias(i, j) = qp_i · pos_{T-1-i+j} per head, from

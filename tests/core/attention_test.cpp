@@ -287,6 +287,37 @@ TEST(Attention, SlidingWindowAndBlockedCausalHeadsMatchTheReference) {
     check(reference(-1), outs.at(2), "blocked causal, key/value views copied");
 }
 
+// attention_host (the S3 tokenizer's host attention) runs the fused op's kernels on host buffers:
+// bit for bit the graph's result on one thread, with every kernel set this CPU runs.
+TEST(Attention, HostBuffersGiveTheFusedOpsResult) {
+    std::mt19937 rng(11);
+    for (const auto& [heads, hd, tq, tk] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{4, 64, 75, 75},
+                                            {3, 40, 25, 130}, {1, 16, 1, 1}}) {
+        const int64_t w = heads * hd;
+        const std::vector<float> qv = random_values(rng, static_cast<size_t>(w * tq), 1.5f);
+        const std::vector<float> kv = random_values(rng, static_cast<size_t>(w * tk), 1.5f);
+        const std::vector<float> vv = random_values(rng, static_cast<size_t>(w * tk), 1.0f);
+        for (const attention_kernels::Set* set : runnable_sets()) {
+            attention_kernels::override_set(set);
+            std::vector<float> host(static_cast<size_t>(w * tq), NAN);
+            attention_host(qv.data(), kv.data(), vv.data(), host.data(), w, heads, tq, tk, 0.125f);
+            Backend backend(1);
+            ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 16, nullptr, true});
+            ggml_tensor* q = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, w, tq);
+            ggml_tensor* k = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, w, tk);
+            ggml_tensor* v = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, w, tk);
+            ggml_tensor* y = attention(ctx, q, k, v, heads, 0.125f, nullptr, nullptr, true);
+            const std::vector<float> graph = testing::compute_outputs(backend, {{q, qv}, {k, kv}, {v, vv}}, {y}).at(0);
+            ggml_free(ctx);
+            EXPECT_EQ(host, graph) << set->name << ", " << heads << " heads x " << hd << ", Tq " << tq << ", Tk " << tk;
+        }
+    }
+    attention_kernels::override_set(nullptr);
+    std::vector<float> out(64);
+    const std::vector<float> x(64);
+    EXPECT_THROW(attention_host(x.data(), x.data(), x.data(), out.data(), 64, 3, 1, 1, 1.0f), Error);  // 64 % 3 != 0
+}
+
 TEST(Attention, MismatchedShapesAreRejected) {
     ggml_context* ctx = ggml_init({ggml_tensor_overhead() * 16, nullptr, true});
     ggml_tensor* q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 64, 10, 2);
