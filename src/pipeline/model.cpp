@@ -70,7 +70,8 @@ std::optional<Refusal> check_request(const Capabilities& c, const SpeechRequest&
     if (r.voice && !c.clones) return refuse("voice", "a cloned voice");
     if (r.text_mode != TextMode::Default && !c.text_modes) return refuse("text_mode", "the text mode");
     const std::vector<SpeechSetting> settings = speech_settings();
-    for (const auto& [name, value] : r.family_settings) {
+    for (const auto& entry : r.family_settings) {
+        const std::string& name = entry.first;
         // A family's own setting set by name without the table (the C++ API): refused, never ignored.
         const bool declared = std::any_of(settings.begin(), settings.end(), [&](const SpeechSetting& s) { return s.name == name && !s.get; });
         if (!declared) return Refusal{name, "'" + name + "' is not a setting of any model family (settings: " + speech_setting_names() + ")"};
