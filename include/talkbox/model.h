@@ -41,9 +41,9 @@ struct ModelOptions {
     // lists them). "": the CPU. auto takes the first GPU with room for the weights, else the CPU.
     std::string device;
     std::string kv_cache = "f32";  // KV cache type, one of Capabilities::kv_cache_types
-    // Requests generated together in one batch, where the family batches (Qwen3-TTS: sessions of
-    // one model join a running batch frame by frame and each reads the weights once per frame for
-    // all). 0: the default, 8.
+    // Requests generated together in one batch: sessions of one model join a running batch step by
+    // step (Qwen3-TTS: frame by frame; Chatterbox: T3 token by token, each sentence one member) and
+    // each step reads the weights once for all. 0: the default, 8.
     int max_batch = 0;
     // Chatterbox: sentences of a text (Session::speak_all: of its requests) whose T3 decodes
     // together, each with its own cache and sampler (the tokens and audio are those of one after

@@ -1,7 +1,8 @@
 // Chatterbox sessions: the text split into sentences, each one official generate() call (T3 →
 // S3Gen), its frames and audio handed out when the sentence is done. The T3 of several sentences
-// (of one text, or of the texts of Session::speak_all) decodes together: on the CPU T3 is bound by
-// reading its weights, which a batch reads once per step for all its sentences.
+// (of one text, of the texts of Session::speak_all, and of every session of the model at the time)
+// decodes together: on the CPU T3 is bound by reading its weights, which a batch reads once per
+// step for all its sentences.
 #include "chatterbox/family.h"
 
 #include <algorithm>
@@ -68,7 +69,7 @@ Capabilities capabilities_of(const Pipeline& p) {
 class ChatterboxModel final : public FamilyModel {
 public:
     ChatterboxModel(std::shared_ptr<const GgufFile> file, const ModelOptions& o)
-        : pipeline(std::move(file), o.threads, o.device),
+        : pipeline(std::move(file), o.threads, o.device, o.max_batch > 0 ? static_cast<uint32_t>(o.max_batch) : kDefaultMaxBatch),
           identity(model_identity(pipeline.file())),
           kv_type(lm::parse_kv_type(o.kv_cache)),
           sentence_batch(sentence_batch_of(o)),

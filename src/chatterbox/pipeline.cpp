@@ -15,11 +15,11 @@ PipelineVoice pipeline_voice(const ChatterboxConditionals& c) {
 Pipeline::Pipeline(const std::string& path, int threads, const std::string& device)
     : Pipeline(std::make_shared<const GgufFile>(path), threads, device) {}
 
-Pipeline::Pipeline(std::shared_ptr<const GgufFile> file, int threads, const std::string& device)
+Pipeline::Pipeline(std::shared_ptr<const GgufFile> file, int threads, const std::string& device, uint32_t max_batch)
     : file_(std::move(file)),
       backend_(threads, device),
       text_(TextFrontEnd::from_gguf(file_->meta())),
-      t3_(*file_, backend_),
+      t3_(*file_, backend_, max_batch),
       s3gen_(*file_, backend_) {
     const GgufMeta& m = file_->meta();
     has_builtin_ = m.has_key("chatterbox.builtin_voice") && m.get_bool("chatterbox.builtin_voice");

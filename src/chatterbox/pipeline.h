@@ -55,7 +55,8 @@ public:
     // Loads the converted GGUF at `path` (T3, S3Gen, text front end, built-in voice if any), or
     // from a file already open.
     Pipeline(const std::string& path, int threads, const std::string& device);
-    Pipeline(std::shared_ptr<const GgufFile> file, int threads, const std::string& device);
+    // max_batch: T3's, the most sentences of every caller at the time that decode together.
+    Pipeline(std::shared_ptr<const GgufFile> file, int threads, const std::string& device, uint32_t max_batch = kDefaultMaxBatch);
 
     const GgufFile& file() const { return *file_; }
     const T3& t3() const { return t3_; }
@@ -75,9 +76,10 @@ public:
                               const T3Options& options, const S3GenNoise& noise = {}, bool with_audio = true) const;
 
     // synthesize() for each job, up to `parallel` of them decoding through T3 together
-    // (T3::generate_batch; their tokens and audio are synthesize()'s). Sentences leave T3 in any
-    // order; each job's S3Gen runs, and on_result(job, result) is called, in job order as soon as
-    // the job and every one before it have their tokens. t3_ms is the job's prefill + decode time
+    // (T3::generate_batch, beside the jobs of other calls; their tokens and audio are synthesize()'s).
+    // Sentences leave T3 in any order; each job's S3Gen runs on the calling thread, while T3 goes on,
+    // and on_result(job, result) is called, in job order as soon as the job and every one before it
+    // have their tokens. t3_ms is the job's prefill + decode time
     // (T3Timings: its share of the shared steps). Every text is encoded before any computation.
     void synthesize_batch(const std::vector<PipelineJob>& jobs, size_t parallel, bool with_audio,
                           const PipelineResultCallback& on_result) const;

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "chatterbox/checkpoint_names.h"
 #include "chatterbox/t3_backbone.h"
 #include "core/cancel.h"
 #include "core/clock.h"
 #include "core/packed_matmul.h"
+#include "lm/batched_step.h"
 #include "nn/profile.h"
 #include "talkbox/error.h"
 
@@ -259,8 +261,13 @@ bool gpt2_backbone(const GgufFile& file) {
 
 T3Hparams T3Hparams::from_gguf(const GgufFile& file) { return gpt2_backbone(file) ? gpt2_hparams(file) : llama_hparams(file); }
 
-T3::T3(const GgufFile& file, const Backend& backend)
-    : backbone_(gpt2_backbone(file) ? make_gpt2_backbone(file, backend) : make_llama_backbone(file, backend)) {}
+namespace {
+std::unique_ptr<lm::BatchStepper> make_stepper(const Backbone& backbone, StageTimes* const& profile);
+}
+
+T3::T3(const GgufFile& file, const Backend& backend, uint32_t max_batch)
+    : backbone_(gpt2_backbone(file) ? make_gpt2_backbone(file, backend) : make_llama_backbone(file, backend)),
+      scheduler_(std::make_unique<lm::StepScheduler>([this] { return make_stepper(*backbone_, profile_); }, max_batch)) {}
 
 T3::~T3() = default;
 
@@ -308,146 +315,152 @@ private:
     double decode_ms_ = 0, decode_cpu_ms_ = 0;
 };
 
-// One job of generate_batch: its conditioning, prefill and token loop, one token per pick() (the
-// backbone's); the decode steps between picks are the Stepper's.
-struct Generation {
-    const Backbone& backbone;
-    size_t index;
-    PhaseClock phases;
-    TokenLoop loop;
+// One job of generate_batch in T3's scheduler: its conditioning and prefill when it joins, then its
+// token loop, one token per pick() (the backbone's); the decode steps between picks are the
+// Stepper's. Its predicted ids are kept once it ends, and its KV cache's memory goes back then.
+class Generation final : public lm::SteppedStream {
+public:
+    Generation(const Backbone& b, StageTimes* profile, const T3Job& job, Prompts& prompts)
+        : loop(job, profile, b.hparams().speech_vocab), backbone_(b), prompts_(prompts) {}
 
-    Generation(const Backbone& b, StageTimes* profile, const T3Job& job, size_t n, Prompts& prompts)
-        : backbone(b), index(n), phases(job.timings), loop(job, profile, b.hparams().speech_vocab) {
-        const int64_t D = backbone.hparams().hidden;
-        const std::vector<float> cond_emb = backbone.conditioning(*job.cond);
+    void start() override {
+        phases_.emplace(loop.job.timings);  // the prefill's time runs from here, not from the queue
+        const T3Job& job = loop.job;
+        const int64_t D = backbone_.hparams().hidden;
+        const std::vector<float> cond_emb = backbone_.conditioning(*job.cond);
         if (job.capture) job.capture->put("cond_emb", {static_cast<int64_t>(cond_emb.size()) / D, D}, cond_emb);
         std::vector<float> prefill_embeds;
-        backbone.start(loop, cond_emb, prompts, job.capture ? &prefill_embeds : nullptr);
+        backbone_.start(loop, cond_emb, prompts_, job.capture ? &prefill_embeds : nullptr);
         if (job.capture) {
             const int64_t rows = loop.dec->streams, len = static_cast<int64_t>(prefill_embeds.size()) / (rows * D);
             job.capture->put("prefill_embeds", {rows, len, D}, std::move(prefill_embeds));
         }
-        phases.prefill_done();
+        phases_->prefill_done();
+        pick();
     }
+    bool finished() const override { return ended_; }
+    bool stopping() const override { return loop.o.cancel && loop.o.cancel->load(); }
 
-    bool pick() {
+    // The next token; ends the job at its stop token or limit.
+    void pick() {
         const Stopwatch span;
-        const bool more = backbone.pick(loop);
-        phases.add_decode(span, 1);
-        return more;
+        const bool more = backbone_.pick(loop);
+        phases_->add_decode(span, 1);
+        if (more) return;
+        phases_->decode_done(loop.predicted.size());
+        loop.dec.reset();
+        predicted = std::move(loop.predicted);
+        ended_ = true;
     }
+    // Its share of a decode step run with `share` - 1 others.
+    void add_step(const Stopwatch& span, size_t share) { phases_->add_decode(span, share); }
 
-    std::vector<int32_t> finish() {
-        phases.decode_done(loop.predicted.size());
-        loop.dec.reset();  // the KV cache's memory goes back now, not when the batch ends
-        return std::move(loop.predicted);
-    }
+    TokenLoop loop;
+    std::vector<int32_t> predicted;  // the raw ids, once finished()
+
+private:
+    const Backbone& backbone_;
+    Prompts& prompts_;  // its call's, read and written only on the scheduler's thread
+    std::optional<PhaseClock> phases_;
+    bool ended_ = false;
 };
 
-// Steps generations together, one position each, through one graph: every job's token embedding
-// (plus its row of the backbone's step position table), repeated for each of its streams, then the
-// decoder over one slice per job (its cache, position, window) and the speech head over all their
-// columns. The graph is kept until the list of caches or a window changes.
+// Steps generations together, one position each, through one batched decoder step: every job's
+// token embedding (plus its row of the backbone's step position table), repeated for each of its
+// streams, then the stack over one slice per job (its cache, position, window) and the speech head
+// over all their columns.
 class Stepper {
 public:
-    Stepper(const Backbone& b, StageTimes* times) : backbone(b), profile(times) {}
+    Stepper(const Backbone& b, StageTimes* const& times)
+        : backbone(b),
+          profile(times),
+          batched(b.backend(), {b.stack_shape(), &b.weights().layers, b.weights().output_norm, b.weights().output_norm_b}) {}
 
     void step(const std::vector<Generation*>& gens) {
         const int64_t B = static_cast<int64_t>(gens.size());
-        std::vector<std::pair<uint64_t, int64_t>> key;
-        for (Generation* g : gens) {
-            lm::Sequence& seq = g->loop.dec->sequence;
-            seq.reserve(seq.length() + 1, "T3");
-            key.emplace_back(seq.cache_id(), seq.n_kv(seq.length() + 1));
-        }
-        if (!graph || graph->key != key) build(gens, key);
-        StepGraph& s = *graph;
+        std::vector<lm::Sequence*> sequences;
+        for (Generation* g : gens) sequences.push_back(&g->loop.dec->sequence);
+        const lm::BatchedStep::Parts parts{[&](Graph& graph) { return input(graph, gens); },
+                                           [&](Graph& graph, ggml_tensor* out) {
+                                               logits = Decoder::speech_head(backbone, graph.ctx(), out);
+                                               graph.output(logits);
+                                           }};
+        Graph& graph = batched.prepare(sequences, parts, "T3");
         tokens.clear();
         table_rows.clear();
         for (Generation* g : gens) {
             tokens.push_back(g->loop.predicted.back());
             table_rows.push_back(backbone.step_position(g->loop));
         }
-        ggml_backend_tensor_set(s.tokens, tokens.data(), 0, ggml_nbytes(s.tokens));
-        ggml_backend_tensor_set(s.table_rows, table_rows.data(), 0, ggml_nbytes(s.table_rows));
-        for (int64_t b = 0; b < B; ++b) {
-            Decoder& d = *gens[static_cast<size_t>(b)]->loop.dec;
-            const Slice& in = s.slices[static_cast<size_t>(b)];
-            const int32_t pos = static_cast<int32_t>(d.sequence.length());
-            const int64_t row = pos;
-            d.sequence.mask(d.mask, 1);
-            // An input no node reads has no memory: GPT-2's stack reads no RoPE positions.
-            if (in.pos->buffer) ggml_backend_tensor_set(in.pos, &pos, 0, sizeof(pos));
-            ggml_backend_tensor_set(in.row, &row, 0, sizeof(row));
-            ggml_backend_tensor_set(in.mask, d.mask.data(), 0, ggml_nbytes(in.mask));
-        }
-        nn::compute_by_op(backbone.backend(), s.graph.cgraph(), profile, "step");
+        ggml_backend_tensor_set(tokens_in, tokens.data(), 0, ggml_nbytes(tokens_in));
+        ggml_backend_tensor_set(table_rows_in, table_rows.data(), 0, ggml_nbytes(table_rows_in));
+        nn::compute_by_op(backbone.backend(), graph.cgraph(), profile, "step");
         const nn::HostTimer timer(profile, "host: logits read-back");
+        for (int64_t b = 0; b < B; ++b) gens[static_cast<size_t>(b)]->loop.dec->read_logits(logits, batched.first_column(static_cast<size_t>(b)));
+        batched.advance();
+    }
+
+private:
+    // The stack's input: each job's embedding, once per stream (both CFG rows take the same input;
+    // they differ in their caches).
+    ggml_tensor* input(Graph& graph, const std::vector<Generation*>& gens) {
+        const int64_t B = static_cast<int64_t>(gens.size()), D = backbone.hparams().hidden;
+        ggml_context* ctx = graph.ctx();
+        tokens_in = graph.input(GGML_TYPE_I32, {B}, "tokens");
+        table_rows_in = graph.input(GGML_TYPE_I32, {B}, "step_positions");  // each job's row of the step position table
+        ggml_tensor* e = ggml_add(ctx, ggml_get_rows(ctx, backbone.weights().speech_emb, tokens_in),
+                                  ggml_get_rows(ctx, backbone.step_position_table(), table_rows_in));
+        ggml_tensor* x = nullptr;
         for (int64_t b = 0; b < B; ++b) {
-            Decoder& d = *gens[static_cast<size_t>(b)]->loop.dec;
-            d.read_logits(s.logits, s.first[static_cast<size_t>(b)]);
-            d.sequence.advance(1);
+            ggml_tensor* col = B == 1 ? e : ggml_view_2d(ctx, e, D, 1, e->nb[1], static_cast<size_t>(b) * e->nb[1]);
+            for (int64_t r = 0; r < gens[static_cast<size_t>(b)]->loop.dec->streams; ++r) x = x ? ggml_concat(ctx, x, col, 1) : col;
+        }
+        return x;
+    }
+
+    const Backbone& backbone;
+    StageTimes* const& profile;  // T3's, as it is at each step
+    lm::BatchedStep batched;
+    ggml_tensor *tokens_in = nullptr, *table_rows_in = nullptr, *logits = nullptr;  // in batched's graph
+    std::vector<int32_t> tokens, table_rows;
+};
+
+// T3's BatchStepper: a decode step of the jobs that go on, then each one's next token.
+class GenerationStepper final : public lm::BatchStepper {
+public:
+    GenerationStepper(const Backbone& b, StageTimes* const& profile) : stepper_(b, profile) {}
+
+    void step(const std::vector<lm::SteppedStream*>& batch, const Failure& failed) override {
+        std::vector<Generation*> gens;
+        for (lm::SteppedStream* s : batch) {
+            auto* g = static_cast<Generation*>(s);  // every stream of T3's scheduler
+            try {
+                throw_if_cancelled(g->loop.o.cancel);
+                gens.push_back(g);
+            } catch (...) {
+                failed(*g, std::current_exception());
+            }
+        }
+        if (gens.empty()) return;
+        const Stopwatch span;
+        stepper_.step(gens);
+        for (Generation* g : gens) g->add_step(span, gens.size());
+        for (Generation* g : gens) {
+            try {
+                g->pick();
+            } catch (...) {
+                failed(*g, std::current_exception());
+            }
         }
     }
 
 private:
-    // A job's RoPE position, cache row and mask: inputs of their own, not views of one [B] input,
-    // because ggml's Vulkan RoPE reads its positions from the view's offset rounded down to the
-    // device's storage-buffer alignment (16 bytes on lavapipe): jobs 1 to 3 took job 0's position.
-    struct Slice {
-        ggml_tensor *pos, *row, *mask;
-    };
-    struct StepGraph {
-        explicit StepGraph(size_t nodes) : graph(nodes) {}
-        Graph graph;
-        std::vector<std::pair<uint64_t, int64_t>> key;  // (cache_id, n_kv) of every job, in order
-        // table_rows: each job's row of the step position table
-        ggml_tensor *tokens = nullptr, *table_rows = nullptr, *logits = nullptr;
-        std::vector<Slice> slices;
-        std::vector<int64_t> first;  // each job's first column
-    };
-
-    void build(const std::vector<Generation*>& gens, const std::vector<std::pair<uint64_t, int64_t>>& key) {
-        const T3Hparams& h = backbone.hparams();
-        const Weights& w = backbone.weights();
-        const int64_t B = static_cast<int64_t>(gens.size()), D = h.hidden;
-        graph.reset();
-        // Nodes: per layer ~30 shared and ~16 per job (its attention), plus the embeddings and head.
-        auto s = std::make_unique<StepGraph>(1024 + h.layers * static_cast<size_t>(32 + 24 * B));
-        ggml_context* ctx = s->graph.ctx();
-        s->key = key;
-        s->tokens = s->graph.input(GGML_TYPE_I32, {B}, "tokens");
-        s->table_rows = s->graph.input(GGML_TYPE_I32, {B}, "step_positions");
-        ggml_tensor* e = ggml_add(ctx, ggml_get_rows(ctx, w.speech_emb, s->tokens),
-                                  ggml_get_rows(ctx, backbone.step_position_table(), s->table_rows));
-        ggml_tensor* x = nullptr;
-        std::vector<lm::SequenceSlice> slices;
-        int64_t columns = 0;
-        for (int64_t b = 0; b < B; ++b) {
-            const Decoder& d = *gens[static_cast<size_t>(b)]->loop.dec;
-            const int64_t n_kv = key[static_cast<size_t>(b)].second;
-            const Slice in{s->graph.input(GGML_TYPE_I32, {1}, "position"), s->graph.input(GGML_TYPE_I64, {1}, "row"),
-                           s->graph.input(GGML_TYPE_F16, {n_kv, 1}, "mask")};
-            s->slices.push_back(in);
-            slices.push_back({&d.sequence.cache(), {in.pos, in.row, in.mask, n_kv}});
-            // Both CFG rows take the same input; they differ in their caches.
-            ggml_tensor* col = B == 1 ? e : ggml_view_2d(ctx, e, D, 1, e->nb[1], static_cast<size_t>(b) * e->nb[1]);
-            for (int64_t r = 0; r < d.streams; ++r) x = x ? ggml_concat(ctx, x, col, 1) : col;
-            s->first.push_back(columns);
-            columns += d.streams;
-        }
-        ggml_tensor* out = lm::build_decoder(ctx, backbone.stack_shape(), w.layers, w.output_norm, x, slices, w.output_norm_b);
-        s->logits = Decoder::speech_head(backbone, ctx, out);
-        s->graph.output(s->logits);
-        s->graph.allocate(backbone.backend());
-        graph = std::move(s);
-    }
-
-    const Backbone& backbone;
-    StageTimes* profile;
-    std::unique_ptr<StepGraph> graph;
-    std::vector<int32_t> tokens, table_rows;
+    Stepper stepper_;
 };
+
+std::unique_ptr<lm::BatchStepper> make_stepper(const Backbone& backbone, StageTimes* const& profile) {
+    return std::make_unique<GenerationStepper>(backbone, profile);
+}
 
 }  // namespace
 
@@ -464,42 +477,17 @@ void T3::generate_batch(const std::vector<T3Job>& jobs, size_t parallel, const T
             throw Error(e.kind(), "T3 job " + std::to_string(j + 1) + " of " + std::to_string(jobs.size()) + ": " + e.what());
         }
     }
-    parallel = std::max<size_t>(1, parallel);
-    Stepper stepper(backbone, profile_);
     Prompts prompts;
-    std::vector<std::unique_ptr<Generation>> active, running;
-    std::vector<Generation*> batch;
-    size_t next = 0;
-    while (next < jobs.size() || !active.empty()) {
-        // Free places go to the next jobs in order; a job that ends at its first token leaves at once.
-        while (active.size() < parallel && next < jobs.size()) {
-            auto g = std::make_unique<Generation>(backbone, profile_, jobs[next], next, prompts);
-            ++next;
-            if (g->pick()) {
-                active.push_back(std::move(g));
-            } else {
-                done(g->index, g->finish());
-            }
-        }
-        if (active.empty()) continue;
-        batch.clear();
-        for (const auto& g : active) {
-            throw_if_cancelled(g->loop.o.cancel);
-            batch.push_back(g.get());
-        }
-        const Stopwatch span;
-        stepper.step(batch);
-        for (Generation* g : batch) g->phases.add_decode(span, batch.size());
-        running.clear();
-        for (auto& g : active) {
-            if (g->pick()) {
-                running.push_back(std::move(g));
-            } else {
-                done(g->index, g->finish());
-            }
-        }
-        std::swap(active, running);
+    std::vector<std::unique_ptr<Generation>> gens;
+    std::vector<lm::SteppedStream*> streams;
+    for (const T3Job& job : jobs) {
+        gens.push_back(std::make_unique<Generation>(backbone, profile_, job, prompts));
+        streams.push_back(gens.back().get());
     }
+    scheduler_->run(streams, parallel, [&](size_t j, std::exception_ptr error) {
+        if (error) std::rethrow_exception(error);
+        done(j, std::move(gens[j]->predicted));
+    });
 }
 
 std::vector<int32_t> T3::generate(const std::vector<int32_t>& text, const T3Conditioning& cond, const T3Options& o,

@@ -22,6 +22,7 @@
 #include "core/gguf_file.h"
 #include "lm/decoder.h"
 #include "lm/kv_cache.h"
+#include "lm/step_scheduler.h"
 
 namespace talkbox::chatterbox {
 
@@ -107,6 +108,9 @@ struct T3Job {
     T3Timings* timings = nullptr;
 };
 
+// T3's default for the most jobs that decode together (as Qwen3-TTS's sessions).
+constexpr uint32_t kDefaultMaxBatch = 8;
+
 // Called as each job of a batch ends (in the order they end): its index and raw predicted ids.
 using T3JobDone = std::function<void(size_t job, std::vector<int32_t>&& predicted)>;
 
@@ -114,7 +118,8 @@ class T3 {
 public:
     // Loads every `t3.` tensor of a Chatterbox GGUF onto `backend` (both must outlive the T3),
     // checking names (through the converter's official-key mapping) and shapes. Throws Error.
-    T3(const GgufFile& file, const Backend& backend);
+    // max_batch: the most jobs, of every generate_batch() call at the time, that decode together.
+    T3(const GgufFile& file, const Backend& backend, uint32_t max_batch = kDefaultMaxBatch);
     ~T3();
     T3(const T3&) = delete;
     T3& operator=(const T3&) = delete;
@@ -137,17 +142,19 @@ public:
     std::vector<int32_t> generate(const std::vector<int32_t>& text_tokens, const T3Conditioning& cond,
                                   const T3Options& options, Capture* capture = nullptr, T3Timings* timings = nullptr) const;
 
-    // Several generate() calls at once: up to `parallel` jobs decode together, each step one graph
-    // whose weight matrices multiply every job's rows (its CFG pair, or Turbo's one row) at once;
-    // each job has its own KV cache, positions, sampler (seeded from its options) and limits, is
-    // prefilled alone (Turbo: its text after a copy of its voice's prompt positions, prefilled once
-    // per conditioning object), and leaves the batch at its stop token or limit, when the next job
-    // (in order) takes its place. A job's tokens are generate()'s for it alone: its columns are
-    // computed the same way whatever runs beside them (lm::build_decoder's slices; the int8 panel
-    // kernels and, on this CPU, ggml's F32 products do; a product whose accumulation order changes
-    // with the column count would differ at rounding level). `done` may run
-    // other work on this backend (S3Gen) between steps. Every job is checked before any
-    // computation (Error, naming the job when there are several); `cancel` of any job stops all.
+    // Several generate() calls at once, among the jobs of every other call at the time (one
+    // lm::StepScheduler per T3: sessions of one model batch together): up to `parallel` of these
+    // jobs decode together, each step one graph whose weight matrices multiply every job's rows
+    // (its CFG pair, or Turbo's one row) at once; each job has its own KV cache, positions, sampler
+    // (seeded from its options) and limits, is prefilled alone (Turbo: its text after a copy of its
+    // voice's prompt positions, prefilled once per conditioning object of this call), and leaves the
+    // batch at its stop token or limit, when the call's next job (in order) takes its place. A job's
+    // tokens are generate()'s for it alone: its columns are computed the same way whatever runs
+    // beside them (lm::build_decoder's slices; the int8 panel kernels and, on this CPU, ggml's F32
+    // products do; a product whose accumulation order changes with the column count would differ
+    // at rounding level). `done` runs on the calling thread while the other jobs go on, and may run
+    // other work on this backend (S3Gen). Every job is checked before any computation (Error,
+    // naming the job when there are several); an error or `cancel` of any job stops the call's others.
     void generate_batch(const std::vector<T3Job>& jobs, size_t parallel, const T3JobDone& done) const;
 
     // The ids S3Gen receives: drop_invalid_tokens (after the first start token, before the first
@@ -156,6 +163,8 @@ public:
     std::vector<int32_t> postprocess(const std::vector<int32_t>& predicted) const;
 
     size_t weight_bytes() const;
+    // The most jobs any decode step has held, over every call (for tests).
+    uint32_t largest_batch() const { return scheduler_->largest_batch(); }
 
     // From now on generate() runs its graphs node by node and adds each node's time (by op) and its
     // host steps (logits read-back, sampling) to `times`; nullptr: ordinary runs (benchmarks).
@@ -164,6 +173,7 @@ public:
 private:
     std::unique_ptr<const t3_detail::Backbone> backbone_;  // the Llama or the GPT-2 T3
     StageTimes* profile_ = nullptr;
+    std::unique_ptr<lm::StepScheduler> scheduler_;  // every call's jobs; stops before the backbone goes
 };
 
 // s3tokenizer.drop_invalid_tokens on one row (mtl_tts at HEAD applies nothing else).

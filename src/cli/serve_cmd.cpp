@@ -189,8 +189,9 @@ void register_serve(CLI::App& app) {
         ->check(in_range<size_t>(1, 1024))
         ->capture_default_str();
     cmd->add_option("--max-batch", a->max_batch,
-                    "Running syntheses of a Qwen3-TTS model generated together, frame by frame, reading the weights once "
-                    "for all (0: 8); --max-concurrent decides how many run")
+                    "Members of one model generated together step by step, reading the weights once for all (Qwen3-TTS: "
+                    "requests, frame by frame; Chatterbox: sentences, token by token; 0: 8); --max-concurrent decides "
+                    "how many syntheses run")
         ->check(in_range(0, 1024))
         ->capture_default_str();
     cmd->add_option("--parallel", a->parallel,

@@ -1,117 +1,71 @@
 #include "qwen3tts/frame_scheduler.h"
 
-#include <algorithm>
+#include <exception>
+#include <memory>
+#include <utility>
 #include <vector>
-
-#include "talkbox/error.h"
 
 namespace talkbox::qwen3tts {
 
-struct FrameScheduler::Request {
-    GenerationStream stream;
-    std::function<bool()> ready;
-    std::exception_ptr error;
-    bool done = false;
+namespace {
+
+// A request in the scheduler: its generation and its consumer's room.
+class Request final : public lm::SteppedStream {
+public:
+    // Validates the options before it joins (GenerationStream); throws Error.
+    Request(const Model& model, lm::KvType talker_kv, const Prompt& prompt, const GenerationOptions& options,
+            const FrameCallback& on_frame, const std::atomic<bool>* cancel, std::function<bool()> ready)
+        : stream_(model, talker_kv, prompt, options, on_frame, cancel), ready_(std::move(ready)) {}
+
+    void start() override { stream_.prefill(); }
+    bool finished() const override { return stream_.finished(); }
+    bool ready() const override { return !ready_ || ready_(); }
+    bool stopping() const override { return stream_.cancel_requested(); }
+
+    GenerationStream& stream() { return stream_; }
+
+private:
+    GenerationStream stream_;
+    std::function<bool()> ready_;
 };
 
-FrameScheduler::FrameScheduler(const Model& model, lm::KvType talker_kv, uint32_t max_batch)
-    : model_(model), talker_kv_(talker_kv), max_batch_(std::max<uint32_t>(1, max_batch)) {}
+// Every stream of a FrameScheduler is a Request.
+class RequestStepper final : public lm::BatchStepper {
+public:
+    explicit RequestStepper(const Model& model) : stepper_(model) {}
 
-FrameScheduler::~FrameScheduler() {
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        stopping_ = true;
+    void step(const std::vector<lm::SteppedStream*>& batch, const Failure& failed) override {
+        std::vector<GenerationStream*> streams;
+        std::vector<Request*> requests;
+        for (lm::SteppedStream* s : batch) {
+            requests.push_back(static_cast<Request*>(s));
+            streams.push_back(&requests.back()->stream());
+        }
+        stepper_.step(streams, [&](GenerationStream& s, std::exception_ptr e) {
+            for (Request* r : requests) {
+                if (&r->stream() == &s) failed(*r, e);
+            }
+        });
     }
-    work_.notify_all();
-    if (thread_.joinable()) thread_.join();
-}
+
+private:
+    FrameStepper stepper_;
+};
+
+}  // namespace
+
+FrameScheduler::FrameScheduler(const Model& model, lm::KvType talker_kv, uint32_t max_batch)
+    : model_(model),
+      talker_kv_(talker_kv),
+      scheduler_([&model] { return std::make_unique<RequestStepper>(model); }, max_batch) {}
 
 GenerationResult FrameScheduler::generate(const Prompt& prompt, const GenerationOptions& options, const FrameCallback& on_frame,
                                           const std::atomic<bool>* cancel, std::function<bool()> ready) {
-    Request r{GenerationStream(model_, talker_kv_, prompt, options, on_frame, cancel), std::move(ready), nullptr, false};
-    {
-        std::unique_lock<std::mutex> lock(mutex_);
-        if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-        waiting_.push_back(&r);
-        ++signals_;
-        work_.notify_all();
-        done_.wait(lock, [&] { return r.done; });
-    }
-    if (r.error) std::rethrow_exception(r.error);
-    return r.stream.result();
-}
-
-void FrameScheduler::wake() {
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++signals_;
-    }
-    work_.notify_all();
-}
-
-void FrameScheduler::finish(Request& r, std::exception_ptr error) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    r.error = error;
-    r.done = true;
-    done_.notify_all();
-}
-
-void FrameScheduler::run() {
-    FrameStepper stepper(model_);
-    std::vector<Request*> active;
-    for (;;) {
-        Request* newcomer = nullptr;
-        uint64_t seen = 0;
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (stopping_ && waiting_.empty() && active.empty()) return;
-            if (!waiting_.empty() && active.size() < max_batch_) {
-                newcomer = waiting_.front();
-                waiting_.pop_front();
-            }
-            seen = signals_;
-        }
-        if (newcomer) {
-            try {
-                newcomer->stream.prefill();
-                active.push_back(newcomer);
-            } catch (...) {
-                finish(*newcomer, std::current_exception());
-            }
-        }
-        // The requests that can take a frame: their consumer has room, or they are to stop.
-        std::vector<GenerationStream*> batch;
-        std::vector<Request*> members;
-        for (Request* r : active) {
-            if (r->stream.cancel_requested() || !r->ready || r->ready()) {
-                batch.push_back(&r->stream);
-                members.push_back(r);
-            }
-        }
-        if (batch.empty()) {
-            if (newcomer) continue;
-            std::unique_lock<std::mutex> lock(mutex_);
-            work_.wait(lock, [&] { return signals_ != seen || stopping_; });
-            continue;
-        }
-        largest_batch_ = std::max(largest_batch_.load(), static_cast<uint32_t>(batch.size()));
-        try {
-            stepper.step(batch, [&](GenerationStream& s, std::exception_ptr e) {
-                for (Request* r : members) {
-                    if (&r->stream == &s) r->error = e;
-                }
-            });
-        } catch (...) {
-            // A graph failed: no stream of this batch can go on.
-            for (Request* r : members) r->error = std::current_exception();
-        }
-        for (Request* r : members) {
-            if (r->stream.finished() || r->error) {
-                active.erase(std::find(active.begin(), active.end(), r));
-                finish(*r, r->error);
-            }
-        }
-    }
+    Request request(model_, talker_kv_, prompt, options, on_frame, cancel, std::move(ready));
+    std::exception_ptr error;
+    scheduler_.run({&request}, 1, [&](size_t, std::exception_ptr e) { error = e; });
+    if (error) std::rethrow_exception(error);
+    return request.stream().result();
 }
 
 }  // namespace talkbox::qwen3tts

@@ -1,21 +1,15 @@
-// Continuous batching of Qwen3-TTS generation: requests from any number of sessions join the
-// running batch at the next frame and leave at their end (EOS, frame limit, cancel, error). One
-// thread steps every active request together through a FrameStepper, so B requests read each
-// weight matrix once per frame instead of B times. Each request gets the frames it gets alone
-// (same prompt, options and seed), up to the products' rounding (see TalkerStepper).
-// Admission is first come, first served, one newcomer's prefill between two batch steps (a long
-// prompt delays the running requests' next frame by its prefill).
+// Continuous batching of Qwen3-TTS generation (lm::StepScheduler): requests from any number of
+// sessions join the running batch at the next frame and leave at their end (EOS, frame limit,
+// cancel, error), each read through the FrameStepper with every other (see lm/step_scheduler.h).
+// Each request gets the frames it gets alone (same prompt, options and seed), up to the products'
+// rounding (see TalkerStepper).
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <exception>
 #include <functional>
-#include <mutex>
-#include <thread>
 
+#include "lm/step_scheduler.h"
 #include "qwen3tts/frame_generator.h"
 
 namespace talkbox::qwen3tts {
@@ -24,13 +18,10 @@ class FrameScheduler {
 public:
     // At most max_batch requests advance together (the rest wait their turn).
     FrameScheduler(const Model& model, lm::KvType talker_kv, uint32_t max_batch);
-    ~FrameScheduler();  // every generate() call must have returned
-    FrameScheduler(const FrameScheduler&) = delete;
-    FrameScheduler& operator=(const FrameScheduler&) = delete;
 
-    uint32_t max_batch() const { return max_batch_; }
+    uint32_t max_batch() const { return scheduler_.max_batch(); }
     // The most requests any batch step has held (for tests).
-    uint32_t largest_batch() const { return largest_batch_.load(); }
+    uint32_t largest_batch() const { return scheduler_.largest_batch(); }
 
     // Runs one request to its end among the others and returns its result; blocks the caller.
     // Options are validated here, before it joins; its error (options, prompt, callback) is
@@ -39,23 +30,12 @@ public:
     // have changed (as after cancelling). `on_frame` runs on the scheduler's thread.
     GenerationResult generate(const Prompt& prompt, const GenerationOptions& options, const FrameCallback& on_frame,
                               const std::atomic<bool>* cancel = nullptr, std::function<bool()> ready = {});
-    void wake();
+    void wake() { scheduler_.wake(); }
 
 private:
-    struct Request;
-    void run();
-    void finish(Request& r, std::exception_ptr error);
-
     const Model& model_;
     const lm::KvType talker_kv_;
-    const uint32_t max_batch_;
-    std::mutex mutex_;
-    std::condition_variable work_, done_;
-    std::deque<Request*> waiting_;
-    uint64_t signals_ = 0;  // bumped by every new request and wake()
-    bool stopping_ = false;
-    std::atomic<uint32_t> largest_batch_{0};
-    std::thread thread_;    // started by the first request
+    lm::StepScheduler scheduler_;
 };
 
 }  // namespace talkbox::qwen3tts

@@ -75,19 +75,9 @@ void Talker::prefill(const float* embeds, size_t n_tokens) {
 
 void Talker::step(const int32_t* codes, const float* text) { own_step_->step({this}, codes, text); }
 
-struct TalkerStepper::Graph {
-    // Nodes: per layer ~30 shared and ~16 per talker (its attention), plus the embeddings and head.
-    Graph(uint32_t layers, int64_t talkers) : graph(1024 + layers * static_cast<size_t>(32 + 16 * talkers)) {}
-    talkbox::Graph graph;
-    std::vector<std::pair<uint64_t, int64_t>> key;  // (cache_id, n_kv) of every talker, in order
-    ggml_tensor *codes = nullptr, *text = nullptr, *logits = nullptr, *hidden = nullptr;
-    struct Slice {
-        ggml_tensor *pos, *row, *mask;
-    };
-    std::vector<Slice> slices;
-};
-
-TalkerStepper::TalkerStepper(const Model& model) : model_(model) {}
+TalkerStepper::TalkerStepper(const Model& model)
+    : model_(model),
+      step_(model.backend(), {model.hparams().talker.shape(), &model.talker().layers, model.talker().output_norm, nullptr}) {}
 
 TalkerStepper::~TalkerStepper() = default;
 
@@ -97,12 +87,10 @@ void TalkerStepper::step(const std::vector<Talker*>& talkers, const int32_t* cod
     const uint32_t groups = hp.code_groups;
     const int64_t B = static_cast<int64_t>(talkers.size());
     if (B == 0) return;
-    std::vector<std::pair<uint64_t, int64_t>> key;
+    std::vector<lm::Sequence*> sequences;
     for (int64_t b = 0; b < B; ++b) {
         Talker& t = *talkers[static_cast<size_t>(b)];
         if (&t.model_ != &model_) throw Error(ErrorKind::Internal, "TalkerStepper: a talker of another model");
-        const size_t length = t.sequence_.length();
-        if (length == 0) throw Error(ErrorKind::InvalidArgument, "talker step before prefill");
         const int32_t* frame = codes + b * groups;
         for (uint32_t i = 0; i < groups; ++i) {
             const uint32_t limit = i == 0 ? hp.vocab : h.code_predictor.vocab;
@@ -111,63 +99,41 @@ void TalkerStepper::step(const std::vector<Talker*>& talkers, const int32_t* cod
                                                             std::to_string(i) + " is outside 0.." + std::to_string(limit - 1));
             }
         }
-        t.sequence_.reserve(length + 1, "talker");
-        key.emplace_back(t.sequence_.cache_id(), t.sequence_.n_kv(length + 1));
+        sequences.push_back(&t.sequence_);
     }
-    if (!graph_ || graph_->key != key) {
-        graph_.reset();
-        auto g = std::make_unique<Graph>(hp.layers, B);
-        const TalkerWeights& w = model_.talker();
-        const CodePredictorWeights& cw = model_.code_predictor();
-        ggml_context* ctx = g->graph.ctx();
-        g->key = key;
-        g->codes = g->graph.input(GGML_TYPE_I32, {static_cast<int64_t>(groups) * B}, "codes");  // group-major
-        g->text = g->graph.input(GGML_TYPE_F32, {hp.hidden, B}, "text");
-        std::vector<lm::SequenceSlice> slices;
-        for (int64_t b = 0; b < B; ++b) {
-            const int64_t n_kv = key[static_cast<size_t>(b)].second;
-            Graph::Slice in{g->graph.input(GGML_TYPE_I32, {1}, "position"), g->graph.input(GGML_TYPE_I64, {1}, "row"),
-                            g->graph.input(GGML_TYPE_F16, {n_kv, 1}, "mask")};
-            g->slices.push_back(in);
-            slices.push_back({&talkers[static_cast<size_t>(b)]->sequence_.cache(), {in.pos, in.row, in.mask, n_kv}});
-        }
-        auto code = [&](uint32_t i) { return ggml_view_1d(ctx, g->codes, B, i * B * sizeof(int32_t)); };
-        const bool cpu = model_.backend().is_cpu();
-        ggml_tensor* x = get_rows_of_view(ctx, w.codec_embd, code(0), cpu);
-        for (uint32_t i = 1; i < groups; ++i) x = ggml_add(ctx, x, get_rows_of_view(ctx, cw.codec_embd[i - 1], code(i), cpu));
-        x = ggml_add(ctx, x, g->text);
-        g->hidden = lm::build_decoder(ctx, hp.shape(), w.layers, w.output_norm, x, slices);
-        g->logits = ggml_mul_mat(ctx, w.codec_head, g->hidden);
-        g->graph.output(g->hidden);
-        g->graph.output(g->logits);
-        g->graph.allocate(model_.backend());
-        graph_ = std::move(g);
-    }
+    const lm::BatchedStep::Parts parts{
+        [&](talkbox::Graph& g) {
+            ggml_context* ctx = g.ctx();
+            codes_ = g.input(GGML_TYPE_I32, {static_cast<int64_t>(groups) * B}, "codes");  // group-major
+            text_ = g.input(GGML_TYPE_F32, {hp.hidden, B}, "text");
+            auto code = [&](uint32_t i) { return ggml_view_1d(ctx, codes_, B, i * B * sizeof(int32_t)); };
+            const bool cpu = model_.backend().is_cpu();
+            ggml_tensor* x = get_rows_of_view(ctx, model_.talker().codec_embd, code(0), cpu);
+            for (uint32_t i = 1; i < groups; ++i) {
+                x = ggml_add(ctx, x, get_rows_of_view(ctx, model_.code_predictor().codec_embd[i - 1], code(i), cpu));
+            }
+            return ggml_add(ctx, x, text_);
+        },
+        [&](talkbox::Graph& g, ggml_tensor* out) {
+            hidden_ = out;
+            logits_ = ggml_mul_mat(g.ctx(), model_.talker().codec_head, out);
+            g.output(hidden_);
+            g.output(logits_);
+        }};
+    talkbox::Graph& graph = step_.prepare(sequences, parts, "talker");
     std::vector<int32_t> by_group(static_cast<size_t>(groups * B));
     for (int64_t b = 0; b < B; ++b) {
         for (uint32_t i = 0; i < groups; ++i) by_group[static_cast<size_t>(i * B + b)] = codes[b * groups + i];
     }
-    ggml_backend_tensor_set(graph_->codes, by_group.data(), 0, by_group.size() * sizeof(int32_t));
-    ggml_backend_tensor_set(graph_->text, texts, 0, ggml_nbytes(graph_->text));
+    ggml_backend_tensor_set(codes_, by_group.data(), 0, by_group.size() * sizeof(int32_t));
+    ggml_backend_tensor_set(text_, texts, 0, ggml_nbytes(text_));
+    graph.compute(model_.backend());
     for (int64_t b = 0; b < B; ++b) {
         Talker& t = *talkers[static_cast<size_t>(b)];
-        const Graph::Slice& in = graph_->slices[static_cast<size_t>(b)];
-        const int32_t pos = static_cast<int32_t>(t.sequence_.length());
-        const int64_t row = pos;
-        t.sequence_.mask(t.mask_, 1);
-        ggml_backend_tensor_set(in.pos, &pos, 0, sizeof(pos));
-        ggml_backend_tensor_set(in.row, &row, 0, sizeof(row));
-        ggml_backend_tensor_set(in.mask, t.mask_.data(), 0, ggml_nbytes(in.mask));
+        ggml_backend_tensor_get(logits_, t.logits_.data(), static_cast<size_t>(b) * logits_->nb[1], t.logits_.size() * sizeof(float));
+        ggml_backend_tensor_get(hidden_, t.hidden_.data(), static_cast<size_t>(b) * hidden_->nb[1], t.hidden_.size() * sizeof(float));
     }
-    graph_->graph.compute(model_.backend());
-    for (int64_t b = 0; b < B; ++b) {
-        Talker& t = *talkers[static_cast<size_t>(b)];
-        ggml_backend_tensor_get(graph_->logits, t.logits_.data(), static_cast<size_t>(b) * graph_->logits->nb[1],
-                                t.logits_.size() * sizeof(float));
-        ggml_backend_tensor_get(graph_->hidden, t.hidden_.data(), static_cast<size_t>(b) * graph_->hidden->nb[1],
-                                t.hidden_.size() * sizeof(float));
-        t.sequence_.advance(1);
-    }
+    step_.advance();
 }
 
 }  // namespace talkbox::qwen3tts

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "lm/batched_step.h"
 #include "lm/kv_cache.h"
 #include "lm/sequence.h"
 #include "qwen3tts/model.h"
@@ -46,8 +47,7 @@ private:
 // Steps talkers of one model together, one position each, through one graph: every weight matrix
 // multiplies one column per talker, so B sequences read the weights once. The talkers may be at
 // any lengths; each gets the logits, hidden state and length of a step alone (up to the products'
-// accumulation order: ggml's change with the column count, the int8 panel kernels do not). The
-// graph is kept until the list of talkers, a window or a cache changes.
+// accumulation order: ggml's change with the column count, the int8 panel kernels do not).
 class TalkerStepper {
 public:
     explicit TalkerStepper(const Model& model);
@@ -57,9 +57,9 @@ public:
     void step(const std::vector<Talker*>& talkers, const int32_t* codes, const float* texts);
 
 private:
-    struct Graph;
     const Model& model_;
-    std::unique_ptr<Graph> graph_;
+    lm::BatchedStep step_;
+    ggml_tensor *codes_ = nullptr, *text_ = nullptr, *logits_ = nullptr, *hidden_ = nullptr;  // in step_'s graph
 };
 
 }  // namespace talkbox::qwen3tts

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <atomic>
+#include <thread>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -386,6 +388,43 @@ TEST(T3Batch, EachSentenceGetsItsTokensAloneInBatchesOfTwoAndThree) {
 // new step graph), and the second and third jobs are slices 1 of the batch (a device once rotated
 // every slice but the first at slice 0's position).
 TEST(T3Batch, AJobJoiningWhereAnotherLeftGetsItsTokensAlone) { expect_tokens_alone_in_batches({"f32"}, 12, {2}); }
+
+// Calls on two threads share T3's steps (sessions of one model batch together): a call's job
+// that runs until it is cancelled holds the batch open while another thread's call runs from
+// start to end beside it; that call gets its tokens alone, and the cancel ends only its own call.
+TEST(T3Batch, CallsOnSeveralThreadsDecodeTogetherAndGetTheirTokensAlone) {
+    const auto cond = golden_conditioning(0.5f);
+    const T3& t3 = *model("multilingual", "f32").t3;
+    const json c = read_json(t3_goldens() + "/de_e10_c05/case.json");
+    const std::vector<int32_t> text = c["text_tokens"].get<std::vector<int32_t>>();
+    T3Options quick = golden_options(c);
+    quick.greedy = false;
+    quick.seed = 7;
+    quick.max_new_tokens = 12;
+    const std::vector<int32_t> alone = t3.generate(text, cond, quick);
+    T3Options first = quick;
+    first.max_new_tokens = first.min_new_tokens = 2;
+    std::atomic<bool> cancel{false};
+    T3Options held = quick;  // only the cancel ends it: its limit is many steps away
+    held.max_new_tokens = held.min_new_tokens = t3.hparams().speech_positions;
+    held.cancel = &cancel;
+    std::vector<int32_t> beside;
+    const uint32_t largest_before = t3.largest_batch();
+    try {
+        t3.generate_batch({{&text, &cond, first, nullptr, nullptr}, {&text, &cond, held, nullptr, nullptr}}, 2,
+                          [&](size_t j, std::vector<int32_t>&&) {
+                              ASSERT_EQ(j, 0u);
+                              std::thread other([&] { beside = t3.generate(text, cond, quick); });
+                              other.join();
+                              cancel = true;
+                          });
+        ADD_FAILURE() << "the held job was not cancelled";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Cancelled) << e.what();
+    }
+    EXPECT_EQ(beside, alone);
+    EXPECT_GE(t3.largest_batch(), std::max<uint32_t>(largest_before, 2u)) << "the calls never decoded together";
+}
 
 TEST(T3Batch, EveryJobIsCheckedBeforeAnyComputation) {
     const T3& t3 = *multilingual().t3;

@@ -1,0 +1,200 @@
+// lm::StepScheduler, the continuous batching both families' generators join, on fake streams that
+// count their steps: callers on several threads share steps, a caller's limit holds only its own
+// streams, ready() holds a stream and not the batch, a failure ends only its stream, and an
+// exception from a caller's callback withdraws that caller's other streams and nobody else's.
+// Every assertion holds whatever the threads' timing.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lm/step_scheduler.h"
+
+namespace talkbox::lm {
+namespace {
+
+// A stream of `steps` steps; `fail_at`: the step (1-based) its stepper reports a failure at.
+class Fake final : public SteppedStream {
+public:
+    explicit Fake(std::string name, int steps) : name(std::move(name)), left(steps) {}
+
+    void start() override {
+        if (throw_on_start) throw std::runtime_error(name + " cannot start");
+        started = true;
+    }
+    bool finished() const override { return left == 0; }
+    bool ready() const override { return !gate || gate->load(); }
+
+    const std::string name;
+    int left;
+    int taken = 0;
+    int fail_at = 0;
+    bool throw_on_start = false;
+    std::atomic<bool> started{false};
+    const std::atomic<bool>* gate = nullptr;  // ready() while set (nullptr: always)
+};
+
+// Every batch it stepped, by the streams' names.
+struct Log {
+    std::mutex mutex;
+    std::vector<std::vector<std::string>> batches;
+
+    size_t largest_with(const std::string& a, const std::string& b) {
+        std::lock_guard<std::mutex> lock(mutex);
+        for (const auto& batch : batches) {
+            bool has_a = false, has_b = false;
+            for (const auto& n : batch) {
+                has_a |= n == a;
+                has_b |= n == b;
+            }
+            if (has_a && has_b) return batch.size();
+        }
+        return 0;
+    }
+};
+
+class FakeStepper final : public BatchStepper {
+public:
+    explicit FakeStepper(Log& log) : log_(log) {}
+    void step(const std::vector<SteppedStream*>& batch, const Failure& failed) override {
+        std::vector<std::string> names;
+        for (SteppedStream* s : batch) {
+            auto* f = static_cast<Fake*>(s);
+            names.push_back(f->name);
+            ++f->taken;
+            if (f->taken == f->fail_at) {
+                failed(*f, std::make_exception_ptr(std::runtime_error(f->name + " failed")));
+                continue;
+            }
+            --f->left;
+        }
+        std::lock_guard<std::mutex> lock(log_.mutex);
+        log_.batches.push_back(std::move(names));
+    }
+
+private:
+    Log& log_;
+};
+
+TEST(StepScheduler, CallersOnSeveralThreadsShareSteps) {
+    Log log;
+    StepScheduler scheduler([&log] { return std::make_unique<FakeStepper>(log); }, 8);
+    Fake a("a", 3), b("b", 2);
+    // Neither takes a step before the other has joined, whichever comes first: their steps are shared.
+    a.gate = &b.started;
+    b.gate = &a.started;
+    std::vector<size_t> ended_b;
+    std::thread other([&] { scheduler.run({&b}, 1, [&](size_t i, std::exception_ptr e) {
+                                EXPECT_FALSE(e);
+                                ended_b.push_back(i);
+                            }); });
+    std::vector<size_t> ended_a;
+    scheduler.run({&a}, 1, [&](size_t i, std::exception_ptr e) {
+        EXPECT_FALSE(e);
+        ended_a.push_back(i);
+    });
+    other.join();
+    EXPECT_EQ(ended_a, std::vector<size_t>{0});
+    EXPECT_EQ(ended_b, std::vector<size_t>{0});
+    EXPECT_EQ(a.taken, 3);
+    EXPECT_EQ(b.taken, 2);
+    EXPECT_EQ(log.largest_with("a", "b"), 2u);
+    EXPECT_EQ(scheduler.largest_batch(), 2u);
+}
+
+TEST(StepScheduler, ACallersLimitHoldsOnlyItsOwnStreams) {
+    Log log;
+    StepScheduler scheduler([&log] { return std::make_unique<FakeStepper>(log); }, 8);
+    std::atomic<bool> open{false};
+    Fake first("first", 2), second("second", 1), third("third", 1), late("late", 1);
+    first.gate = &open;
+    std::vector<size_t> order;
+    std::thread caller([&] {
+        scheduler.run({&first, &second, &third}, 1, [&](size_t i, std::exception_ptr e) {
+            EXPECT_FALSE(e);
+            order.push_back(i);
+        });
+    });
+    while (!first.started) std::this_thread::yield();
+    // The caller's second and third streams wait for its first; a later caller's stream joins past them.
+    scheduler.run({&late}, 1, [](size_t, std::exception_ptr e) { EXPECT_FALSE(e); });
+    EXPECT_FALSE(second.started);
+    open = true;
+    scheduler.wake();
+    caller.join();
+    EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2}));
+    std::lock_guard<std::mutex> lock(log.mutex);
+    for (const auto& batch : log.batches) EXPECT_LE(batch.size(), 1u) << "the caller's limit of one was passed";
+}
+
+TEST(StepScheduler, MaxBatchBoundsEveryStep) {
+    Log log;
+    StepScheduler scheduler([&log] { return std::make_unique<FakeStepper>(log); }, 2);
+    Fake s0("s0", 4), s1("s1", 4), s2("s2", 4), s3("s3", 4);
+    size_t ended = 0;
+    scheduler.run({&s0, &s1, &s2, &s3}, 4, [&](size_t, std::exception_ptr e) {
+        EXPECT_FALSE(e);
+        ++ended;
+    });
+    EXPECT_EQ(ended, 4u);
+    EXPECT_EQ(scheduler.largest_batch(), 2u);
+    for (const Fake* f : {&s0, &s1, &s2, &s3}) EXPECT_EQ(f->taken, 4) << f->name;
+}
+
+TEST(StepScheduler, AFailureEndsOnlyItsStream) {
+    Log log;
+    StepScheduler scheduler([&log] { return std::make_unique<FakeStepper>(log); }, 8);
+    Fake cannot("cannot", 3), fails("fails", 5), fine("fine", 4);
+    cannot.throw_on_start = true;
+    fails.fail_at = 2;
+    std::vector<std::string> errors(3);
+    std::vector<size_t> order;
+    scheduler.run({&cannot, &fails, &fine}, 3, [&](size_t i, std::exception_ptr e) {
+        order.push_back(i);
+        try {
+            if (e) std::rethrow_exception(e);
+        } catch (const std::runtime_error& x) {
+            errors[i] = x.what();
+        }
+    });
+    EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2}));
+    EXPECT_EQ(errors, (std::vector<std::string>{"cannot cannot start", "fails failed", ""}));
+    EXPECT_EQ(cannot.taken, 0);
+    EXPECT_EQ(fails.taken, 2);
+    EXPECT_EQ(fine.taken, 4);
+}
+
+TEST(StepScheduler, ACallbackErrorWithdrawsOnlyThatCallersStreams) {
+    Log log;
+    StepScheduler scheduler([&log] { return std::make_unique<FakeStepper>(log); }, 8);
+    Fake quick("quick", 1), held("held", 3), waiting("waiting", 1), other("other", 3);
+    std::atomic<bool> go{false}, never{false};
+    other.gate = &go;
+    held.gate = &never;
+    waiting.gate = &never;  // it may join in quick's place before the callback's error is seen
+    std::thread neighbour([&] { scheduler.run({&other}, 1, [](size_t, std::exception_ptr e) { EXPECT_FALSE(e); }); });
+    while (!other.started) std::this_thread::yield();
+    try {
+        scheduler.run({&quick, &held, &waiting}, 2, [&](size_t i, std::exception_ptr) {
+            if (i == 0) throw std::runtime_error("the client went away");
+        });
+        ADD_FAILURE() << "no error";
+    } catch (const std::runtime_error& e) {
+        EXPECT_STREQ(e.what(), "the client went away");
+    }
+    // The call's other streams left without a step (run() returned: none is left in the scheduler).
+    EXPECT_EQ(held.taken, 0);
+    EXPECT_EQ(waiting.taken, 0);
+    go = true;
+    scheduler.wake();
+    neighbour.join();
+    EXPECT_EQ(other.taken, 3);
+}
+
+}  // namespace
+}  // namespace talkbox::lm
