@@ -205,7 +205,7 @@ TALKBOX_API talkbox_status talkbox_request_set_greedy(talkbox_request* request, 
 /* A numeric setting by its request name (the server's JSON key, the CLI flag without "--"):
  *   model fields (talkbox_model_field): temperature, top_k, top_p, repetition_penalty,
  *     subtalker_temperature, subtalker_top_k, subtalker_top_p, exaggeration, cfg_weight, min_p,
- *     max_frames, min_frames, stall_frames (Qwen3-TTS's loop guard: 24; 0: off), and the settings
+ *     max_frames, min_frames, stall_frames (the loop guard: Qwen3-TTS 24, Chatterbox 50; 0: off), and the settings
  *     of a family's own (a model lists those it takes with talkbox_model_field);
  *   for the text and the stream: split (1: speak the text
  *     sentence by sentence, as `talkbox speak`; 0: as one segment, for Chatterbox one T3

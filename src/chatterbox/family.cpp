@@ -31,6 +31,14 @@ namespace {
 // faster overall; batches only change when tokens are ready, never what they are.
 constexpr size_t kDefaultSentenceBatch = 4;
 
+// The runaway guards (not in the official code, which stops at 1000 tokens, 40 s, per sentence).
+// A sentence's token limit when a request sets no max_frames: 4 s + 0.32 s per character, as
+// Qwen3-TTS's per-segment limit (normal speech needs ~0.07 s per Latin and ~0.25 s per CJK
+// character), never past the official limit. And the loop guard's span when a request sets no
+// stall_frames: 2 s of tokens.
+constexpr uint32_t kSentenceTokensBase = 100, kSentenceTokensPerCodePoint = 8;
+constexpr uint32_t kStallTokens = 50;
+
 Capabilities capabilities_of(const Pipeline& p) {
     const T3& t3 = p.t3();
     Capabilities c;
@@ -54,6 +62,7 @@ Capabilities capabilities_of(const Pipeline& p) {
         {"repetition_penalty", 0, 100, true, false, d.repetition_penalty},
         {"max_frames", 1 + turbo_extra, positions + turbo_extra, false, true, d.max_new_tokens + turbo_extra},
         {"min_frames", 0, positions + 1, false, true, std::nullopt},
+        {"stall_frames", 0, positions, false, true, static_cast<double>(kStallTokens)},
     };
     if (t3.turbo()) {
         // tts_turbo.generate: top_k and top_p; it has no guidance, min_p or emotion control.
@@ -156,11 +165,23 @@ public:
         if (s.repetition_penalty) o.repetition_penalty = *s.repetition_penalty;
         if (r.max_frames) o.max_new_tokens = pipeline.t3().turbo() ? r.max_frames - 1 : r.max_frames;  // see capabilities_of
         o.min_new_tokens = r.min_frames;
+        o.stall_tokens = r.stall_frames.value_or(kStallTokens);
         o.greedy = s.greedy;
         o.kv_cache = kv_type;
         seed_used = s.seed ? *s.seed : random_seed();
         o.seed = seed_used;
         return o;
+    }
+
+    // A sentence's options: without a request's max_frames, its token limit follows its length.
+    T3Options sentence_options(const T3Options& o, const SpeechRequest& r, const std::string& sentence) const {
+        if (r.max_frames) return o;
+        T3Options out = o;
+        const auto limit = static_cast<uint32_t>(kSentenceTokensBase + kSentenceTokensPerCodePoint * code_point_count(sentence));
+        // max_frames counts the tokens T3 predicts; Turbo predicts max_new_tokens + 1 (capabilities_of).
+        const uint32_t tokens = std::max(limit, o.min_new_tokens) - (pipeline.t3().turbo() ? 1 : 0);
+        out.max_new_tokens = std::min(o.max_new_tokens, tokens);
+        return out;
     }
 
     PipelineVoice voice(const SpeechRequest& r) const {
@@ -231,7 +252,8 @@ private:
             std::vector<std::string> sentences = r.split_sentences ? split_into_segments(r.text, seg) : std::vector<std::string>{r.text};
             if (sentences.empty()) sentences = {r.text};
             for (auto& s : sentences) {
-                jobs.push_back({std::move(s), lang, &voices[i], o, nullptr});
+                const T3Options sentence = m_.sentence_options(o, r, s);
+                jobs.push_back({std::move(s), lang, &voices[i], sentence, nullptr});
                 owner.push_back(i);
                 ++left[i];
             }
@@ -248,7 +270,11 @@ private:
             m_.pipeline.synthesize_batch(jobs, m_.sentence_batch, on_audio != nullptr, [&](size_t k, PipelineResult&& p) {
                 const size_t i = owner[k];
                 SpeechResult& result = results[i];
-                if (!p.stopped) result.stop_reason = StopReason::MaxFrames;
+                if (p.t3_timings.stalled) {
+                    result.stop_reason = StopReason::Stalled;
+                } else if (!p.stopped && result.stop_reason != StopReason::Stalled) {
+                    result.stop_reason = StopReason::MaxFrames;
+                }
                 for (int32_t id : p.s3gen_tokens) {
                     result.frames.push_back(Frame{id});
                     if (on_frame) on_frame(result.frames.back());

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "core/clock.h"
+#include "core/core_gate.h"
 #include "talkbox/error.h"
 
 namespace talkbox::chatterbox {
@@ -84,6 +86,10 @@ void Pipeline::synthesize_batch(const std::vector<PipelineJob>& jobs, size_t par
             const PipelineJob& job = jobs[next];
             PipelineResult& done = results[next];
             if (with_audio) {
+                // The first sentence's S3Gen stands between the listener and first audio: its graphs go
+                // before T3's steps, which run meanwhile for the other sentences (and other calls).
+                std::optional<UrgentCompute> urgent;
+                if (next == 0) urgent.emplace();
                 const auto t = Clock::now();
                 done.wav = vocode(done.s3gen_tokens, *job.voice, job.noise ? *job.noise : S3GenNoise{}, job.options.seed, &done,
                                   job.options.cancel);

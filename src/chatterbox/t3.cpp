@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/packed_matmul.h"
 #include "lm/batched_step.h"
+#include "lm/stall.h"
 #include "nn/profile.h"
 #include "talkbox/error.h"
 
@@ -345,8 +346,11 @@ public:
     void pick() {
         const Stopwatch span;
         const bool more = backbone_.pick(loop);
+        const T3Options& o = loop.o;
+        const bool stalled = more && loop.i >= o.min_new_tokens && lm::is_stalled(loop.predicted, o.stall_tokens);
         phases_->add_decode(span, 1);
-        if (more) return;
+        if (more && !stalled) return;
+        if (loop.job.timings) loop.job.timings->stalled = stalled;
         phases_->decode_done(loop.predicted.size());
         loop.dec.reset();
         predicted = std::move(loop.predicted);

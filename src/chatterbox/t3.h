@@ -79,13 +79,18 @@ struct T3Options {
     // can be picked, so neither the stop token nor a start/padding id ends or cuts the stream;
     // min_new_tokens = max_new_tokens gives exactly that many tokens. 0: off (official).
     uint32_t min_new_tokens = 0;
+    // Runaway guard (not in the official code): stop once the predicted tokens end in a pattern
+    // repeated at least 3 times that spans at least this many tokens (lm::is_stalled), from
+    // min_new_tokens on. 0: off (official).
+    uint32_t stall_tokens = 0;
     bool greedy = false;  // argmax of the processed distribution instead of a draw (tests)
     uint64_t seed = 0;
     const std::atomic<bool>* cancel = nullptr;  // checked before every token (Error Cancelled)
     lm::KvType kv_cache = lm::KvType::F32;      // the official computation keeps F32
 };
 
-// Where generate() spent its time (wall ms; *_cpu_ms: process CPU time, all threads).
+// How generate() ran: where it spent its time (wall ms; *_cpu_ms: process CPU time, all threads)
+// and whether the runaway guard ended it.
 struct T3Timings {
     double prefill_ms = 0;  // conditioning + prefill (the first token's logits)
     // Every token's guidance + sampling, and the decode steps between them (generate_batch: each
@@ -93,6 +98,7 @@ struct T3Timings {
     double decode_ms = 0;
     double prefill_cpu_ms = 0, decode_cpu_ms = 0;
     uint32_t tokens = 0;    // tokens predicted
+    bool stalled = false;   // the tokens looped (T3Options::stall_tokens)
 };
 
 // The decoding steps whose logits generate() captures.

@@ -230,12 +230,16 @@ void run_speak(const SpeakArgs& a) {
         if (r.stop_reason == StopReason::Stalled && !a.quiet) {
             const RequestField* guard = caps.field("stall_frames");  // a model that stalls takes it
             const auto span = guard && guard->default_value ? static_cast<uint32_t>(*guard->default_value) : 0u;
-            std::fprintf(stderr, "warning: segment %zu stopped: codebook 0 repeated a pattern for %u+ frames\n", i + 1,
+            std::fprintf(stderr, "warning: segment %zu stopped: its tokens repeated a pattern for %u+ frames\n", i + 1,
                          request.stall_frames.value_or(span));
         }
-        if (r.stop_reason == StopReason::MaxFrames && max_frames == 0 && !caps.own_frame_limit() && !a.quiet) {
-            std::fprintf(stderr, "warning: segment %zu reached its limit of %u frames before the model ended it\n", i + 1,
-                         limit);
+        if (r.stop_reason == StopReason::MaxFrames && max_frames == 0 && !a.quiet) {
+            if (caps.own_frame_limit()) {  // the family's limit per sentence (Chatterbox: by its length)
+                std::fprintf(stderr, "warning: segment %zu: a sentence reached its token limit before the model ended it\n", i + 1);
+            } else {
+                std::fprintf(stderr, "warning: segment %zu reached its limit of %u frames before the model ended it\n", i + 1,
+                             limit);
+            }
         }
         if (progress) {
             const double secs = static_cast<double>(audio_samples) / caps.sample_rate;

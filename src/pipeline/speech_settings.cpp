@@ -40,13 +40,15 @@ const std::vector<SpeechSetting> kSettings = {
     {"cfg_weight", false, "Chatterbox: classifier-free guidance weight (official default 0.5; 0: off; Turbo and Nano refuse it)",
      TALKBOX_OPTIONAL(cfg_weight, float)},
     {"min_p", false, "Chatterbox: min-p sampling (official default 0.05; Turbo and Nano refuse it)", TALKBOX_OPTIONAL(min_p, float)},
-    {"max_frames", true, "Stop each segment after this many frames (12.5 per second; default 50 + 4 per character)",
+    {"max_frames", true,
+     "Stop each segment after this many frames (Qwen3-TTS: 12.5 per second, default 50 + 4 per character; Chatterbox: "
+     "speech tokens per sentence, 25 per second, default 100 + 8 per character, at most 1000)",
      TALKBOX_FRAMES(max_frames)},
     {"min_frames", true, "Fixed-length runs: ignore the end of speech until this many frames exist (0: off)",
      TALKBOX_FRAMES(min_frames)},
     {"stall_frames", true,
-     "Qwen3-TTS: stop a segment whose codebook-0 tokens loop (a pattern repeated 3+ times over this many frames; default "
-     "24; 0: off)",
+     "Stop a segment whose tokens loop: a pattern repeated 3+ times over this many frames (Qwen3-TTS: codebook 0, "
+     "default 24; Chatterbox: speech tokens, default 50; 0: off)",
      TALKBOX_OPTIONAL(stall_frames, uint32_t)},
 };
 

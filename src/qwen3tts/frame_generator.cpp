@@ -5,29 +5,16 @@
 #include <string>
 
 #include "core/clock.h"
+#include "lm/stall.h"
 #include "talkbox/error.h"
 
 namespace talkbox::qwen3tts {
-
-
-bool is_stalled(const std::vector<int32_t>& history, uint32_t min_frames) {
-    if (min_frames == 0) return false;
-    constexpr size_t kMaxPeriod = 16, kMinRepeats = 3;
-    const size_t n = history.size();
-    for (size_t period = 1; period <= kMaxPeriod; ++period) {
-        // Length of the periodic tail: how far back history[i] == history[i + period] holds.
-        size_t run = period;
-        while (run < n && history[n - 1 - run] == history[n - 1 - run + period]) ++run;
-        if (run >= kMinRepeats * period && run >= min_frames) return true;
-    }
-    return false;
-}
 
 std::optional<StopReason> stop_after_draw(const std::vector<int32_t>& history, size_t frames, uint32_t max_frames,
                                           int32_t eos_id, const GenerationOptions& options) {
     if (!history.empty() && history.back() == eos_id) return StopReason::Eos;
     if (frames >= max_frames) return StopReason::MaxFrames;
-    if (frames >= options.min_frames && is_stalled(history, options.stall_frames)) return StopReason::Stalled;
+    if (frames >= options.min_frames && lm::is_stalled(history, options.stall_frames)) return StopReason::Stalled;
     return std::nullopt;
 }
 

@@ -30,7 +30,7 @@ struct GenerationOptions {
     // 0: the model's default, generation max_new_tokens - 1.
     uint32_t max_frames = 0;
     // Runaway guard (not in the official code): stop once the codebook-0 tokens end in a pattern
-    // repeated at least 3 times that spans at least this many frames (see is_stalled); 0: off.
+    // repeated at least 3 times that spans at least this many frames (lm::is_stalled); 0: off.
     uint32_t stall_frames = 0;
     // Fixed-length runs (benchmarks): EOS is masked (as transformers' min_new_tokens) and the
     // runaway guard is off until this many frames exist; min_frames = max_frames gives exactly
@@ -43,10 +43,6 @@ struct GenerationOptions {
     // Argmax for both (temperature etc. unused), repetition penalty kept: how the goldens were made.
     static GenerationOptions greedy(const Hparams& h);
 };
-
-// True when `history` ends in a pattern of period 1..16 repeated at least 3 times whose repeats
-// cover at least `min_frames` tokens (a held token must last min_frames; a 8-token loop 3 rounds).
-bool is_stalled(const std::vector<int32_t>& history, uint32_t min_frames);
 
 // The stop rule after each codebook-0 draw: `history` holds every token drawn so far (its last
 // one just drawn), `frames` the frames already complete. EOS ends it, then the frame limit, then

@@ -256,7 +256,9 @@ TEST(ChatterboxEngine, MinFramesGivesFixedLengthSentencesAndStageTimings) {
     EXPECT_GT(t.vocoder_ms, 0.0);
     EXPECT_LE(t.flow_ms + t.vocoder_ms, t.decoder_ms + 1e-6);
     EXPECT_GT(t.first_audio_ms, 0.0);
-    EXPECT_LE(t.talker_ms + t.decoder_ms, t.total_ms + 1e-6);
+    // T3 goes on for the second sentence while the first one's S3Gen runs: the two overlap.
+    EXPECT_LE(t.talker_ms, t.total_ms + 1e-6);
+    EXPECT_LE(t.decoder_ms, t.total_ms + 1e-6);
     // It reaches T3 (which masks the special ids, T3.MinNewTokensMasks...): more than the cap is refused.
     r.min_frames = 30;
     try {
@@ -286,8 +288,8 @@ TEST(ChatterboxEngine, RefusesTheOtherFamilysSettingsAndUnsupportedText) {
     r.sampling.top_k = 50;
     expect_error([&] { e.speak(r, silent); }, "top_k is not a setting of Chatterbox Multilingual");
     r = greedy_request("Hello.", "en", 4);
-    r.stall_frames = 0;  // Qwen3-TTS's loop guard: Chatterbox has none, so even "off" is refused
-    expect_error([&] { e.speak(r, silent); }, "stall_frames is not a setting of Chatterbox Multilingual (it takes voice, temperature");
+    r.sampling.subtalker_temperature = 0.5f;  // Qwen3-TTS's code predictor
+    expect_error([&] { e.speak(r, silent); }, "subtalker_temperature is not a setting of Chatterbox Multilingual (it takes voice, temperature");
     expect_error([&] { e.speak(greedy_request("Hello.", "xx", 4), silent); }, "xx");
     expect_error([&] { e.speak(greedy_request("日本語です。", "ja", 4), silent); }, "pykakasi");
     expect_error([&] { e.speak(greedy_request("   ", "en", 4), silent); }, "the text to speak is empty");
@@ -372,6 +374,31 @@ TEST(ChatterboxEngine, SessionsSharingAModelRunConcurrentlyAndMatchRunningAlone)
     }
 }
 
+// The runaway guards on the tiny model forced into a loop: a repetition penalty below 1 rewards the
+// tokens already drawn, and greedy decoding then holds one token. The loop guard stops it after
+// stall_frames tokens (default 50, 2 s); without it the sentence runs to its length limit
+// (100 + 8 per character), unless max_frames sets another.
+TEST(ChatterboxEngine, RunawayGuardsStopALoopingSentence) {
+    Session& e = engine();
+    auto r = greedy_request("Hello.", "en", 0);
+    r.sampling.repetition_penalty = 0.05f;
+    auto out = e.generate(r);
+    EXPECT_EQ(out.stop_reason, StopReason::Stalled);
+    EXPECT_EQ(out.frames.size(), 50u);
+    r.stall_frames = 80;
+    out = e.generate(r);
+    EXPECT_EQ(out.stop_reason, StopReason::Stalled);
+    EXPECT_EQ(out.frames.size(), 80u);
+    r.stall_frames = 0;
+    out = e.generate(r);
+    EXPECT_EQ(out.stop_reason, StopReason::MaxFrames);
+    EXPECT_EQ(out.frames.size(), 100u + 8 * 6) << "the limit of a sentence of 6 characters";
+    r.max_frames = 60;
+    out = e.generate(r);
+    EXPECT_EQ(out.stop_reason, StopReason::MaxFrames);
+    EXPECT_EQ(out.frames.size(), 60u);
+}
+
 // T3's KV cache takes the types the talker's does; the default stays the official F32.
 TEST(ChatterboxEngine, T3RunsOnF16AndQ8KvCaches) {
     const auto request = [] {
@@ -417,6 +444,20 @@ TEST(ChatterboxCli, ParallelSentencesWriteTheSameWav) {
     const auto bad = speak("-1", "bad.wav");
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.err.find("--parallel"), std::string::npos) << bad.err;
+}
+
+// speak warns when a guard ends a sentence, as for Qwen3-TTS.
+TEST(ChatterboxCli, SpeakWarnsWhenAGuardEndsASentence) {
+    TempDir dir;
+    const std::string speak = "speak -m '" + converted_chatterbox("multilingual") +
+                              "' --language en -t Hello. --greedy --repetition-penalty 0.05 -T 1 -o '" + dir.file("a.wav") + "'";
+    auto r = run_talkbox(speak);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: segment 1 stopped: its tokens repeated a pattern for 50+ frames"), std::string::npos) << r.err;
+    r = run_talkbox(speak + " --stall-frames 0");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: segment 1: a sentence reached its token limit before the model ended it"), std::string::npos)
+        << r.err;
 }
 
 TEST(ChatterboxCli, SpeakWritesAWav) {
