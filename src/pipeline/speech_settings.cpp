@@ -73,9 +73,9 @@ std::optional<SpeechSetting> find_speech_setting(const std::string& name) {
     return std::nullopt;
 }
 
-std::string speech_setting_names() {
+std::string speech_setting_names(const std::vector<SpeechSetting>& settings) {
     std::string names;
-    for (const SpeechSetting& s : speech_settings()) names += (names.empty() ? "" : ", ") + std::string(s.name);
+    for (const SpeechSetting& s : settings) names += (names.empty() ? "" : ", ") + std::string(s.name);
     return names;
 }
 
