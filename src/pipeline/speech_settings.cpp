@@ -95,10 +95,11 @@ void set_setting(SpeechRequest& request, const SpeechSetting& setting, std::opti
 }
 
 std::string setting_value_problem(const SpeechSetting& setting, double value) {
-    constexpr double kMax = std::numeric_limits<uint32_t>::max();
+    constexpr uint32_t kMax = std::numeric_limits<uint32_t>::max();
     if (!std::isfinite(value)) return "must be a finite number, got " + number_text(value);
     if (setting.integer && !(value >= 0 && value <= kMax && value == std::floor(value))) {
-        return "must be a whole number in [0, " + number_text(kMax) + "], got " + number_text(value);
+        // The bound written out: number_text's 6 digits would make it 4.29497e+09.
+        return "must be a whole number in [0, " + std::to_string(kMax) + "], got " + number_text(value);
     }
     return {};
 }

@@ -40,6 +40,11 @@ std::string format_names(bool streaming_only) {
 
 }  // namespace
 
+std::string setting_json_problem(const SpeechSetting& setting, const json& value) {
+    if (!value.is_number()) return "must be a number";
+    return setting_value_problem(setting, value.get<double>());
+}
+
 void check_client_string(const std::string& what, const std::string& value, size_t max_chars, const std::string& param) {
     if (const size_t chars = code_point_count(value); chars > max_chars) {
         throw ApiError(413, "invalid_request_error", "text_too_long", too_long_message(what, chars, max_chars), param);
@@ -143,11 +148,9 @@ SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& cata
     for (const SpeechSetting& setting : speech_settings()) {
         const char* key = setting.name;
         if (!body.contains(key) || body[key].is_null()) continue;
-        if (!body[key].is_number()) throw bad_request(std::string("'") + key + "' must be a number", key);
-        const double v = body[key].get<double>();
-        const std::string problem = setting_value_problem(setting, v);
+        const std::string problem = setting_json_problem(setting, body[key]);
         if (!problem.empty()) throw bad_request(std::string("'") + key + "' " + problem, key);
-        set_setting(p.request, setting, v);
+        set_setting(p.request, setting, body[key].get<double>());
     }
     catalog.require_fit(*p.model, p.request);
     // Drawn here when absent, so that every response reports the seed that reproduces it.
