@@ -91,9 +91,11 @@ SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& cata
     };
 
     SpeechParams p;
-    const std::string input = string_field("input", true, max_text_chars);
-    if (auto refusal = unspeakable(input, "'input'")) {
-        throw bad_request(refusal->message, "input", refusal->kind == Unspeakable::NothingToSay ? "empty_text" : "invalid_value");
+    const std::string input = string_field("input", true, max_text_chars);  // a NUL is refused here
+    try {
+        p.segments = long_form_segments(input, {}, "'input'");
+    } catch (const EmptyText& e) {
+        throw bad_request(e.what(), "input", "empty_text");
     }
     p.input_chars = code_point_count(input);
     std::string voice;
@@ -155,7 +157,6 @@ SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& cata
     catalog.require_fit(*p.model, p.request);
     // Drawn here when absent, so that every response reports the seed that reproduces it.
     if (!s.seed) s.seed = default_seed ? *default_seed : random_seed();
-    p.segments = long_form_segments(input);
     return p;
 }
 
