@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "talkbox/error.h"
 #include "talkbox/model.h"
 
 namespace talkbox {
@@ -24,9 +25,18 @@ struct LongFormOptions {
     uint32_t parallel = 0;
 };
 
-// The segments of `text`; throws Error (InvalidArgument) "the text to speak is empty" when there
-// is nothing to say.
-std::vector<std::string> long_form_segments(const std::string& text, const LongFormOptions& options = {});
+// What long_form_segments throws for a text with nothing to say: an Error (InvalidArgument) that
+// a front end with codes of its own tells from the others (HTTP's 400 empty_text).
+class EmptyText : public Error {
+public:
+    explicit EmptyText(const std::string& message) : Error(ErrorKind::InvalidArgument, message) {}
+};
+
+// The segments of `text`, called `what` in messages. The one check that a text holds something
+// to say (text/speakable.h): throws EmptyText ("the text to speak is empty: ...") when it does
+// not, Error (InvalidArgument) when it holds a NUL.
+std::vector<std::string> long_form_segments(const std::string& text, const LongFormOptions& options = {},
+                                            const std::string& what = "the text to speak");
 
 // The runaway guard used when a request sets no max_frames, by the model's rule
 // (Capabilities::segment_frames_*; Qwen3-TTS: 50 frames + 4 per code point, 4 s + 0.32 s per

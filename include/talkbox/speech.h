@@ -48,14 +48,11 @@ struct SpeechRequest {
     // exist; min_frames = max_frames gives exactly that many frames. 0: off. Chatterbox: per
     // sentence, T3 picks only speech ids (no stop, start or padding id) until it has this many.
     uint32_t min_frames = 0;
-    // Chatterbox only (unset: the official generate() defaults 0.5 / 0.5 / 0.05); Qwen3-TTS refuses
-    // them. Chatterbox also takes sampling.greedy/seed/temperature (0.8)/top_p (1.0)/
-    // repetition_penalty (1.2), and `language` "auto" (no language tag) or one of languages().
-    // Chatterbox Turbo and Nano: top_k (1000) and top_p (0.95) too; they refuse these three, which
-    // tts_turbo.py does not have.
-    std::optional<float> exaggeration;  // emotion intensity, >= 0
-    std::optional<float> cfg_weight;    // classifier-free guidance weight, >= 0 (0: off)
-    std::optional<float> min_p;         // [0, 1]
+    // Chatterbox takes sampling.greedy/seed/temperature (0.8)/top_p (1.0)/repetition_penalty (1.2),
+    // `language` "auto" (no language tag) or one of languages(), and its own family_settings
+    // exaggeration (emotion intensity), cfg_weight (classifier-free guidance weight, 0: off) and
+    // min_p (unset: the official generate() defaults 0.5 / 0.5 / 0.05). Chatterbox Turbo and Nano
+    // take top_k (1000) and top_p (0.95) too, and refuse those three, which tts_turbo.py does not have.
     // Families that split a text into sentences themselves (Chatterbox: one T3 + S3Gen run each)
     // do; false: the whole text is one sequence (speak --no-split). Qwen3-TTS never splits a request.
     bool split_sentences = true;

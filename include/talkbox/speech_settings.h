@@ -31,8 +31,8 @@ std::optional<SpeechSetting> find_speech_setting(const std::string& name);
 // The setting's value in `request` (nullopt: not set), and storing one (nullopt: unset).
 std::optional<double> setting_value(const SpeechRequest& request, const SpeechSetting& setting);
 void set_setting(SpeechRequest& request, const SpeechSetting& setting, std::optional<double> value);
-// Every setting's name, comma-separated, for messages.
-std::string speech_setting_names();
+// The names of `settings` (every setting by default), comma-separated, for messages.
+std::string speech_setting_names(const std::vector<SpeechSetting>& settings = speech_settings());
 
 // Why `value` cannot be stored in `setting` ("must be a whole number in [0, 4294967295], got -1"),
 // or empty: every value but a finite one, and for an integer setting a whole one in range. The

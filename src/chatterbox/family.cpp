@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "chatterbox/flow.h"
 #include "chatterbox/languages.h"
@@ -39,6 +40,18 @@ constexpr size_t kDefaultSentenceBatch = 4;
 constexpr uint32_t kSentenceTokensBase = 100, kSentenceTokensPerCodePoint = 8;
 constexpr uint32_t kStallTokens = 50;
 
+// Chatterbox's own request settings (Family::settings): requests keep them in
+// SpeechRequest::family_settings; the models that take them list them in Capabilities::fields.
+constexpr const char* kExaggeration = "exaggeration";
+constexpr const char* kCfgWeight = "cfg_weight";
+constexpr const char* kMinP = "min_p";
+
+std::optional<float> own_setting(const SpeechRequest& r, const char* name) {
+    const auto it = r.family_settings.find(name);
+    if (it == r.family_settings.end()) return std::nullopt;
+    return static_cast<float>(it->second);
+}
+
 Capabilities capabilities_of(const Pipeline& p) {
     const T3& t3 = p.t3();
     Capabilities c;
@@ -68,9 +81,9 @@ Capabilities capabilities_of(const Pipeline& p) {
         // tts_turbo.generate: top_k and top_p; it has no guidance, min_p or emotion control.
         c.fields.push_back({"top_k", 0, static_cast<double>(t3.hparams().speech_vocab), false, true, static_cast<double>(d.top_k)});
     } else {
-        c.fields.push_back({"exaggeration", 0, 100, false, false, 0.5});
-        c.fields.push_back({"cfg_weight", 0, 100, false, false, d.cfg_weight});
-        c.fields.push_back({"min_p", 0, 1, false, false, d.min_p});
+        c.fields.push_back({kExaggeration, 0, 100, false, false, 0.5});
+        c.fields.push_back({kCfgWeight, 0, 100, false, false, d.cfg_weight});
+        c.fields.push_back({kMinP, 0, 1, false, false, d.min_p});
     }
     return c;
 }
@@ -158,8 +171,8 @@ public:
         const SamplingOptions& s = r.sampling;
         T3Options o = pipeline.t3().default_options();
         if (s.top_k) o.top_k = *s.top_k;
-        if (r.cfg_weight) o.cfg_weight = *r.cfg_weight;
-        if (r.min_p) o.min_p = *r.min_p;
+        if (auto cfg_weight = own_setting(r, kCfgWeight)) o.cfg_weight = *cfg_weight;
+        if (auto min_p = own_setting(r, kMinP)) o.min_p = *min_p;
         if (s.temperature) o.temperature = *s.temperature;
         if (s.top_p) o.top_p = *s.top_p;
         if (s.repetition_penalty) o.repetition_penalty = *s.repetition_penalty;
@@ -193,7 +206,7 @@ public:
             v = pipeline.builtin_voice();
         }
         // generate(exaggeration=0.5) replaces the voice's emotion_adv.
-        v.t3.exaggeration = r.exaggeration ? *r.exaggeration : 0.5f;
+        v.t3.exaggeration = own_setting(r, kExaggeration).value_or(0.5f);
         return v;
     }
 
@@ -355,6 +368,14 @@ DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes)
 
 }  // namespace
 
-Family family() { return {kArchitecture, load, read_model_info, decode_codes, &kVoiceSection, nullptr, tokenize, {}}; }
+Family family() {
+    Family f{kArchitecture, load, read_model_info, decode_codes, &kVoiceSection, nullptr, tokenize, {}};
+    f.settings = {
+        {kExaggeration, false, "Chatterbox: emotion intensity (official default 0.5; Turbo and Nano refuse it)"},
+        {kCfgWeight, false, "Chatterbox: classifier-free guidance weight (official default 0.5; 0: off; Turbo and Nano refuse it)"},
+        {kMinP, false, "Chatterbox: min-p sampling (official default 0.05; Turbo and Nano refuse it)"},
+    };
+    return f;
+}
 
 }  // namespace talkbox::chatterbox

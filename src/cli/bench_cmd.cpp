@@ -162,8 +162,9 @@ std::string bench_request(const BenchArgs& a, const Loaded& m, uint64_t seed, Sp
     r.language = a.language;
     r.max_frames = r.min_frames = a.frames;
     r.sampling.seed = seed;
-    r.exaggeration = a.exaggeration;
-    r.cfg_weight = a.cfg_weight;
+    // Chatterbox's own settings (its Family::settings), kept by name.
+    if (a.exaggeration) r.family_settings["exaggeration"] = *a.exaggeration;
+    if (a.cfg_weight) r.family_settings["cfg_weight"] = *a.cfg_weight;
     return choose_voice(a, m.model->capabilities(), m.voice_file, r);
 }
 

@@ -6,10 +6,6 @@
 
 namespace talkbox {
 
-namespace {
-
-// The next code point of `text` at `at` (advanced past it), or -1 for a byte that is not UTF-8
-// (then `at` moves one byte).
 int32_t next_code_point(std::string_view text, size_t& at) {
     utf8proc_int32_t cp = -1;
     const auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + at),
@@ -18,15 +14,11 @@ int32_t next_code_point(std::string_view text, size_t& at) {
     return n > 0 ? cp : -1;
 }
 
-// Controls (Cc: C0, DEL, C1) and format characters (Cf: zero-width, bidi, BOM, soft hyphen),
-// and the line and paragraph separators, which move a terminal's or a log's lines.
-bool is_control(int32_t cp) {
-    const auto category = utf8proc_category(cp);
+bool is_control(int32_t code_point) {
+    const auto category = utf8proc_category(code_point);
     return category == UTF8PROC_CATEGORY_CC || category == UTF8PROC_CATEGORY_CF || category == UTF8PROC_CATEGORY_ZL ||
            category == UTF8PROC_CATEGORY_ZP;
 }
-
-}  // namespace
 
 std::string quote_value(std::string_view text, size_t max_chars) {
     std::string out = "'";

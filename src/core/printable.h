@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,14 @@ inline std::string printable(const std::string& text, size_t max_chars = 200) {
     }
     return out;
 }
+
+// The next code point of `text` at `at` (advanced past it), or -1 for a byte that is not UTF-8
+// (then `at` moves one byte).
+int32_t next_code_point(std::string_view text, size_t& at);
+
+// Controls (Cc: C0, DEL, C1) and format characters (Cf: zero-width, bidi, BOM, soft hyphen), and
+// the line and paragraph separators, which move a terminal's or a log's lines.
+bool is_control(int32_t code_point);
 
 // How much of a client's value an error message quotes.
 constexpr size_t kQuotedChars = 100;

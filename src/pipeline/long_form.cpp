@@ -14,12 +14,15 @@
 
 namespace talkbox {
 
-std::vector<std::string> long_form_segments(const std::string& text, const LongFormOptions& options) {
-    if (auto refusal = unspeakable(text)) throw Error(ErrorKind::InvalidArgument, refusal->message);
+std::vector<std::string> long_form_segments(const std::string& text, const LongFormOptions& options, const std::string& what) {
+    if (auto refusal = unspeakable(text, what)) {
+        if (refusal->kind == Unspeakable::NothingToSay) throw EmptyText(refusal->message);
+        throw Error(ErrorKind::InvalidArgument, refusal->message);
+    }
     SegmenterOptions seg;
     seg.join_up_to = options.segment_chars;
     std::vector<std::string> segments = options.split ? split_into_segments(text, seg) : std::vector<std::string>{text};
-    if (segments.empty()) throw Error(ErrorKind::InvalidArgument, "the text to speak is empty");  // the segmenter dropped it all
+    if (segments.empty()) throw EmptyText(what + " is empty");  // the segmenter dropped it all
     return segments;
 }
 

@@ -74,7 +74,7 @@ std::optional<Refusal> check_request(const Capabilities& c, const SpeechRequest&
         const std::string& name = entry.first;
         // A family's own setting set by name without the table (the C++ API): refused, never ignored.
         const bool declared = std::any_of(settings.begin(), settings.end(), [&](const SpeechSetting& s) { return s.name == name && !s.get; });
-        if (!declared) return Refusal{name, "'" + name + "' is not a setting of any model family (settings: " + speech_setting_names() + ")"};
+        if (!declared) return Refusal{name, "'" + name + "' is not a setting of any model family (settings: " + speech_setting_names(settings) + ")"};
     }
     for (const SpeechSetting& setting : settings) {
         const std::optional<double> value = setting_value(r, setting);

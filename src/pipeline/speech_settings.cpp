@@ -36,10 +36,6 @@ const std::vector<SpeechSetting> kSettings = {
     {"subtalker_temperature", false, "Code predictor temperature (0: greedy)", TALKBOX_OPTIONAL(sampling.subtalker_temperature, float)},
     {"subtalker_top_k", true, "Code predictor top-k", TALKBOX_OPTIONAL(sampling.subtalker_top_k, uint32_t)},
     {"subtalker_top_p", false, "Code predictor top-p", TALKBOX_OPTIONAL(sampling.subtalker_top_p, float)},
-    {"exaggeration", false, "Chatterbox: emotion intensity (official default 0.5; Turbo and Nano refuse it)", TALKBOX_OPTIONAL(exaggeration, float)},
-    {"cfg_weight", false, "Chatterbox: classifier-free guidance weight (official default 0.5; 0: off; Turbo and Nano refuse it)",
-     TALKBOX_OPTIONAL(cfg_weight, float)},
-    {"min_p", false, "Chatterbox: min-p sampling (official default 0.05; Turbo and Nano refuse it)", TALKBOX_OPTIONAL(min_p, float)},
     {"max_frames", true,
      "Stop each segment after this many frames (Qwen3-TTS: 12.5 per second, default 50 + 4 per character; Chatterbox: "
      "speech tokens per sentence, 25 per second, default 100 + 8 per character, at most 1000)",
@@ -75,9 +71,9 @@ std::optional<SpeechSetting> find_speech_setting(const std::string& name) {
     return std::nullopt;
 }
 
-std::string speech_setting_names() {
+std::string speech_setting_names(const std::vector<SpeechSetting>& settings) {
     std::string names;
-    for (const SpeechSetting& s : speech_settings()) names += (names.empty() ? "" : ", ") + std::string(s.name);
+    for (const SpeechSetting& s : settings) names += (names.empty() ? "" : ", ") + std::string(s.name);
     return names;
 }
 
@@ -97,10 +93,11 @@ void set_setting(SpeechRequest& request, const SpeechSetting& setting, std::opti
 }
 
 std::string setting_value_problem(const SpeechSetting& setting, double value) {
-    constexpr double kMax = std::numeric_limits<uint32_t>::max();
+    constexpr uint32_t kMax = std::numeric_limits<uint32_t>::max();
     if (!std::isfinite(value)) return "must be a finite number, got " + number_text(value);
     if (setting.integer && !(value >= 0 && value <= kMax && value == std::floor(value))) {
-        return "must be a whole number in [0, " + number_text(kMax) + "], got " + number_text(value);
+        // The bound written out: number_text's 6 digits would make it 4.29497e+09.
+        return "must be a whole number in [0, " + std::to_string(kMax) + "], got " + number_text(value);
     }
     return {};
 }

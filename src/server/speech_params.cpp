@@ -40,6 +40,11 @@ std::string format_names(bool streaming_only) {
 
 }  // namespace
 
+std::string setting_json_problem(const SpeechSetting& setting, const json& value) {
+    if (!value.is_number()) return "must be a number";
+    return setting_value_problem(setting, value.get<double>());
+}
+
 void check_client_string(const std::string& what, const std::string& value, size_t max_chars, const std::string& param) {
     if (const size_t chars = code_point_count(value); chars > max_chars) {
         throw ApiError(413, "invalid_request_error", "text_too_long", too_long_message(what, chars, max_chars), param);
@@ -86,9 +91,11 @@ SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& cata
     };
 
     SpeechParams p;
-    const std::string input = string_field("input", true, max_text_chars);
-    if (auto refusal = unspeakable(input, "'input'")) {
-        throw bad_request(refusal->message, "input", refusal->kind == Unspeakable::NothingToSay ? "empty_text" : "invalid_value");
+    const std::string input = string_field("input", true, max_text_chars);  // a NUL is refused here
+    try {
+        p.segments = long_form_segments(input, {}, "'input'");
+    } catch (const EmptyText& e) {
+        throw bad_request(e.what(), "input", "empty_text");
     }
     p.input_chars = code_point_count(input);
     std::string voice;
@@ -143,16 +150,13 @@ SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& cata
     for (const SpeechSetting& setting : speech_settings()) {
         const char* key = setting.name;
         if (!body.contains(key) || body[key].is_null()) continue;
-        if (!body[key].is_number()) throw bad_request(std::string("'") + key + "' must be a number", key);
-        const double v = body[key].get<double>();
-        const std::string problem = setting_value_problem(setting, v);
+        const std::string problem = setting_json_problem(setting, body[key]);
         if (!problem.empty()) throw bad_request(std::string("'") + key + "' " + problem, key);
-        set_setting(p.request, setting, v);
+        set_setting(p.request, setting, body[key].get<double>());
     }
     catalog.require_fit(*p.model, p.request);
     // Drawn here when absent, so that every response reports the seed that reproduces it.
     if (!s.seed) s.seed = default_seed ? *default_seed : random_seed();
-    p.segments = long_form_segments(input);
     return p;
 }
 

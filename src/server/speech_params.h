@@ -8,10 +8,13 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "server/models.h"
 #include "server/voice_catalog.h"
 #include "talkbox/audio.h"
 #include "talkbox/speech.h"
+#include "talkbox/speech_settings.h"
 
 namespace talkbox::server {
 
@@ -38,6 +41,10 @@ struct SpeechParams {
 // Throws ApiError (400, 404, 413) saying which field is wrong and what it takes.
 SpeechParams parse_speech(const std::string& body, const VoiceCatalog& catalog, size_t max_text_chars,
                           const std::optional<uint64_t>& default_seed);
+
+// Why a client's JSON `value` cannot be `setting`'s ("must be a number", or setting_value_problem's
+// reason), or empty: for the speech request's fields and Wyoming's "settings" alike.
+std::string setting_json_problem(const SpeechSetting& setting, const nlohmann::json& value);
 
 // A client's string: no NUL (it would cut the value short wherever it goes on as a C string),
 // and at most `max_chars` characters (413 text_too_long, as for "input").

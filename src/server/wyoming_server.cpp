@@ -23,6 +23,7 @@
 #include "server/http_request.h"
 #include "server/http_server.h"
 #include "server/request_limits.h"
+#include "server/speech_params.h"
 #include "talkbox/audio.h"
 #include "talkbox/error.h"
 #include "talkbox/segmenter.h"
@@ -261,9 +262,8 @@ private:
             const std::string what = "settings." + quote_value(name);
             const auto setting = find_speech_setting(name);
             if (!setting) throw ServiceError("unsupported_field", what + " is not a request setting (settings: " + speech_setting_names() + ")");
-            if (!value.is_number()) throw ServiceError("invalid_field", what + " must be a number");
-            const std::string problem = setting_value_problem(*setting, value.get<double>());
-            if (!problem.empty()) throw ServiceError("invalid_value", what + " " + problem);
+            const std::string problem = setting_json_problem(*setting, value);
+            if (!problem.empty()) throw ServiceError(value.is_number() ? "invalid_value" : "invalid_field", what + " " + problem);
             out[name] = value.get<double>();
         }
     }

@@ -2,6 +2,8 @@
 
 #include <utf8proc.h>
 
+#include "core/printable.h"
+
 namespace talkbox {
 
 std::optional<Unspeakable> unspeakable(std::string_view text, const std::string& what) {
@@ -10,16 +12,11 @@ std::optional<Unspeakable> unspeakable(std::string_view text, const std::string&
     }
     size_t at = 0;
     while (at < text.size()) {
-        utf8proc_int32_t cp = -1;
-        const auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + at),
-                                        static_cast<utf8proc_ssize_t>(text.size() - at), &cp);
-        if (n <= 0) return std::nullopt;  // not UTF-8: something, reported by the text front end
-        at += static_cast<size_t>(n);
-        const auto* p = utf8proc_get_property(cp);
-        const bool invisible = p->category == UTF8PROC_CATEGORY_CC || p->category == UTF8PROC_CATEGORY_CF ||
-                               p->category == UTF8PROC_CATEGORY_ZS || p->category == UTF8PROC_CATEGORY_ZL ||
-                               p->category == UTF8PROC_CATEGORY_ZP;
-        if (!invisible) return std::nullopt;
+        const int32_t cp = next_code_point(text, at);
+        if (cp < 0) return std::nullopt;  // not UTF-8: something, reported by the text front end
+        // Invisible: what printable text escapes (controls, format characters, line and
+        // paragraph separators) and white space.
+        if (!is_control(cp) && utf8proc_category(cp) != UTF8PROC_CATEGORY_ZS) return std::nullopt;
     }
     return Unspeakable{
         Unspeakable::NothingToSay,

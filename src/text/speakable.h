@@ -1,7 +1,7 @@
 // The one check, before any work, that a text given to speak holds something to say. Every
 // front end (speak, serve over HTTP and Wyoming, the C API) reaches it through
-// long_form_segments(); the servers also call it while checking a request, to answer with their
-// own error codes.
+// long_form_segments(); Wyoming also calls it on an event's text, to answer with its own error
+// codes before a synthesis is admitted, and to skip a stream's sentences with nothing to say.
 #pragma once
 
 #include <optional>

@@ -242,7 +242,7 @@ TEST(ChatterboxEngine, MinFramesGivesFixedLengthSentencesAndStageTimings) {
     auto r = greedy_request("Hello world, the sun is out again. We can test it now!", "en", 20);
     r.sampling.greedy = false;
     r.sampling.temperature = 20.0f;
-    r.min_p = 0.0f;
+    r.family_settings["min_p"] = 0;  // Chatterbox's own settings are kept by name
     r.min_frames = 20;
     const auto out = e.speak(r, [](const float*, size_t) {});
     EXPECT_EQ(out.frames.size(), 40u);
@@ -294,7 +294,7 @@ TEST(ChatterboxEngine, RefusesTheOtherFamilysSettingsAndUnsupportedText) {
     expect_error([&] { e.speak(greedy_request("日本語です。", "ja", 4), silent); }, "pykakasi");
     expect_error([&] { e.speak(greedy_request("   ", "en", 4), silent); }, "the text to speak is empty");
     r = greedy_request("Hello.", "en", 4);
-    r.exaggeration = -1;
+    r.family_settings["exaggeration"] = -1;
     expect_error([&] { e.speak(r, silent); }, "exaggeration must be in [0, 100] for Chatterbox Multilingual, got -1");
     r = greedy_request("Hello.", "en", 4);
     r.sampling.temperature = 0;
@@ -308,9 +308,9 @@ TEST(ChatterboxEngine, RefusesTheOtherFamilysSettingsAndUnsupportedText) {
     EXPECT_EQ(qwen.model.capabilities().architecture, "qwen3tts");
     auto q = greedy_request("Hello.", "auto", 4);
     q.speaker = qwen.model.capabilities().speakers.at(0);
-    q.exaggeration = 0.7f;
+    q.family_settings["exaggeration"] = 0.7;
     expect_error([&] { qwen.session.speak(q, silent); }, "exaggeration is not a setting of Qwen3-TTS 0.6b CustomVoice");
-    q.exaggeration.reset();
+    q.family_settings.clear();
     q.stall_frames = 0;
     EXPECT_FALSE(qwen.model.check(q).has_value()) << qwen.model.check(q)->message;
 }

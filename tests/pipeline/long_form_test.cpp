@@ -16,13 +16,33 @@ TEST(LongForm, SegmentsAndGuards) {
     EXPECT_EQ(long_form_segments("One. Two.", {true, 0, 300}).size(), 2u);
     EXPECT_EQ(long_form_segments("One. Two.", {true, 200, 300}).size(), 1u);
     EXPECT_EQ(long_form_segments("One. Two.", {false, 0, 300}).size(), 1u);
-    EXPECT_THROW(long_form_segments(" \n ", {}), Error);
+    EXPECT_THROW(long_form_segments(" \n ", {}), EmptyText);
     Capabilities qwen;
     qwen.segment_frames_base = 50;
     qwen.segment_frames_per_code_point = 4;
     EXPECT_EQ(default_max_frames(qwen, "abc"), 62u);
     EXPECT_EQ(default_max_frames(qwen, "日本"), 58u);  // code points, not bytes
     EXPECT_EQ(default_max_frames(Capabilities{}, "abc"), 0u);  // the family's own limit
+}
+
+// The one check that a text holds something to say: nothing to say is EmptyText, named as the
+// caller calls it (HTTP's 'input', its 400 empty_text); a NUL is another refusal.
+TEST(LongForm, TextWithNothingToSayIsEmptyTextANulIsNot) {
+    try {
+        long_form_segments("\u200b \ufeff", {}, "'input'");
+        ADD_FAILURE() << "nothing to say was accepted";
+    } catch (const EmptyText& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("'input' is empty: it holds nothing to say", 0), 0u) << e.what();
+        EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    }
+    try {
+        long_form_segments(std::string("a\0b", 3));
+        ADD_FAILURE() << "a NUL was accepted";
+    } catch (const EmptyText& e) {
+        ADD_FAILURE() << "a NUL is not empty text: " << e.what();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "the text to speak holds a NUL character at byte offset 1");
+    }
 }
 
 TEST(LongForm, EqualsTheSegmentsSpokenOneByOneWithPauses) {

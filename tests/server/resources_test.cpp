@@ -2,6 +2,8 @@
 // low limit it lowers --max-connections and says so; when descriptors run out anyway it answers
 // what it can (503), backs off instead of spinning a core in its accept loop, and recovers once
 // the connections close. CPU time is bounded, not wall time, so the bounds hold on busy cores.
+// When no thread can be started for a Wyoming connection, that client is refused and the server
+// goes on.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -13,12 +15,15 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "server/process_stats.h"
 #include "server/serve_process.h"
+#include "server/wyoming_client.h"
 #include "support/test_support.h"
 
 using namespace talkbox::testing;
@@ -173,6 +178,64 @@ TEST(Descriptors, RunningOutBacksOffAnswers503AndRecovers) {
     EXPECT_LT(cpu, 0.5) << "the accept loop spun on EMFILE";
     EXPECT_TRUE(status == 200 || status == 503) << "/health was not answered: " << status;
     EXPECT_GT(refused + refused_wyoming, 0) << "clients beyond the descriptors are told so";
+}
+
+// Threads running out: each Wyoming connection is served on a thread of its own, and when none
+// can be started (std::thread throws std::system_error) the client gets an error event and a
+// closed connection, never a dead server. Here the running server's address space is capped just
+// above what it uses, so that no new thread's stack fits, as a pids or memory limit would do; glibc
+// keeps no stacks of ended threads for reuse (its stack cache set to 0), and a connection that
+// still got a thread is held, so that one of a few new ones is refused.
+TEST(Threads, AWyomingConnectionWithoutAThreadIsRefusedAndTheServerGoesOn) {
+    if (kUnderAsan) GTEST_SKIP() << "AddressSanitizer dies when it cannot map a new thread's state";
+    TempDir voices;
+    ServeProcess server({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--no-http", "--wyoming-port", "0", "--voices-dir",
+                         voices.path(), "-T", "1", "-q", "--max-concurrent", "1", "--max-queue", "8"},
+                        "", {"env", "GLIBC_TUNABLES=glibc.pthread.stack_cache_size=0"});
+    const auto pong = [](WyomingClient& c) {
+        if (!c.send("ping")) return false;
+        auto e = c.read(30);
+        return e && e->type == "pong";
+    };
+    rlimit as{};
+    ASSERT_EQ(prlimit(server.pid(), RLIMIT_AS, nullptr, &as), 0);
+    const rlimit capped{proc_status_value(server.pid(), "VmSize") * 1024 + (1 << 20), as.rlim_max};  // 1 MiB to spare
+    ASSERT_EQ(prlimit(server.pid(), RLIMIT_AS, &capped, nullptr), 0) << "cannot cap the server's address space";
+    std::vector<std::unique_ptr<WyomingClient>> served;
+    std::optional<WyomingClient::Event> refusal;
+    bool closed = false;
+    for (int i = 0; i < 8 && !refusal; ++i) {
+        auto c = std::make_unique<WyomingClient>(server.wyoming_port());
+        // A refusal comes unasked; nothing within a second: served (the ping says so).
+        auto e = c->read(1);
+        if (!e) {
+            c->send("ping");
+            e = c->read(30);
+        }
+        ASSERT_TRUE(e) << "connection " << i << " was closed without a word\n" << server.log();
+        if (e->type == "error") {
+            refusal = e;
+            closed = c->closed_by_server(10);
+        } else {
+            ASSERT_EQ(e->type, "pong") << e->data.dump();
+            served.push_back(std::move(c));
+        }
+    }
+    as.rlim_cur = as.rlim_max;
+    ASSERT_EQ(prlimit(server.pid(), RLIMIT_AS, &as, nullptr), 0);
+    std::printf("[ figure ] address space capped at %.1f MiB: %zu connections served, then %s\n",
+                static_cast<double>(capped.rlim_cur) / (1 << 20), served.size(), refusal ? "one refused" : "none refused");
+    ASSERT_TRUE(refusal) << "every connection got a thread under the cap\n" << server.log();
+    EXPECT_EQ(refusal->data.value("code", ""), "server_busy") << refusal->data.dump();
+    EXPECT_EQ(refusal->data.value("text", ""), "the server cannot start another connection now; retry later") << refusal->data.dump();
+    EXPECT_TRUE(closed) << "the refused connection stayed open";
+    // The connections that got a thread still answer, and new ones are served again.
+    for (auto& c : served) EXPECT_TRUE(pong(*c));
+    served.clear();
+    WyomingClient after(server.wyoming_port());
+    EXPECT_TRUE(pong(after)) << server.log();
+    after.close();
+    EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
 }  // namespace

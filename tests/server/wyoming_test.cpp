@@ -635,6 +635,46 @@ TEST_F(WyomingTest, NulsAndLongVoiceFieldsAreRefused) {
     EXPECT_EQ(pong->type, "pong");
 }
 
+// talkbox's "settings" extension of synthesize and synthesize-start: what is not an object of
+// numbers of the right kind is an error event before any synthesis (no audio-start comes first),
+// and the connection goes on; settings that fit speak.
+TEST_F(WyomingTest, SettingsThatAreNotAnObjectOfNumbersAreRefused) {
+    WyomingClient c(wport());
+    const json voice = {{"name", "ryan"}};
+    for (const json& settings : {json("temperature=0.5"), json::array({0.5}), json(0.5), json(true)}) {
+        ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}, {"voice", voice}, {"settings", settings}}));
+        EXPECT_EQ(expect_wyoming_error(c, "invalid_field").value("text", ""), "'settings' must be an object of request settings by name")
+            << settings.dump();
+    }
+    for (const json& value : {json("0.5"), json(true), json::array({0.5}), json::object({{"value", 0.5}})}) {
+        ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}, {"voice", voice}, {"settings", {{"temperature", value}}}}));
+        EXPECT_EQ(expect_wyoming_error(c, "invalid_field").value("text", ""), "settings.'temperature' must be a number") << value.dump();
+    }
+    // A number that the setting cannot hold: invalid_value, with what it takes.
+    ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}, {"voice", voice}, {"settings", {{"top_k", 1.5}}}}));
+    EXPECT_EQ(expect_wyoming_error(c, "invalid_value").value("text", ""),
+              "settings.'top_k' must be a whole number in [0, 4294967295], got 1.5");
+    // A stream's settings are checked the same way, when it starts.
+    ASSERT_TRUE(c.send("synthesize-start", {{"voice", voice}, {"settings", "fast"}}));
+    EXPECT_EQ(expect_wyoming_error(c, "invalid_field").value("text", ""), "'settings' must be an object of request settings by name");
+    ASSERT_TRUE(c.send("synthesize-start", {{"voice", voice}, {"settings", {{"temperature", "hot"}}}}));
+    EXPECT_EQ(expect_wyoming_error(c, "invalid_field").value("text", ""), "settings.'temperature' must be a number");
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", "Hello."}}));  // no stream was opened
+    expect_wyoming_error(c, "invalid_state");
+    // Nothing was synthesised (the next event answers the ping), and the server goes on serving.
+    ASSERT_TRUE(c.send("ping"));
+    auto pong = c.read();
+    ASSERT_TRUE(pong);
+    EXPECT_EQ(pong->type, "pong") << pong->data.dump();
+    ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}, {"voice", voice}, {"settings", {{"temperature", 0.5}, {"top_k", 20}}}}));
+    EXPECT_FALSE(read_audio(c).pcm.empty());
+    WyomingClient other(wport());
+    ASSERT_TRUE(other.send("describe"));
+    auto info = other.read();
+    ASSERT_TRUE(info);
+    EXPECT_EQ(info->type, "info");
+}
+
 // --no-http: Wyoming alone.
 TEST(WyomingOnly, ServesWithoutHttp) {
     TempDir voices;

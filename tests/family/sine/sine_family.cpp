@@ -21,7 +21,7 @@ ModelIdentity identity() {
     return id;
 }
 
-Capabilities capabilities_of(const GgufFile& file) {
+Capabilities capabilities_of() {
     Capabilities c;
     static_cast<ModelIdentity&>(c) = identity();
     c.sample_rate = kSampleRate;
@@ -30,7 +30,6 @@ Capabilities capabilities_of(const GgufFile& file) {
     c.frame_streaming = true;
     c.kv_cache_types = {"f32"};
     c.fields = {{"pitch", 20, 4000, false, false, kDefaultPitch}};
-    (void)file;
     return c;
 }
 
@@ -80,7 +79,7 @@ private:
 
 class SineModel : public FamilyModel {
 public:
-    explicit SineModel(const GgufFile& file) : capabilities_(capabilities_of(file)), amplitude_(amplitude_of(file)) {}
+    explicit SineModel(const GgufFile& file) : capabilities_(capabilities_of()), amplitude_(amplitude_of(file)) {}
     const Capabilities& capabilities() const override { return capabilities_; }
     int threads() const override { return 1; }
     int decoder_threads() const override { return 1; }
