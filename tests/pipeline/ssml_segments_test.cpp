@@ -122,3 +122,33 @@ TEST(SsmlSegments, SpokenWithTheirPausesVoicesAndRates) {
         EXPECT_EQ(starts, (std::vector<size_t>{2400, second}));
     }
 }
+
+// The same on Chatterbox, whose segments go through one Session::speak_all: a segment's pauses
+// and rate around the audio of each sentence spoken alone.
+TEST(SsmlSegments, ChatterboxSpeaksThemThroughSpeakAll) {
+    talkbox::testing::LoadedModel loaded(talkbox::testing::converted_chatterbox("multilingual"), ModelOptions{1, 1});
+    const Capabilities& caps = loaded.model.capabilities();
+    ASSERT_EQ(caps.parallel_segments, 1u);
+    SpeechRequest request;
+    request.language = "en";
+    request.sampling.greedy = true;
+    request.sampling.seed = 7;  // S3Gen's noise
+    request.max_frames = 8;
+    const auto parsed = ssml_segments("<speak><voice name=\"builtin\">Hello.</voice><break time=\"200ms\"/><prosody rate=\"50%\">Again."
+                                      "</prosody><break time=\"100ms\"/></speak>",
+                                      caps, "en", {}, [&](const std::string& n) { return *model_voice(caps, n); });
+    ASSERT_EQ(parsed.segments.size(), 2u);
+    std::vector<float> audio;
+    speak_long_form(loaded.session, request, parsed.segments, {}, [&](const float* p, size_t n) { audio.insert(audio.end(), p, p + n); });
+    std::vector<float> want, slow;
+    SpeechRequest one = request;
+    one.text = "Hello.";
+    loaded.session.speak(one, [&](const float* p, size_t n) { want.insert(want.end(), p, p + n); });
+    want.insert(want.end(), 4800, 0.0f);
+    one.text = "Again.";
+    loaded.session.speak(one, [&](const float* p, size_t n) { slow.insert(slow.end(), p, p + n); });
+    slow = audio::time_stretch(slow, caps.sample_rate, 0.5);
+    want.insert(want.end(), slow.begin(), slow.end());
+    want.insert(want.end(), 2400, 0.0f);
+    EXPECT_EQ(audio, want);
+}
