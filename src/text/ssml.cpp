@@ -244,6 +244,8 @@ private:
                 break;
             case Kind::Other: break;
         }
+        if (kind == Kind::Sentence) open_sentence_ = open_.size();
+        if (kind == Kind::Paragraph) open_paragraph_ = open_.size();
         open_.push_back(std::move(e));
     }
 
@@ -255,18 +257,20 @@ private:
         if (parent.kind == Kind::SayAs || parent.kind == Kind::Sub) {
             throw problem("<" + name + "> inside <" + parent.name + "> (it holds text only)");
         }
-        if (kind == Kind::Paragraph || kind == Kind::Sentence) {
-            for (const Open& o : open_) {
-                if (o.kind == Kind::Sentence || (kind == Kind::Paragraph && o.kind == Kind::Paragraph)) {
-                    throw problem("<" + name + "> inside <" + o.name + "> opened at " + o.at.text() + " (close it first)");
-                }
-            }
+        if (kind != Kind::Paragraph && kind != Kind::Sentence) return;
+        std::optional<size_t> outer = open_sentence_;
+        if (!outer && kind == Kind::Paragraph) outer = open_paragraph_;
+        if (outer) {
+            const Open& o = open_[*outer];
+            throw problem("<" + name + "> inside <" + o.name + "> opened at " + o.at.text() + " (close it first)");
         }
     }
 
     void end() {
         Open e = std::move(open_.back());
         open_.pop_back();
+        if (e.kind == Kind::Sentence) open_sentence_.reset();
+        if (e.kind == Kind::Paragraph) open_paragraph_.reset();
         if (e.kind == Kind::Paragraph || e.kind == Kind::Sentence) pending_block_ = true;
         if (e.kind == Kind::Sub) emit(e.alias, e.scope);
         if (e.kind == Kind::SayAs) say_as(e);
@@ -371,6 +375,8 @@ private:
     XML_Parser parser_ = nullptr;
     std::exception_ptr error_;
     std::vector<Open> open_;
+    // Where the open <s> and <p> are in open_ (neither nests in itself, nor a <p> in an <s>).
+    std::optional<size_t> open_sentence_, open_paragraph_;
     SsmlDocument doc_;
     bool pending_block_ = true;
     std::optional<uint32_t> pending_break_;
