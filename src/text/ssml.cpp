@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <memory>
@@ -60,11 +61,12 @@ struct Open {
     std::string content;                      // <say-as>, <sub>: their text, spoken at their end
 };
 
-// "1.5", "20", ".5": a non-negative decimal without sign or exponent; false otherwise.
+// "1.5", "20", ".5": a non-negative decimal without sign or exponent (too large: infinity, which
+// the limits refuse); false otherwise.
 bool parse_decimal(const std::string& s, double& out) {
     if (s.empty() || s.find_first_not_of("0123456789.") != std::string::npos || s.find('.') != s.rfind('.') || s == ".") return false;
-    out = std::stod(s);
-    return std::isfinite(out);
+    out = std::strtod(s.c_str(), nullptr);  // not std::stod, which throws out_of_range there
+    return true;
 }
 
 bool is_english(const std::string& language) {

@@ -115,7 +115,7 @@ TEST(Ssml, ColumnsCountCharacters) {
 
 // Each malformed document: the message names the line and column and what was expected.
 TEST(Ssml, MalformedDocumentsAreRefusedWithTheirPosition) {
-    const std::pair<const char*, const char*> cases[] = {
+    const std::pair<std::string, std::string> cases[] = {
         {"<speak><s>Hello</speak>", "line 1, column 18: this closing tag does not match <s> opened at line 1, column 8 (expected </s>)"},
         {"<speak>\n<p>Hello", "line 2, column 9: the document ends inside <p> opened at line 2, column 1 (expected </p>)"},
         {"<speak><break tim=\"1s\"/></speak>", "line 1, column 8: <break> has no attribute 'tim' (it takes strength, time)"},
@@ -124,6 +124,7 @@ TEST(Ssml, MalformedDocumentsAreRefusedWithTheirPosition) {
         {"<speak>A<break time=\"1 s\"/></speak>", "<break> time '1 s' is not a time"},
         {"<speak>A<break time=\"-1s\"/></speak>", "<break> time '-1s' is not a time"},
         {"<speak>A<break time=\"5\"/></speak>", "<break> time '5' is not a time"},
+        {"<speak>A<break time=\"" + std::string(400, '9') + "ms\"/></speak>", "is over the limit of 10 s"},
         {"<speak>A<break strength=\"loud\"/></speak>", "<break> strength 'loud' is not one of none, x-weak, weak, medium, strong, x-strong"},
         {"<speak>A<break>text</break></speak>", "line 1, column 16: <break> holds text (it is empty: <break/>)"},
         {"<speak><prosody rate=\"fastest\">A</prosody></speak>", "<prosody> rate 'fastest' is not a rate"},
