@@ -76,7 +76,7 @@ bool is_english(const std::string& language) {
 
 class Parser {
 public:
-    Parser(const std::string& language) : request_language_(language) {}
+    explicit Parser(const std::string& language) : request_language_(language) {}
 
     SsmlDocument run(std::string_view ssml) {
         check_text_before_root(ssml);
