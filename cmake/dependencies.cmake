@@ -12,6 +12,8 @@ pkg_check_modules(SOUNDTOUCH REQUIRED IMPORTED_TARGET soundtouch)
 pkg_check_modules(AVCODEC REQUIRED IMPORTED_TARGET libavcodec libavutil)
 # SLEEF: the speaker mel's window cosine and log, bit for bit as torch's CPU kernels compute them.
 pkg_check_modules(SLEEF REQUIRED IMPORTED_TARGET sleef)
+# SSML input (text/ssml.cpp): expat, with no DOCTYPE and so no entities beyond XML's own.
+pkg_check_modules(EXPAT REQUIRED IMPORTED_TARGET expat)
 # The hub client (src/hub): libcurl, and libcrypto for SHA-256; its tests serve a fake hub with cpp-httplib.
 pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)

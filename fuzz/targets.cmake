@@ -13,6 +13,7 @@ set(TALKBOX_FUZZ_TARGETS
   tokenizer          # text/tokenizer: encode / decode round trip
   http_request       # server/http_request + multipart: the request path of `talkbox serve`
   wyoming_event      # server/wyoming_protocol: the event framing of `talkbox serve --wyoming-port`
+  ssml               # text/ssml + pipeline/ssml_segments: SSML input (speak, serve, the C API)
 )
 
 # Test binaries of the TALKBOX_FUZZ build run under the sanitizers, as BINARY=GTEST_FILTER: the
@@ -25,6 +26,7 @@ set(TALKBOX_SANITIZED_TESTS
   "core_test=GgufFile*:Json*:PackedMatmul*:Attention*:SnakeBeta*:Elu*:Gelu*:Mish*:Conv*:AddBiasResidual*:OverlapAdd*"
   "model_info_test=*"
   "voice_file_test=*"
+  "text_test=Ssml*:SayAs*"
   "voice_test=AudioReader*"
   "server_test=*"
   "http_request_test=*"

@@ -12,6 +12,7 @@ DEBIAN_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
   libsndfile1-dev libsoxr-dev libsleef-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
+  libexpat1-dev   # SSML input: the XML parser (src/text/ssml.cpp)
   libsoundtouch-dev   # `speed`: tempo change with the pitch kept (src/audio/time_stretch.cpp)
   libavcodec-dev   # response_format aac: libavcodec's native AAC encoder (src/audio/aac_encoder.cpp), decoded in its test
   librubberband-dev   # only bench/time_stretch.sh, which measured it against SoundTouch (docs/server.md)

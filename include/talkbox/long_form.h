@@ -1,12 +1,15 @@
 // Long text → speech: the text is split into sentence-sized segments (talkbox/segmenter.h) that
 // are synthesised in order on one Session and joined with a pause, as `talkbox speak` and
-// `talkbox serve` do.
+// `talkbox serve` do. A segment may also change the pause, voice, language and tempo for itself
+// (SSML input, talkbox/ssml.h).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,11 +35,30 @@ public:
     explicit EmptyText(const std::string& message) : Error(ErrorKind::InvalidArgument, message) {}
 };
 
+// A voice a segment speaks with instead of the request's: a preset speaker or a cloned voice
+// (both empty: the model's built-in voice).
+struct SegmentVoice {
+    std::string speaker;
+    std::shared_ptr<const Voice> voice;
+};
+
+// One segment and what it changes from the request. Plain text gives only `text`.
+struct LongFormSegment {
+    LongFormSegment(std::string t = {}) : text(std::move(t)) {}  // NOLINT: plain text converts
+    std::string text;
+    // Silence before it; nullopt: LongFormOptions::pause_ms, none before the first segment.
+    std::optional<uint32_t> pause_before_ms;
+    uint32_t pause_after_ms = 0;         // silence after it (SSML: <break>s at the end)
+    std::string language;                // "": the request's
+    std::optional<SegmentVoice> voice;   // nullopt: the request's
+    double rate = 1.0;                   // tempo of its audio (audio::TimeStretch), pitch kept
+};
+
 // The segments of `text`, called `what` in messages. The one check that a text holds something
 // to say (text/speakable.h): throws EmptyText ("the text to speak is empty: ...") when it does
 // not, Error (InvalidArgument) when it holds a NUL.
-std::vector<std::string> long_form_segments(const std::string& text, const LongFormOptions& options = {},
-                                            const std::string& what = "the text to speak");
+std::vector<LongFormSegment> long_form_segments(const std::string& text, const LongFormOptions& options = {},
+                                                const std::string& what = "the text to speak");
 
 // The runaway guard used when a request sets no max_frames, by the model's rule
 // (Capabilities::segment_frames_*; Qwen3-TTS: 50 frames + 4 per code point, 4 s + 0.32 s per
@@ -73,11 +95,12 @@ std::vector<size_t> result_parts(const SpeechResult& result);
 // held until its turn; otherwise every segment goes through one Session::speak_all (Chatterbox
 // generates the sentences of several segments together, ModelOptions::sentence_batch at a time).
 // `on_segment` (optional) runs after each segment, in order. Stops after the current frame when
-// `cancel` becomes true.
+// `cancel` becomes true. A segment's rate stretches its own audio before it is delivered (the
+// samples of SegmentDone and LongFormResult count the stretched audio).
 // The frame limit of one segment: `max_frames` when given, else default_max_frames(caps, segment).
 uint32_t segment_frame_limit(const Capabilities& caps, uint32_t max_frames, const std::string& segment);
 
-LongFormResult speak_long_form(Session& session, SpeechRequest request, const std::vector<std::string>& segments,
+LongFormResult speak_long_form(Session& session, SpeechRequest request, const std::vector<LongFormSegment>& segments,
                                const LongFormOptions& options, const AudioCallback& on_audio,
                                const std::function<void(const SegmentDone&)>& on_segment = {},
                                const StreamOptions& stream = {}, const std::atomic<bool>* cancel = nullptr);

@@ -187,6 +187,12 @@ TALKBOX_API talkbox_status talkbox_request_new(talkbox_request** out);
 TALKBOX_API void talkbox_request_free(talkbox_request* request);
 
 TALKBOX_API talkbox_status talkbox_request_set_text(talkbox_request* request, const char* text);
+/* How the text is read: "text" (the default; NULL or "" too) or "ssml", an SSML document
+ * (docs/ssml.md: breaks, rates, languages, say-as, sub; <voice name> is one of the model's preset
+ * speakers or "builtin"). Malformed SSML fails the speaking call with TALKBOX_ERROR_INVALID_ARGUMENT
+ * and a message naming the line and column; what the SSML asks and talkbox does not do (an
+ * <audio>, an unknown element) is not reported through this API. */
+TALKBOX_API talkbox_status talkbox_request_set_input_format(talkbox_request* request, const char* format);
 /* "auto" (the default; NULL or "" too) or one of talkbox_model_language. */
 TALKBOX_API talkbox_status talkbox_request_set_language(talkbox_request* request, const char* language);
 /* A preset speaker (talkbox_model_speaker); NULL or "" clears it. */

@@ -25,6 +25,7 @@
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
 #include "talkbox/model.h"
+#include "talkbox/ssml.h"
 #include "talkbox/voice_file.h"
 
 // The header's version macros and the project's version (CMake) must agree.
@@ -57,6 +58,7 @@ struct talkbox_request {
     talkbox::SpeechRequest speech;
     talkbox::LongFormOptions long_form;
     talkbox::StreamOptions stream;
+    bool ssml = false;  // the text is an SSML document
 };
 
 namespace {
@@ -180,7 +182,14 @@ void speak(talkbox_session& s, const talkbox_request& r, const std::function<boo
     talkbox::SpeechRequest request = r.speech;
     request.split_sentences = r.long_form.split;  // 0: one segment, for Chatterbox too (as speak --no-split)
     check_request(*s.model, request);
-    const std::vector<std::string> segments = talkbox::long_form_segments(request.text, r.long_form);
+    const talkbox::Capabilities& caps = s.model->capabilities();
+    const std::vector<talkbox::LongFormSegment> segments =
+        r.ssml ? talkbox::ssml_segments(request.text, caps, request.language, r.long_form,
+                                        [&](const std::string& name) {
+                                            if (auto v = talkbox::model_voice(caps, name)) return *v;
+                                            throw invalid(talkbox::unknown_voice_message(caps, name, ""));
+                                        }).segments
+               : talkbox::long_form_segments(request.text, r.long_form);
     if (!request.sampling.seed) request.sampling.seed = talkbox::random_seed();
     Delivery d;
     size_t cut = 0;
@@ -456,6 +465,15 @@ talkbox_status talkbox_request_set_text(talkbox_request* r, const char* text) {
         require(r, "request", "talkbox_request_set_text");
         require(text, "text", "talkbox_request_set_text");
         r->speech.text = text;
+    });
+}
+
+talkbox_status talkbox_request_set_input_format(talkbox_request* r, const char* format) {
+    return guarded([&] {
+        require(r, "request", "talkbox_request_set_input_format");
+        const std::string f = format ? format : "";
+        if (f != "" && f != "text" && f != "ssml") throw invalid("talkbox_request_set_input_format: format must be \"text\" or \"ssml\", got \"" + f + "\"");
+        r->ssml = f == "ssml";
     });
 }
 

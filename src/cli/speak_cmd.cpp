@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "core/atomic_file.h"
 #include "core/clock.h"
+#include "core/strings.h"
 #include "talkbox/audio.h"
 #include "talkbox/codes.h"
 #include "talkbox/model.h"
@@ -24,6 +25,7 @@
 #include "talkbox/long_form.h"
 #include "talkbox/segmenter.h"
 #include "talkbox/speech_settings.h"
+#include "talkbox/ssml.h"
 #include "talkbox/time_stretch.h"
 #include "talkbox/voice_file.h"
 
@@ -33,6 +35,7 @@ namespace {
 
 struct SpeakArgs {
     std::string model, text, text_file, output, codes_out, format;
+    std::string input_format;  // "text", "ssml"; "": by -f's extension
     std::string speaker, instruct, language = "auto";
     std::string voice, ref_audio, ref_text;
     bool x_vector_only = false;
@@ -155,6 +158,25 @@ void print_timings(const SpeechTimings& t, size_t frames, double audio_seconds, 
                  audio_seconds, wall_ms / 1000.0, audio_seconds > 0 ? wall_ms / 1000.0 / audio_seconds : 0.0);
 }
 
+// SSML or plain text: --input-format, else -f's extension (.ssml).
+bool ssml_input(const SpeakArgs& a) {
+    if (!a.input_format.empty()) return a.input_format == "ssml";
+    const std::string ext = std::filesystem::path(a.text_file).extension().string();
+    return ascii_lower(ext) == ".ssml";
+}
+
+// A <voice name>: the model's preset or built-in voice, else a voice file.
+SegmentVoice ssml_voice(const Model& model, const std::string& name) {
+    const Capabilities& caps = model.capabilities();
+    if (auto v = model_voice(caps, name)) return *v;
+    if (!caps.clones || !std::filesystem::is_regular_file(name)) {
+        throw Error(ErrorKind::InvalidArgument, unknown_voice_message(caps, name, caps.clones ? "or a voice file made by talkbox voice create" : ""));
+    }
+    auto voice = std::make_shared<Voice>(load_voice(name));
+    if (const std::string why = model.voice_mismatch(*voice); !why.empty()) throw Error(ErrorKind::InvalidArgument, "voice file '" + name + "': " + why);
+    return {"", voice};
+}
+
 void run_speak(const SpeakArgs& a) {
     const double normalize_db = a.normalize_db.value_or(a.normalize == "peak" ? -1.0 : -20.0);
     if (a.output.empty() && a.codes_out.empty()) {
@@ -173,6 +195,11 @@ void run_speak(const SpeakArgs& a) {
     if (!a.output.empty() && a.output != "-") check_output_path(a.output, "-o");
     if (!a.codes_out.empty()) check_output_path(a.codes_out, "--codes-out");
     const std::string text = input_text(a);
+    const bool ssml = ssml_input(a);
+    if (ssml && !a.codes_out.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "--codes-out records one voice and one pause: SSML's voices, rates and breaks would not "
+                                                "come back from talkbox decode; speak plain text to keep the codes");
+    }
     const auto format = audio::parse_sample_format(
         !a.format.empty() ? a.format : (a.output == "-" ? std::string("raw16") : std::string("wav16")));
 
@@ -194,7 +221,8 @@ void run_speak(const SpeakArgs& a) {
     long_form.segment_chars = a.segment_chars;
     long_form.parallel = a.parallel;
     long_form.pause_ms = a.pause_ms;
-    const std::vector<std::string> segments = long_form_segments(text, long_form);
+    std::vector<LongFormSegment> segments;
+    if (!ssml) segments = long_form_segments(text, long_form);
 
     ModelOptions mo;
     mo.threads = a.threads;
@@ -205,6 +233,11 @@ void run_speak(const SpeakArgs& a) {
     const Model model(resolve_model_or_default(a.model), mo);
     Session session(model);
     const Capabilities& caps = model.capabilities();
+    if (ssml) {
+        SsmlSegments parsed = ssml_segments(text, caps, a.language, long_form, [&](const std::string& name) { return ssml_voice(model, name); });
+        if (!a.quiet) for (const auto& w : parsed.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+        segments = std::move(parsed.segments);
+    }
     if (!caps.codec_frames && !a.codes_out.empty()) {
         throw Error(ErrorKind::InvalidArgument, "--codes-out writes codec frames; " + caps.description() + " makes none");
     }
@@ -258,7 +291,7 @@ void run_speak(const SpeakArgs& a) {
             },
             [&](const SegmentDone& d) {
                 // Files reproduce the official in-context cut exactly (see SpeechResult).
-                if (d.result->official_leading_sample) sink->insert_leading(d.first_sample + inserted++, *d.result->official_leading_sample);
+                if (d.result->official_leading_sample && segments[d.index].rate == 1.0) sink->insert_leading(d.first_sample + inserted++, *d.result->official_leading_sample);
                 segment_done(d.index, *d.result, d.max_frames);
             },
             {a.chunk, 64, a.first_chunk});
@@ -267,8 +300,8 @@ void run_speak(const SpeakArgs& a) {
         total = r.timings;
     } else {
         for (size_t i = 0; i < segments.size(); ++i) {
-            request.text = segments[i];
-            request.max_frames = segment_frame_limit(caps, max_frames, segments[i]);
+            request.text = segments[i].text;
+            request.max_frames = segment_frame_limit(caps, max_frames, segments[i].text);
             const SpeechResult r = session.generate(request);
             all_frames.insert(all_frames.end(), r.frames.begin(), r.frames.end());
             segment_parts.push_back(result_parts(r));
@@ -319,6 +352,8 @@ void register_speak(CLI::App& app) {
                     "$TALKBOX_MODEL, else `talkbox default`, else the only model in the cache");
     cmd->add_option("-t,--text", a->text, "Text to speak");
     cmd->add_option("-f,--file", a->text_file, "Read the text from a file ('-': stdin; stdin is also read when piped); at most 1000000 characters");
+    cmd->add_option("--input-format", a->input_format, "text or ssml (docs/ssml.md); default: ssml for a -f FILE.ssml, else text")
+        ->check(CLI::IsMember({"text", "ssml"}));
     cmd->add_option("-o,--output", a->output, "Audio output file, or '-' to stream raw PCM to stdout");
     cmd->add_option("--format", a->format, "wav16 (default for files), wav32, flac, ogg, opus, mp3, aac; for stdout raw16/s16le (default), raw32/f32le, wav16");
     cmd->add_option("--codes-out", a->codes_out, "Also write the generated frames as JSON (Qwen3-TTS: codec frames; Chatterbox: "

@@ -10,11 +10,13 @@
 
 #include "talkbox/error.h"
 #include "talkbox/segmenter.h"
+#include "talkbox/time_stretch.h"
 #include "text/speakable.h"
 
 namespace talkbox {
 
-std::vector<std::string> long_form_segments(const std::string& text, const LongFormOptions& options, const std::string& what) {
+std::vector<LongFormSegment> long_form_segments(const std::string& text, const LongFormOptions& options,
+                                                const std::string& what) {
     if (auto refusal = unspeakable(text, what)) {
         if (refusal->kind == Unspeakable::NothingToSay) throw EmptyText(refusal->message);
         throw Error(ErrorKind::InvalidArgument, refusal->message);
@@ -23,7 +25,7 @@ std::vector<std::string> long_form_segments(const std::string& text, const LongF
     seg.join_up_to = options.segment_chars;
     std::vector<std::string> segments = options.split ? split_into_segments(text, seg) : std::vector<std::string>{text};
     if (segments.empty()) throw EmptyText(what + " is empty");  // the segmenter dropped it all
-    return segments;
+    return {segments.begin(), segments.end()};
 }
 
 uint32_t default_max_frames(const Capabilities& caps, const std::string& segment) {
@@ -124,37 +126,62 @@ struct LongFormRun {
     Session& session;
     const Capabilities& caps;
     SpeechRequest request;
-    const std::vector<std::string>& segments;
+    const std::vector<LongFormSegment>& segments;
     const AudioCallback& on_audio;
     const std::function<void(const SegmentDone&)>& on_segment;
     const StreamOptions& stream;
     const std::atomic<bool>* cancel;
     size_t pause = 0;
     LongFormResult out;
+    std::unique_ptr<audio::SpeedAdjuster> tempo;  // the current segment's audio → deliver(), at its rate
 
     SpeechRequest segment_request(size_t i) const {
+        const LongFormSegment& s = segments[i];
         SpeechRequest r = request;
-        r.text = segments[i];
-        r.max_frames = segment_frame_limit(caps, request.max_frames, segments[i]);
+        r.text = s.text;
+        r.max_frames = segment_frame_limit(caps, request.max_frames, s.text);
+        if (!s.language.empty()) r.language = s.language;
+        if (s.voice) {
+            r.speaker = s.voice->speaker;
+            r.voice = s.voice->voice;
+        }
         return r;
     }
     void deliver(const float* pcm, size_t n) {
         on_audio(pcm, n);
         out.samples += n;
     }
-    void deliver_pause() {
-        if (pause == 0) return;
-        const std::vector<float> zeros(pause, 0.0f);
+    void deliver_silence(size_t samples) {
+        if (samples == 0) return;
+        const std::vector<float> zeros(samples, 0.0f);
         deliver(zeros.data(), zeros.size());
+    }
+    size_t samples_of(uint32_t ms) const { return static_cast<size_t>(caps.sample_rate) * ms / 1000; }
+    // Segment i begins: the pause before it, then its audio goes through a stretcher at its rate.
+    // Returns where its audio starts.
+    size_t begin_segment(size_t i) {
+        const auto& before = segments[i].pause_before_ms;
+        deliver_silence(before ? samples_of(*before) : i > 0 ? pause : 0);
+        tempo = std::make_unique<audio::SpeedAdjuster>(caps.sample_rate, segments[i].rate, [this](const float* pcm, size_t n) { deliver(pcm, n); });
+        return out.samples;
+    }
+    void write(const float* pcm, size_t n) { tempo->write(pcm, n); }
+    // The stretcher's tail, then the pause after the segment (none once cancelled).
+    void end_segment(size_t i) {
+        if (!tempo) return;
+        tempo->finish();
+        tempo.reset();
+        if (!out.cancelled) deliver_silence(samples_of(segments[i].pause_after_ms));
     }
     bool cancelled() const { return cancel && cancel->load(); }
     // Segment i is complete: its result, where its audio began.
     void done(size_t i, const SpeechResult& r, size_t first_sample) {
+        if (r.stop_reason == StopReason::Cancelled) out.cancelled = true;
+        end_segment(i);
         add_segment(out, r, i == 0);
         if (on_segment) {
-            on_segment(SegmentDone{i, segments.size(), segment_frame_limit(caps, request.max_frames, segments[i]), first_sample, &r});
+            on_segment(SegmentDone{i, segments.size(), segment_frame_limit(caps, request.max_frames, segments[i].text), first_sample, &r});
         }
-        if (r.stop_reason == StopReason::Cancelled) out.cancelled = true;
     }
 
     // Families whose sessions batch together: up to `parallel` segments at once, each on a session
@@ -184,7 +211,7 @@ struct LongFormRun {
                 running.push_back({s, std::make_unique<AheadSegment>(*s, segment_request(next++), stream, stop)});
             }
         };
-        const AudioCallback sink = [&](const float* pcm, size_t n) { deliver(pcm, n); };
+        const AudioCallback sink = [&](const float* pcm, size_t n) { write(pcm, n); };
         try {
             for (size_t i = 0; i < segments.size() && !out.cancelled; ++i) {
                 if (parallel > 1) launch();
@@ -192,8 +219,7 @@ struct LongFormRun {
                     out.cancelled = true;
                     break;
                 }
-                if (i > 0) deliver_pause();
-                const size_t first_sample = out.samples;
+                const size_t first_sample = begin_segment(i);
                 SpeechResult r;
                 if (parallel > 1) {
                     while (!running.front().segment->take(sink, std::chrono::milliseconds(20))) {
@@ -226,15 +252,15 @@ struct LongFormRun {
         size_t begun = 0, first_sample = 0;
         const auto begin = [&](size_t i) {
             for (; begun <= i; ++begun) {
-                if (begun > 0) deliver_pause();
-                first_sample = out.samples;
+                if (begun > 0) end_segment(begun - 1);  // no-op once done() ended it
+                first_sample = begin_segment(begun);
             }
         };
         session.speak_all(
             requests,
             [&](size_t i, const float* pcm, size_t n) {
                 begin(i);
-                deliver(pcm, n);
+                write(pcm, n);
             },
             [&](size_t i, const SpeechResult& r) {
                 begin(i);
@@ -247,14 +273,14 @@ struct LongFormRun {
 
 }  // namespace
 
-LongFormResult speak_long_form(Session& session, SpeechRequest request, const std::vector<std::string>& segments,
+LongFormResult speak_long_form(Session& session, SpeechRequest request, const std::vector<LongFormSegment>& segments,
                                const LongFormOptions& options, const AudioCallback& on_audio,
                                const std::function<void(const SegmentDone&)>& on_segment, const StreamOptions& stream,
                                const std::atomic<bool>* cancel) {
     if (!request.sampling.seed) request.sampling.seed = random_seed();
     const Capabilities& caps = session.model().capabilities();
     const size_t pause = options.pause_ms > 0 ? static_cast<size_t>(caps.sample_rate) * static_cast<size_t>(options.pause_ms) / 1000 : 0;
-    LongFormRun run{session, caps, request, segments, on_audio, on_segment, stream, cancel, pause, {}};
+    LongFormRun run{session, caps, request, segments, on_audio, on_segment, stream, cancel, pause, {}, nullptr};
     run.out.seed = *request.sampling.seed;
     if (caps.parallel_segments > 1) {
         run.on_sessions(std::min<size_t>(options.parallel ? options.parallel : caps.parallel_segments, segments.size()));

@@ -379,7 +379,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         const bool any = std::find(options.cors_origins.begin(), options.cors_origins.end(), "*") != options.cors_origins.end();
         res.set_header("Access-Control-Allow-Origin", any ? "*" : origin);
         res.set_header("Vary", "Origin");
-        res.set_header("Access-Control-Expose-Headers", "X-Talkbox-Model, X-Talkbox-Sample-Rate, X-Talkbox-Seed");
+        res.set_header("Access-Control-Expose-Headers", "X-Talkbox-Model, X-Talkbox-Sample-Rate, X-Talkbox-Seed, X-Talkbox-Warnings");
         if (req.method == "OPTIONS") {
             res.set_header("Access-Control-Allow-Methods", allowed_methods(req));  // this path's, from the route table
             res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
@@ -433,7 +433,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
 
     // The one synthesis path of HTTP and Wyoming: admission in arrival order (429, 503, 499), a
     // session of the model, the request deadline, the run on a worker of its own.
-    std::shared_ptr<Synthesis> start_synthesis(ModelPool& model, const SpeechRequest& request, std::vector<std::string> segments,
+    std::shared_ptr<Synthesis> start_synthesis(ModelPool& model, const SpeechRequest& request, std::vector<LongFormSegment> segments,
                                                const SynthesisOutput& output, const std::function<bool()>& gone) {
         auto synthesis = std::make_shared<Synthesis>();
         admit(synthesis->slot, gone);
@@ -480,6 +480,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         };
         res.set_header("X-Talkbox-Model", p.model->id());
         res.set_header("X-Talkbox-Sample-Rate", std::to_string(rate));
+        if (!p.warnings.empty()) res.set_header("X-Talkbox-Warnings", printable(join_names(p.warnings), 2000));
         if (!p.stream) {
             fail_before_audio();
             job->stop();

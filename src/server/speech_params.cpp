@@ -11,6 +11,7 @@
 #include "talkbox/long_form.h"
 #include "talkbox/segmenter.h"
 #include "talkbox/speech_settings.h"
+#include "talkbox/ssml.h"
 #include "talkbox/time_stretch.h"
 #include "text/speakable.h"
 
@@ -36,6 +37,23 @@ std::string format_names(bool streaming_only) {
         if (!streaming_only || f.streams) names.push_back(f.name);
     }
     return join_names(names);
+}
+
+// "input" as SSML for `model`: its <voice name>s are the voices the catalog gives the model.
+std::vector<LongFormSegment> ssml_input(const std::string& input, const ModelPool& model, const VoiceCatalog& catalog,
+                                        const std::string& language, std::vector<std::string>& warnings) {
+    try {
+        SsmlSegments parsed = ssml_segments(input, model.capabilities(), language, {}, [&](const std::string& name) {
+            SpeechRequest fit;
+            if (catalog.voice_fits(model, name, "", fit)) return SegmentVoice{fit.speaker, fit.voice};
+            throw Error(ErrorKind::InvalidArgument, "voice " + quote_value(name) + " is not available for model '" + model.id() +
+                                                        "' (available: " + join_names(catalog.voice_names(&model)) + ")");
+        });
+        warnings = std::move(parsed.warnings);
+        return std::move(parsed.segments);
+    } catch (const Error& e) {
+        throw bad_request(e.what(), "input", "invalid_ssml");
+    }
 }
 
 }  // namespace
@@ -92,8 +110,13 @@ SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& cata
 
     SpeechParams p;
     const std::string input = string_field("input", true, max_text_chars);  // a NUL is refused here
+    const std::string input_format = string_field("input_format", false);
+    if (!input_format.empty() && input_format != "text" && input_format != "ssml") {
+        throw bad_request("'input_format' must be 'text' (the default) or 'ssml', not " + quote_value(input_format), "input_format");
+    }
+    const bool ssml = input_format == "ssml";  // SSML becomes segments once the model (its voices) is known
     try {
-        p.segments = long_form_segments(input, {}, "'input'");
+        if (!ssml) p.segments = long_form_segments(input, {}, "'input'");
     } catch (const EmptyText& e) {
         throw bad_request(e.what(), "input", "empty_text");
     }
@@ -157,6 +180,7 @@ SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& cata
     catalog.require_fit(*p.model, p.request);
     // Drawn here when absent, so that every response reports the seed that reproduces it.
     if (!s.seed) s.seed = default_seed ? *default_seed : random_seed();
+    if (ssml) p.segments = ssml_input(input, *p.model, catalog, p.request.language, p.warnings);
     return p;
 }
 

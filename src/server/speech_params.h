@@ -13,6 +13,7 @@
 #include "server/models.h"
 #include "server/voice_catalog.h"
 #include "talkbox/audio.h"
+#include "talkbox/long_form.h"
 #include "talkbox/speech.h"
 #include "talkbox/speech_settings.h"
 
@@ -35,7 +36,8 @@ struct SpeechParams {
     bool sse = false;     // stream_format "sse": the audio as base64 in speech.audio.delta events
     double speed = 1.0;   // tempo (1: the model's own pace, no stretcher)
     size_t input_chars = 0;
-    std::vector<std::string> segments;
+    std::vector<LongFormSegment> segments;
+    std::vector<std::string> warnings;  // what "input_format": "ssml" did not do (X-Talkbox-Warnings)
 };
 
 // Throws ApiError (400, 404, 413) saying which field is wrong and what it takes.

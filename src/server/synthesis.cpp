@@ -15,7 +15,7 @@ std::string sse_audio_delta(const void* bytes, size_t n) {
     return sse_event({{"type", "speech.audio.delta"}, {"audio", base64_encode(bytes, n)}});
 }
 
-void Synthesis::start(SessionLease lease, int sample_rate, const SpeechRequest& request, std::vector<std::string> segments,
+void Synthesis::start(SessionLease lease, int sample_rate, const SpeechRequest& request, std::vector<LongFormSegment> segments,
                       const LongFormOptions& long_form, const SynthesisOutput& output, Clock::time_point deadline) {
     output_ = output;
     deadline_ = deadline;

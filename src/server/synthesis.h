@@ -50,7 +50,7 @@ public:
     Scheduler::Slot slot;  // held until the synthesis is destroyed
 
     // Runs `request` on `lease`'s session on a thread of its own, until `deadline`.
-    void start(SessionLease lease, int sample_rate, const SpeechRequest& request, std::vector<std::string> segments,
+    void start(SessionLease lease, int sample_rate, const SpeechRequest& request, std::vector<LongFormSegment> segments,
                const LongFormOptions& long_form, const SynthesisOutput& output, Clock::time_point deadline);
     // Waits up to 50 ms for audio, moves the bytes made so far into `chunk` (streaming), and stops
     // the synthesis once `gone()` says the client left or the deadline passed. Returns whether it

@@ -7,6 +7,7 @@
 #include "core/strings.h"
 #include "server/api_error.h"
 #include "talkbox/speech_settings.h"
+#include "text/language_codes.h"
 
 namespace talkbox::server {
 
@@ -144,12 +145,7 @@ void VoiceCatalog::apply_language(const ModelPool& m, const std::string& languag
 // The model language a Wyoming language ("en", "en-US", "en_US" or a model's own name) means;
 // "" when the model has none such.
 std::string VoiceCatalog::model_language(const ModelPool& m, const std::string& language) {
-    const std::string want = ascii_lower(language);
-    const std::string base = want.substr(0, want.find_first_of("-_"));
-    for (const auto& l : m.capabilities().languages) {
-        if (ascii_lower(l) == want || wyoming::language_code(l) == want || wyoming::language_code(l) == base) return l;
-    }
-    return "";
+    return find_language(m.capabilities().languages, language);
 }
 bool VoiceCatalog::any_language(const std::string& l) { return l.empty() || ascii_lower(l) == "auto"; }
 

@@ -21,6 +21,7 @@
 #include "core/printable.h"
 #include "server/descriptors.h"
 #include "server/http_request.h"
+#include "text/language_codes.h"
 #include "server/http_server.h"
 #include "server/request_limits.h"
 #include "server/speech_params.h"
@@ -497,20 +498,6 @@ std::string SentenceBuffer::finish() {
     return rest;
 }
 
-std::string language_code(const std::string& language) {
-    static const std::pair<const char*, const char*> kCodes[] = {
-        {"chinese", "zh"},  {"english", "en"}, {"japanese", "ja"}, {"korean", "ko"},     {"german", "de"},
-        {"french", "fr"},   {"russian", "ru"}, {"portuguese", "pt"}, {"spanish", "es"},  {"italian", "it"},
-        {"arabic", "ar"},   {"dutch", "nl"},   {"polish", "pl"},   {"turkish", "tr"},    {"swedish", "sv"},
-        {"danish", "da"},   {"finnish", "fi"}, {"greek", "el"},    {"hebrew", "he"},     {"hindi", "hi"},
-        {"malay", "ms"},    {"norwegian", "no"}, {"swahili", "sw"}, {"vietnamese", "vi"}, {"thai", "th"},
-        {"indonesian", "id"},
-    };
-    std::string l = http::lower_ascii(language);
-    for (const auto& [name, code] : kCodes) {
-        if (l == name) return code;
-    }
-    return l;
-}
+std::string language_code(const std::string& language) { return talkbox::language_code(language); }
 
 }  // namespace talkbox::server::wyoming

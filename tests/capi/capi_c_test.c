@@ -314,6 +314,32 @@ static void test_speak_parity(talkbox_session* s, const talkbox_model* m) {
     talkbox_request_free(r);
 }
 
+/* SSML through talkbox_request_set_input_format: the long-form case written as SSML gives its
+ * samples; malformed SSML is refused naming the line and column. */
+static void test_ssml(talkbox_session* s, const talkbox_model* m) {
+    talkbox_request* r = customvoice_request(m);
+    CHECK_OK(talkbox_request_set_text(r, CASE_LONG_SSML));
+    CHECK_OK(talkbox_request_set_number(r, "split", 1));
+    CHECK_OK(talkbox_request_set_number(r, "segment_chars", 0));
+    CHECK_OK(talkbox_request_set_input_format(r, "ssml"));
+    Samples want = read_expected("long_form.f32"), got = {0};
+    talkbox_result res;
+    talkbox_result_init(&res);
+    CHECK_OK(talkbox_session_speak(s, r, collect, &got, &res));
+    CHECK(same_samples(&got, &want, "long form as SSML"));
+    CHECK(res.segments == 2);
+    CHECK_OK(talkbox_request_set_text(r, "<speak>\n<voice name=\"nobody\">Hi.</voice></speak>"));
+    CHECK_ERROR(talkbox_session_speak(s, r, collect, &got, &res), TALKBOX_ERROR_INVALID_ARGUMENT, "SSML line 2, column 1: unknown voice 'nobody'");
+    CHECK_OK(talkbox_request_set_text(r, "<speak><s>Hi.</speak>"));
+    CHECK_ERROR(talkbox_session_speak(s, r, collect, &got, &res), TALKBOX_ERROR_INVALID_ARGUMENT, "does not match <s> opened at line 1, column 8");
+    CHECK_ERROR(talkbox_request_set_input_format(r, "html"), TALKBOX_ERROR_INVALID_ARGUMENT, "format must be \"text\" or \"ssml\"");
+    CHECK_OK(talkbox_request_set_input_format(r, NULL)); /* plain text again: the tags are words */
+    CHECK_OK(talkbox_session_speak(s, r, collect, &got, &res));
+    samples_free(&got);
+    samples_free(&want);
+    talkbox_request_free(r);
+}
+
 /* The file a speak_to_file call writes: a 16-bit WAV of exactly the streamed samples. */
 static void test_files(talkbox_session* s, const talkbox_model* m) {
     talkbox_request* r = customvoice_request(m);
@@ -774,6 +800,7 @@ int main(int argc, char** argv) {
     CHECK_OK(talkbox_session_new(m, &s));
     test_capabilities(m);
     test_speak_parity(s, m);
+    test_ssml(s, m);
     test_files(s, m);
     test_request_errors(s, m);
     test_callback_stop(s, m);

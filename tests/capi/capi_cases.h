@@ -11,6 +11,8 @@
 /* Two sentences, one segment each (segment_chars 0), 100 ms apart: expected/long_form.f32 */
 #define CASE_LONG_TEXT "Hello there. How are you today?"
 #define CASE_LONG_PAUSE_MS 100
+/* The same two sentences as SSML, a 100 ms <break> between them: expected/long_form.f32 again */
+#define CASE_LONG_SSML "<speak>Hello there.<break time=\"100ms\"/>How are you today?</speak>"
 /* Base with an x-vector voice cloned from the fixture clip: expected/base.f32 */
 /* Chatterbox multilingual with its built-in voice: expected/chatterbox.f32 */
 #define CASE_CHATTERBOX_MAX_FRAMES 8

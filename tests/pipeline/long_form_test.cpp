@@ -65,16 +65,16 @@ TEST(LongForm, EqualsTheSegmentsSpokenOneByOneWithPauses) {
     EXPECT_EQ(r.samples, audio.size());
     ASSERT_EQ(done.size(), 2u);
     const Capabilities& caps = loaded.model.capabilities();
-    EXPECT_EQ(done[1].max_frames, default_max_frames(caps, segments[1]));
-    EXPECT_EQ(done[1].max_frames, 50 + 4 * code_point_count(segments[1]));  // Qwen3-TTS's guard
+    EXPECT_EQ(done[1].max_frames, default_max_frames(caps, segments[1].text));
+    EXPECT_EQ(done[1].max_frames, 50 + 4 * code_point_count(segments[1].text));  // Qwen3-TTS's guard
     // By hand: each segment with the same seed, joined by 100 ms of silence.
     std::vector<float> want;
     for (size_t i = 0; i < segments.size(); ++i) {
         if (i > 0) want.insert(want.end(), 2400, 0.0f);
         EXPECT_EQ(done[i].first_sample, want.size());
         SpeechRequest one = request;
-        one.text = segments[i];
-        one.max_frames = default_max_frames(caps, segments[i]);
+        one.text = segments[i].text;
+        one.max_frames = default_max_frames(caps, segments[i].text);
         engine.speak(one, [&](const float* p, size_t n) { want.insert(want.end(), p, p + n); });
     }
     EXPECT_EQ(audio, want);
