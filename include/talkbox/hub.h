@@ -37,6 +37,10 @@ struct PullOptions {
     // files to download and convert); empty: the repository's default (ResembleAI/chatterbox:
     // multilingual, ResembleAI/chatterbox-turbo: turbo, ResembleAI/chatterbox-nano: nano).
     std::string variant;
+    // Which checkpoint of the variant, as `convert --t3-model` (ConvertOptions::checkpoint): for
+    // Chatterbox multilingual "v2" (the default) or "v3"; a non-default one is cached as a model of
+    // its own, ORG/NAME@multilingual_v3. Empty: the default.
+    std::string checkpoint;
     WeightType type = WeightType::F16;
     std::string cache_dir;          // empty: default_cache_dir()
     std::string endpoint;           // empty: $HF_ENDPOINT, else https://huggingface.co

@@ -52,7 +52,7 @@ private:
 
 void register_pull(CLI::App& app) {
     struct Args {
-        std::string repo, type = "f16", revision = "main", variant;
+        std::string repo, type = "f16", revision = "main", variant, t3_model;
         long timeout = 30;
         bool quiet = false;
     };
@@ -69,6 +69,10 @@ void register_pull(CLI::App& app) {
                     "Chatterbox: which checkpoint of the repository, multilingual (ResembleAI/chatterbox's default) or "
                     "english (chatterbox-turbo holds turbo, chatterbox-nano nano); a variant other than the repository's "
                     "default is named ORG/NAME@VARIANT");
+    cmd->add_option("--t3-model", args->t3_model,
+                    "Multilingual Chatterbox only, as the official t3_model: v2 (the default) or v3 (t3_mtl23ls_v3.safetensors, "
+                    "same architecture), cached as a model of its own, ORG/NAME@multilingual_v3")
+        ->check(CLI::IsMember({"v2", "v3"}));
     cmd->add_option("--revision", args->revision, "Branch, tag or commit to download")->capture_default_str();
     cmd->add_option("--timeout", args->timeout, "Fail when the hub sends nothing for this many seconds")
         ->capture_default_str()
@@ -84,6 +88,7 @@ void register_pull(CLI::App& app) {
         opt.repo_id = args->repo;
         opt.revision = args->revision;
         opt.variant = args->variant;
+        opt.checkpoint = args->t3_model;
         opt.type = parse_weight_type(args->type);
         opt.stall_timeout_s = args->timeout;
         ProgressLine line;

@@ -27,6 +27,9 @@ struct CheckpointFiles {
     bool expand_index = false;    // files[0] is a safetensors index: the shards it names follow
     std::string variant;          // what the files convert to (ConvertOptions::variant); "" where a repository holds one model
     bool default_variant = true;  // the variant the checkpoint converts to when none is asked for
+    // A checkpoint other than the variant's default (ConvertOptions::checkpoint), named for the
+    // model cache ("v3": pulled as ORG/NAME@<variant>_v3); "" for the default.
+    std::string checkpoint_name;
 };
 
 struct FamilyConverter {

@@ -77,9 +77,12 @@ PullResult pull_model(const PullOptions& opt) {
     const hub::RepoInfo info = api.info(opt.revision);
     PullResult result;
     result.commit = info.commit;
-    const hub::SnapshotPlan plan = hub::plan_snapshot(info, opt.repo_id, opt.variant);
-    // The default variant keeps the plain name, so that `-m ORG/NAME` is what was pulled without --variant.
-    const std::string variant = plan.default_variant ? "" : plan.variant;
+    const hub::SnapshotPlan plan = hub::plan_snapshot(info, opt.repo_id, opt.variant, opt.checkpoint);
+    // The default variant keeps the plain name, so that `-m ORG/NAME` is what was pulled without
+    // --variant; another checkpoint of a variant is a model of its own (ORG/NAME@multilingual_v3).
+    const std::string variant = !plan.checkpoint_name.empty() ? plan.variant + "_" + plan.checkpoint_name
+                                : plan.default_variant        ? ""
+                                                              : plan.variant;
     result.model_path = hub::model_file(cache, opt.repo_id, opt.type, variant);
     result.model_name = hub::model_name(opt.repo_id, variant);
     const std::string source_url = api.endpoint() + "/" + opt.repo_id + "/tree/" + info.commit;
@@ -99,6 +102,7 @@ PullResult pull_model(const PullOptions& opt) {
     convert.type = opt.type;
     convert.name = result.model_name.substr(opt.repo_id.find('/') + 1);
     convert.variant = plan.variant;
+    convert.checkpoint = opt.checkpoint;
     convert.source_url = source_url;
     if (opt.progress) {
         convert.progress = [&opt](size_t done, size_t total, const std::string& tensor) {

@@ -39,12 +39,13 @@ std::vector<std::string> shard_names(const std::string& index_path, const std::s
 
 }  // namespace
 
-SnapshotPlan plan_snapshot(const RepoInfo& info, const std::string& repo_id, const std::string& variant) {
+SnapshotPlan plan_snapshot(const RepoInfo& info, const std::string& repo_id, const std::string& variant,
+                           const std::string& checkpoint) {
     const std::set<std::string> listed(info.files.begin(), info.files.end());
     const FileSet files{[&listed](const std::string& name) { return listed.count(name) > 0; },
                         [](const std::string& name) { return name; },
                         "repository '" + repo_id + "' at commit " + info.commit.substr(0, 12)};
-    return converter_for(files).files(files, variant, "");
+    return converter_for(files).files(files, variant, checkpoint);
 }
 
 SnapshotDownload download_snapshot(HubApi& api, const RepoInfo& info, const std::string& dir,

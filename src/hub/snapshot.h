@@ -24,8 +24,9 @@ struct SnapshotDownload {
 using SnapshotPlan = CheckpointFiles;
 
 // Throws Error (NotFound) when the repository lacks a required file, (InvalidArgument) for a
-// variant that does not apply.
-SnapshotPlan plan_snapshot(const RepoInfo& info, const std::string& repo_id, const std::string& variant);
+// variant or checkpoint choice (ConvertOptions::checkpoint) that does not apply.
+SnapshotPlan plan_snapshot(const RepoInfo& info, const std::string& repo_id, const std::string& variant,
+                           const std::string& checkpoint = "");
 
 // Downloads `plan`'s files; throws Error before downloading anything when the file tree lacks one.
 SnapshotDownload download_snapshot(HubApi& api, const RepoInfo& info, const SnapshotPlan& plan, const std::string& dir,

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -102,6 +104,38 @@ TEST_F(PullCli, ChatterboxEnglishVariantIsItsOwnModel) {
     const auto plain = run_talkbox("info " + kChatterbox);
     EXPECT_EQ(plain.exit_code, 1);
     EXPECT_NE(plain.err.find("run `talkbox pull " + kChatterbox + "` first"), std::string::npos) << plain.err;
+}
+
+// mtl_tts's t3_model="v3": the same files with t3_mtl23ls_v3.safetensors, a model of its own
+// beside the default v2 one.
+TEST_F(PullCli, ChatterboxV3IsItsOwnModel) {
+    const std::string fixture = talkbox::testing::chatterbox_fixture("tiny-multilingual");
+    std::ifstream weights(fixture + "/t3_mtl23ls_v2.safetensors", std::ios::binary);
+    hub_.add_file(kChatterbox, "t3_mtl23ls_v3.safetensors", std::string(std::istreambuf_iterator<char>(weights), {}));
+    const std::string model = home_.path() + "/models/ResembleAI--chatterbox@multilingual_v3-f16.gguf";
+    const auto p = run_talkbox("pull " + kChatterbox + " --t3-model v3");
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.out, model + "\n");
+    std::set<std::string> v3_files = kMultilingualFiles;
+    v3_files.erase("t3_mtl23ls_v2.safetensors");
+    v3_files.insert("t3_mtl23ls_v3.safetensors");
+    EXPECT_EQ(fetched(kChatterbox), v3_files);
+    EXPECT_NE(p.err.find("pulled " + kChatterbox + "@multilingual_v3 at commit"), std::string::npos) << p.err;
+    const auto s = run_talkbox("speak -m " + kChatterbox + "@multilingual_v3 --language en -t Hi. --max-frames 4 -o " +
+                               home_.file("v3.wav"));
+    EXPECT_EQ(s.exit_code, 0) << s.err;
+    // v2 stays the plain name; a T3 choice means the multilingual files, and takes v2 or v3.
+    const auto v2 = run_talkbox("pull " + kChatterbox + " --t3-model v2");
+    ASSERT_EQ(v2.exit_code, 0) << v2.err;
+    EXPECT_EQ(v2.out, home_.path() + "/models/ResembleAI--chatterbox-f16.gguf\n");
+    const auto turbo = run_talkbox("pull " + kTurbo + " --t3-model v3");
+    EXPECT_EQ(turbo.exit_code, 1);
+    EXPECT_NE(turbo.err.find("is missing the multilingual T3 weights: 't3_mtl23ls_v3.safetensors' does not exist"),
+              std::string::npos)
+        << turbo.err;
+    const auto other = run_talkbox("pull " + kChatterbox + " --t3-model v4");
+    EXPECT_NE(other.exit_code, 0);
+    EXPECT_NE(other.err.find("--t3-model"), std::string::npos) << other.err;
 }
 
 TEST_F(PullCli, ChatterboxTurboDownloadsOnlyItsFiles) {

@@ -438,6 +438,11 @@ CheckpointFiles checkpoint_files(const FileSet& files, const std::string& varian
     out.files = c.all();
     out.variant = c.variant;
     out.default_variant = c.default_variant;
+    // The T3 file the variant reads unless told otherwise: its official stem, or v3 where a folder
+    // holds only that; any other choice names the model ("v3", or the file's stem).
+    const std::string stem = c.t3.substr(0, c.t3.size() - std::string(".safetensors").size());
+    const bool chosen = !checkpoint.empty() && c.t3 != c.t3_stem + ".safetensors" && files.has(c.t3_stem + ".safetensors");
+    if (chosen) out.checkpoint_name = stem.rfind("t3_mtl23ls_", 0) == 0 ? stem.substr(std::string("t3_mtl23ls_").size()) : stem;
     return out;
 }
 
