@@ -6,10 +6,13 @@
 #include "chatterbox/family.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <optional>
 
+#include "audio/audio_reader.h"
+#include "audio/resample.h"
 #include "chatterbox/flow.h"
 #include "chatterbox/languages.h"
 #include "chatterbox/model_info.h"
@@ -39,6 +42,9 @@ constexpr size_t kDefaultSentenceBatch = 4;
 // stall_frames: 2 s of tokens.
 constexpr uint32_t kSentenceTokensBase = 100, kSentenceTokensPerCodePoint = 8;
 constexpr uint32_t kStallTokens = 50;
+
+// A recording shorter than this holds no speech token worth converting (one token is 40 ms).
+constexpr double kMinSourceSeconds = 0.2;
 
 // Chatterbox's own request settings (Family::settings): requests keep them in
 // SpeechRequest::family_settings; the models that take them list them in Capabilities::fields.
@@ -140,18 +146,23 @@ public:
     Voice clone_voice(const voice::ReferenceAudio& ref, const std::optional<std::string>&, const std::string& source,
                       const CloneStop& stop) const override {
         std::lock_guard<std::mutex> lock(clone_busy);
-        if (!encoder) encoder = std::make_unique<ReferenceEncoder>(pipeline.file());
         Voice v;
         v.family = kArchitecture;
-        v.model_size = encoder->identity();
+        v.model_size = reference_encoder().identity();
         stop.check("the reference encoder");
-        v.chatterbox = encoder->prepare(ref.samples);
+        v.chatterbox = reference_encoder().prepare(ref.samples);
         v.source_audio = source;
         v.source_seconds = ref.seconds;
         return v;
     }
 
     std::unique_ptr<FamilySession> new_session() const override;
+
+    // The S3 speech tokens of a 16 kHz recording (voice conversion). Thread-safe.
+    std::vector<int32_t> speech_tokens_of(const std::vector<float>& wav16) const {
+        std::lock_guard<std::mutex> lock(clone_busy);
+        return reference_encoder().speech_tokens(wav16);
+    }
 
     std::string language(const SpeechRequest& r) const {
         if (r.language.empty() || r.language == "auto") return "";  // official language_id=None: no tag
@@ -215,8 +226,15 @@ public:
     lm::KvType kv_type;
     size_t sentence_batch;  // sentences whose T3 decodes together
     Capabilities caps;
-    mutable std::mutex clone_busy;
-    mutable std::unique_ptr<ReferenceEncoder> encoder;  // voice encoder, S3 tokenizer, CAMPPlus: on the first clone
+    mutable std::mutex clone_busy;  // guards the encoder, which keeps its step graphs
+
+private:
+    // Made on first use, under clone_busy.
+    const ReferenceEncoder& reference_encoder() const {
+        if (!encoder) encoder = std::make_unique<ReferenceEncoder>(pipeline.file());
+        return *encoder;
+    }
+    mutable std::unique_ptr<ReferenceEncoder> encoder;  // voice encoder, S3 tokenizer, CAMPPlus
 };
 
 class ChatterboxSession final : public FamilySession {
@@ -328,6 +346,20 @@ std::unique_ptr<FamilyModel> load(std::shared_ptr<const GgufFile> file, const Mo
     return std::make_unique<ChatterboxModel>(std::move(file), options);
 }
 
+// The voice S3Gen speaks with in decode and vc: a voice file, a clip cloned now, or the built-in one.
+PipelineVoice chosen_voice(const ChatterboxModel& m, const std::string& voice_path, const std::string& ref_audio_path) {
+    if (!voice_path.empty()) {
+        const Voice voice = load_voice(voice_path);
+        check_voice_fits(voice, m.identity, "the voice '" + voice_path + "'");
+        return pipeline_voice(voice.chatterbox);
+    }
+    if (!ref_audio_path.empty()) {
+        const voice::ReferenceAudio ref = voice::load_reference_audio(ref_audio_path);
+        return pipeline_voice(m.clone_voice(ref, std::nullopt, ref_audio_path, {}).chatterbox);
+    }
+    return m.pipeline.builtin_voice();
+}
+
 // `talkbox decode`: each sentence's speech tokens through S3Gen with the voice and the seed that
 // speak used, which gives speak's audio again.
 DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes) {
@@ -338,21 +370,8 @@ DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes)
         throw Error(ErrorKind::InvalidArgument, "give a voice file (--voice) or reference audio (--ref-audio), not both");
     }
     (void)ChatterboxModel::speech_tokens(codes.frames);  // bad tokens are refused before the model loads
-    ModelOptions mo;
-    mo.threads = o.threads;
-    mo.device = o.device;
-    const ChatterboxModel m(std::make_shared<const GgufFile>(o.model_path), mo);
-    PipelineVoice v;
-    if (!o.voice_path.empty()) {
-        const Voice voice = load_voice(o.voice_path);
-        check_voice_fits(voice, m.identity, "the voice '" + o.voice_path + "'");
-        v = pipeline_voice(voice.chatterbox);
-    } else if (!o.ref_audio_path.empty()) {
-        const voice::ReferenceAudio ref = voice::load_reference_audio(o.ref_audio_path);
-        v = pipeline_voice(m.clone_voice(ref, std::nullopt, o.ref_audio_path, {}).chatterbox);
-    } else {
-        v = m.pipeline.builtin_voice();
-    }
+    const ChatterboxModel m(std::make_shared<const GgufFile>(o.model_path), ModelOptions{o.threads, 0, o.device});
+    const PipelineVoice v = chosen_voice(m, o.voice_path, o.ref_audio_path);
     const uint64_t seed = o.seed ? *o.seed : codes.seed.value_or(0);
     const auto start = Clock::now();
     DecodedAudio out;
@@ -368,6 +387,30 @@ DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes)
 
 }  // namespace
 
+// `talkbox vc` (ChatterboxVC.generate): the recording at 16 kHz (librosa.load(sr=S3_SR)) → the S3
+// tokenizer's speech tokens → s3gen.inference with the target voice, without the TTS path's cut.
+ConvertedVoice convert_voice(const VoiceConversionOptions& o) {
+    if (!o.voice_path.empty() && !o.ref_audio_path.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "give a voice file (--voice) or reference audio (--ref-audio), not both");
+    }
+    const audio::MonoAudio source = audio::read_audio_file(o.source_path, voice::kReferenceLimits);  // its faults before the model loads
+    if (source.seconds() < kMinSourceSeconds) {
+        char msg[96];
+        std::snprintf(msg, sizeof msg, " is %.3f s long; voice conversion needs at least %.1f s", source.seconds(), kMinSourceSeconds);
+        throw Error(ErrorKind::InvalidArgument, "the recording '" + o.source_path + "'" + msg);
+    }
+    const ChatterboxModel m(std::make_shared<const GgufFile>(o.model_path), ModelOptions{o.threads, 0, o.device});
+    const PipelineVoice v = chosen_voice(m, o.voice_path, o.ref_audio_path);
+    const auto start = Clock::now();
+    ConvertedVoice out;
+    const std::vector<int32_t> tokens = m.speech_tokens_of(audio::resample(source.samples, source.sample_rate, 16000));
+    out.tokens = tokens.size();
+    out.audio.sample_rate = m.pipeline.sample_rate();
+    out.audio.pcm = m.pipeline.render(tokens, v, {}, o.seed.value_or(0));
+    out.audio.decode_seconds = ms_between(start, Clock::now()) / 1000.0;
+    return out;
+}
+
 Family family() {
     Family f{kArchitecture, load, read_model_info, decode_codes, &kVoiceSection, nullptr, tokenize, {}};
     f.settings = {
@@ -375,6 +418,7 @@ Family family() {
         {kCfgWeight, false, "Chatterbox: classifier-free guidance weight (official default 0.5; 0: off; Turbo and Nano refuse it)"},
         {kMinP, false, "Chatterbox: min-p sampling (official default 0.05; Turbo and Nano refuse it)"},
     };
+    f.convert_voice = convert_voice;
     return f;
 }
 

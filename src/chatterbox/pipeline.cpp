@@ -35,7 +35,7 @@ const PipelineVoice& Pipeline::builtin_voice() const {
     return builtin_;
 }
 
-std::vector<float> Pipeline::vocode(const std::vector<int32_t>& tokens, const PipelineVoice& voice, const S3GenNoise& noise,
+std::vector<float> Pipeline::render(const std::vector<int32_t>& tokens, const PipelineVoice& voice, const S3GenNoise& noise,
                                     uint64_t seed, PipelineResult* stages, const std::atomic<bool>* cancel) const {
     if (tokens.empty()) return {};
     S3GenOutput out;
@@ -47,7 +47,12 @@ std::vector<float> Pipeline::vocode(const std::vector<int32_t>& tokens, const Pi
         stages->flow_ms = out.flow_ms;
         stages->hift_ms = out.hift_ms;
     }
-    std::vector<float> wav = std::move(out.wav);
+    return std::move(out.wav);
+}
+
+std::vector<float> Pipeline::vocode(const std::vector<int32_t>& tokens, const PipelineVoice& voice, const S3GenNoise& noise,
+                                    uint64_t seed, PipelineResult* stages, const std::atomic<bool>* cancel) const {
+    std::vector<float> wav = render(tokens, voice, noise, seed, stages, cancel);
     // mtl_tts.py only: wav[: max(1, T - 1) * 960] drops the last token's 40 ms.
     if (multilingual()) wav.resize(std::min(wav.size(), std::max<size_t>(1, tokens.size() - 1) * 960));
     return wav;

@@ -84,8 +84,11 @@ public:
     void synthesize_batch(const std::vector<PipelineJob>& jobs, size_t parallel, bool with_audio,
                           const PipelineResultCallback& on_result) const;
 
-    // Speech tokens (< 6561) → waveform with the multilingual last-token cut; `stages` (if given)
-    // receives the flow and HiFT times in flow_ms / hift_ms.
+    // Speech tokens (< 6561) → S3Gen's waveform (s3gen.inference, as ChatterboxVC takes it);
+    // `stages` (if given) receives the flow and HiFT times in flow_ms / hift_ms.
+    std::vector<float> render(const std::vector<int32_t>& tokens, const PipelineVoice& voice, const S3GenNoise& noise,
+                              uint64_t seed, PipelineResult* stages = nullptr, const std::atomic<bool>* cancel = nullptr) const;
+    // render() with the multilingual last-token cut of the TTS path.
     std::vector<float> vocode(const std::vector<int32_t>& tokens, const PipelineVoice& voice, const S3GenNoise& noise,
                               uint64_t seed, PipelineResult* stages = nullptr, const std::atomic<bool>* cancel = nullptr) const;
 

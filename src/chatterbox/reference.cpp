@@ -72,6 +72,8 @@ ReferenceEncoder::ReferenceEncoder(const GgufFile& file)
 
 ReferenceEncoder::~ReferenceEncoder() = default;
 
+std::vector<int32_t> ReferenceEncoder::speech_tokens(const std::vector<float>& wav16) const { return tokenizer_->tokenize(wav16); }
+
 ChatterboxConditionals ReferenceEncoder::prepare(const std::vector<float>& clip24, float exaggeration) const {
     const double seconds = double(clip24.size()) / 24000.0;
     if (recipe_.min_seconds > 0 && seconds <= recipe_.min_seconds) {

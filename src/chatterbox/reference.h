@@ -50,6 +50,9 @@ public:
     // one of the networks.
     ChatterboxConditionals prepare(const std::vector<float>& wav24, float exaggeration = 0.5f) const;
 
+    // The S3 speech tokens of a 16 kHz recording (ChatterboxVC: s3gen.tokenizer(audio_16)).
+    std::vector<int32_t> speech_tokens(const std::vector<float>& wav16) const;
+
     // The model identity stored in voices: "chatterbox-" + 16 hex digits of a hash of the voice
     // encoder's tensors (always F32, so independent of the weight type of the rest).
     const std::string& identity() const { return identity_; }

@@ -29,6 +29,7 @@ int run(int argc, char** argv) {
     register_speak(app);
     register_voice(app);
     register_tokenize(app);
+    register_vc(app);
     // A reader that goes away is a write error to report (talkbox speak -o - | head), not a silent death.
     std::signal(SIGPIPE, SIG_IGN);
     try {

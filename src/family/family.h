@@ -18,6 +18,7 @@
 #include "talkbox/model_info.h"
 #include "talkbox/speech_settings.h"
 #include "talkbox/tokenize.h"
+#include "talkbox/voice_conversion.h"
 #include "talkbox/voice_file.h"
 #include "voice/reference_audio.h"
 #include "voice/voice_section.h"
@@ -65,6 +66,12 @@ struct DecodedAudio {
     double decode_seconds = 0;  // decoding only (no loading)
 };
 
+// What `talkbox vc` made of a recording: the audio, and how many speech tokens it read.
+struct ConvertedVoice {
+    DecodedAudio audio;
+    size_t tokens = 0;
+};
+
 struct Family {
     const char* architecture;  // general.architecture
     // The model in `file`, opened once by Model for the registry's look-up and then kept by the family.
@@ -86,6 +93,8 @@ struct Family {
     // its models list them, with their ranges, in Capabilities::fields, and other families'
     // models refuse them.
     std::vector<SpeechSetting> settings;
+    // `talkbox vc`: a recording's words in the target voice of `options`.
+    ConvertedVoice (*convert_voice)(const VoiceConversionOptions& options) = nullptr;
 };
 
 }  // namespace talkbox

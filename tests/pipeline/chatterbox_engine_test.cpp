@@ -8,12 +8,18 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "audio/resample.h"
 #include "chatterbox/pipeline.h"
+#include "chatterbox/reference.h"
 #include "support/golden_json.h"
 #include "support/test_support.h"
 #include "audio/audio_reader.h"
@@ -22,6 +28,8 @@
 #include "talkbox/model.h"
 #include "talkbox/error.h"
 #include "talkbox/voice_file.h"
+#include "talkbox/audio.h"
+#include "voice/reference_audio.h"
 
 namespace talkbox {
 namespace {
@@ -458,6 +466,48 @@ TEST(ChatterboxCli, SpeakWarnsWhenAGuardEndsASentence) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("warning: segment 1: a sentence reached its token limit before the model ended it"), std::string::npos)
         << r.err;
+}
+
+// talkbox vc (ChatterboxVC.generate): the recording's S3 tokens at 16 kHz rendered by S3Gen with the
+// target voice, without the TTS path's last-token cut; the same through the model's own pieces
+// (the tokenizer and S3Gen have their goldens in refaudio_test and s3gen_test).
+TEST(ChatterboxCli, VoiceConversionRendersTheRecordingsTokensInTheTargetVoice) {
+    TempDir dir;
+    const std::string model = converted_chatterbox("multilingual");
+    const std::string source = fixtures_dir() + "/qwen3tts/audio/en_3p5s_44k1.wav";
+    const std::string target = fixtures_dir() + "/chatterbox/audio/long_12s.wav";
+    const std::string out = dir.file("vc.raw");
+    const auto r = run_talkbox("vc -m '" + model + "' --source '" + source + "' --ref-audio '" + target +
+                               "' --seed 3 -t 1 --format raw32 -o '" + out + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("88 speech tokens"), std::string::npos) << r.err;
+
+    const chatterbox::Pipeline pipeline(model, 1, "");
+    const chatterbox::ReferenceEncoder encoder(pipeline.file());
+    const audio::MonoAudio recording = audio::read_audio_file(source);
+    const std::vector<int32_t> tokens = encoder.speech_tokens(audio::resample(recording.samples, recording.sample_rate, 16000));
+    ASSERT_EQ(tokens.size(), 88u);
+    const auto voice = chatterbox::pipeline_voice(encoder.prepare(voice::load_reference_audio(target).samples));
+    const std::vector<float> expected = pipeline.render(tokens, voice, {}, 3);
+    std::ifstream f(out, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), {});
+    ASSERT_EQ(bytes.size(), expected.size() * sizeof(float));
+    EXPECT_EQ(std::memcmp(bytes.data(), expected.data(), bytes.size()), 0) << "vc differs from the tokenizer + S3Gen";
+
+    // Refusals, before any output: a family without voice conversion, a recording too short or missing.
+    const auto qwen = run_talkbox("vc -m '" + converted_fixture("tiny-0.6B-CustomVoice") + "' --source '" + source + "' -o '" +
+                                  dir.file("q.wav") + "'");
+    EXPECT_EQ(qwen.exit_code, 1);
+    EXPECT_NE(qwen.err.find("'qwen3tts' models do not convert voices (vc takes 'chatterbox' models)"), std::string::npos) << qwen.err;
+    const std::string blip = dir.file("blip.wav");
+    audio::write_audio(blip, std::vector<float>(1600, 0.1f), 16000, audio::SampleFormat::Wav16);
+    const auto short_one = run_talkbox("vc -m '" + model + "' --source '" + blip + "' -o '" + dir.file("s.wav") + "'");
+    EXPECT_EQ(short_one.exit_code, 1);
+    EXPECT_NE(short_one.err.find("is 0.100 s long; voice conversion needs at least 0.2 s"), std::string::npos) << short_one.err;
+    const auto missing = run_talkbox("vc -m '" + model + "' --source '" + dir.file("none.wav") + "' -o '" + dir.file("m.wav") + "'");
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_NE(missing.err.find("does not exist"), std::string::npos) << missing.err;
+    for (const char* name : {"q.wav", "s.wav", "m.wav"}) EXPECT_FALSE(std::filesystem::exists(dir.file(name))) << name;
 }
 
 TEST(ChatterboxCli, SpeakWritesAWav) {
