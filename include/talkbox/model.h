@@ -25,6 +25,7 @@
 #include "talkbox/model_info.h"
 #include "talkbox/speech.h"
 #include "talkbox/voice.h"
+#include "talkbox/voice_conversion.h"
 #include "talkbox/voice_file.h"
 
 namespace talkbox {
@@ -71,6 +72,7 @@ struct Capabilities : ModelIdentity {
     bool designs_voice = false;          // SpeechRequest::instruct describes the voice to speak with
     bool takes_instruct = false;         // SpeechRequest::instruct is accepted (a style or a description)
     bool clones = false;                 // SpeechRequest::voice conditions it (voice_mismatch says which fit)
+    bool converts_voices = false;        // Model::convert_voice (`talkbox vc`)
     bool needs_voice = false;            // it cannot speak without one of the above
     bool builtin_voice = false;          // speaks with a voice of its own when the request names none
     // Cloning from reference audio: the transcript is used (in-context), optional (x-vector without it).
@@ -149,6 +151,12 @@ public:
     // cannot use or a clip that is empty, silent, too short or too long, Cancelled from `stop`.
     Voice create_voice(const std::string& ref_audio_path, const std::optional<std::string>& ref_text,
                        std::vector<std::string>* warnings = nullptr, const CloneStop& stop = {}) const;
+
+    // Voice conversion (Capabilities::converts_voices): the words of a mono recording at
+    // `sample_rate` (at most 60 s) in `target`'s voice (nullptr: the built-in one), S3Gen's noise
+    // from `seed`. Throws Error: Unsupported for a model that does not convert voices,
+    // InvalidArgument for a recording too short, too long or not finite, or a voice of another model.
+    ConvertedVoice convert_voice(const std::vector<float>& samples, int sample_rate, const Voice* target, uint64_t seed = 0) const;
 
 private:
     friend class Session;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace talkbox {
 
@@ -19,6 +20,13 @@ struct VoiceConversionOptions {
     // built-in voice, as ChatterboxVC's conds.pt), and the seed of S3Gen's noise (default 0).
     std::string voice_path, ref_audio_path;
     std::optional<uint64_t> seed;
+};
+
+// What voice conversion made of a recording (Model::convert_voice).
+struct ConvertedVoice {
+    std::vector<float> pcm;  // mono, at the model's sample rate
+    size_t tokens = 0;       // speech tokens read from the recording
+    double seconds = 0;      // tokenizing and rendering
 };
 
 struct VoiceConversionSummary {

@@ -67,6 +67,7 @@ Capabilities capabilities_of(const Pipeline& p) {
     c.languages = p.multilingual() ? supported_languages() : std::vector<std::string>{"en"};
     c.builtin_voice = p.has_builtin_voice();
     c.clones = true;
+    c.converts_voices = true;
     c.needs_voice = !c.builtin_voice;
     c.codec_frames = true;  // speech tokens: decode() and `talkbox decode` vocode them with a voice and a seed
     c.kv_cache_types = {"f32", "f16"};
@@ -158,10 +159,28 @@ public:
 
     std::unique_ptr<FamilySession> new_session() const override;
 
-    // The S3 speech tokens of a 16 kHz recording (voice conversion). Thread-safe.
-    std::vector<int32_t> speech_tokens_of(const std::vector<float>& wav16) const {
-        std::lock_guard<std::mutex> lock(clone_busy);
-        return reference_encoder().speech_tokens(wav16);
+    // ChatterboxVC.generate: the recording at 16 kHz (librosa.load(sr=S3_SR)) → the S3 tokenizer's
+    // speech tokens → s3gen.inference with the target voice, without the TTS path's last-token cut
+    // (and without the Perth watermark).
+    ConvertedVoice convert_voice(const audio::MonoAudio& recording, const Voice* target, uint64_t seed) const override {
+        if (recording.seconds() < kMinSourceSeconds) {
+            char msg[96];
+            std::snprintf(msg, sizeof msg, "the recording is %.3f s long; voice conversion needs at least %.1f s", recording.seconds(),
+                          kMinSourceSeconds);
+            throw Error(ErrorKind::InvalidArgument, msg);
+        }
+        const PipelineVoice v = target ? pipeline_voice(target->chatterbox) : pipeline.builtin_voice();
+        const auto start = Clock::now();
+        std::vector<int32_t> tokens;
+        {
+            std::lock_guard<std::mutex> lock(clone_busy);
+            tokens = reference_encoder().speech_tokens(audio::resample(recording.samples, recording.sample_rate, 16000));
+        }
+        ConvertedVoice out;
+        out.tokens = tokens.size();
+        out.pcm = pipeline.render(tokens, v, {}, seed);
+        out.seconds = ms_between(start, Clock::now()) / 1000.0;
+        return out;
     }
 
     std::string language(const SpeechRequest& r) const {
@@ -346,20 +365,6 @@ std::unique_ptr<FamilyModel> load(std::shared_ptr<const GgufFile> file, const Mo
     return std::make_unique<ChatterboxModel>(std::move(file), options);
 }
 
-// The voice S3Gen speaks with in decode and vc: a voice file, a clip cloned now, or the built-in one.
-PipelineVoice chosen_voice(const ChatterboxModel& m, const std::string& voice_path, const std::string& ref_audio_path) {
-    if (!voice_path.empty()) {
-        const Voice voice = load_voice(voice_path);
-        check_voice_fits(voice, m.identity, "the voice '" + voice_path + "'");
-        return pipeline_voice(voice.chatterbox);
-    }
-    if (!ref_audio_path.empty()) {
-        const voice::ReferenceAudio ref = voice::load_reference_audio(ref_audio_path);
-        return pipeline_voice(m.clone_voice(ref, std::nullopt, ref_audio_path, {}).chatterbox);
-    }
-    return m.pipeline.builtin_voice();
-}
-
 // `talkbox decode`: each sentence's speech tokens through S3Gen with the voice and the seed that
 // speak used, which gives speak's audio again.
 DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes) {
@@ -371,7 +376,17 @@ DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes)
     }
     (void)ChatterboxModel::speech_tokens(codes.frames);  // bad tokens are refused before the model loads
     const ChatterboxModel m(std::make_shared<const GgufFile>(o.model_path), ModelOptions{o.threads, 0, o.device});
-    const PipelineVoice v = chosen_voice(m, o.voice_path, o.ref_audio_path);
+    PipelineVoice v;
+    if (!o.voice_path.empty()) {
+        const Voice voice = load_voice(o.voice_path);
+        check_voice_fits(voice, m.identity, "the voice '" + o.voice_path + "'");
+        v = pipeline_voice(voice.chatterbox);
+    } else if (!o.ref_audio_path.empty()) {
+        const voice::ReferenceAudio ref = voice::load_reference_audio(o.ref_audio_path);
+        v = pipeline_voice(m.clone_voice(ref, std::nullopt, o.ref_audio_path, {}).chatterbox);
+    } else {
+        v = m.pipeline.builtin_voice();
+    }
     const uint64_t seed = o.seed ? *o.seed : codes.seed.value_or(0);
     const auto start = Clock::now();
     DecodedAudio out;
@@ -387,30 +402,6 @@ DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes)
 
 }  // namespace
 
-// `talkbox vc` (ChatterboxVC.generate): the recording at 16 kHz (librosa.load(sr=S3_SR)) → the S3
-// tokenizer's speech tokens → s3gen.inference with the target voice, without the TTS path's cut.
-ConvertedVoice convert_voice(const VoiceConversionOptions& o) {
-    if (!o.voice_path.empty() && !o.ref_audio_path.empty()) {
-        throw Error(ErrorKind::InvalidArgument, "give a voice file (--voice) or reference audio (--ref-audio), not both");
-    }
-    const audio::MonoAudio source = audio::read_audio_file(o.source_path, voice::kReferenceLimits);  // its faults before the model loads
-    if (source.seconds() < kMinSourceSeconds) {
-        char msg[96];
-        std::snprintf(msg, sizeof msg, " is %.3f s long; voice conversion needs at least %.1f s", source.seconds(), kMinSourceSeconds);
-        throw Error(ErrorKind::InvalidArgument, "the recording '" + o.source_path + "'" + msg);
-    }
-    const ChatterboxModel m(std::make_shared<const GgufFile>(o.model_path), ModelOptions{o.threads, 0, o.device});
-    const PipelineVoice v = chosen_voice(m, o.voice_path, o.ref_audio_path);
-    const auto start = Clock::now();
-    ConvertedVoice out;
-    const std::vector<int32_t> tokens = m.speech_tokens_of(audio::resample(source.samples, source.sample_rate, 16000));
-    out.tokens = tokens.size();
-    out.audio.sample_rate = m.pipeline.sample_rate();
-    out.audio.pcm = m.pipeline.render(tokens, v, {}, o.seed.value_or(0));
-    out.audio.decode_seconds = ms_between(start, Clock::now()) / 1000.0;
-    return out;
-}
-
 Family family() {
     Family f{kArchitecture, load, read_model_info, decode_codes, &kVoiceSection, nullptr, tokenize, {}};
     f.settings = {
@@ -418,7 +409,6 @@ Family family() {
         {kCfgWeight, false, "Chatterbox: classifier-free guidance weight (official default 0.5; 0: off; Turbo and Nano refuse it)"},
         {kMinP, false, "Chatterbox: min-p sampling (official default 0.05; Turbo and Nano refuse it)"},
     };
-    f.convert_voice = convert_voice;
     return f;
 }
 

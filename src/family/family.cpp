@@ -30,4 +30,8 @@ Voice FamilyModel::clone_voice(const voice::ReferenceAudio&, const std::optional
     throw Error(ErrorKind::Unsupported, capabilities().description() + " does not clone voices");
 }
 
+ConvertedVoice FamilyModel::convert_voice(const audio::MonoAudio&, const Voice*, uint64_t) const {
+    throw Error(ErrorKind::Unsupported, capabilities().description() + " does not convert voices");
+}
+
 }  // namespace talkbox

@@ -19,6 +19,7 @@
 #include "talkbox/speech_settings.h"
 #include "talkbox/tokenize.h"
 #include "talkbox/voice_conversion.h"
+#include "audio/audio_reader.h"
 #include "talkbox/voice_file.h"
 #include "voice/reference_audio.h"
 #include "voice/voice_section.h"
@@ -56,6 +57,9 @@ public:
     // only when Capabilities::clones (ref_text only with clone_transcript). Thread-safe.
     virtual Voice clone_voice(const voice::ReferenceAudio& ref, const std::optional<std::string>& ref_text,
                               const std::string& source, const CloneStop& stop) const;  // default: Error (Unsupported)
+    // The words of `recording` in `target`'s voice (nullptr: the built-in one), where
+    // Capabilities::converts_voices. Thread-safe.
+    virtual ConvertedVoice convert_voice(const audio::MonoAudio& recording, const Voice* target, uint64_t seed) const;  // default: Error (Unsupported)
     virtual std::unique_ptr<FamilySession> new_session() const = 0;
 };
 
@@ -64,12 +68,6 @@ struct DecodedAudio {
     std::vector<float> pcm;
     int sample_rate = 0;
     double decode_seconds = 0;  // decoding only (no loading)
-};
-
-// What `talkbox vc` made of a recording: the audio, and how many speech tokens it read.
-struct ConvertedVoice {
-    DecodedAudio audio;
-    size_t tokens = 0;
 };
 
 struct Family {
@@ -93,8 +91,6 @@ struct Family {
     // its models list them, with their ranges, in Capabilities::fields, and other families'
     // models refuse them.
     std::vector<SpeechSetting> settings;
-    // `talkbox vc`: a recording's words in the target voice of `options`.
-    ConvertedVoice (*convert_voice)(const VoiceConversionOptions& options) = nullptr;
 };
 
 }  // namespace talkbox

@@ -152,6 +152,28 @@ Voice Model::create_voice(const std::string& ref_audio_path, const std::optional
     return v;
 }
 
+ConvertedVoice Model::convert_voice(const std::vector<float>& samples, int sample_rate, const Voice* target, uint64_t seed) const {
+    const Capabilities& c = capabilities();
+    if (!c.converts_voices) {
+        throw Error(ErrorKind::Unsupported, "'" + path_ + "' is " + c.description() +
+                                                ", which does not convert voices");
+    }
+    audio::check_audio_format(sample_rate, 1, voice::kReferenceLimits, "the recording");
+    const double seconds = static_cast<double>(samples.size()) / sample_rate;
+    if (seconds > voice::kMaxReferenceSeconds) {
+        throw Error(ErrorKind::InvalidArgument, "the recording is " + std::to_string(seconds) + " s long; voice conversion takes at most " +
+                                                    std::to_string(static_cast<int>(voice::kMaxReferenceSeconds)) + " s");
+    }
+    for (const float s : samples) {
+        if (!std::isfinite(s)) throw Error(ErrorKind::InvalidArgument, "the recording has samples that are not finite numbers");
+    }
+    if (target) {
+        const std::string mismatch = impl_->voice_mismatch(*target);
+        if (!mismatch.empty()) throw Error(ErrorKind::InvalidArgument, mismatch);
+    }
+    return impl_->convert_voice(audio::MonoAudio{samples, sample_rate, 1}, target, seed);
+}
+
 Voice create_voice(const std::string& model_path, const std::string& ref_audio_path, const std::optional<std::string>& ref_text,
                    int threads, std::vector<std::string>* warnings, const CloneStop& stop) {
     stop.check("loading the model");

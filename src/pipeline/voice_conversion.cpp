@@ -1,32 +1,34 @@
-// talkbox::convert_voice: a recording → the model family's voice conversion → audio file.
-#include "core/gguf_file.h"
-#include "pipeline/families.h"
+// talkbox::convert_voice: a recording file → Model::convert_voice → audio file.
+#include "audio/audio_reader.h"
 #include "talkbox/audio.h"
 #include "talkbox/error.h"
+#include "talkbox/model.h"
 #include "talkbox/voice_conversion.h"
+#include "voice/reference_audio.h"
 
 namespace talkbox {
 
 VoiceConversionSummary convert_voice(const VoiceConversionOptions& options) {
     const audio::SampleFormat format = audio::parse_sample_format(options.format);
-    const Family* family = nullptr;
-    {
-        const GgufFile file(options.model_path);
-        family = &family_of(file);
+    if (!options.voice_path.empty() && !options.ref_audio_path.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "give a voice file (--voice) or reference audio (--ref-audio), not both");
     }
-    if (family->convert_voice == nullptr) {
-        throw Error(ErrorKind::Unsupported, "'" + options.model_path + "': '" + family->architecture +
-                                                "' models do not convert voices (vc takes " +
-                                                architectures_with([](const Family& f) { return f.convert_voice != nullptr; }) +
-                                                " models)");
-    }
-    const ConvertedVoice converted = family->convert_voice(options);
+    const audio::MonoAudio recording = audio::read_audio_file(options.source_path, voice::kReferenceLimits);  // before the model loads
+    ModelOptions mo;
+    mo.threads = options.threads;
+    mo.device = options.device;
+    const Model model(options.model_path, mo);
+    std::optional<Voice> target;
+    if (!options.voice_path.empty()) target = load_voice(options.voice_path);
+    if (!options.ref_audio_path.empty()) target = model.create_voice(options.ref_audio_path, std::nullopt);
+    const ConvertedVoice converted = model.convert_voice(recording.samples, recording.sample_rate, target ? &*target : nullptr,
+                                                         options.seed.value_or(0));
     VoiceConversionSummary s;
     s.tokens = converted.tokens;
-    s.samples = converted.audio.pcm.size();
-    s.sample_rate = converted.audio.sample_rate;
-    s.convert_seconds = converted.audio.decode_seconds;
-    audio::write_audio(options.output_path, converted.audio.pcm, s.sample_rate, format);
+    s.samples = converted.pcm.size();
+    s.sample_rate = model.capabilities().sample_rate;
+    s.convert_seconds = converted.seconds;
+    audio::write_audio(options.output_path, converted.pcm, s.sample_rate, format);
     return s;
 }
 

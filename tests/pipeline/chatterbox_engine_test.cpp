@@ -498,12 +498,13 @@ TEST(ChatterboxCli, VoiceConversionRendersTheRecordingsTokensInTheTargetVoice) {
     const auto qwen = run_talkbox("vc -m '" + converted_fixture("tiny-0.6B-CustomVoice") + "' --source '" + source + "' -o '" +
                                   dir.file("q.wav") + "'");
     EXPECT_EQ(qwen.exit_code, 1);
-    EXPECT_NE(qwen.err.find("'qwen3tts' models do not convert voices (vc takes 'chatterbox' models)"), std::string::npos) << qwen.err;
+    EXPECT_NE(qwen.err.find("Qwen3-TTS 0.6b CustomVoice, which does not convert voices"), std::string::npos) << qwen.err;
     const std::string blip = dir.file("blip.wav");
     audio::write_audio(blip, std::vector<float>(1600, 0.1f), 16000, audio::SampleFormat::Wav16);
     const auto short_one = run_talkbox("vc -m '" + model + "' --source '" + blip + "' -o '" + dir.file("s.wav") + "'");
     EXPECT_EQ(short_one.exit_code, 1);
-    EXPECT_NE(short_one.err.find("is 0.100 s long; voice conversion needs at least 0.2 s"), std::string::npos) << short_one.err;
+    EXPECT_NE(short_one.err.find("the recording is 0.100 s long; voice conversion needs at least 0.2 s"), std::string::npos)
+        << short_one.err;
     const auto missing = run_talkbox("vc -m '" + model + "' --source '" + dir.file("none.wav") + "' -o '" + dir.file("m.wav") + "'");
     EXPECT_EQ(missing.exit_code, 1);
     EXPECT_NE(missing.err.find("does not exist"), std::string::npos) << missing.err;
