@@ -39,6 +39,8 @@ std::string format_names(bool streaming_only) {
     return join_names(names);
 }
 
+}  // namespace
+
 // "input" as SSML for `model`: its <voice name>s are the voices the catalog gives the model.
 std::vector<LongFormSegment> ssml_input(const std::string& input, const ModelPool& model, const VoiceCatalog& catalog,
                                         const std::string& language, std::vector<std::string>& warnings) {
@@ -55,8 +57,6 @@ std::vector<LongFormSegment> ssml_input(const std::string& input, const ModelPoo
         throw bad_request(e.what(), "input", "invalid_ssml");
     }
 }
-
-}  // namespace
 
 std::string setting_json_problem(const SpeechSetting& setting, const json& value) {
     if (!value.is_number()) return "must be a number";
