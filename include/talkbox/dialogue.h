@@ -20,9 +20,13 @@ struct CastMember {
 };
 
 // "alice=ryan,narrator=fox.voice" → {name, voice} pairs in order, the voice as written (a model
-// resolves it). Throws Error (InvalidArgument) for an entry without '=', an empty name or voice, a
-// name that could not mark a line, or a name given twice (names are matched ignoring case).
+// resolves it). Throws Error (InvalidArgument) for an entry without '=', an empty name or voice, or
+// names check_cast_names refuses.
 std::vector<std::pair<std::string, std::string>> parse_cast(const std::string& spec);
+
+// Throws Error (InvalidArgument) for a name that could not begin a line, or one given twice (names
+// are matched ignoring case).
+void check_cast_names(const std::vector<std::string>& names);
 
 // The segments of `script`. A line whose start is a name and ':' (or '：') followed by white space
 // or the line's end begins that speaker's turn when the cast has the name (any case); a name in

@@ -75,9 +75,23 @@ Error invalid(const std::string& message) { return Error(ErrorKind::InvalidArgum
 
 }  // namespace
 
+void check_cast_names(const std::vector<std::string>& names) {
+    std::map<std::string, std::string> seen;  // folded → as written
+    for (const std::string& name : names) {
+        const auto tag = speaker_tag(name + ":");
+        if (!tag || tag->name != name) {
+            throw invalid("cast name '" + name + "' cannot begin a line of dialogue: a name is up to " + std::to_string(kMaxSpeakerNameChars) +
+                          " letters, digits, spaces and . - _ ', starting with a letter");
+        }
+        if (const auto [it, fresh] = seen.emplace(fold(name), name); !fresh) {
+            throw invalid("the cast names '" + name + "' twice" + (it->second == name ? "" : " (as '" + it->second + "'; names are matched ignoring case)"));
+        }
+    }
+}
+
 std::vector<std::pair<std::string, std::string>> parse_cast(const std::string& spec) {
     std::vector<std::pair<std::string, std::string>> out;
-    std::map<std::string, std::string> seen;  // folded → as written
+    std::vector<std::string> names;
     size_t start = 0;
     for (;;) {
         const size_t comma = spec.find(',', start);
@@ -88,22 +102,20 @@ std::vector<std::pair<std::string, std::string>> parse_cast(const std::string& s
         if (name.empty() || voice.empty()) {
             throw invalid("cast entry '" + entry + "': expected NAME=VOICE (e.g. alice=ryan,narrator=fox.voice)");
         }
-        const auto tag = speaker_tag(name + ":");
-        if (!tag || tag->name != name) {
-            throw invalid("cast name '" + name + "' cannot begin a line of dialogue: a name is up to " + std::to_string(kMaxSpeakerNameChars) +
-                          " letters, digits, spaces and . - _ ', starting with a letter");
-        }
-        if (const auto [it, fresh] = seen.emplace(fold(name), name); !fresh) {
-            throw invalid("the cast names '" + name + "' twice" + (it->second == name ? "" : " (as '" + it->second + "'; names are matched ignoring case)"));
-        }
         out.emplace_back(name, voice);
-        if (comma == std::string::npos) return out;
+        names.push_back(name);
+        if (comma == std::string::npos) {
+            check_cast_names(names);
+            return out;
+        }
         start = comma + 1;
     }
 }
 
 std::vector<LongFormSegment> dialogue_segments(const std::string& script, const std::vector<CastMember>& cast,
                                                const LongFormOptions& options) {
+    // A NUL's offset in the whole script, not in its turn.
+    if (const auto why = unspeakable(script, "the dialogue"); why && why->kind == Unspeakable::Nul) throw invalid(why->message);
     std::map<std::string, const CastMember*> by_name;
     std::vector<std::string> names;
     for (const CastMember& m : cast) {

@@ -59,6 +59,7 @@ TEST(DialogueSegments, ErrorsNameTheLine) {
     EXPECT_EQ(error_of("ALICE:\nBOB: Hi.", members), "dialogue line 1: ALICE has nothing to say");
     EXPECT_EQ(error_of("ALICE: Hi.\nBob:  \n", members), "dialogue line 2: Bob has nothing to say");
     EXPECT_THROW(dialogue_segments(" \n\n", members), EmptyText);
+    EXPECT_EQ(error_of(std::string("ALICE: Hi.\nBOB: a\0b", 19), members), "the dialogue holds a NUL character at byte offset 17");
     // A name not in capitals that the cast lacks, or one too long to be a name, is text.
     EXPECT_EQ(error_of("Carol: hello.\n" + std::string(33, 'A') + ": long.", members), "(no error)");
 }
