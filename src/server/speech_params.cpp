@@ -68,7 +68,7 @@ std::vector<LongFormSegment> dialogue_input(const std::string& input, const std:
     }
 }
 
-// "cast" {name: voice} of "input_format": "dialogue" (names in the JSON object's order of keys).
+// "cast" {name: voice} of "input_format": "dialogue" (names sorted, as the JSON object keeps them).
 std::vector<std::pair<std::string, std::string>> cast_field(const json& body, bool dialogue) {
     const bool given = body.contains("cast") && !body["cast"].is_null();
     if (given != dialogue) {
