@@ -19,6 +19,7 @@
 #include "core/strings.h"
 #include "talkbox/audio.h"
 #include "talkbox/codes.h"
+#include "talkbox/dialogue.h"
 #include "talkbox/model.h"
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
@@ -35,7 +36,8 @@ namespace {
 
 struct SpeakArgs {
     std::string model, text, text_file, output, codes_out, format;
-    std::string input_format;  // "text", "ssml"; "": by -f's extension
+    std::string input_format;  // "text", "ssml", "dialogue"; "": dialogue with --cast, else by -f's extension
+    std::string cast;          // --cast alice=ryan,narrator=fox.voice
     std::string speaker, instruct, language = "auto";
     std::string voice, ref_audio, ref_text;
     bool x_vector_only = false;
@@ -158,15 +160,27 @@ void print_timings(const SpeechTimings& t, size_t frames, double audio_seconds, 
                  audio_seconds, wall_ms / 1000.0, audio_seconds > 0 ? wall_ms / 1000.0 / audio_seconds : 0.0);
 }
 
-// SSML or plain text: --input-format, else -f's extension (.ssml).
-bool ssml_input(const SpeakArgs& a) {
-    if (!a.input_format.empty()) return a.input_format == "ssml";
-    const std::string ext = std::filesystem::path(a.text_file).extension().string();
-    return ascii_lower(ext) == ".ssml";
+// "text", "ssml" or "dialogue": --input-format, else dialogue when a cast is given, else by -f's
+// extension (.ssml). A cast speaks dialogue only.
+std::string input_format(const SpeakArgs& a) {
+    std::string format = a.input_format;
+    if (format.empty()) {
+        const std::string ext = ascii_lower(std::filesystem::path(a.text_file).extension().string());
+        format = !a.cast.empty() ? "dialogue" : ext == ".ssml" ? "ssml" : "text";
+    }
+    if (format == "dialogue" && a.cast.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "--input-format dialogue needs --cast NAME=VOICE,... (docs/dialogue.md)");
+    }
+    if (format != "dialogue" && !a.cast.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "--cast is for dialogue scripts, but the input format is " + format +
+                                                    (format == "ssml" ? " (SSML names its voices with <voice name>)" : ""));
+    }
+    return format;
 }
 
-// A <voice name>: the model's preset or built-in voice, else a voice file.
-SegmentVoice ssml_voice(const Model& model, const std::string& name) {
+// A voice named in the text (<voice name>, a --cast entry): the model's preset or built-in voice,
+// else a voice file.
+SegmentVoice named_voice(const Model& model, const std::string& name) {
     const Capabilities& caps = model.capabilities();
     if (auto v = model_voice(caps, name)) return *v;
     if (!caps.clones || !std::filesystem::is_regular_file(name)) {
@@ -195,10 +209,18 @@ void run_speak(const SpeakArgs& a) {
     if (!a.output.empty() && a.output != "-") check_output_path(a.output, "-o");
     if (!a.codes_out.empty()) check_output_path(a.codes_out, "--codes-out");
     const std::string text = input_text(a);
-    const bool ssml = ssml_input(a);
-    if (ssml && !a.codes_out.empty()) {
-        throw Error(ErrorKind::InvalidArgument, "--codes-out records one voice and one pause: SSML's voices, rates and breaks would not "
-                                                "come back from talkbox decode; speak plain text to keep the codes");
+    const std::string input = input_format(a);
+    const bool ssml = input == "ssml", dialogue = input == "dialogue";
+    if (input != "text" && !a.codes_out.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "--codes-out records one voice and one pause: " +
+                                                    std::string(ssml ? "SSML's voices, rates and breaks" : "a dialogue's voices") +
+                                                    " would not come back from talkbox decode; speak plain text to keep the codes");
+    }
+    std::vector<std::pair<std::string, std::string>> cast;
+    try {
+        if (dialogue) cast = parse_cast(a.cast);
+    } catch (const Error& e) {
+        throw Error(ErrorKind::InvalidArgument, std::string("--cast: ") + e.what());
     }
     const auto format = audio::parse_sample_format(
         !a.format.empty() ? a.format : (a.output == "-" ? std::string("raw16") : std::string("wav16")));
@@ -222,7 +244,7 @@ void run_speak(const SpeakArgs& a) {
     long_form.parallel = a.parallel;
     long_form.pause_ms = a.pause_ms;
     std::vector<LongFormSegment> segments;
-    if (!ssml) segments = long_form_segments(text, long_form);
+    if (input == "text") segments = long_form_segments(text, long_form);
 
     ModelOptions mo;
     mo.threads = a.threads;
@@ -234,9 +256,19 @@ void run_speak(const SpeakArgs& a) {
     Session session(model);
     const Capabilities& caps = model.capabilities();
     if (ssml) {
-        SsmlSegments parsed = ssml_segments(text, caps, a.language, long_form, [&](const std::string& name) { return ssml_voice(model, name); });
+        SsmlSegments parsed = ssml_segments(text, caps, a.language, long_form, [&](const std::string& name) { return named_voice(model, name); });
         if (!a.quiet) for (const auto& w : parsed.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
         segments = std::move(parsed.segments);
+    } else if (dialogue) {
+        std::vector<CastMember> members;
+        for (const auto& [name, voice] : cast) {
+            try {
+                members.push_back({name, named_voice(model, voice)});
+            } catch (const Error& e) {
+                throw Error(ErrorKind::InvalidArgument, "--cast " + name + "=" + voice + ": " + e.what());
+            }
+        }
+        segments = dialogue_segments(text, members, long_form);
     }
     if (!caps.codec_frames && !a.codes_out.empty()) {
         throw Error(ErrorKind::InvalidArgument, "--codes-out writes codec frames; " + caps.description() + " makes none");
@@ -352,8 +384,11 @@ void register_speak(CLI::App& app) {
                     "$TALKBOX_MODEL, else `talkbox default`, else the only model in the cache");
     cmd->add_option("-t,--text", a->text, "Text to speak");
     cmd->add_option("-f,--file", a->text_file, "Read the text from a file ('-': stdin; stdin is also read when piped); at most 1000000 characters");
-    cmd->add_option("--input-format", a->input_format, "text or ssml (docs/ssml.md); default: ssml for a -f FILE.ssml, else text")
-        ->check(CLI::IsMember({"text", "ssml"}));
+    cmd->add_option("--input-format", a->input_format, "text, ssml (docs/ssml.md) or dialogue (docs/dialogue.md); default: dialogue with --cast, "
+                                                    "else ssml for a -f FILE.ssml, else text")
+        ->check(CLI::IsMember({"text", "ssml", "dialogue"}));
+    cmd->add_option("--cast", a->cast, "A dialogue's voices: NAME=VOICE,... (a preset speaker, a voice file or builtin; names in any case), "
+                                       "e.g. alice=ryan,narrator=fox.voice; lines 'ALICE: ...' are spoken by ryan (docs/dialogue.md)");
     cmd->add_option("-o,--output", a->output, "Audio output file, or '-' to stream raw PCM to stdout");
     cmd->add_option("--format", a->format, "wav16 (default for files), wav32, flac, ogg, opus, mp3, aac; for stdout raw16/s16le (default), raw32/f32le, wav16");
     cmd->add_option("--codes-out", a->codes_out, "Also write the generated frames as JSON (Qwen3-TTS: codec frames; Chatterbox: "

@@ -667,7 +667,10 @@ struct Server::Impl : http::Handler, wyoming::Service {
             SpeechRequest r;
             ModelPool* m = catalog.for_wyoming(vc, r);
             r.sampling.seed = options.default_seed ? *options.default_seed : random_seed();
-            auto job = start_synthesis(*m, r, long_form_segments(text), {true, false, audio::SampleFormat::Raw16, 1.0}, cancelled);
+            std::vector<std::string> warnings;  // SSML's: the server log has them, the protocol has no place
+            auto segments = vc.ssml ? ssml_input(text, *m, catalog, r.language, warnings) : long_form_segments(text);
+            for (const auto& w : warnings) log("WYOMING warning: " + w);
+            auto job = start_synthesis(*m, r, std::move(segments), {true, false, audio::SampleFormat::Raw16, 1.0}, cancelled);
             std::string chunk;
             for (bool done = false; !done;) {
                 done = job->next(chunk, cancelled);

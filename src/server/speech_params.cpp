@@ -7,6 +7,7 @@
 #include "core/strings.h"
 #include "server/api_error.h"
 #include "server/request_limits.h"
+#include "talkbox/dialogue.h"
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
 #include "talkbox/segmenter.h"
@@ -39,24 +40,77 @@ std::string format_names(bool streaming_only) {
     return join_names(names);
 }
 
+// A voice the input names (<voice name>, a cast's voice): one the catalog gives `model`.
+SegmentVoice catalog_voice(const ModelPool& model, const VoiceCatalog& catalog, const std::string& name) {
+    SpeechRequest fit;
+    if (catalog.voice_fits(model, name, "", fit)) return SegmentVoice{fit.speaker, fit.voice};
+    throw Error(ErrorKind::InvalidArgument, "voice " + quote_value(name) + " is not available for model '" + model.id() +
+                                                "' (available: " + join_names(catalog.voice_names(&model)) + ")");
+}
+
+// "input" as a dialogue script spoken by `cast` ({name, voice name}) on `model`.
+std::vector<LongFormSegment> dialogue_input(const std::string& input, const std::vector<std::pair<std::string, std::string>>& cast,
+                                            const ModelPool& model, const VoiceCatalog& catalog) {
+    std::vector<CastMember> members;
+    for (const auto& [name, voice] : cast) {
+        try {
+            members.push_back({name, catalog_voice(model, catalog, voice)});
+        } catch (const Error& e) {
+            throw bad_request("'cast." + name + "': " + e.what(), "cast", "voice_not_found");
+        }
+    }
+    try {
+        return dialogue_segments(input, members);
+    } catch (const EmptyText& e) {
+        throw bad_request(e.what(), "input", "empty_text");
+    } catch (const Error& e) {
+        throw bad_request(e.what(), "input", "invalid_dialogue");
+    }
+}
+
+// "cast" {name: voice} of "input_format": "dialogue" (names sorted, as the JSON object keeps them).
+std::vector<std::pair<std::string, std::string>> cast_field(const json& body, bool dialogue) {
+    const bool given = body.contains("cast") && !body["cast"].is_null();
+    if (given != dialogue) {
+        throw bad_request(dialogue ? "\"input_format\": \"dialogue\" needs 'cast', the voice of each name ({\"alice\": \"vivian\"})"
+                                   : "'cast' is for \"input_format\": \"dialogue\"",
+                          "cast");
+    }
+    std::vector<std::pair<std::string, std::string>> cast;
+    if (!given) return cast;
+    if (!body["cast"].is_object() || body["cast"].empty()) {
+        throw bad_request("'cast' must be an object of names and their voices ({\"alice\": \"vivian\"})", "cast");
+    }
+    std::vector<std::string> names;
+    for (const auto& [name, voice] : body["cast"].items()) {
+        check_client_string("a name of 'cast'", name, kMaxNameChars, "cast");
+        if (!voice.is_string()) throw bad_request("'cast." + name + "' must be a voice name (a string)", "cast");
+        check_client_string("'cast." + name + "'", voice.get<std::string>(), kMaxNameChars, "cast");
+        cast.emplace_back(name, voice.get<std::string>());
+        names.push_back(name);
+    }
+    try {
+        check_cast_names(names);
+    } catch (const Error& e) {
+        throw bad_request(e.what(), "cast");
+    }
+    return cast;
+}
+
+}  // namespace
+
 // "input" as SSML for `model`: its <voice name>s are the voices the catalog gives the model.
 std::vector<LongFormSegment> ssml_input(const std::string& input, const ModelPool& model, const VoiceCatalog& catalog,
                                         const std::string& language, std::vector<std::string>& warnings) {
     try {
-        SsmlSegments parsed = ssml_segments(input, model.capabilities(), language, {}, [&](const std::string& name) {
-            SpeechRequest fit;
-            if (catalog.voice_fits(model, name, "", fit)) return SegmentVoice{fit.speaker, fit.voice};
-            throw Error(ErrorKind::InvalidArgument, "voice " + quote_value(name) + " is not available for model '" + model.id() +
-                                                        "' (available: " + join_names(catalog.voice_names(&model)) + ")");
-        });
+        SsmlSegments parsed = ssml_segments(input, model.capabilities(), language, {},
+                                            [&](const std::string& name) { return catalog_voice(model, catalog, name); });
         warnings = std::move(parsed.warnings);
         return std::move(parsed.segments);
     } catch (const Error& e) {
         throw bad_request(e.what(), "input", "invalid_ssml");
     }
 }
-
-}  // namespace
 
 std::string setting_json_problem(const SpeechSetting& setting, const json& value) {
     if (!value.is_number()) return "must be a number";
@@ -111,12 +165,14 @@ SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& cata
     SpeechParams p;
     const std::string input = string_field("input", true, max_text_chars);  // a NUL is refused here
     const std::string input_format = string_field("input_format", false);
-    if (!input_format.empty() && input_format != "text" && input_format != "ssml") {
-        throw bad_request("'input_format' must be 'text' (the default) or 'ssml', not " + quote_value(input_format), "input_format");
+    if (!input_format.empty() && input_format != "text" && input_format != "ssml" && input_format != "dialogue") {
+        throw bad_request("'input_format' must be 'text' (the default), 'ssml' or 'dialogue', not " + quote_value(input_format), "input_format");
     }
-    const bool ssml = input_format == "ssml";  // SSML becomes segments once the model (its voices) is known
+    // SSML and dialogue become segments once the model (its voices) is known.
+    const bool ssml = input_format == "ssml", dialogue = input_format == "dialogue";
+    const auto cast = cast_field(body, dialogue);
     try {
-        if (!ssml) p.segments = long_form_segments(input, {}, "'input'");
+        if (!ssml && !dialogue) p.segments = long_form_segments(input, {}, "'input'");
     } catch (const EmptyText& e) {
         throw bad_request(e.what(), "input", "empty_text");
     }
@@ -181,6 +237,7 @@ SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& cata
     // Drawn here when absent, so that every response reports the seed that reproduces it.
     if (!s.seed) s.seed = default_seed ? *default_seed : random_seed();
     if (ssml) p.segments = ssml_input(input, *p.model, catalog, p.request.language, p.warnings);
+    if (dialogue) p.segments = dialogue_input(input, cast, *p.model, catalog);
     return p;
 }
 

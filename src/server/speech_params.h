@@ -44,6 +44,12 @@ struct SpeechParams {
 SpeechParams parse_speech(const std::string& body, const VoiceCatalog& catalog, size_t max_text_chars,
                           const std::optional<uint64_t>& default_seed);
 
+// "input" as SSML for `model` (HTTP's "input_format": "ssml", Wyoming's "text_format": "ssml"): its
+// <voice name>s are the voices the catalog gives the model. Throws ApiError 400 invalid_ssml naming
+// the position; `warnings` gets what was not done.
+std::vector<LongFormSegment> ssml_input(const std::string& input, const ModelPool& model, const VoiceCatalog& catalog,
+                                        const std::string& language, std::vector<std::string>& warnings);
+
 // Why a client's JSON `value` cannot be `setting`'s ("must be a number", or setting_value_problem's
 // reason), or empty: for the speech request's fields and Wyoming's "settings" alike.
 std::string setting_json_problem(const SpeechSetting& setting, const nlohmann::json& value);

@@ -167,6 +167,7 @@ private:
             stream_voice_ = voice;
             stream_chars_ = 0;
             sentences_ = SentenceBuffer();
+            stream_ssml_.clear();
             log("synthesize-start");
         } else if (t == "synthesize-chunk") {
             if (!streaming_) throw ServiceError("invalid_state", "'synthesize-chunk' outside a stream (send 'synthesize-start' first)");
@@ -176,7 +177,12 @@ private:
             try {
                 check_length(stream_chars_);
                 if (auto refusal = unspeakable(text, "'text'"); refusal && refusal->kind == Unspeakable::Nul) throw refused_text(*refusal);
-                for (const auto& sentence : sentences_.add(text)) speak_in_stream(sentence);
+                // An SSML document is whole only at synthesize-stop: its chunks wait for it.
+                if (stream_voice_.ssml) {
+                    stream_ssml_ += text;
+                } else {
+                    for (const auto& sentence : sentences_.add(text)) speak_in_stream(sentence);
+                }
             } catch (...) {
                 stream_failed_ = true;
                 throw;
@@ -184,7 +190,7 @@ private:
         } else if (t == "synthesize-stop") {
             if (!streaming_) throw ServiceError("invalid_state", "'synthesize-stop' outside a stream (send 'synthesize-start' first)");
             streaming_ = false;
-            const std::string rest = sentences_.finish();
+            const std::string rest = stream_voice_.ssml ? std::move(stream_ssml_) : sentences_.finish();
             if (!stream_failed_) {
                 try {
                     speak_in_stream(rest);
@@ -236,6 +242,7 @@ private:
         SpeechChoice v;
         const auto it = e.data.find("voice");
         settings_field(e, v.settings);
+        v.ssml = ssml_format(e);
         if (it == e.data.end() || it->is_null()) return v;
         if (!it->is_object()) throw ServiceError("invalid_field", "'voice' must be an object with 'name', 'speaker' or 'language'");
         const auto str = [&](const char* key, std::string& out) {
@@ -253,6 +260,16 @@ private:
         str("speaker", v.speaker);
         str("language", v.language);
         return v;
+    }
+
+    // "text_format": "text" (the default) or "ssml".
+    static bool ssml_format(const Event& e) {
+        const auto it = e.data.find("text_format");
+        if (it == e.data.end() || it->is_null()) return false;
+        if (!it->is_string()) throw ServiceError("invalid_field", "'text_format' must be a string: 'text' (the default) or 'ssml'");
+        const std::string f = it->get<std::string>();
+        if (f != "text" && f != "ssml") throw ServiceError("invalid_value", "'text_format' must be 'text' (the default) or 'ssml', not " + quote_value(f));
+        return f == "ssml";
     }
 
     static void settings_field(const Event& e, std::map<std::string, double>& out) {
@@ -321,6 +338,7 @@ private:
     SpeechChoice stream_voice_;
     size_t stream_chars_ = 0;
     SentenceBuffer sentences_;
+    std::string stream_ssml_;  // an SSML stream's text so far
 };
 
 }  // namespace

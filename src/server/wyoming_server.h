@@ -20,11 +20,12 @@
 namespace talkbox::server::wyoming {
 
 // What synthesize / synthesize-start choose: "voice" {name, speaker, language}, each empty when not
-// given, and talkbox's extension "settings", the request settings by name ({"temperature": 0.7};
-// talkbox/speech_settings.h), each a known name with a value of its kind.
+// given, talkbox's extension "settings", the request settings by name ({"temperature": 0.7};
+// talkbox/speech_settings.h), each a known name with a value of its kind, and "text_format".
 struct SpeechChoice {
     std::string name, speaker, language;
     std::map<std::string, double> settings;
+    bool ssml = false;  // "text_format": "ssml" (docs/ssml.md); "text" (the default): plain text
 };
 
 // A refused or failed synthesis, answered as an "error" event {text, code}.

@@ -171,6 +171,10 @@ TEST(Cli, ReadmeCommandsRun) {
     const size_t ssml_at = readme.find("```xml\n<speak>");
     ASSERT_NE(ssml_at, std::string::npos) << "README: the story.ssml example";
     talkbox::testing::write_text(tmp.file("story.ssml"), readme.substr(ssml_at + 7, readme.find("\n```", ssml_at + 7) - ssml_at - 7));
+    // The README's scene.txt (a dialogue script), likewise.
+    const size_t scene_at = readme.find("```text\nALICE:");
+    ASSERT_NE(scene_at, std::string::npos) << "README: the scene.txt example";
+    talkbox::testing::write_text(tmp.file("scene.txt"), readme.substr(scene_at + 8, readme.find("\n```", scene_at + 8) - scene_at - 7));
     std::unique_ptr<talkbox::testing::ServeProcess> server;
     size_t ran = 0, curls = 0;
     std::istringstream lines(readme);
@@ -231,7 +235,7 @@ TEST(Cli, ReadmeCommandsRun) {
                             "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf", "server.mp3",
                             "fox.wav", "voices/fox.voice", "bonjour.wav", "chatterbox-clone.wav", "turbo.gguf", "turbo.wav", "nano.gguf", "nano.wav",
                             "voices/anna.voice", "anna.wav", "faster.wav", "events.txt", "hello.aac", "tokens.json", "spoken.wav",
-                            "tokens.wav", "whole.wav", "story-ssml.wav", "ssml.wav"}) {
+                            "tokens.wav", "whole.wav", "story-ssml.wav", "ssml.wav", "scene.wav"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
     }
     if (server) EXPECT_EQ(server->stop(), 0) << server->log();

@@ -75,3 +75,30 @@ TEST_F(SsmlCli, MalformedSsmlExitsOneNamingThePosition) {
     auto format = run_talkbox("speak -t hi --input-format html -o " + dir_->file("x.wav"));
     EXPECT_NE(format.exit_code, 0);
 }
+
+// A dialogue script with --cast: each turn spoken with its speaker, as each line spoken alone with
+// --speaker, joined by the usual pause; errors exit 1 naming the line.
+TEST_F(SsmlCli, DialogueSpeaksEachTurnWithItsCastVoice) {
+    const std::string model = " -m " + converted_fixture("tiny-0.6B-CustomVoice") + " --greedy --seed 5 --max-frames 6 -q ";
+    std::ofstream(dir_->file("scene.txt")) << "ALICE: Hello.\nBOB: Hi.\n";
+    auto scene = run_talkbox("speak" + model + "--cast alice=vivian,BOB=Ryan -f " + dir_->file("scene.txt") + " -o " + dir_->file("scene.wav"));
+    ASSERT_EQ(scene.exit_code, 0) << scene.err;
+    std::string want;
+    for (const auto& [speaker, text] : {std::pair{"vivian", "Hello."}, std::pair{"ryan", "Hi."}}) {
+        auto one = run_talkbox("speak" + model + "--speaker " + speaker + " -t " + text + " -o " + dir_->file("one.wav"));
+        ASSERT_EQ(one.exit_code, 0) << one.err;
+        if (!want.empty()) want += std::string(300 * 24 * 2, '\0');  // --pause-ms 300 of 16-bit silence
+        want += read_text(dir_->file("one.wav")).substr(44);
+    }
+    EXPECT_TRUE(read_text(dir_->file("scene.wav")).substr(44) == want) << "the dialogue differs from its lines spoken one by one";
+
+    auto unknown = run_talkbox("speak" + model + "--cast alice=vivian -f " + dir_->file("scene.txt") + " -o " + dir_->file("x.wav"));
+    EXPECT_EQ(unknown.exit_code, 1);
+    EXPECT_NE(unknown.err.find("dialogue line 2: speaker 'BOB' is not in the cast"), std::string::npos) << unknown.err;
+    auto voice = run_talkbox("speak" + model + "--cast alice=nobody,bob=ryan -f " + dir_->file("scene.txt") + " -o " + dir_->file("x.wav"));
+    EXPECT_EQ(voice.exit_code, 1);
+    EXPECT_NE(voice.err.find("--cast alice=nobody: unknown voice 'nobody'"), std::string::npos) << voice.err;
+    auto ssml = run_talkbox("speak" + model + "--input-format ssml --cast alice=ryan -t '<speak>Hi.</speak>' -o " + dir_->file("x.wav"));
+    EXPECT_EQ(ssml.exit_code, 1);
+    EXPECT_NE(ssml.err.find("--cast is for dialogue scripts, but the input format is ssml"), std::string::npos) << ssml.err;
+}

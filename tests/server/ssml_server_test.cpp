@@ -65,7 +65,29 @@ TEST_F(SsmlServer, MalformedSsmlIsA400NamingThePosition) {
     expect_error(speech(ssml("<speak><lang xml:lang=\"tlh\">Qapla'</lang></speak>")), 400, "input", "invalid_ssml");
     expect_error(speech(ssml("<speak><voice name=\"nobody\">A</voice></speak>")), 400, "input", "invalid_ssml");
     const auto format = expect_error(speech(with(ssml("<speak>A</speak>"), {{"input_format", "html"}})), 400, "input_format");
-    EXPECT_EQ(format, "'input_format' must be 'text' (the default) or 'ssml', not 'html'");
+    EXPECT_EQ(format, "'input_format' must be 'text' (the default), 'ssml' or 'dialogue', not 'html'");
     // The text limit counts the whole document.
     expect_error(speech(ssml("<speak>" + std::string(300, 'a') + "</speak>")), 413, "input", "text_too_long");
+}
+
+// "input_format": "dialogue" with a "cast": the same segments, and so the same audio, as SSML with a
+// <voice> per sentence; errors name the line or the cast entry.
+TEST_F(SsmlServer, DialogueWithACast) {
+    const json dialogue = with(ssml("ALICE: Hello.\nbob: Again."), {{"input_format", "dialogue"}, {"cast", {{"alice", "vivian"}, {"Bob", "RYAN"}}}});
+    auto spoken = speech(dialogue);
+    ASSERT_TRUE(spoken && spoken->status == 200) << (spoken ? spoken->body : "no response");
+    auto same = speech(ssml("<speak><s><voice name=\"vivian\">Hello.</voice></s><s><voice name=\"ryan\">Again.</voice></s></speak>"));
+    ASSERT_TRUE(same && same->status == 200);
+    EXPECT_TRUE(spoken->body == same->body) << "a dialogue differs from the same turns in SSML";
+
+    EXPECT_EQ(expect_error(speech(with(dialogue, {{"input", "ALICE: Hi.\nCAROL: Hello."}})), 400, "input", "invalid_dialogue"),
+              "dialogue line 2: speaker 'CAROL' is not in the cast (the cast: Bob, alice)");
+    EXPECT_EQ(expect_error(speech(with(dialogue, {{"cast", {{"alice", "nobody"}}}})), 400, "cast", "voice_not_found")
+                  .rfind("'cast.alice': voice 'nobody' is not available for model", 0),
+              0u);
+    expect_error(speech(with(dialogue, {{"cast", nullptr}})), 400, "cast");
+    expect_error(speech(with(dialogue, {{"cast", {{"alice", 3}}}})), 400, "cast");
+    expect_error(speech(with(dialogue, {{"cast", {{"alice", "ryan"}, {"ALICE", "vivian"}}}})), 400, "cast");
+    expect_error(speech(with(ssml("<speak>Hi.</speak>"), {{"cast", {{"alice", "ryan"}}}})), 400, "cast");
+    expect_error(speech(with(dialogue, {{"input", "ALICE:\n"}})), 400, "input", "invalid_dialogue");
 }

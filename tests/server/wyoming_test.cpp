@@ -329,6 +329,54 @@ TEST_F(WyomingTest, StreamingSpeaksEachSentenceAsItCompletes) {
     EXPECT_EQ(pong->type, "pong");
 }
 
+// "text_format": "ssml" goes through the same SSML → segments path as HTTP's "input_format": "ssml":
+// a break is its silence, the audio is HTTP's, a stream's chunks make one document, and malformed
+// SSML is an error event on a connection that goes on.
+TEST_F(WyomingTest, SsmlTextFormat) {
+    WyomingClient c(wport());
+    const auto ssml = [&](const std::string& doc) {
+        EXPECT_TRUE(c.send("synthesize", {{"text", doc}, {"text_format", "ssml"}, {"voice", {{"name", "ryan"}}}}));
+        return read_audio(c).pcm;
+    };
+    const std::string none = ssml("<speak>Hello.<break strength=\"none\"/>Again.</speak>");
+    const std::string second = ssml("<speak>Hello.<break time=\"1s\"/>Again.</speak>");
+    EXPECT_EQ(second.size(), none.size() + 24000 * 2);
+    auto http = speech({{"input", "<speak>Hello.<break time=\"1s\"/>Again.</speak>"}, {"input_format", "ssml"}, {"voice", "ryan"},
+                        {"response_format", "pcm"}});
+    ASSERT_TRUE(http && http->status == 200) << (http ? http->body : "no response");
+    EXPECT_TRUE(second == http->body) << "Wyoming and HTTP SSML audio differ for the same seed";
+
+    ASSERT_TRUE(c.send("synthesize-start", {{"text_format", "ssml"}, {"voice", {{"name", "ryan"}}}}));
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", "<speak>Hello.<break ti"}}));
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", "me=\"1s\"/>Again.</speak>"}}));
+    ASSERT_TRUE(c.send("synthesize-stop"));
+    EXPECT_TRUE(read_audio(c).pcm == second);
+    auto stopped = c.read();
+    ASSERT_TRUE(stopped);
+    EXPECT_EQ(stopped->type, "synthesize-stopped");
+
+    ASSERT_TRUE(c.send("synthesize", {{"text", "<speak>\n<s>Hello</speak>"}, {"text_format", "ssml"}}));
+    EXPECT_EQ(expect_wyoming_error(c, "invalid_ssml")["text"],
+              "SSML line 2, column 11: this closing tag does not match <s> opened at line 2, column 1 (expected </s>)");
+    ASSERT_TRUE(c.send("synthesize", {{"text", "<speak><voice name=\"nobody\">Hi.</voice></speak>"}, {"text_format", "ssml"}}));
+    EXPECT_NE(expect_wyoming_error(c, "invalid_ssml")["text"].get<std::string>().find("voice 'nobody' is not available"), std::string::npos);
+    ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}, {"text_format", "html"}}));
+    EXPECT_EQ(expect_wyoming_error(c, "invalid_value")["text"], "'text_format' must be 'text' (the default) or 'ssml', not 'html'");
+    ASSERT_TRUE(c.send("synthesize", {{"text", "Hi."}, {"text_format", 1}}));
+    expect_wyoming_error(c, "invalid_field");
+    // A malformed SSML stream: the error at synthesize-stop, then synthesize-stopped.
+    ASSERT_TRUE(c.send("synthesize-start", {{"text_format", "ssml"}}));
+    ASSERT_TRUE(c.send("synthesize-chunk", {{"text", "<speak>Hi"}}));
+    ASSERT_TRUE(c.send("synthesize-stop"));
+    expect_wyoming_error(c, "invalid_ssml");
+    stopped = c.read();
+    ASSERT_TRUE(stopped);
+    EXPECT_EQ(stopped->type, "synthesize-stopped");
+    // Plain text still speaks on the same connection.
+    ASSERT_TRUE(c.send("synthesize", {{"text", "<speak>Hi.</speak>"}, {"text_format", "text"}}));
+    EXPECT_FALSE(read_audio(c).pcm.empty());
+}
+
 TEST_F(WyomingTest, StreamStateErrors) {
     WyomingClient c(wport());
     ASSERT_TRUE(c.send("synthesize-chunk", {{"text", "Hello."}}));
