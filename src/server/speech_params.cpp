@@ -45,7 +45,7 @@ std::vector<LongFormSegment> ssml_input(const std::string& input, const ModelPoo
     try {
         SsmlSegments parsed = ssml_segments(input, model.capabilities(), language, {}, [&](const std::string& name) {
             SpeechRequest fit;
-            if (catalog.voice_fits(model, name, "", fit)) return SegmentVoice{fit.speaker, fit.voice};
+            if (catalog.voice_fits(model, name, "", fit)) return SegmentVoice{fit.speaker, fit.voice, name};
             throw Error(ErrorKind::InvalidArgument, "voice " + quote_value(name) + " is not available for model '" + model.id() +
                                                         "' (available: " + join_names(catalog.voice_names(&model)) + ")");
         });
