@@ -171,11 +171,12 @@ struct Delivery {
     bool stopped = false;  // the callback asked to stop
 };
 
+// A segment that has ended, and where it lies in the audio.
+using SegmentCallback = std::function<void(const talkbox::LongFormSegment&, const talkbox::SegmentDone&)>;
+
 // One synthesis as `talkbox speak` runs it: long-form segments, one seed for all. `on_audio`
 // returns false to stop. Fills `result`, then throws Error (Cancelled) when the synthesis was
 // cancelled. The session's cancel flag is consumed by the call it stops.
-using SegmentCallback = std::function<void(const talkbox::LongFormSegment&, const talkbox::SegmentDone&)>;
-
 void speak(talkbox_session& s, const talkbox_request& r, const std::function<bool(const float*, size_t)>& on_audio,
            const SegmentCallback& on_segment, talkbox_result* result) {
     struct ConsumeCancel {

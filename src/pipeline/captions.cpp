@@ -15,12 +15,14 @@ CaptionFormat caption_format(const std::string& path, const std::string& what) {
     if (ext == ".srt") return CaptionFormat::Srt;
     if (ext == ".vtt") return CaptionFormat::Vtt;
     if (ext == ".json") return CaptionFormat::Json;
-    throw Error(ErrorKind::InvalidArgument, what + " '" + path + "': the format comes from the extension, .srt, .vtt or .json" +
+    throw Error(ErrorKind::InvalidArgument, what + " '" + path +
+                                                "': the format comes from the extension, .srt, .vtt or .json" +
                                                 (ext.empty() ? std::string(", and it has none") : ", not " + ext));
 }
 
 Caption segment_caption(const LongFormSegment& segment, const SegmentDone& done, const std::string& voice) {
-    return {segment.text, segment.voice && !segment.voice->name.empty() ? segment.voice->name : voice, done.first_sample, done.end_sample};
+    return {segment.text, segment.voice && !segment.voice->name.empty() ? segment.voice->name : voice,
+            done.first_sample, done.end_sample};
 }
 
 void scale_captions(std::vector<Caption>& captions, double factor) {
@@ -32,7 +34,8 @@ void scale_captions(std::vector<Caption>& captions, double factor) {
 
 std::string caption_json(const Caption& c, int sample_rate) {
     const auto seconds = [&](size_t sample) { return static_cast<double>(sample) / sample_rate; };
-    nlohmann::ordered_json j = {{"text", c.text}, {"start", seconds(c.start)}, {"end", seconds(c.end)}, {"voice", nullptr}};
+    nlohmann::ordered_json j = {
+        {"text", c.text}, {"start", seconds(c.start)}, {"end", seconds(c.end)}, {"voice", nullptr}};
     if (!c.voice.empty()) j["voice"] = c.voice;
     return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
@@ -41,9 +44,12 @@ namespace {
 
 // HH:MM:SS<sep>mmm, to the nearest millisecond.
 std::string clock_time(size_t sample, int sample_rate, char sep) {
-    const unsigned long long ms = (static_cast<unsigned long long>(sample) * 1000 + static_cast<unsigned>(sample_rate) / 2) / static_cast<unsigned>(sample_rate);
+    const unsigned long long ms =
+        (static_cast<unsigned long long>(sample) * 1000 + static_cast<unsigned>(sample_rate) / 2) /
+        static_cast<unsigned>(sample_rate);
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%02llu:%02llu:%02llu%c%03llu", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60, sep, ms % 1000);
+    std::snprintf(buf, sizeof buf, "%02llu:%02llu:%02llu%c%03llu", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60, sep,
+                  ms % 1000);
     return buf;
 }
 
@@ -81,7 +87,8 @@ std::string captions_text(const std::vector<Caption>& captions, int sample_rate,
     for (size_t i = 0; i < captions.size(); ++i) {
         const Caption& c = captions[i];
         if (!vtt) out += std::to_string(i + 1) + "\n";
-        out += clock_time(c.start, sample_rate, vtt ? '.' : ',') + " --> " + clock_time(c.end, sample_rate, vtt ? '.' : ',') + "\n";
+        out += clock_time(c.start, sample_rate, vtt ? '.' : ',') + " --> " +
+               clock_time(c.end, sample_rate, vtt ? '.' : ',') + "\n";
         out += cue_text(c.text, vtt) + "\n\n";
     }
     return out;

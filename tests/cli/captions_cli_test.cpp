@@ -20,10 +20,13 @@ class CaptionsCli : public ::testing::Test {
 protected:
     // Speaks with the CustomVoice fixture (greedy, short) to NAME.wav and the captions to NAME.
     CommandResult speak(const std::string& name, const std::string& flags) const {
-        return run_talkbox("speak -m " + converted_fixture("tiny-0.6B-CustomVoice") + " --speaker ryan --greedy --max-frames 6 --segment-chars 0 -q -o " +
+        return run_talkbox("speak -m " + converted_fixture("tiny-0.6B-CustomVoice") +
+                           " --speaker ryan --greedy --max-frames 6 --segment-chars 0 -q -o " +
                            dir_.file(name + ".wav") + " --captions " + dir_.file(name) + " " + flags);
     }
-    double wav_seconds(const std::string& name) const { return static_cast<double>((read_text(dir_.file(name + ".wav")).size() - 44) / 2) / 24000; }
+    double wav_seconds(const std::string& name) const {
+        return static_cast<double>((read_text(dir_.file(name + ".wav")).size() - 44) / 2) / 24000;
+    }
     nlohmann::json captions(const std::string& name) const { return nlohmann::json::parse(read_text(dir_.file(name))); }
     TempDir dir_;
 };
@@ -63,7 +66,8 @@ TEST_F(CaptionsCli, SubRipInTheTimelineOfSpeed) {
 // SSML: a <break> lies between a segment's end and the next start; the trailing one after the
 // last end; a <voice> names the segment's voice.
 TEST_F(CaptionsCli, SsmlBreaksAndVoices) {
-    std::ofstream(dir_.file("story.ssml")) << "<speak>One.<break time=\"500ms\"/><voice name=\"vivian\">Two.</voice><break time=\"200ms\"/></speak>";
+    std::ofstream(dir_.file("story.ssml"))
+        << "<speak>One.<break time=\"500ms\"/><voice name=\"vivian\">Two.</voice><break time=\"200ms\"/></speak>";
     auto r = speak("story.vtt", "-f " + dir_.file("story.ssml"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(read_text(dir_.file("story.vtt")).rfind("WEBVTT\n\n00:00:00.000 --> ", 0), 0u);
@@ -80,22 +84,32 @@ TEST_F(CaptionsCli, SsmlBreaksAndVoices) {
 // it before any work, and no file written.
 TEST_F(CaptionsCli, BadDestinationsBeforeAnyWork) {
     const std::string missing = dir_.file("no/such/subs.srt");
-    auto r = run_talkbox("speak -m " + converted_fixture("tiny-0.6B-CustomVoice") + " -t 'Hi.' -o " + dir_.file("m.wav") + " --captions " + missing);
+    auto r = run_talkbox("speak -m " + converted_fixture("tiny-0.6B-CustomVoice") + " -t 'Hi.' -o " +
+                         dir_.file("m.wav") + " --captions " + missing);
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("--captions: cannot write '" + missing + "': the folder '" + dir_.file("no/such") + "' does not exist"), std::string::npos) << r.err;
-    r = run_talkbox("speak -m " + converted_fixture("tiny-0.6B-CustomVoice") + " -t 'Hi.' -o " + dir_.file("t.wav") + " --captions " + dir_.file("subs.txt"));
+    EXPECT_NE(r.err.find("--captions: cannot write '" + missing + "': the folder '" + dir_.file("no/such") +
+                         "' does not exist"),
+              std::string::npos)
+        << r.err;
+    r = run_talkbox("speak -m " + converted_fixture("tiny-0.6B-CustomVoice") + " -t 'Hi.' -o " + dir_.file("t.wav") +
+                    " --captions " + dir_.file("subs.txt"));
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("--captions '" + dir_.file("subs.txt") + "': the format comes from the extension, .srt, .vtt or .json, not .txt"),
-              std::string::npos) << r.err;
-    r = run_talkbox("speak -m " + converted_fixture("tiny-0.6B-CustomVoice") + " -t 'Hi.' --codes-out " + dir_.file("c.json") + " --captions " + dir_.file("c.srt"));
+    EXPECT_NE(r.err.find("--captions '" + dir_.file("subs.txt") +
+                         "': the format comes from the extension, .srt, .vtt or .json, not .txt"),
+              std::string::npos)
+        << r.err;
+    r = run_talkbox("speak -m " + converted_fixture("tiny-0.6B-CustomVoice") + " -t 'Hi.' --codes-out " +
+                    dir_.file("c.json") + " --captions " + dir_.file("c.srt"));
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("--captions times the audio: give -o FILE (or -o -)"), std::string::npos) << r.err;
-    for (const char* name : {"m.wav", "t.wav", "subs.txt", "c.json", "c.srt"}) EXPECT_FALSE(std::filesystem::exists(dir_.file(name))) << name;
+    for (const char* name : {"m.wav", "t.wav", "subs.txt", "c.json", "c.srt"})
+        EXPECT_FALSE(std::filesystem::exists(dir_.file(name))) << name;
 }
 
 // Chatterbox speaks its segments through one speak_all (the other path of the long-form loop).
 TEST_F(CaptionsCli, ChatterboxSegments) {
-    auto r = run_talkbox("speak -m " + converted_chatterbox() + " --language en --seed 1 --segment-chars 0 --pause-ms 200 -q -t 'Hello there. Fine.' -o " +
+    auto r = run_talkbox("speak -m " + converted_chatterbox() +
+                         " --language en --seed 1 --segment-chars 0 --pause-ms 200 -q -t 'Hello there. Fine.' -o " +
                          dir_.file("cb.json.wav") + " --captions " + dir_.file("cb.json"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto c = captions("cb.json");

@@ -41,12 +41,14 @@ TEST(Captions, FormatByExtension) {
         caption_format("subs.txt", "--captions");
         ADD_FAILURE() << "a .txt was taken";
     } catch (const Error& e) {
-        EXPECT_STREQ(e.what(), "--captions 'subs.txt': the format comes from the extension, .srt, .vtt or .json, not .txt");
+        EXPECT_STREQ(e.what(),
+                     "--captions 'subs.txt': the format comes from the extension, .srt, .vtt or .json, not .txt");
     }
     try {
         caption_format("subs", "--captions");
         ADD_FAILURE() << "no extension was taken";
     } catch (const Error& e) {
-        EXPECT_STREQ(e.what(), "--captions 'subs': the format comes from the extension, .srt, .vtt or .json, and it has none");
+        EXPECT_STREQ(e.what(),
+                     "--captions 'subs': the format comes from the extension, .srt, .vtt or .json, and it has none");
     }
 }

@@ -19,8 +19,13 @@ protected:
     static void SetUpTestSuite() { start({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "-T", "1"}); }
     // Three segments: the usual 300 ms pause after the first, a 500 ms <break> after the second.
     static json request() {
-        return {{"input", "<speak><s>One.</s><s><voice name=\"vivian\">Two.</voice></s><break time=\"500ms\"/><s>Three.</s></speak>"},
-                {"input_format", "ssml"}, {"voice", "ryan"}, {"seed", 4}, {"max_frames", 6}};
+        return {{"input",
+                 "<speak><s>One.</s><s><voice name=\"vivian\">Two.</voice></s><break "
+                 "time=\"500ms\"/><s>Three.</s></speak>"},
+                {"input_format", "ssml"},
+                {"voice", "ryan"},
+                {"seed", 4},
+                {"max_frames", 6}};
     }
     static void expect_boundaries(const json& segments, double audio_s) {
         ASSERT_EQ(segments.size(), 3u) << segments.dump();
@@ -56,7 +61,8 @@ TEST_F(CaptionsServer, JsonHasTheAudioAndItsSegments) {
     auto fast = speech(with(request(), {{"response_format", "wav"}, {"timestamps", true}, {"speed", 2.0}}));
     ASSERT_TRUE(fast && fast->status == 200) << (fast ? fast->body : "");
     const json fast_body = json::parse(fast->body);
-    const double fast_s = static_cast<double>((base64_decode(fast_body["audio"].get<std::string>()).size() - 44) / 2) / 24000;
+    const double fast_s =
+        static_cast<double>((base64_decode(fast_body["audio"].get<std::string>()).size() - 44) / 2) / 24000;
     EXPECT_NEAR(fast_body["segments"][2]["end"].get<double>(), fast_s, kSample);
     EXPECT_LT(fast_s, 0.6 * static_cast<double>((audio.size() - 44) / 2) / 24000);
 }
@@ -75,8 +81,11 @@ TEST_F(CaptionsServer, SseSegmentEventsComeBeforeTheirAudio) {
         if (e["type"] == "speech.segment") {
             // Nothing of this segment has gone out: the audio so far ends at or before its start.
             EXPECT_LE(static_cast<double>(audio.size() / 2) / 24000, e["start"].get<double>() + kSample) << e.dump();
-            if (!segments.empty()) EXPECT_NEAR(static_cast<double>(audio.size() / 2) / 24000, segments.back()["end"].get<double>(), kSample);
-            segments.push_back(json{{"text", e["text"]}, {"start", e["start"]}, {"end", e["end"]}, {"voice", e["voice"]}});
+            if (!segments.empty())
+                EXPECT_NEAR(static_cast<double>(audio.size() / 2) / 24000, segments.back()["end"].get<double>(),
+                            kSample);
+            segments.push_back(
+                json{{"text", e["text"]}, {"start", e["start"]}, {"end", e["end"]}, {"voice", e["voice"]}});
         } else if (e["type"] == "speech.audio.delta") {
             ASSERT_FALSE(segments.empty()) << "audio before the first segment event";
             audio += base64_decode(e["audio"].get<std::string>());
@@ -97,11 +106,17 @@ TEST_F(CaptionsServer, SseSegmentEventsComeBeforeTheirAudio) {
 
 // Streamed audio bytes have no room for timestamps: a 400 that says what can carry them.
 TEST_F(CaptionsServer, ModesThatCannotCarryThemAre400) {
-    EXPECT_EQ(expect_error(speech(with(request(), {{"response_format", "wav"}, {"stream", true}, {"timestamps", true}})), 400, "timestamps"),
-              "'timestamps' needs a response that can carry them: a whole file as JSON (stream false, not response_format 'pcm') or "
-              "stream_format 'sse'; streamed wav bytes cannot");
-    EXPECT_EQ(expect_error(speech(with(request(), {{"response_format", "pcm"}, {"timestamps", true}})), 400, "timestamps"),
-              "'timestamps' needs a response that can carry them: a whole file as JSON (stream false, not response_format 'pcm') or "
-              "stream_format 'sse'; streamed pcm bytes cannot");
-    EXPECT_EQ(expect_error(speech(with(request(), {{"timestamps", "yes"}})), 400, "timestamps"), "'timestamps' must be true or false");
+    EXPECT_EQ(
+        expect_error(speech(with(request(), {{"response_format", "wav"}, {"stream", true}, {"timestamps", true}})), 400,
+                     "timestamps"),
+        "'timestamps' needs a response that can carry them: a whole file as JSON (stream false, not response_format "
+        "'pcm') or "
+        "stream_format 'sse'; streamed wav bytes cannot");
+    EXPECT_EQ(
+        expect_error(speech(with(request(), {{"response_format", "pcm"}, {"timestamps", true}})), 400, "timestamps"),
+        "'timestamps' needs a response that can carry them: a whole file as JSON (stream false, not response_format "
+        "'pcm') or "
+        "stream_format 'sse'; streamed pcm bytes cannot");
+    EXPECT_EQ(expect_error(speech(with(request(), {{"timestamps", "yes"}})), 400, "timestamps"),
+              "'timestamps' must be true or false");
 }
