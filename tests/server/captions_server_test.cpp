@@ -3,6 +3,7 @@
 // speech.segment events before each segment's audio, and the modes that cannot carry them.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "server/http_fixture.h"
@@ -95,6 +96,21 @@ TEST_F(CaptionsServer, SseSegmentEventsComeBeforeTheirAudio) {
     EXPECT_EQ(events.back()["type"], "speech.audio.done");
     EXPECT_TRUE(audio == pcm->body);
     expect_boundaries(segments, static_cast<double>(audio.size() / 2) / 24000);
+    // With speed a stream's times are divided by it (its stretched length is not known yet).
+    auto fast = speech(
+        with(request(), {{"response_format", "pcm"}, {"stream_format", "sse"}, {"timestamps", true}, {"speed", 2.0}}));
+    ASSERT_TRUE(fast && fast->status == 200) << (fast ? fast->body : "");
+    const auto fast_events = sse_events(fast->body);
+    ASSERT_GT(fast_events.size(), 3u);
+    size_t fast_bytes = 0;
+    double fast_end = 0;
+    for (const json& e : fast_events) {
+        if (e["type"] == "speech.audio.delta") fast_bytes += base64_decode(e["audio"].get<std::string>()).size();
+        if (e["type"] == "speech.segment") fast_end = e["end"].get<double>();
+    }
+    EXPECT_DOUBLE_EQ(fast_end, std::round(segments[2]["end"].get<double>() * 24000 / 2) / 24000);
+    EXPECT_NEAR(fast_end, static_cast<double>(fast_bytes / 2) / 24000,
+                kSample);  // the stretcher gives round(n / speed)
     // A whole-file format over SSE: the segment events, then the file in deltas.
     auto flac = speech(with(request(), {{"response_format", "flac"}, {"stream_format", "sse"}, {"timestamps", true}}));
     ASSERT_TRUE(flac && flac->status == 200) << (flac ? flac->body : "");
