@@ -40,6 +40,7 @@ public:
 struct SegmentVoice {
     std::string speaker;
     std::shared_ptr<const Voice> voice;
+    std::string name;  // what the text called it (SSML's <voice name>), for captions
 };
 
 // One segment and what it changes from the request. Plain text gives only `text`.
@@ -70,6 +71,9 @@ struct SegmentDone {
     size_t index = 0, count = 0;  // 0-based segment number of `count`
     uint32_t max_frames = 0;      // the frame limit the segment ran with
     size_t first_sample = 0;      // where the segment's audio starts in the delivered stream
+    // Where it ends: first_sample + its delivered samples (stretched at its rate, the stretcher's
+    // tail included); the pause after it (SSML's trailing <break>) comes after this.
+    size_t end_sample = 0;
     const SpeechResult* result = nullptr;
 };
 

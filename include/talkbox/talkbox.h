@@ -259,6 +259,26 @@ TALKBOX_API void talkbox_session_free(talkbox_session* session);
  * in on TALKBOX_OK and TALKBOX_CANCELLED. An invalid request is refused before any computation. */
 TALKBOX_API talkbox_status talkbox_session_speak(talkbox_session* session, const talkbox_request* request,
                                                  talkbox_audio_callback callback, void* user_data, talkbox_result* result);
+/* One segment of the text (a sentence, or what segment_chars joins; SSML: also cut where a voice,
+ * rate or language changes) and where it lies in the audio the callback received: samples
+ * [start, end), the pause after it starting at `end`. Times are per segment, not per word: the
+ * models align no words to their audio, while talkbox knows exactly where each segment's samples
+ * are (docs/captions.md). The strings are valid during the call only. Fields may be added at the end. */
+typedef struct talkbox_segment {
+    size_t index;       /* 0-based, in order */
+    size_t start, end;  /* samples of the audio handed to the audio callback */
+    const char* text;   /* UTF-8, as spoken */
+    const char* voice;  /* the segment's voice (an SSML <voice name>, else the request's speaker); NULL: none named */
+} talkbox_segment;
+/* Called once a segment's audio has all reached the audio callback, on the same thread as it, and
+ * not after the audio callback asked to stop or a cancel. */
+typedef void (*talkbox_segment_callback)(const talkbox_segment* segment, void* user_data);
+
+/* talkbox_session_speak, with `on_segment` (NULL: none) told each segment's position as it ends:
+ * captions, or a reader that highlights the sentence being spoken. */
+TALKBOX_API talkbox_status talkbox_session_speak_segments(talkbox_session* session, const talkbox_request* request,
+                                                          talkbox_audio_callback callback, talkbox_segment_callback on_segment,
+                                                          void* user_data, talkbox_result* result);
 /* The same, into an audio file written atomically once synthesis is done (nothing is written when
  * it fails or is cancelled). format: "wav16" (NULL: the default), "wav32", "flac", "ogg", "opus",
  * "mp3", "aac", "raw16", "raw32". */

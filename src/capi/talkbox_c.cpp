@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "talkbox/audio.h"
+#include "talkbox/captions.h"
 #include "core/atomic_file.h"
 #include "core/strings.h"
 #include "talkbox/speech_settings.h"
@@ -170,11 +171,14 @@ struct Delivery {
     bool stopped = false;  // the callback asked to stop
 };
 
+// A segment that has ended, and where it lies in the audio.
+using SegmentCallback = std::function<void(const talkbox::LongFormSegment&, const talkbox::SegmentDone&)>;
+
 // One synthesis as `talkbox speak` runs it: long-form segments, one seed for all. `on_audio`
 // returns false to stop. Fills `result`, then throws Error (Cancelled) when the synthesis was
 // cancelled. The session's cancel flag is consumed by the call it stops.
 void speak(talkbox_session& s, const talkbox_request& r, const std::function<bool(const float*, size_t)>& on_audio,
-           const std::function<void(const talkbox::SegmentDone&)>& on_segment, talkbox_result* result) {
+           const SegmentCallback& on_segment, talkbox_result* result) {
     struct ConsumeCancel {
         std::atomic<bool>& flag;
         ~ConsumeCancel() { flag.store(false); }
@@ -208,7 +212,7 @@ void speak(talkbox_session& s, const talkbox_request& r, const std::function<boo
         [&](const talkbox::SegmentDone& done) {
             last_stop = stop_reason_of(done.result->stop_reason);
             if (last_stop == TALKBOX_STOP_MAX_FRAMES || last_stop == TALKBOX_STOP_STALLED) ++cut;
-            if (on_segment) on_segment(done);
+            if (on_segment) on_segment(segments[done.index], done);
         },
         r.stream, &s.cancel);
     talkbox_result full{};
@@ -226,6 +230,27 @@ void speak(talkbox_session& s, const talkbox_request& r, const std::function<boo
         throw Error(ErrorKind::Cancelled, std::string(d.stopped ? "stopped by the audio callback" : "cancelled by talkbox_session_cancel") +
                                               " after " + std::to_string(d.samples) + " samples");
     }
+}
+
+// talkbox_session_speak(_segments): the audio to the caller's callback, and each segment's place in
+// it to `on_segment` (when given) until the callback asks to stop or a cancel comes.
+talkbox_status speak_streamed(const char* fn, talkbox_session* s, const talkbox_request* r, talkbox_audio_callback callback,
+                              talkbox_segment_callback on_segment, void* user, talkbox_result* result) {
+    return guarded([&] {
+        require(s, "session", fn);
+        require(r, "request", fn);
+        require(callback, "callback", fn);
+        SegmentCallback segment;
+        if (on_segment) {
+            segment = [&](const talkbox::LongFormSegment& seg, const talkbox::SegmentDone& d) {
+                if (s->cancel.load()) return;  // set too when the audio callback asked to stop
+                const talkbox::Caption c = talkbox::segment_caption(seg, d, r->speech.speaker);
+                const talkbox_segment out{d.index, c.start, c.end, c.text.c_str(), c.voice.empty() ? nullptr : c.voice.c_str()};
+                on_segment(&out, user);
+            };
+        }
+        speak(*s, *r, [&](const float* pcm, size_t n) { return callback(pcm, n, user) == 0; }, segment, result);
+    });
 }
 
 // A whole number >= 0 that fits `max`, for the integer settings.
@@ -573,12 +598,12 @@ void talkbox_session_cancel(talkbox_session* s) {
 
 talkbox_status talkbox_session_speak(talkbox_session* s, const talkbox_request* r, talkbox_audio_callback callback, void* user,
                                      talkbox_result* result) {
-    return guarded([&] {
-        require(s, "session", "talkbox_session_speak");
-        require(r, "request", "talkbox_session_speak");
-        require(callback, "callback", "talkbox_session_speak");
-        speak(*s, *r, [&](const float* pcm, size_t n) { return callback(pcm, n, user) == 0; }, {}, result);
-    });
+    return speak_streamed("talkbox_session_speak", s, r, callback, nullptr, user, result);
+}
+
+talkbox_status talkbox_session_speak_segments(talkbox_session* s, const talkbox_request* r, talkbox_audio_callback callback,
+                                              talkbox_segment_callback on_segment, void* user, talkbox_result* result) {
+    return speak_streamed("talkbox_session_speak_segments", s, r, callback, on_segment, user, result);
 }
 
 talkbox_status talkbox_session_speak_to_file(talkbox_session* s, const talkbox_request* r, const char* path, const char* format,
@@ -592,7 +617,7 @@ talkbox_status talkbox_session_speak_to_file(talkbox_session* s, const talkbox_r
         std::vector<float> audio;
         size_t inserted = 0;
         speak(*s, *r, [&](const float* pcm, size_t n) { return audio.insert(audio.end(), pcm, pcm + n), true; },
-              [&](const talkbox::SegmentDone& d) {
+              [&](const talkbox::LongFormSegment&, const talkbox::SegmentDone& d) {
                   // Files reproduce the official in-context cut exactly, as `talkbox speak -o` does.
                   if (d.result->official_leading_sample && d.first_sample + inserted <= audio.size()) {
                       audio.insert(audio.begin() + static_cast<long>(d.first_sample + inserted++), *d.result->official_leading_sample);

@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/strings.h"
 #include "talkbox/audio.h"
+#include "talkbox/captions.h"
 #include "talkbox/codes.h"
 #include "talkbox/dialogue.h"
 #include "talkbox/model.h"
@@ -35,7 +36,7 @@ namespace talkbox::cli {
 namespace {
 
 struct SpeakArgs {
-    std::string model, text, text_file, output, codes_out, format;
+    std::string model, text, text_file, output, codes_out, captions, format;
     std::string input_format;  // "text", "ssml", "dialogue"; "": dialogue with --cast, else by -f's extension
     std::string cast;          // --cast alice=ryan,narrator=fox.voice
     std::string speaker, instruct, language = "auto";
@@ -114,12 +115,21 @@ public:
           speed_(rate, speed, [this](const float* pcm, size_t n) { put(pcm, n); }) {
         if (to_stdout_) emit(audio::stream_header(rate, format));
     }
-    void write(const float* pcm, size_t n) { speed_.write(pcm, n); }
-    // Files reproduce the official in-context cut exactly (see SpeechResult); stretched audio has
-    // no such cut to match (the sample positions are those before stretching).
-    void insert_leading(size_t at, float sample) {
-        if (!to_stdout_ && !speed_.stretching() && at <= samples_.size()) samples_.insert(samples_.begin() + static_cast<long>(at), sample);
+    void write(const float* pcm, size_t n) {
+        speed_.write(pcm, n);
+        written_ += n;
     }
+    // Files reproduce the official in-context cut exactly (see SpeechResult); stretched audio has
+    // no such cut to match (the sample positions are those before stretching). True if inserted.
+    bool insert_leading(size_t at, float sample) {
+        if (to_stdout_ || speed_.stretching() || at > samples_.size()) return false;
+        samples_.insert(samples_.begin() + static_cast<long>(at), sample);
+        ++put_;
+        return true;
+    }
+    // After finish(): output samples per sample that write() took. Stretched audio scales by the
+    // lengths, which keeps the end of the audio at its end.
+    double stretch() const { return speed_.stretching() && written_ > 0 ? static_cast<double>(put_) / static_cast<double>(written_) : 1.0; }
     // The file's contents; empty for stdout, which has had everything.
     std::vector<uint8_t> finish(const std::string& normalize, double db) {
         speed_.finish();
@@ -130,6 +140,7 @@ public:
 
 private:
     void put(const float* pcm, size_t n) {
+        put_ += n;
         if (!to_stdout_) {
             samples_.insert(samples_.end(), pcm, pcm + n);
             return;
@@ -149,6 +160,7 @@ private:
     bool to_stdout_;
     audio::SpeedAdjuster speed_;  // write() → put(), stretched at speeds other than 1
     std::vector<float> samples_;
+    size_t written_ = 0, put_ = 0;  // samples in, samples out (inserted ones included)
 };
 
 void print_timings(const SpeechTimings& t, size_t frames, double audio_seconds, double wall_ms) {
@@ -188,7 +200,7 @@ SegmentVoice named_voice(const Model& model, const std::string& name) {
     }
     auto voice = std::make_shared<Voice>(load_voice(name));
     if (const std::string why = model.voice_mismatch(*voice); !why.empty()) throw Error(ErrorKind::InvalidArgument, "voice file '" + name + "': " + why);
-    return {"", voice};
+    return {"", voice, name};
 }
 
 void run_speak(const SpeakArgs& a) {
@@ -205,9 +217,14 @@ void run_speak(const SpeakArgs& a) {
     }
     // Every destination before any work: a run must not end in an error that loses its audio.
     check_distinct_outputs({{"-f", a.text_file}, {"--ref-audio", a.ref_audio}, {"--voice", a.voice}, {"-o", a.output},
-                            {"--codes-out", a.codes_out}});
+                            {"--codes-out", a.codes_out}, {"--captions", a.captions}});
     if (!a.output.empty() && a.output != "-") check_output_path(a.output, "-o");
     if (!a.codes_out.empty()) check_output_path(a.codes_out, "--codes-out");
+    if (!a.captions.empty()) {
+        if (a.output.empty()) throw Error(ErrorKind::InvalidArgument, "--captions times the audio: give -o FILE (or -o -)");
+        caption_format(a.captions, "--captions");
+        check_output_path(a.captions, "--captions");
+    }
     const std::string text = input_text(a);
     const std::string input = input_format(a);
     const bool ssml = input == "ssml", dialogue = input == "dialogue";
@@ -291,6 +308,7 @@ void run_speak(const SpeakArgs& a) {
     std::unique_ptr<AudioSink> sink;
     if (!a.output.empty()) sink = std::make_unique<AudioSink>(a.output, format, caps.sample_rate, a.speed.value_or(1.0));
     size_t audio_samples = 0, inserted = 0;
+    std::vector<Caption> captions;  // positions in the audio before --speed
     const auto segment_done = [&](size_t i, const SpeechResult& r, uint32_t limit) {
         if (r.stop_reason == StopReason::Stalled && !a.quiet) {
             const RequestField* guard = caps.field("stall_frames");  // a model that stalls takes it
@@ -323,7 +341,14 @@ void run_speak(const SpeakArgs& a) {
             },
             [&](const SegmentDone& d) {
                 // Files reproduce the official in-context cut exactly (see SpeechResult).
-                if (d.result->official_leading_sample && segments[d.index].rate == 1.0) sink->insert_leading(d.first_sample + inserted++, *d.result->official_leading_sample);
+                Caption caption = segment_caption(segments[d.index], d, a.speaker);
+                caption.start += inserted;
+                if (d.result->official_leading_sample && segments[d.index].rate == 1.0 &&
+                    sink->insert_leading(d.first_sample + inserted, *d.result->official_leading_sample)) {
+                    ++inserted;
+                }
+                caption.end += inserted;
+                captions.push_back(std::move(caption));
                 segment_done(d.index, *d.result, d.max_frames);
             },
             {a.chunk, 64, a.first_chunk});
@@ -347,6 +372,12 @@ void run_speak(const SpeakArgs& a) {
     std::vector<FileContents> files;
     const std::vector<uint8_t> audio_bytes = sink ? sink->finish(a.normalize, normalize_db) : std::vector<uint8_t>();
     if (sink && a.output != "-") files.push_back({a.output, audio_bytes.data(), audio_bytes.size()});
+    std::string captions_file;
+    if (!a.captions.empty()) {
+        scale_captions(captions, sink->stretch());
+        captions_file = captions_text(captions, caps.sample_rate, caption_format(a.captions, "--captions"));
+        files.push_back({a.captions, captions_file.data(), captions_file.size()});
+    }
     std::string codes_text;
     if (!a.codes_out.empty()) {
         // With the seed and the parts, `talkbox decode` gives this run's audio back.
@@ -393,6 +424,8 @@ void register_speak(CLI::App& app) {
     cmd->add_option("--format", a->format, "wav16 (default for files), wav32, flac, ogg, opus, mp3, aac; for stdout raw16/s16le (default), raw32/f32le, wav16");
     cmd->add_option("--codes-out", a->codes_out, "Also write the generated frames as JSON (Qwen3-TTS: codec frames; Chatterbox: "
                                                  "speech tokens), with the seed and segments that `talkbox decode` needs");
+    cmd->add_option("--captions", a->captions, "Also write when each segment (sentence) is spoken: .srt, .vtt or .json (text, "
+                                               "start, end, voice), by the extension; per segment, not per word");
     cmd->add_option("--speed", a->speed, "Tempo of the audio, 0.25 to 4 (1: the model's own pace), pitch kept (SoundTouch); streams too");
     cmd->add_option("--speaker", a->speaker, "CustomVoice: preset speaker (see talkbox info)");
     cmd->add_option("--instruct", a->instruct, "Style instruction (CustomVoice 1.7B) or voice description (VoiceDesign)");

@@ -134,6 +134,7 @@ struct LongFormRun {
     size_t pause = 0;
     LongFormResult out;
     std::unique_ptr<audio::SpeedAdjuster> tempo;  // the current segment's audio → deliver(), at its rate
+    size_t segment_end = 0;  // where the last ended segment's audio ended, before the pause after it
 
     SpeechRequest segment_request(size_t i) const {
         const LongFormSegment& s = segments[i];
@@ -171,6 +172,7 @@ struct LongFormRun {
         if (!tempo) return;
         tempo->finish();
         tempo.reset();
+        segment_end = out.samples;
         if (!out.cancelled) deliver_silence(samples_of(segments[i].pause_after_ms));
     }
     bool cancelled() const { return cancel && cancel->load(); }
@@ -180,7 +182,8 @@ struct LongFormRun {
         end_segment(i);
         add_segment(out, r, i == 0);
         if (on_segment) {
-            on_segment(SegmentDone{i, segments.size(), segment_frame_limit(caps, request.max_frames, segments[i].text), first_sample, &r});
+            on_segment(SegmentDone{i, segments.size(), segment_frame_limit(caps, request.max_frames, segments[i].text), first_sample,
+                                   segment_end, &r});
         }
     }
 

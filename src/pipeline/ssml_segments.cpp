@@ -14,9 +14,9 @@ namespace talkbox {
 
 std::optional<SegmentVoice> model_voice(const Capabilities& caps, const std::string& name) {
     for (const auto& s : caps.speakers) {
-        if (ascii_lower(s) == ascii_lower(name)) return SegmentVoice{s, nullptr};
+        if (ascii_lower(s) == ascii_lower(name)) return SegmentVoice{s, nullptr, name};
     }
-    if (caps.builtin_voice && ascii_lower(name) == "builtin") return SegmentVoice{};
+    if (caps.builtin_voice && ascii_lower(name) == "builtin") return SegmentVoice{"", nullptr, name};
     return std::nullopt;
 }
 

@@ -459,7 +459,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         const int socket = req.socket;
         const auto gone = [socket] { return http::peer_closed(socket); };
         const int rate = p.model->capabilities().sample_rate;
-        auto job = start_synthesis(*p.model, p.request, p.segments, {p.stream, p.sse, p.format->format, p.speed},
+        auto job = start_synthesis(*p.model, p.request, p.segments, {p.stream, p.sse, p.format->format, p.speed, p.timestamps},
                                    [&] { return req.peer_closed(); });
         // Wait for the first audio (streaming) or the end (whole files), watching the client.
         job->wait_for_audio_or_end(gone);
@@ -487,12 +487,21 @@ struct Server::Impl : http::Handler, wyoming::Service {
             record(*job, rate);
             const auto bytes = audio::encode_audio(job->samples(), rate, p.format->format);
             res.set_header("X-Talkbox-Seed", std::to_string(*p.request.sampling.seed));
+            const std::vector<Caption> captions = p.timestamps ? job->captions() : std::vector<Caption>();
+            if (!p.sse && p.timestamps) {  // the audio as base64 beside its segments (docs/captions.md)
+                res.set_content("{\"audio\":\"" + base64_encode(bytes.data(), bytes.size()) + "\",\"format\":\"" + p.format->name +
+                                    "\",\"segments\":" + captions_text(captions, rate, CaptionFormat::Json) + "}",
+                                "application/json");
+                return;
+            }
             if (!p.sse) {
                 res.set_content(std::string(bytes.begin(), bytes.end()), p.format->content_type);
                 return;
             }
-            // The encoded file, in deltas of at most 48 KiB (64 KiB of base64), then done.
+            // The segments (a whole file has no per-segment deltas: they all come first), the
+            // encoded file in deltas of at most 48 KiB (64 KiB of base64), then done.
             std::string events;
+            for (const Caption& c : captions) events += sse_segment(c, rate);
             constexpr size_t kPiece = 48 << 10;
             for (size_t at = 0; at < bytes.size(); at += kPiece) events += sse_audio_delta(bytes.data() + at, std::min(kPiece, bytes.size() - at));
             events += sse_done(*job);

@@ -43,7 +43,7 @@ std::string format_names(bool streaming_only) {
 // A voice the input names (<voice name>, a cast's voice): one the catalog gives `model`.
 SegmentVoice catalog_voice(const ModelPool& model, const VoiceCatalog& catalog, const std::string& name) {
     SpeechRequest fit;
-    if (catalog.voice_fits(model, name, "", fit)) return SegmentVoice{fit.speaker, fit.voice};
+    if (catalog.voice_fits(model, name, "", fit)) return SegmentVoice{fit.speaker, fit.voice, name};
     throw Error(ErrorKind::InvalidArgument, "voice " + quote_value(name) + " is not available for model '" + model.id() +
                                                 "' (available: " + join_names(catalog.voice_names(&model)) + ")");
 }
@@ -221,6 +221,14 @@ SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& cata
     }
     // SSE streams wav and pcm as they are generated; whole-file formats go out in events once encoded.
     if (p.sse && p.format->streams) p.stream = true;
+    const auto timestamps = body.contains("timestamps") && !body["timestamps"].is_null() ? body["timestamps"] : json(false);
+    if (!timestamps.is_boolean()) throw bad_request("'timestamps' must be true or false", "timestamps");
+    p.timestamps = timestamps.get<bool>();
+    if (p.timestamps && p.stream && !p.sse) {
+        throw bad_request(std::string("'timestamps' needs a response that can carry them: a whole file as JSON (stream false, not "
+                                      "response_format 'pcm') or stream_format 'sse'; streamed ") + p.format->name + " bytes cannot",
+                          "timestamps");
+    }
     if (auto speed = number_field("speed", audio::kMinSpeed, audio::kMaxSpeed)) p.speed = *speed;
     auto& s = p.request.sampling;
     s.seed = integer_field("seed", 18446744073709551615.0);

@@ -34,6 +34,7 @@ struct SpeechParams {
     const OutputFormat* format = nullptr;
     bool stream = false;
     bool sse = false;     // stream_format "sse": the audio as base64 in speech.audio.delta events
+    bool timestamps = false;  // each segment's times: in a JSON response, or speech.segment events
     double speed = 1.0;   // tempo (1: the model's own pace, no stretcher)
     size_t input_chars = 0;
     std::vector<LongFormSegment> segments;

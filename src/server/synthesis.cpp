@@ -14,24 +14,34 @@ std::string sse_event(const nlohmann::json& data) {
 std::string sse_audio_delta(const void* bytes, size_t n) {
     return sse_event({{"type", "speech.audio.delta"}, {"audio", base64_encode(bytes, n)}});
 }
+std::string sse_segment(const Caption& caption, int sample_rate) {
+    nlohmann::json event = nlohmann::json::parse(caption_json(caption, sample_rate));
+    event["type"] = "speech.segment";
+    return sse_event(event);
+}
 
 void Synthesis::start(SessionLease lease, int sample_rate, const SpeechRequest& request, std::vector<LongFormSegment> segments,
                       const LongFormOptions& long_form, const SynthesisOutput& output, Clock::time_point deadline) {
     output_ = output;
     deadline_ = deadline;
     lease_ = std::move(lease);
+    sample_rate_ = sample_rate;
     speed_ = std::make_unique<audio::SpeedAdjuster>(sample_rate, output.speed, [this](const float* pcm, size_t n) { deliver(pcm, n); });
     thread_ = std::thread([this, request, segments = std::move(segments), long_form] {
+        std::function<void(const SegmentDone&)> on_segment;
+        if (output_.timestamps) on_segment = [&](const SegmentDone& d) { segment_done(segment_caption(segments[d.index], d, request.speaker)); };
         try {
             result_ = speak_long_form(
-                *lease_, request, segments, long_form, [&](const float* pcm, size_t n) { speed_->write(pcm, n); }, {}, StreamOptions{},
-                &cancel_);
+                *lease_, request, segments, long_form, [&](const float* pcm, size_t n) { speed_->write(pcm, n); }, on_segment,
+                StreamOptions{}, &cancel_);
             if (!result_.cancelled) speed_->finish();  // what the stretcher still holds
         } catch (...) {
             std::lock_guard<std::mutex> lock(m_);
             error_ = std::current_exception();
         }
         std::lock_guard<std::mutex> lock(m_);
+        pending_ += held_;  // the stretcher's tail
+        held_.clear();
         finished_ = true;
         cv_.notify_all();
     });
@@ -46,7 +56,7 @@ void Synthesis::deliver(const float* pcm, size_t n) {
         std::vector<uint8_t> bytes;
         audio::append_samples(bytes, pcm, n, output_.format);
         if (output_.sse) {
-            pending_ += sse_audio_delta(bytes.data(), bytes.size());
+            (output_.timestamps ? held_ : pending_) += sse_audio_delta(bytes.data(), bytes.size());
         } else {
             pending_.append(bytes.begin(), bytes.end());
         }
@@ -54,6 +64,27 @@ void Synthesis::deliver(const float* pcm, size_t n) {
         samples_.insert(samples_.end(), pcm, pcm + n);
     }
     cv_.notify_all();
+}
+
+void Synthesis::segment_done(Caption caption) {
+    std::lock_guard<std::mutex> lock(m_);
+    if (!output_.streaming) {
+        captions_.push_back(std::move(caption));
+        return;
+    }
+    // Streaming, the stretcher's output is not all there yet: the times scale by the speed.
+    std::vector<Caption> one{std::move(caption)};
+    scale_captions(one, 1.0 / output_.speed);
+    pending_ += sse_segment(one[0], sample_rate_) + held_;
+    held_.clear();
+    cv_.notify_all();
+}
+
+std::vector<Caption> Synthesis::captions() const {
+    std::lock_guard<std::mutex> lock(m_);
+    std::vector<Caption> out = captions_;
+    if (result_.samples > 0) scale_captions(out, static_cast<double>(samples_out_) / static_cast<double>(result_.samples));
+    return out;
 }
 
 void Synthesis::watch(const std::function<bool()>& gone) {

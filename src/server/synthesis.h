@@ -22,6 +22,7 @@
 #include "server/models.h"
 #include "server/scheduler.h"
 #include "talkbox/audio.h"
+#include "talkbox/captions.h"
 #include "talkbox/long_form.h"
 #include "talkbox/time_stretch.h"
 
@@ -33,11 +34,16 @@ struct SynthesisOutput {
     bool sse = false;        // the bytes as speech.audio.delta events
     audio::SampleFormat format = audio::SampleFormat::Raw16;
     double speed = 1.0;      // tempo (1: the model's own pace, no stretcher)
+    // Each segment's times: kept for captions() (whole files), or, streaming SSE, a speech.segment
+    // event before the segment's audio deltas (which wait for it).
+    bool timestamps = false;
 };
 
 // "data: {...}\n\n": one server-sent event.
 std::string sse_event(const nlohmann::json& data);
 std::string sse_audio_delta(const void* bytes, size_t n);
+// speech.segment: a segment's text, start, end (seconds) and voice (docs/captions.md).
+std::string sse_segment(const Caption& caption, int sample_rate);
 
 class Synthesis {
 public:
@@ -74,17 +80,23 @@ public:
 
     const LongFormResult& result() const { return result_; }   // once finished
     const std::vector<float>& samples() const { return samples_; }  // whole files, once finished
+    // Whole files with timestamps, once finished: each segment in the audio of samples().
+    std::vector<Caption> captions() const;
     double first_audio_s() const { return first_audio_s_; }   // -1: none yet
     size_t samples_out() const { return samples_out_; }
 
 private:
     void deliver(const float* pcm, size_t n);
+    void segment_done(Caption caption);
     void watch(const std::function<bool()>& gone);
 
     mutable std::mutex m_;
     std::condition_variable cv_;
     SynthesisOutput output_;
     std::string pending_;          // encoded bytes not yet handed out (streaming)
+    std::string held_;             // SSE with timestamps: the current segment's deltas, until its event
+    std::vector<Caption> captions_;  // whole files with timestamps, in the audio before the stretcher
+    int sample_rate_ = 0;
     std::vector<float> samples_;   // everything (whole files)
     std::unique_ptr<audio::SpeedAdjuster> speed_;  // the worker's audio on its way to deliver()
     bool finished_ = false;

@@ -314,6 +314,68 @@ static void test_speak_parity(talkbox_session* s, const talkbox_model* m) {
     talkbox_request_free(r);
 }
 
+typedef struct {
+    size_t count;
+    talkbox_segment seen[4];
+    char text[4][64], voice[4][64];
+} Segments;
+
+static void note_segment(const talkbox_segment* seg, void* user) {
+    Segments* s = (Segments*)user;
+    if (s->count < 4) {
+        s->seen[s->count] = *seg;
+        snprintf(s->text[s->count], sizeof s->text[0], "%s", seg->text);
+        snprintf(s->voice[s->count], sizeof s->voice[0], "%s", seg->voice ? seg->voice : "(null)");
+    }
+    ++s->count;
+}
+
+/* Collects the audio (user data's first member) and the segments. */
+typedef struct {
+    Samples audio;
+    Segments segments;
+} Spoken;
+
+static int collect_spoken(const float* pcm, size_t n, void* user) { return collect(pcm, n, &((Spoken*)user)->audio); }
+static void note_spoken(const talkbox_segment* seg, void* user) { note_segment(seg, &((Spoken*)user)->segments); }
+
+/* talkbox_session_speak_segments: each segment's place in the audio, exact to the sample: the first
+ * starts at 0, the next 100 ms (the <break>) after its end, the last ends with the audio. */
+static void test_segments(talkbox_session* s, const talkbox_model* m) {
+    talkbox_request* r = customvoice_request(m);
+    CHECK_OK(talkbox_request_set_text(r, CASE_LONG_SSML));
+    CHECK_OK(talkbox_request_set_number(r, "segment_chars", 0));
+    CHECK_OK(talkbox_request_set_input_format(r, "ssml"));
+    Samples want = read_expected("long_form.f32");
+    Spoken got;
+    memset(&got, 0, sizeof got);
+    CHECK_OK(talkbox_session_speak_segments(s, r, collect_spoken, note_spoken, &got, NULL));
+    CHECK(same_samples(&got.audio, &want, "long form with segments"));
+    CHECK(got.segments.count == 2);
+    CHECK(got.segments.seen[0].index == 0 && got.segments.seen[1].index == 1);
+    CHECK(got.segments.seen[0].start == 0);
+    CHECK(got.segments.seen[0].end > 0);
+    CHECK(got.segments.seen[1].start == got.segments.seen[0].end + (size_t)talkbox_model_sample_rate(m) * CASE_LONG_PAUSE_MS / 1000);
+    CHECK(got.segments.seen[1].end == got.audio.count);
+    CHECK(strcmp(got.segments.text[0], "Hello there.") == 0);
+    CHECK(strcmp(got.segments.text[1], "How are you today?") == 0);
+    CHECK(strcmp(got.segments.voice[0], talkbox_model_speaker(m, 0)) == 0);
+    /* No segment callback: the same as talkbox_session_speak; a callback that stops: no segments. */
+    samples_free(&got.audio);
+    CHECK_OK(talkbox_session_speak_segments(s, r, collect_spoken, NULL, &got, NULL));
+    CHECK(same_samples(&got.audio, &want, "long form, no segment callback"));
+    samples_free(&got.audio);
+    got.segments.count = 0;
+    got.audio.stop_after_calls = 1;
+    CHECK_ERROR(talkbox_session_speak_segments(s, r, collect_spoken, note_spoken, &got, NULL), TALKBOX_CANCELLED, "stopped by the audio callback");
+    CHECK(got.segments.count == 0);
+    CHECK_ERROR(talkbox_session_speak_segments(s, r, NULL, note_spoken, &got, NULL), TALKBOX_ERROR_INVALID_ARGUMENT,
+                "talkbox_session_speak_segments");
+    samples_free(&got.audio);
+    samples_free(&want);
+    talkbox_request_free(r);
+}
+
 /* SSML through talkbox_request_set_input_format: the long-form case written as SSML gives its
  * samples; malformed SSML is refused naming the line and column. */
 static void test_ssml(talkbox_session* s, const talkbox_model* m) {
@@ -801,6 +863,7 @@ int main(int argc, char** argv) {
     test_capabilities(m);
     test_speak_parity(s, m);
     test_ssml(s, m);
+    test_segments(s, m);
     test_files(s, m);
     test_request_errors(s, m);
     test_callback_stop(s, m);

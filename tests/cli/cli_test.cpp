@@ -235,7 +235,7 @@ TEST(Cli, ReadmeCommandsRun) {
                             "cloned.wav", "quick.wav", "ref-codes.json", "chatterbox.gguf", "chatterbox-en.gguf", "server.mp3",
                             "fox.wav", "voices/fox.voice", "bonjour.wav", "chatterbox-clone.wav", "turbo.gguf", "turbo.wav", "nano.gguf", "nano.wav",
                             "voices/anna.voice", "anna.wav", "faster.wav", "events.txt", "hello.aac", "tokens.json", "spoken.wav",
-                            "tokens.wav", "whole.wav", "story-ssml.wav", "ssml.wav", "scene.wav"}) {
+                            "tokens.wav", "whole.wav", "story-ssml.wav", "ssml.wav", "scene.wav", "story.srt", "story-captioned.wav", "timed.json"}) {
         EXPECT_TRUE(fs::exists(tmp.file(out))) << out;
     }
     if (server) EXPECT_EQ(server->stop(), 0) << server->log();

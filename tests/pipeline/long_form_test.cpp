@@ -76,6 +76,7 @@ TEST(LongForm, EqualsTheSegmentsSpokenOneByOneWithPauses) {
         one.text = segments[i].text;
         one.max_frames = default_max_frames(caps, segments[i].text);
         engine.speak(one, [&](const float* p, size_t n) { want.insert(want.end(), p, p + n); });
+        EXPECT_EQ(done[i].end_sample, want.size());  // exact: where its samples end
     }
     EXPECT_EQ(audio, want);
 

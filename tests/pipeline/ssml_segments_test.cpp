@@ -55,6 +55,7 @@ TEST(SsmlSegments, PausesVoicesLanguagesAndRates) {
     EXPECT_EQ(r.segments[3].pause_before_ms, 0u);          // a voice change inside a sentence
     ASSERT_TRUE(r.segments[3].voice);
     EXPECT_EQ(r.segments[3].voice->speaker, "Vivian");      // the model's spelling
+    EXPECT_EQ(r.segments[3].voice->name, "vivian");         // the text's, for captions
     EXPECT_FALSE(r.segments[4].voice);
     EXPECT_EQ(r.segments[5].language, "french");
     EXPECT_EQ(r.segments[5].rate, 0.75);
@@ -100,10 +101,13 @@ TEST(SsmlSegments, SpokenWithTheirPausesVoicesAndRates) {
         LongFormOptions options;
         options.parallel = parallel;
         std::vector<float> audio;
-        std::vector<size_t> starts;
+        std::vector<size_t> starts, ends;
         const LongFormResult r = speak_long_form(
             loaded.session, request, parsed.segments, options, [&](const float* p, size_t n) { audio.insert(audio.end(), p, p + n); },
-            [&](const SegmentDone& d) { starts.push_back(d.first_sample); });
+            [&](const SegmentDone& d) {
+                starts.push_back(d.first_sample);
+                ends.push_back(d.end_sample);
+            });
         std::vector<float> want(2400, 0.0f);
         SpeechRequest one = request;
         one.text = "First.";
@@ -120,6 +124,8 @@ TEST(SsmlSegments, SpokenWithTheirPausesVoicesAndRates) {
         EXPECT_EQ(audio, want) << "parallel " << parallel;
         EXPECT_EQ(r.samples, want.size());
         EXPECT_EQ(starts, (std::vector<size_t>{2400, second}));
+        // A segment ends where its stretched audio does, before the <break> after it.
+        EXPECT_EQ(ends, (std::vector<size_t>{second - 6000, want.size() - 1200}));
     }
 }
 
