@@ -11,6 +11,13 @@ namespace talkbox::cli {
 
 bool stderr_is_tty() { return isatty(fileno(stderr)) != 0; }
 
+void report_audio_written(const std::string& path, const std::string& what, size_t samples, int sample_rate, const char* verb,
+                          double seconds) {
+    const double audio_s = static_cast<double>(samples) / sample_rate;
+    std::fprintf(stderr, "wrote %s: %s, %.2f s at %d Hz, %s in %.2f s (%.2fx real time)\n", path.c_str(), what.c_str(), audio_s,
+                 sample_rate, verb, seconds, seconds > 0 ? audio_s / seconds : 0.0);
+}
+
 int run(int argc, char** argv) {
     CLI::App app{"talkbox — fast local neural text-to-speech: Qwen3-TTS (Base voice cloning, CustomVoice, VoiceDesign) and Chatterbox (multilingual, English, Turbo, Nano)", "talkbox"};
     app.require_subcommand(1);

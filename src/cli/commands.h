@@ -47,6 +47,11 @@ inline CLI::Validator thread_count() { return in_range(0, 4096); }
 // True when stderr is a terminal (progress bars are drawn only then).
 bool stderr_is_tty();
 
+// "wrote PATH: <what>, 3.50 s at 24000 Hz, <verb> in 0.41 s (8.49x real time)" on stderr, for the
+// commands that turn something into an audio file (decode, vc).
+void report_audio_written(const std::string& path, const std::string& what, size_t samples, int sample_rate, const char* verb,
+                          double seconds);
+
 // The talkbox command line (app.cpp): parses argv, runs the command, returns the exit code.
 int run(int argc, char** argv);
 

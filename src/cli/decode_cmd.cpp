@@ -1,6 +1,5 @@
 // talkbox decode -m model.gguf codes.json -o out.wav [--format ...] [-t N] [--streaming --chunk N]
 //                [--voice FILE | --ref-audio CLIP] [--seed N]
-#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -53,10 +52,8 @@ void register_decode(CLI::App& app) {
         opt.stream_chunk = args->streaming ? args->chunk : 0;
         const DecodeSummary s = decode_codes(opt, codes);
         if (!args->quiet) {
-            const double audio_s = static_cast<double>(s.samples) / s.sample_rate;
-            std::fprintf(stderr, "wrote %s: %zu frames, %.2f s at %d Hz, decoded in %.2f s (%.2fx real time)\n",
-                         opt.output_path.c_str(), s.frames, audio_s, s.sample_rate, s.decode_seconds,
-                         s.decode_seconds > 0 ? audio_s / s.decode_seconds : 0.0);
+            report_audio_written(opt.output_path, std::to_string(s.frames) + " frames", s.samples, s.sample_rate, "decoded",
+                                 s.decode_seconds);
         }
     });
 }

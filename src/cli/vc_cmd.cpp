@@ -1,6 +1,5 @@
 // talkbox vc -m model.gguf --source speech.wav [--voice FILE | --ref-audio CLIP] -o out.wav
 //            [--format ...] [--seed N] [-t N]
-#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -40,10 +39,8 @@ void register_vc(CLI::App& app) {
         opt.model_path = resolve_model(opt.model_path);
         const VoiceConversionSummary s = convert_voice(opt);
         if (!args->quiet) {
-            const double audio_s = static_cast<double>(s.samples) / s.sample_rate;
-            std::fprintf(stderr, "wrote %s: %zu speech tokens, %.2f s at %d Hz, converted in %.2f s (%.2fx real time)\n",
-                         opt.output_path.c_str(), s.tokens, audio_s, s.sample_rate, s.convert_seconds,
-                         s.convert_seconds > 0 ? audio_s / s.convert_seconds : 0.0);
+            report_audio_written(opt.output_path, std::to_string(s.tokens) + " speech tokens", s.samples, s.sample_rate, "converted",
+                                 s.convert_seconds);
         }
     });
 }
