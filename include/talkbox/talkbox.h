@@ -134,6 +134,7 @@ TALKBOX_API const char* talkbox_model_language(const talkbox_model* model, size_
 #define TALKBOX_MODEL_CLONE_TRANSCRIPT (1u << 5) /* talkbox_voice_create uses a transcript (in-context cloning) */
 #define TALKBOX_MODEL_TEXT_MODES       (1u << 6) /* set_text_mode other than TALKBOX_TEXT_MODE_DEFAULT */
 #define TALKBOX_MODEL_FRAME_STREAMING  (1u << 7) /* audio flows frame by frame (otherwise sentence by sentence) */
+#define TALKBOX_MODEL_CONVERTS_VOICES  (1u << 8) /* talkbox_voice_convert works (Chatterbox) */
 TALKBOX_API unsigned talkbox_model_flags(const talkbox_model* model);
 
 /* The numeric request fields the model takes (talkbox_request_set_number), with their ranges. */
@@ -172,6 +173,16 @@ TALKBOX_API const char* talkbox_voice_description(const talkbox_voice* voice);
 TALKBOX_API const char* talkbox_voice_mode(const talkbox_voice* voice);
 /* Remarks talkbox_voice_create made on the clip (very short, clipped samples), one per line; "" if none. */
 TALKBOX_API const char* talkbox_voice_warnings(const talkbox_voice* voice);
+
+/* Voice conversion (TALKBOX_MODEL_CONVERTS_VOICES; `talkbox vc`): the words of a mono recording of
+ * `count` samples at `sample_rate` Hz (at most 60 s) spoken in `voice`'s voice (NULL: the model's
+ * built-in one), with S3Gen's noise drawn from `seed`. On success *out holds *out_count samples at
+ * talkbox_model_sample_rate(), to be released with talkbox_samples_free. UNSUPPORTED for a model that
+ * does not convert voices; INVALID_ARGUMENT for a recording too short, too long or not finite, or a
+ * voice of another model. */
+TALKBOX_API talkbox_status talkbox_voice_convert(const talkbox_model* model, const float* samples, size_t count, int sample_rate,
+                                                 const talkbox_voice* voice, uint64_t seed, float** out, size_t* out_count);
+TALKBOX_API void talkbox_samples_free(float* samples);
 
 /* ---- Requests -------------------------------------------------------------------------------- */
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -400,7 +401,8 @@ unsigned talkbox_model_flags(const talkbox_model* m) {
     return (c.designs_voice ? TALKBOX_MODEL_DESIGNS_VOICE : 0u) | (c.takes_instruct ? TALKBOX_MODEL_TAKES_INSTRUCT : 0u) |
            (c.clones ? TALKBOX_MODEL_CLONES : 0u) | (c.needs_voice ? TALKBOX_MODEL_NEEDS_VOICE : 0u) |
            (c.builtin_voice ? TALKBOX_MODEL_BUILTIN_VOICE : 0u) | (c.clone_transcript ? TALKBOX_MODEL_CLONE_TRANSCRIPT : 0u) |
-           (c.text_modes ? TALKBOX_MODEL_TEXT_MODES : 0u) | (c.frame_streaming ? TALKBOX_MODEL_FRAME_STREAMING : 0u);
+           (c.text_modes ? TALKBOX_MODEL_TEXT_MODES : 0u) | (c.frame_streaming ? TALKBOX_MODEL_FRAME_STREAMING : 0u) |
+           (c.converts_voices ? TALKBOX_MODEL_CONVERTS_VOICES : 0u);
 }
 
 size_t talkbox_model_field_count(const talkbox_model* m) { return m ? m->fields.size() : 0; }
@@ -436,6 +438,27 @@ static talkbox_voice* new_voice(talkbox::Voice v, const std::vector<std::string>
     h->voice = std::make_shared<const talkbox::Voice>(std::move(v));
     return h.release();
 }
+
+talkbox_status talkbox_voice_convert(const talkbox_model* m, const float* samples, size_t count, int sample_rate,
+                                     const talkbox_voice* voice, uint64_t seed, float** out, size_t* out_count) {
+    if (out) *out = nullptr;
+    if (out_count) *out_count = 0;
+    return guarded([&] {
+        require(out, "out", "talkbox_voice_convert");
+        require(out_count, "out_count", "talkbox_voice_convert");
+        require(m, "model", "talkbox_voice_convert");
+        if (count > 0) require(samples, "samples", "talkbox_voice_convert");
+        const std::vector<float> recording(samples, samples + count);
+        const talkbox::ConvertedVoice c = m->model->convert_voice(recording, sample_rate, voice ? voice->voice.get() : nullptr, seed);
+        auto* pcm = static_cast<float*>(std::malloc(std::max<size_t>(1, c.pcm.size()) * sizeof(float)));
+        if (!pcm) throw talkbox::Error(talkbox::ErrorKind::Io, "talkbox_voice_convert: out of memory for the converted audio");
+        std::copy(c.pcm.begin(), c.pcm.end(), pcm);
+        *out = pcm;
+        *out_count = c.pcm.size();
+    });
+}
+
+void talkbox_samples_free(float* samples) { std::free(samples); }
 
 talkbox_status talkbox_voice_create(const talkbox_model* m, const char* ref_audio_path, const char* ref_text, talkbox_voice** out) {
     if (out) *out = nullptr;

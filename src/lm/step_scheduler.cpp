@@ -7,6 +7,7 @@ namespace talkbox::lm {
 
 // One run() call: its streams and how far they got. Guarded by the scheduler's mutex.
 struct StepScheduler::Call {
+    Call(const std::vector<SteppedStream*>& s, size_t limit) : streams(s), parallel(limit) {}
     const std::vector<SteppedStream*>& streams;
     size_t parallel;
     size_t next = 0;     // streams admitted so far
@@ -29,7 +30,7 @@ StepScheduler::~StepScheduler() {
 
 void StepScheduler::run(const std::vector<SteppedStream*>& streams, size_t parallel, const Ended& ended) {
     if (streams.empty()) return;
-    Call call{streams, std::max<size_t>(1, parallel)};
+    Call call(streams, std::max<size_t>(1, parallel));
     std::unique_lock<std::mutex> lock(mutex_);
     if (!thread_.joinable()) thread_ = std::thread([this] { serve(); });
     waiting_.push_back(&call);
