@@ -15,6 +15,7 @@
 #include "core/packed_matmul.h"
 #include "core/strings.h"
 #include "pipeline/families.h"
+#include "talkbox/audio.h"
 #include "talkbox/error.h"
 #include "talkbox/speech_settings.h"
 #include "voice/reference_audio.h"
@@ -164,9 +165,7 @@ ConvertedVoice Model::convert_voice(const std::vector<float>& samples, int sampl
         throw Error(ErrorKind::InvalidArgument, "the recording is " + std::to_string(seconds) + " s long; voice conversion takes at most " +
                                                     std::to_string(static_cast<int>(voice::kMaxReferenceSeconds)) + " s");
     }
-    for (const float s : samples) {
-        if (!std::isfinite(s)) throw Error(ErrorKind::InvalidArgument, "the recording has samples that are not finite numbers");
-    }
+    audio::check_samples(samples.data(), samples.size(), "the recording");
     if (target) {
         const std::string mismatch = impl_->voice_mismatch(*target);
         if (!mismatch.empty()) throw Error(ErrorKind::InvalidArgument, mismatch);

@@ -731,7 +731,7 @@ static void test_chatterbox(void) {
     talkbox_samples_free(converted);
     tone[5] = NAN;
     CHECK_ERROR(talkbox_voice_convert(m, tone, 16000, 16000, NULL, 7, &converted, &converted_count), TALKBOX_ERROR_INVALID_ARGUMENT,
-                "not finite");
+                "the recording holds a non-finite sample at index 5");
     CHECK(converted == NULL && converted_count == 0);
     tone[5] = 0.0f;
     CHECK_ERROR(talkbox_voice_convert(m, tone, 1000, 16000, NULL, 7, &converted, &converted_count), TALKBOX_ERROR_INVALID_ARGUMENT,
