@@ -31,6 +31,9 @@ bool has_header(SampleFormat f);
 // Header bytes for a stream of unknown length (RIFF and data sizes 0xFFFFFFFF, as players accept
 // for pipes); empty for raw formats.
 std::vector<uint8_t> stream_header(int sample_rate, SampleFormat format);
+// Header bytes of a complete file of `samples` samples (empty for raw formats): what
+// encode_audio's bytes start with. Throws Error (Unsupported) when that is too long for a WAV file.
+std::vector<uint8_t> file_header(int sample_rate, SampleFormat format, uint64_t samples);
 // Appends the encoded samples (no header).
 void append_samples(std::vector<uint8_t>& out, const float* samples, size_t count, SampleFormat format);
 

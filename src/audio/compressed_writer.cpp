@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <sndfile.h>
 
 #include "talkbox/error.h"
@@ -52,7 +53,14 @@ struct MemoryFile {
 };
 }  // namespace
 
-std::vector<uint8_t> encode_compressed_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format) {
+struct CompressedEncoder::State {
+    SampleFormat format;
+    MemoryFile file;
+    SNDFILE* sndfile = nullptr;
+    std::string failure;  // the first write's error, reported by finish()
+};
+
+CompressedEncoder::CompressedEncoder(int sample_rate, SampleFormat format) : state_(std::make_unique<State>()) {
     SF_INFO info{};
     info.samplerate = sample_rate;
     info.channels = 1;
@@ -61,18 +69,38 @@ std::vector<uint8_t> encode_compressed_audio(const std::vector<float>& samples, 
         throw Error(ErrorKind::Unsupported, std::string("this libsndfile cannot write ") + sample_format_name(format) +
                                                 " at " + std::to_string(sample_rate) + " Hz");
     }
-    MemoryFile file;
+    state_->format = format;
     SF_VIRTUAL_IO io{&MemoryFile::length, &MemoryFile::seek, &MemoryFile::read, &MemoryFile::write, &MemoryFile::tell};
-    SNDFILE* f = sf_open_virtual(&io, SFM_WRITE, &info, &file);
-    if (!f) throw Error(ErrorKind::Io, std::string("cannot encode ") + sample_format_name(format) + ": " + sf_strerror(nullptr));
+    state_->sndfile = sf_open_virtual(&io, SFM_WRITE, &info, &state_->file);
+    if (!state_->sndfile) throw Error(ErrorKind::Io, std::string("cannot encode ") + sample_format_name(format) + ": " + sf_strerror(nullptr));
     // Clip like the PCM writers rather than letting encoders wrap out-of-range floats.
-    sf_command(f, SFC_SET_CLIPPING, nullptr, SF_TRUE);
-    const auto written = sf_writef_float(f, samples.data(), static_cast<sf_count_t>(samples.size()));
-    const std::string err = sf_strerror(f);
-    if (sf_close(f) != 0 || written != static_cast<sf_count_t>(samples.size())) {
-        throw Error(ErrorKind::Io, std::string("cannot encode ") + sample_format_name(format) + ": " + err);
+    sf_command(state_->sndfile, SFC_SET_CLIPPING, nullptr, SF_TRUE);
+}
+
+CompressedEncoder::~CompressedEncoder() {
+    if (state_->sndfile) sf_close(state_->sndfile);
+}
+
+void CompressedEncoder::write(const float* samples, size_t count) {
+    const auto written = sf_writef_float(state_->sndfile, samples, static_cast<sf_count_t>(count));
+    if (written != static_cast<sf_count_t>(count)) {
+        throw Error(ErrorKind::Io, std::string("cannot encode ") + sample_format_name(state_->format) + ": " + sf_strerror(state_->sndfile));
     }
-    return std::move(file.bytes);
+}
+
+std::vector<uint8_t> CompressedEncoder::finish() {
+    SNDFILE* f = state_->sndfile;
+    if (!f) throw Error(ErrorKind::Internal, "CompressedEncoder::finish called twice");
+    state_->sndfile = nullptr;
+    const std::string err = sf_strerror(f);
+    if (sf_close(f) != 0) throw Error(ErrorKind::Io, std::string("cannot encode ") + sample_format_name(state_->format) + ": " + err);
+    return std::move(state_->file.bytes);
+}
+
+std::vector<uint8_t> encode_compressed_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format) {
+    CompressedEncoder encoder(sample_rate, format);
+    encoder.write(samples.data(), samples.size());
+    return encoder.finish();
 }
 
 }  // namespace talkbox::audio

@@ -150,19 +150,25 @@ void append_samples(std::vector<uint8_t>& out, const float* samples, size_t coun
     }
 }
 
+std::vector<uint8_t> file_header(int sample_rate, SampleFormat format, uint64_t samples) {
+    require_pcm(format);
+    const uint64_t data_bytes = samples * (is_pcm16(format) ? 2 : 4);
+    // RIFF sizes are 32-bit: the header and data chunk must stay below 4 GiB.
+    if (has_header(format) && data_bytes > std::numeric_limits<uint32_t>::max() - 64) {
+        throw Error(ErrorKind::Unsupported, "audio of " + std::to_string(samples) + " samples is too long for a WAV file");
+    }
+    std::vector<uint8_t> out;
+    if (has_header(format)) put_header(out, sample_rate, format, data_bytes, samples, false);
+    return out;
+}
+
 std::vector<uint8_t> encode_audio(const std::vector<float>& samples, int sample_rate, SampleFormat format) {
     check_sample_rate(sample_rate, "the sample rate");
     check_samples(samples.data(), samples.size(), "the audio");
     if (format == SampleFormat::Aac) return encode_aac_adts(samples, sample_rate);
     if (is_compressed(format)) return encode_compressed_audio(samples, sample_rate, format);
-    const uint64_t data_bytes = static_cast<uint64_t>(samples.size()) * (is_pcm16(format) ? 2 : 4);
-    // RIFF sizes are 32-bit: the header and data chunk must stay below 4 GiB.
-    if (has_header(format) && data_bytes > std::numeric_limits<uint32_t>::max() - 64) {
-        throw Error(ErrorKind::Unsupported, "audio of " + std::to_string(samples.size()) + " samples is too long for a WAV file");
-    }
-    std::vector<uint8_t> out;
-    out.reserve(static_cast<size_t>(data_bytes) + 64);
-    if (has_header(format)) put_header(out, sample_rate, format, data_bytes, samples.size(), false);
+    std::vector<uint8_t> out = file_header(sample_rate, format, samples.size());
+    out.reserve(out.size() + samples.size() * (is_pcm16(format) ? 2 : 4));
     append_samples(out, samples.data(), samples.size(), format);
     return out;
 }

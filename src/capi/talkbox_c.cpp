@@ -21,6 +21,7 @@
 
 #include "talkbox/audio.h"
 #include "talkbox/captions.h"
+#include "audio/audio_spool.h"
 #include "core/atomic_file.h"
 #include "core/strings.h"
 #include "talkbox/speech_settings.h"
@@ -637,17 +638,18 @@ talkbox_status talkbox_session_speak_to_file(talkbox_session* s, const talkbox_r
         require(path, "path", "talkbox_session_speak_to_file");
         const auto f = file_format(format);  // a bad format or destination fails before synthesis
         talkbox::check_output_path(path, "talkbox_session_speak_to_file: path");
-        std::vector<float> audio;
+        talkbox::audio::AudioSpool audio;  // on disk: a long text's memory stays flat
         size_t inserted = 0;
-        speak(*s, *r, [&](const float* pcm, size_t n) { return audio.insert(audio.end(), pcm, pcm + n), true; },
+        speak(*s, *r, [&](const float* pcm, size_t n) { return audio.append(pcm, n), true; },
               [&](const talkbox::LongFormSegment&, const talkbox::SegmentDone& d) {
                   // Files reproduce the official in-context cut exactly, as `talkbox speak -o` does.
                   if (d.result->official_leading_sample && d.first_sample + inserted <= audio.size()) {
-                      audio.insert(audio.begin() + static_cast<long>(d.first_sample + inserted++), *d.result->official_leading_sample);
+                      audio.insert(d.first_sample + inserted++, *d.result->official_leading_sample);
                   }
+                  audio.end_segment();
               },
               result);
-        talkbox::audio::write_audio(path, audio, s->model->capabilities().sample_rate, f);
+        audio.write_file(path, s->model->capabilities().sample_rate, f);
         if (result && result->struct_size >= offsetof(talkbox_result, samples) + sizeof(size_t)) result->samples = audio.size();
     });
 }

@@ -11,6 +11,7 @@
 #include "chatterbox/t3_backbone.h"
 #include "core/cancel.h"
 #include "core/clock.h"
+#include "core/ops.h"
 #include "core/packed_matmul.h"
 #include "lm/batched_step.h"
 #include "lm/stall.h"
@@ -28,7 +29,7 @@ std::string gguf_name(const std::string& official_key) {
 }
 
 ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* b) {
-    ggml_tensor* y = ggml_mul_mat(ctx, w, x);
+    ggml_tensor* y = batch_invariant_mul_mat(ctx, w, x);
     return b ? ggml_add(ctx, y, b) : y;
 }
 
@@ -193,7 +194,7 @@ ggml_tensor* Decoder::speech_head(const Backbone& backbone, ggml_context* ctx, g
     const int64_t done = w.head_panels->ne[1], rest = w.speech_head->ne[1] - done;
     if (rest > 0) {
         ggml_tensor* tail = ggml_view_2d(ctx, w.speech_head, D, rest, w.speech_head->nb[1], done * w.speech_head->nb[1]);
-        y = ggml_concat(ctx, y, ggml_mul_mat(ctx, tail, last), 0);
+        y = ggml_concat(ctx, y, batch_invariant_mul_mat(ctx, tail, last), 0);
     }
     return w.speech_head_b ? ggml_add(ctx, y, w.speech_head_b) : y;
 }

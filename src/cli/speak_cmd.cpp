@@ -9,11 +9,13 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "audio/audio_spool.h"
 #include "core/atomic_file.h"
 #include "core/clock.h"
 #include "core/strings.h"
@@ -58,19 +60,15 @@ struct SpeakArgs {
     std::optional<double> speed;
 };
 
-// Off by default: the model's own level is the reference. Peak: the loudest sample at
-// normalize_db dBFS (default -1). Loudness: the RMS level at normalize_db dBFS (default -20),
-// then limited so that no sample clips.
-void normalize_level(std::vector<float>& pcm, const std::string& mode, double db) {
-    if (mode == "none" || pcm.empty()) return;
-    double peak = 0, energy = 0;
-    for (float x : pcm) peak = std::max(peak, std::fabs(double(x))), energy += double(x) * x;
-    const double rms = std::sqrt(energy / static_cast<double>(pcm.size()));
-    if (peak <= 0) return;
+// The gain of --normalize, from the whole signal's peak and energy. Off by default: the model's
+// own level is the reference. Peak: the loudest sample at normalize_db dBFS (default -1).
+// Loudness: the RMS level at normalize_db dBFS (default -20), then limited so that no sample clips.
+double normalize_gain(const audio::AudioSpool& audio, const std::string& mode, double db) {
+    if (mode == "none" || audio.size() == 0 || audio.peak() <= 0) return 1.0;
+    const double rms = std::sqrt(audio.energy() / static_cast<double>(audio.size()));
     const double target = std::pow(10.0, db / 20.0);
-    double gain = mode == "peak" ? target / peak : target / rms;
-    gain = std::min(gain, 0.999 / peak);
-    for (float& x : pcm) x = static_cast<float>(x * gain);
+    const double gain = mode == "peak" ? target / audio.peak() : target / rms;
+    return std::min(gain, 0.999 / audio.peak());
 }
 
 // The longest text speak takes, from -t, -f or stdin (about a day of speech): a file of more,
@@ -106,43 +104,50 @@ std::string input_text(const SpeakArgs& a) {
     return read_text(f, what);
 }
 
-// Where the audio goes: collected for a file (finish() gives its bytes), or streamed to stdout.
-// At a speed other than 1 the audio goes through the stretcher as it comes.
+// Where the audio goes: spooled for a file (to disk, so that a long text's memory stays flat;
+// finish() writes the file), or streamed to stdout. At a speed other than 1 the audio goes through
+// the stretcher as it comes.
 class AudioSink {
 public:
     AudioSink(const std::string& path, audio::SampleFormat format, int rate, double speed)
         : format_(format), rate_(rate), to_stdout_(path == "-"),
           speed_(rate, speed, [this](const float* pcm, size_t n) { put(pcm, n); }) {
         if (to_stdout_) emit(audio::stream_header(rate, format));
+        else spool_.emplace();
     }
     void write(const float* pcm, size_t n) {
         speed_.write(pcm, n);
         written_ += n;
     }
     // Files reproduce the official in-context cut exactly (see SpeechResult); stretched audio has
-    // no such cut to match (the sample positions are those before stretching). True if inserted.
+    // no such cut to match (the sample positions are those before stretching). `at` lies in the
+    // segment that just ended. True if inserted.
     bool insert_leading(size_t at, float sample) {
-        if (to_stdout_ || speed_.stretching() || at > samples_.size()) return false;
-        samples_.insert(samples_.begin() + static_cast<long>(at), sample);
+        if (to_stdout_ || speed_.stretching() || at > put_) return false;
+        spool_->insert(at, sample);
         ++put_;
         return true;
+    }
+    void end_segment() {
+        if (spool_) spool_->end_segment();
     }
     // After finish(): output samples per sample that write() took. Stretched audio scales by the
     // lengths, which keeps the end of the audio at its end.
     double stretch() const { return speed_.stretching() && written_ > 0 ? static_cast<double>(put_) / static_cast<double>(written_) : 1.0; }
-    // The file's contents; empty for stdout, which has had everything.
-    std::vector<uint8_t> finish(const std::string& normalize, double db) {
+    // Ends the audio: a file's bytes go to `file` (normalised by --normalize); stdout has had everything.
+    void finish(AtomicFileWriter* file, const std::string& normalize, double db) {
         speed_.finish();
-        if (to_stdout_) return {};
-        normalize_level(samples_, normalize, db);
-        return audio::encode_audio(samples_, rate_, format_);
+        if (to_stdout_) return;
+        spool_->end_segment();
+        spool_->encode(rate_, format_, normalize_gain(*spool_, normalize, db),
+                       [file](const uint8_t* bytes, size_t n) { file->write(bytes, n); });
     }
 
 private:
     void put(const float* pcm, size_t n) {
         put_ += n;
         if (!to_stdout_) {
-            samples_.insert(samples_.end(), pcm, pcm + n);
+            spool_->append(pcm, n);
             return;
         }
         std::vector<uint8_t> bytes;
@@ -158,9 +163,9 @@ private:
     audio::SampleFormat format_;
     int rate_;
     bool to_stdout_;
-    audio::SpeedAdjuster speed_;  // write() → put(), stretched at speeds other than 1
-    std::vector<float> samples_;
-    size_t written_ = 0, put_ = 0;  // samples in, samples out (inserted ones included)
+    audio::SpeedAdjuster speed_;              // write() → put(), stretched at speeds other than 1
+    std::optional<audio::AudioSpool> spool_;  // a file's audio
+    size_t written_ = 0, put_ = 0;            // samples in, samples out (inserted ones included)
 };
 
 void print_timings(const SpeechTimings& t, size_t frames, double audio_seconds, double wall_ms) {
@@ -349,6 +354,7 @@ void run_speak(const SpeakArgs& a) {
                 }
                 caption.end += inserted;
                 captions.push_back(std::move(caption));
+                sink->end_segment();
                 segment_done(d.index, *d.result, d.max_frames);
             },
             {a.chunk, 64, a.first_chunk});
@@ -370,8 +376,9 @@ void run_speak(const SpeakArgs& a) {
         }
     }
     std::vector<FileContents> files;
-    const std::vector<uint8_t> audio_bytes = sink ? sink->finish(a.normalize, normalize_db) : std::vector<uint8_t>();
-    if (sink && a.output != "-") files.push_back({a.output, audio_bytes.data(), audio_bytes.size()});
+    std::optional<AtomicFileWriter> audio_file;  // committed with the other files
+    if (sink && a.output != "-") audio_file.emplace(a.output);
+    if (sink) sink->finish(audio_file ? &*audio_file : nullptr, a.normalize, normalize_db);
     std::string captions_file;
     if (!a.captions.empty()) {
         scale_captions(captions, sink->stretch());
@@ -389,7 +396,7 @@ void run_speak(const SpeakArgs& a) {
         codes_text = codec::codes_file_text(codes);
         files.push_back({a.codes_out, codes_text.data(), codes_text.size()});
     }
-    write_files_together(files);
+    write_files_together(files, audio_file ? &*audio_file : nullptr);
     // What ran: the family's own sentences (Chatterbox, unless --no-split) or the long-form segments.
     const size_t ran = total.segments > 0 ? total.segments : segments.size();
     const double wall_ms = ms_since(start);

@@ -190,14 +190,17 @@ void AtomicFileWriter::fail(const std::string& what) {
     throw Error(ErrorKind::Io, what + " '" + path_ + "': " + reason);
 }
 
-void write_files_together(const std::vector<FileContents>& files) {
-    std::vector<std::unique_ptr<AtomicFileWriter>> writers;
+void write_files_together(const std::vector<FileContents>& files, AtomicFileWriter* written) {
+    std::vector<std::unique_ptr<AtomicFileWriter>> own;
+    std::vector<AtomicFileWriter*> writers;
+    if (written) writers.push_back(written);
     for (const auto& f : files) {
-        writers.push_back(std::make_unique<AtomicFileWriter>(f.path));
-        writers.back()->write(f.data, f.size);
+        own.push_back(std::make_unique<AtomicFileWriter>(f.path));
+        own.back()->write(f.data, f.size);
+        writers.push_back(own.back().get());
     }
-    for (auto& w : writers) w->finish();
-    for (auto& w : writers) w->commit();
+    for (auto* w : writers) w->finish();
+    for (auto* w : writers) w->commit();
 }
 
 void AtomicFileWriter::write(const void* data, size_t size) {

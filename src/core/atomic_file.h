@@ -82,12 +82,13 @@ private:
 };
 
 // Several whole files as one output (speak's audio and codes): all are written and finished before
-// any is moved into place, so that a write error leaves none of them.
+// any is moved into place, so that a write error leaves none of them. `written`, when given, is
+// one more file already written through its writer (speak's audio, written as it is encoded).
 struct FileContents {
     std::string path;
     const void* data;
     size_t size;
 };
-void write_files_together(const std::vector<FileContents>& files);
+void write_files_together(const std::vector<FileContents>& files, AtomicFileWriter* written = nullptr);
 
 }  // namespace talkbox

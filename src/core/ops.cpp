@@ -286,6 +286,12 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
 
 }  // namespace
 
+ggml_tensor* batch_invariant_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x) {
+    if (x->ne[1] != 1 || x->ne[2] != 1 || x->ne[3] != 1) return ggml_mul_mat(ctx, w, x);
+    ggml_tensor* both = ggml_mul_mat(ctx, w, ggml_concat(ctx, x, x, 1));
+    return ggml_view_2d(ctx, both, both->ne[0], 1, both->nb[1], 0);
+}
+
 ggml_tensor* get_rows_of_view(ggml_context* ctx, ggml_tensor* table, ggml_tensor* ids, bool cpu) {
     return ggml_get_rows(ctx, table, cpu ? ids : ggml_cont(ctx, ids));
 }

@@ -25,6 +25,13 @@ ggml_tensor* add_bias_residual(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b
 // p[half:, t], plus bias [channels]. Fused: one pass; otherwise two adds over strided views.
 ggml_tensor* overlap_add(ggml_context* ctx, ggml_tensor* p, ggml_tensor* bias, int64_t channels, int64_t rate, bool fused);
 
+// ggml_mul_mat(w, x) whose columns do not depend on how many there are. ggml's CPU product computes
+// one column as dot products and two or more as tiled GEMM (llamafile), and the two accumulate in
+// different orders: a stream stepped alone got other last bits than in a batch, a sampled code could
+// flip on them, and so the audio of a seed depended on which streams shared its steps. One column is
+// computed as two (itself twice); the second costs little in a product that streams its weights.
+ggml_tensor* batch_invariant_mul_mat(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x);
+
 // ggml_get_rows with ids that are a view at any offset into a larger index tensor: device backends
 // read an index buffer only at an aligned offset (ggml's Vulkan backend asserts), so off the CPU
 // (`cpu` false) the ids are copied into a tensor of their own first; the CPU reads the view.

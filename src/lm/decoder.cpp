@@ -47,7 +47,7 @@ ggml_tensor* store_and_view(ggml_context* ctx, ggml_tensor* cache, ggml_tensor* 
 }
 
 ggml_tensor* linear(ggml_context* ctx, const LayerWeights& w, ggml_tensor* m, ggml_tensor* x) {
-    return w.packed ? packed::mul_mat(ctx, m, x) : ggml_mul_mat(ctx, m, x);
+    return w.packed ? packed::mul_mat(ctx, m, x) : batch_invariant_mul_mat(ctx, m, x);
 }
 
 }  // namespace

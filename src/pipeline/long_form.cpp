@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <malloc.h>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -178,6 +179,13 @@ struct LongFormRun {
     bool cancelled() const { return cancel && cancel->load(); }
     // Segment i is complete: its result, where its audio began.
     void done(size_t i, const SpeechResult& r, size_t first_sample) {
+#ifdef __GLIBC__
+        // Each segment frees buffers of its own sizes (graphs, audio); glibc keeps such freed
+        // blocks resident and, as its mmap threshold rises, fragments its heap with them: without
+        // this a 20-minute chapter's peak memory grew by some 55 MB. Handing the free pages back
+        // after each segment keeps a long text flat, in any program that links the library.
+        malloc_trim(0);
+#endif
         if (r.stop_reason == StopReason::Cancelled) out.cancelled = true;
         end_segment(i);
         add_segment(out, r, i == 0);

@@ -1,5 +1,6 @@
 #include "qwen3tts/code_predictor.h"
 
+#include "core/ops.h"
 #include "lm/decoder.h"
 #include "talkbox/error.h"
 
@@ -59,12 +60,12 @@ std::unique_ptr<CodePredictor::Step> CodePredictor::build_step(size_t group) {
     } else {
         x = ggml_get_rows(ctx, w.codec_embd[group - 1], s->code);
     }
-    if (w.in_proj_w) x = ggml_add(ctx, ggml_mul_mat(ctx, w.in_proj_w, x), w.in_proj_b);
+    if (w.in_proj_w) x = ggml_add(ctx, batch_invariant_mul_mat(ctx, w.in_proj_w, x), w.in_proj_b);
     ggml_tensor* out = lm::build_decoder(ctx, hp.shape(), w.layers, w.output_norm, x, {s->pos, s->rows, s->mask, n_kv},
                                          sequence_.cache());
     // The last position of every stream.
     if (n > 1) out = ggml_cont(ctx, ggml_view_2d(ctx, out, H, B, n * out->nb[1], (n - 1) * out->nb[1]));
-    s->logits = ggml_mul_mat(ctx, w.lm_head[group], out);
+    s->logits = batch_invariant_mul_mat(ctx, w.lm_head[group], out);
     s->graph.output(s->logits);
     s->graph.allocate(model_.backend());
     return s;

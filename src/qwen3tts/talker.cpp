@@ -55,7 +55,7 @@ void Talker::prefill(const float* embeds, size_t n_tokens) {
     ggml_tensor* out = lm::build_decoder(g.ctx(), hp.shape(), w.layers, w.output_norm, x, {pos, rows, mask, n_kv},
                                         sequence_.cache());
     ggml_tensor* hidden = ggml_cont(g.ctx(), ggml_view_2d(g.ctx(), out, hp.hidden, 1, out->nb[1], (n - 1) * out->nb[1]));
-    ggml_tensor* logits = ggml_mul_mat(g.ctx(), w.codec_head, hidden);
+    ggml_tensor* logits = batch_invariant_mul_mat(g.ctx(), w.codec_head, hidden);
     g.output(hidden);
     g.output(logits);
     g.allocate(model_.backend());
@@ -116,7 +116,7 @@ void TalkerStepper::step(const std::vector<Talker*>& talkers, const int32_t* cod
         },
         [&](talkbox::Graph& g, ggml_tensor* out) {
             hidden_ = out;
-            logits_ = ggml_mul_mat(g.ctx(), model_.talker().codec_head, out);
+            logits_ = batch_invariant_mul_mat(g.ctx(), model_.talker().codec_head, out);
             g.output(hidden_);
             g.output(logits_);
         }};
