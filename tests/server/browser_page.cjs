@@ -4,7 +4,8 @@
 // microphone, the voice list and its delete buttons, speech streamed with its live waveform and
 // progress line (by button, by Ctrl+Enter and Cmd+Enter in the text), Stop, the session's history
 // with replay and download, SSML and a dialogue script with captions streamed as Server-Sent Events
-// and highlighted in turn as the audio plays, accessible names, and no errors in the console.
+// and highlighted in turn as the audio plays, voice conversion of an uploaded recording (the server
+// has a Chatterbox model), accessible names, and no errors in the console.
 // Prints one JSON line; exit 0 = pass.
 "use strict";
 const fs = require("fs");
@@ -277,6 +278,23 @@ async function main() {
     out.dialogue_captions = await page.evaluate(() => [...document.querySelectorAll("#captions li")].map((li) => li.querySelector(".who").textContent + ": " + li.lastChild.textContent));
     check(out.dialogue_captions.join("|") === "vivian: Good morning.|ryan: Morning to you.", "dialogue captions: " + out.dialogue_captions.join("|"));
     await page.check('input[name="inputFormat"][value="text"]');
+
+    // Voice conversion: the reference clip into the Chatterbox model's built-in voice, as long as
+    // the clip to a speech token or two (25 a second), playable and downloadable.
+    check(await page.isVisible("#vcSection"), "no voice conversion although a loaded model converts voices");
+    await page.click("#convert");
+    check(await text("#vcStatus") === "Choose a recording and a voice.", "converting nothing: " + await text("#vcStatus"));
+    await page.selectOption("#vcVoice", { label: "builtin" });
+    await page.setInputFiles("#vcFile", clip);
+    await page.click("#convert");
+    await waitText("#vcStatus", /Converted|Error/);
+    out.conversion = await text("#vcStatus");
+    check(/^Converted 'en_3p5s\.wav' into builtin: \d+\.\d s\.$/.test(out.conversion), out.conversion);
+    const clipSeconds = fs.readFileSync(clip).readUInt32LE(40) / 2 / 24000;  // the fixture: 16-bit mono at 24 kHz, a 44-byte header
+    out.converted_seconds = (await page.evaluate(() => window.talkbox.lastConversion)).seconds;
+    check(out.converted_seconds <= clipSeconds + 1e-6 && out.converted_seconds > clipSeconds - 0.081,
+          "converted " + out.converted_seconds + " s of a " + clipSeconds + " s clip");
+    check(await page.isVisible("#vcResult") && await page.isVisible("#vcDownload"), "the converted audio has no player or download");
 
     // Deleting a voice from the list: confirmed, gone from the list and the voice menu.
     await page.click('button[aria-label="Delete voice browser_voice"]');
