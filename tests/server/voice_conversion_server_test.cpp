@@ -107,7 +107,7 @@ TEST_F(VoiceConversionServerTest, ConvertsARecordingIntoTheBuiltinAndARegistered
     EXPECT_EQ(cloned->get_header_value("Content-Type"), "audio/flac");
     EXPECT_EQ(cloned->body.compare(0, 4, "fLaC"), 0);
     // The same recording, voice and seed as WAV: the voice changed the audio, the length is the recording's.
-    auto cloned_wav = convert(source, {{"voice", "VC_TARGET"}, {"seed", "7"}, {"response_format", "wav"}});
+    auto cloned_wav = convert(source, {{"voice", "vc_target"}, {"seed", "7"}, {"response_format", "wav"}});
     ASSERT_TRUE(cloned_wav && cloned_wav->status == 200) << (cloned_wav ? cloned_wav->body : "no response");
     EXPECT_EQ(wav_samples(cloned_wav), n);
     EXPECT_NE(cloned_wav->body, builtin->body);
