@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -32,11 +32,11 @@
 #include "server/web_page.h"
 #include "server/wyoming_server.h"
 #include "talkbox/audio.h"
+#include "talkbox/convert_recording.h"
 #include "core/strings.h"
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
 #include "talkbox/segmenter.h"
-#include "talkbox/convert_recording.h"
 #include "talkbox/voice_file.h"
 #include "text/speakable.h"
 
