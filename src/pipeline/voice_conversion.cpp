@@ -1,6 +1,8 @@
-// talkbox::convert_voice: a recording file → Model::convert_voice → audio file.
+// talkbox::convert_voice: a recording file → Model::convert_voice → audio file; convert_recording:
+// the same from a file's bytes in memory (the server's uploads).
 #include "audio/audio_reader.h"
 #include "talkbox/audio.h"
+#include "talkbox/convert_recording.h"
 #include "talkbox/error.h"
 #include "talkbox/model.h"
 #include "talkbox/voice_conversion.h"
@@ -30,6 +32,12 @@ VoiceConversionSummary convert_voice(const VoiceConversionOptions& options) {
     s.convert_seconds = converted.seconds;
     audio::write_audio(options.output_path, converted.pcm, s.sample_rate, format);
     return s;
+}
+
+ConvertedVoice convert_recording(const Model& model, const void* data, size_t size, const std::string& label, const Voice* target,
+                                 uint64_t seed) {
+    const audio::MonoAudio recording = audio::read_audio_memory(data, size, label, voice::kReferenceLimits);
+    return model.convert_voice(recording.samples, recording.sample_rate, target, seed);
 }
 
 }  // namespace talkbox

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -30,6 +32,7 @@
 #include "server/web_page.h"
 #include "server/wyoming_server.h"
 #include "talkbox/audio.h"
+#include "talkbox/convert_recording.h"
 #include "core/strings.h"
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
@@ -102,6 +105,52 @@ json error_json(const ApiError& e) {
               {"type", e.type},
               {"param", e.param.empty() ? json(nullptr) : json(e.param)},
               {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
+}
+
+// A multipart/form-data upload (a voice's reference clip, a recording to convert): its fields by
+// name or alias, each checked as JSON strings are (no NUL, at most `max_chars`).
+class UploadForm {
+public:
+    // `expected` says what to send, for a body of another type.
+    UploadForm(const http::Request& req, const std::string& expected) {
+        const std::string& type = req.header("content-type");
+        if (ascii_lower(type).rfind("multipart/form-data", 0) != 0) throw bad_request("send multipart/form-data with " + expected);
+        parts_ = http::parse_multipart(req.body, type);
+    }
+
+    // The part named by one of `keys` (a field and its aliases), or nullptr; a field given together
+    // with its alias is refused as a repeat would be. max_chars 0: not a string (a file).
+    const http::FormPart* field(std::initializer_list<const char*> keys, size_t max_chars) const {
+        const http::FormPart* found = nullptr;
+        for (const char* k : keys) {
+            const auto* part = http::find_part(parts_, k);
+            if (part && found) {
+                throw bad_request("'" + found->name + "' and '" + part->name + "' are the same field; give one", part->name, "repeated_field");
+            }
+            if (part) found = part;
+        }
+        if (found && max_chars) check_client_string("'" + found->name + "'", found->content, max_chars, found->name);
+        return found;
+    }
+
+    // The audio file ("audio", or its alias "file"), `what` naming it: 400 missing_field when
+    // absent or empty, 413 for a file name over kMaxNameChars.
+    const http::FormPart& audio(const std::string& what) const {
+        const auto clip = field({"audio", "file"}, 0);
+        if (!clip || clip->content.empty()) throw bad_request("'audio' (" + what + ") is required", "audio", "missing_field");
+        check_client_string("the file name of '" + clip->name + "'", clip->filename, kMaxNameChars, clip->name);
+        return *clip;
+    }
+
+private:
+    std::vector<http::FormPart> parts_;
+};
+
+// Whatever is wrong with an uploaded audio file (unreadable, too short or long, silent, not
+// finite) is the client's input: 400 invalid_audio. Other errors are the server's.
+bool audio_fault(const Error& e) {
+    return e.kind() == ErrorKind::Format || e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::InvalidArgument ||
+           e.kind() == ErrorKind::Unsupported;
 }
 
 }  // namespace
@@ -574,6 +623,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
                 {"designs_voice", c.designs_voice},
                 {"clones", c.clones},
                 {"clone_transcript", c.clone_transcript},
+                {"converts_voices", c.converts_voices},
                 {"device", m.model().device()}};
     }
 
@@ -722,32 +772,14 @@ struct Server::Impl : http::Handler, wyoming::Service {
     }
 
     void create_voice_route(const http::Request& req, Response& res) {
-        const std::string& type = req.header("content-type");
-        if (ascii_lower(type).rfind("multipart/form-data", 0) != 0) {
-            throw bad_request("send multipart/form-data with 'name', 'audio' (the reference clip) and optionally 'transcript'");
-        }
-        const auto parts = http::parse_multipart(req.body, type);
-        // A field and its alias ("audio" or "file") given together are refused as a repeat would be.
-        const auto field = [&](std::initializer_list<const char*> keys, size_t max_chars) -> const http::FormPart* {
-            const http::FormPart* found = nullptr;
-            for (const char* k : keys) {
-                const auto* part = http::find_part(parts, k);
-                if (part && found) {
-                    throw bad_request("'" + found->name + "' and '" + part->name + "' are the same field; give one", part->name, "repeated_field");
-                }
-                if (part) found = part;
-            }
-            if (found && max_chars) check_client_string("'" + found->name + "'", found->content, max_chars, found->name);
-            return found;
-        };
+        const UploadForm form(req, "'name', 'audio' (the reference clip) and optionally 'transcript'");
+        const auto field = [&form](std::initializer_list<const char*> keys, size_t max_chars) { return form.field(keys, max_chars); };
         const auto name = field({"name"}, kMaxNameChars);
         if (!name || name->content.empty()) throw bad_request("'name' is required", "name", "missing_field");
         if (!valid_voice_name(name->content)) {
             throw bad_request("invalid voice name " + quote_value(name->content) + ": use 1-64 letters, digits, '_' or '-'", "name");
         }
-        const auto clip = field({"audio", "file"}, 0);
-        if (!clip || clip->content.empty()) throw bad_request("'audio' (the reference clip) is required", "audio", "missing_field");
-        check_client_string("the file name of '" + clip->name + "'", clip->filename, kMaxNameChars, clip->name);
+        const http::FormPart* clip = &form.audio("the reference clip");
         refuse_taken_name(name->content);
         const auto transcript = field({"transcript", "ref_text"}, kMaxTranscriptChars);
         std::optional<std::string> ref_text;
@@ -800,11 +832,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
                 throw ApiError(504, "server_error", "timeout",
                                "cloning the voice took longer than this server's limit of " + json(options.request_timeout_s).dump() + " s");
             }
-            // Whatever the clip's fault (unreadable, too short or long, silent), it is the client's input.
-            if (e.kind() == ErrorKind::Format || e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::InvalidArgument ||
-                e.kind() == ErrorKind::Unsupported) {
-                throw bad_request(named(e.what()), "audio", "invalid_audio");
-            }
+            if (audio_fault(e)) throw bad_request(named(e.what()), "audio", "invalid_audio");
             throw Error(e.kind(), named(e.what()));
         }
         v.source_audio = without_controls(clip->filename);  // shown later by `talkbox voice info`
@@ -813,6 +841,70 @@ struct Server::Impl : http::Handler, wyoming::Service {
         for (auto& w : warnings) w = named(w);
         out["warnings"] = warnings;
         send_json(res, 201, out);
+    }
+
+    // The model a voice conversion runs on: the one `named` (404 when not loaded, 400 when it does
+    // not convert voices), else the first loaded model that converts voices (400 when none does).
+    ModelPool* converting_model(const http::FormPart* named) {
+        std::vector<std::string> converters;
+        for (const auto& m : models) {
+            if (m->capabilities().converts_voices) converters.push_back(m->id());
+        }
+        const std::string how = "Chatterbox models do: serve -m chatterbox.gguf";
+        const std::string which = converters.empty() ? "no loaded model does (" + how + ")" : "models that do: " + join_names(converters);
+        if (!named || named->content.empty()) {
+            if (converters.empty()) throw bad_request("no loaded model converts voices (" + how + ")", "model", "unsupported_model");
+            return catalog.find_model(converters.front());
+        }
+        ModelPool* m = catalog.find_model(named->content);
+        if (!m) throw not_found("model " + quote_value(named->content) + " is not loaded", "model", "model_not_found");
+        if (!m->capabilities().converts_voices) {
+            throw bad_request("model '" + m->id() + "' (" + m->capabilities().description() + ") does not convert voices; " + which, "model",
+                              "unsupported_model");
+        }
+        return m;
+    }
+
+    // POST /v1/audio/voice_conversion: the words of an uploaded recording spoken in a voice this
+    // server has (docs/server.md). One slot of --max-concurrent while it runs.
+    void voice_conversion_route(const http::Request& req, Response& res) {
+        const UploadForm form(req, "'audio' (the recording) and optionally 'voice', 'model', 'response_format' and 'seed'");
+        const http::FormPart& recording = form.audio("the recording to convert");
+        ModelPool* model = converting_model(form.field({"model"}, kMaxNameChars));
+        // The target voice as /v1/audio/speech takes it for this model (default: its built-in one):
+        // 400 voice_mismatch or 404 voice_not_found naming the voices it has.
+        const auto* voice = form.field({"voice"}, kMaxNameChars);
+        SpeechRequest target;
+        catalog.pick_model(model->id(), voice ? voice->content : "", "", target);
+        const auto* format_part = form.field({"response_format"}, kMaxNameChars);
+        const OutputFormat& format = output_format(format_part && !format_part->content.empty() ? format_part->content : "wav");
+        uint64_t seed = 0;  // as `talkbox vc`
+        if (const auto* s = form.field({"seed"}, kMaxNameChars)) {
+            const std::string& v = s->content;
+            errno = 0;
+            char* end = nullptr;
+            const unsigned long long parsed = v.empty() || v[0] < '0' || v[0] > '9' ? 0 : std::strtoull(v.c_str(), &end, 10);
+            if (!end || *end != '\0' || errno == ERANGE) {
+                throw bad_request("'seed' must be an integer from 0 to 18446744073709551615, not " + quote_value(v), "seed");
+            }
+            seed = parsed;
+        }
+        Scheduler::Slot slot;
+        admit(slot, [&] { return req.peer_closed(); });
+        const std::string label = recording.filename.empty() ? "the uploaded recording" : without_controls(recording.filename);
+        ConvertedVoice converted;
+        try {
+            converted = convert_recording(model->model(), recording.content.data(), recording.content.size(), label, target.voice.get(), seed);
+        } catch (const Error& e) {
+            if (audio_fault(e)) throw bad_request(e.what(), "audio", "invalid_audio");
+            throw;
+        }
+        const int rate = model->capabilities().sample_rate;
+        const auto bytes = audio::encode_audio(converted.pcm, rate, format.format);
+        res.set_header("X-Talkbox-Model", model->id());
+        res.set_header("X-Talkbox-Sample-Rate", std::to_string(rate));
+        res.set_header("X-Talkbox-Seed", std::to_string(seed));
+        res.set_content(std::string(bytes.begin(), bytes.end()), format.content_type);
     }
 
     void routes() {
@@ -861,6 +953,8 @@ struct Server::Impl : http::Handler, wyoming::Service {
         get("/v1/audio/voices", "voices", true, [this](const http::Request&, Response& res) { list_voices(res); });
         table.push_back({"POST", "/v1/audio/voices", Route::Exact, "voices_create", true, Body::Upload,
                          [this](const http::Request& req, Response& res) { create_voice_route(req, res); }});
+        table.push_back({"POST", "/v1/audio/voice_conversion", Route::Exact, "voice_conversion", true, Body::Upload,
+                         [this](const http::Request& req, Response& res) { voice_conversion_route(req, res); }});
         // The rest of the path is the name, '/' included, so "a/b" is refused as a name (400), not a route.
         table.push_back({"DELETE", "/v1/audio/voices/", Route::Rest, "voices_delete", true, Body::None, [this](const http::Request& req, Response& res) {
                              const std::string name = req.path.substr(std::strlen("/v1/audio/voices/"));
@@ -871,7 +965,8 @@ struct Server::Impl : http::Handler, wyoming::Service {
                              send_json(res, 200, {{"id", name}, {"object", "voice"}, {"deleted", true}});
                          }});
         // CORS preflights (only an allowed origin gets this far, see screen_or_throw).
-        for (const char* path : {"/", "/health", "/ready", "/metrics", "/v1/models", "/v1/audio/speech", "/v1/audio/voices"}) {
+        for (const char* path : {"/", "/health", "/ready", "/metrics", "/v1/models", "/v1/audio/speech", "/v1/audio/voices",
+                                 "/v1/audio/voice_conversion"}) {
             table.push_back({"OPTIONS", path, Route::Exact, "preflight", false, Body::None, [this](const http::Request& req, Response& res) {
                                  res.status = 204;
                                  res.set_header("Allow", allowed_methods(req));

@@ -126,6 +126,14 @@ void check_client_string(const std::string& what, const std::string& value, size
     }
 }
 
+const OutputFormat& output_format(const std::string& name) {
+    for (const auto& f : kFormats) {
+        if (name == f.name) return f;
+    }
+    throw bad_request("response_format " + quote_value(name) + " is not supported (choose " + format_names(false) + ")", "response_format",
+                      "unsupported_format");
+}
+
 SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& catalog, size_t max_text_chars,
                           const std::optional<uint64_t>& default_seed) {
     json body;
@@ -206,13 +214,7 @@ SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& cata
     p.sse = stream_format == "sse";
     std::string format = string_field("response_format", false);
     if (format.empty()) format = p.stream ? "wav" : "mp3";  // OpenAI's default is mp3, which cannot stream
-    for (const auto& f : kFormats) {
-        if (format == f.name) p.format = &f;
-    }
-    if (!p.format) {
-        throw bad_request("response_format " + quote_value(format) + " is not supported (choose " + format_names(false) + ")",
-                          "response_format", "unsupported_format");
-    }
+    p.format = &output_format(format);
     if (p.format->name == std::string("pcm")) p.stream = true;
     if (p.stream && !p.format->streams) {
         throw bad_request(std::string("response_format '") + p.format->name + "' is encoded whole and cannot stream; stream " +

@@ -27,6 +27,9 @@ struct OutputFormat {
     bool streams;  // PCM formats stream as they are generated; compressed ones are encoded whole
 };
 
+// The format of a "response_format" name; throws ApiError 400 unsupported_format listing them.
+const OutputFormat& output_format(const std::string& name);
+
 // The parsed body of POST /v1/audio/speech.
 struct SpeechParams {
     ModelPool* model = nullptr;

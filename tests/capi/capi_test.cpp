@@ -110,7 +110,8 @@ TEST(PythonBindings, MatchTheCppSession) {
     const auto r = run_program(python, quoted(std::string(TALKBOX_SOURCE_DIR) + "/tests/capi/python_bindings_test.py") + " " +
                                            quoted(converted_fixture("tiny-0.6B-CustomVoice")) + " " +
                                            quoted(converted_fixture("tiny-0.6B-Base")) + " " + quoted(clip()) + " " +
-                                           quoted(expected) + " " + quoted(dir.path()));
+                                           quoted(expected) + " " + quoted(dir.path()) + " " +
+                                           quoted(converted_chatterbox("multilingual")));
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_NE(r.err.find("OK"), std::string::npos) << r.err;  // unittest's summary
 }

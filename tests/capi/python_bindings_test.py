@@ -1,8 +1,9 @@
 """The Python bindings (bindings/python/talkbox) on the tiny fixture models: the samples equal what
 talkbox::Session makes for the same requests (expected/*.f32 from capi_test.cpp, the cases of
-capi_cases.h), streaming, cancellation, voices, files, errors, and the same without NumPy.
+capi_cases.h), SSML and its segments (captions), streaming, cancellation, voices, voice conversion
+(Chatterbox), files, errors, and the same without NumPy.
 
-    python3 python_bindings_test.py CUSTOMVOICE.gguf BASE.gguf CLIP.wav EXPECTED_DIR TMP_DIR
+    python3 python_bindings_test.py CUSTOMVOICE.gguf BASE.gguf CLIP.wav EXPECTED_DIR TMP_DIR CHATTERBOX.gguf
 
 Run by capi_test (PythonBindings.*) with Debian's /usr/bin/python3 and TALKBOX_LIBRARY set.
 """
@@ -19,10 +20,11 @@ import numpy as np
 
 import talkbox
 
-CUSTOMVOICE, BASE, CLIP, EXPECTED, TMP = sys.argv[1:6]
+CUSTOMVOICE, BASE, CLIP, EXPECTED, TMP, CHATTERBOX = sys.argv[1:7]
 # capi_cases.h
 TEXT, SEED, MAX_FRAMES = "Hello there.", 42, 12
 LONG_TEXT, LONG_PAUSE_MS = "Hello there. How are you today?", 100
+LONG_SSML = '<speak>Hello there.<break time="100ms"/>How are you today?</speak>'
 CANCEL_MAX_FRAMES = 60
 
 
@@ -76,6 +78,75 @@ class Bindings(unittest.TestCase):
             self.assertEqual(s.last_result.segments, 2)
             self.assertEqual(s.last_result.seed, SEED)
             self.assertEqual(s.last_result.samples, audio.size)
+
+    def test_ssml_with_its_segments(self):
+        # The long-form case as SSML: its samples, and each segment's place in them to the sample.
+        with self.model.session() as s:
+            settings = self.case(split=1, segment_chars=0, input_format="ssml")
+            audio, segments = s.speak_segments(LONG_SSML, **settings)
+            self.assertTrue(np.array_equal(audio, expected("long_form.f32")))
+            self.assertEqual([g.text for g in segments], ["Hello there.", "How are you today?"])
+            self.assertEqual([g.index for g in segments], [0, 1])
+            self.assertEqual([g.voice for g in segments], [self.speaker] * 2)
+            self.assertEqual(segments[0].start, 0)
+            self.assertEqual(segments[1].start, segments[0].end + 24000 * LONG_PAUSE_MS // 1000)
+            self.assertEqual(segments[1].end, audio.size)
+            self.assertTrue(np.array_equal(s.speak(LONG_SSML, **settings), audio))
+            # Streamed: the same chunks, each segment right after the last of its audio.
+            received, streamed = 0, []
+            for item in s.stream(LONG_SSML, segments=True, **settings):
+                if isinstance(item, talkbox.Segment):
+                    self.assertEqual(received, item.end)
+                    streamed.append(item)
+                else:
+                    received += item.size
+            self.assertEqual(streamed, segments)
+            self.assertEqual(received, audio.size)
+            # Without segments=True a stream is chunks only.
+            self.assertTrue(all(isinstance(c, np.ndarray) for c in s.stream(LONG_SSML, **settings)))
+        # Plain text is the default; the tags are then words.
+        self.assertFalse(np.array_equal(self.model.speak(LONG_SSML, **self.case(split=1, segment_chars=0)),
+                                        expected("long_form.f32")))
+        with self.assertRaises(talkbox.InvalidArgumentError) as e:
+            self.model.speak("<speak><s>Hi.</speak>", **self.case(input_format="ssml"))
+        self.assertIn("does not match <s> opened at line 1, column 8", str(e.exception))
+        with self.assertRaises(talkbox.InvalidArgumentError) as e:
+            self.model.speak(TEXT, **self.case(input_format="html"))
+        self.assertIn('format must be "text" or "ssml"', str(e.exception))
+
+    def test_voice_conversion(self):
+        # One second of a tone at 16 kHz: 25 speech tokens, at most 25 · 960 samples at 24 kHz.
+        tone = (0.3 * np.sin(2 * np.pi * 220 * np.arange(16000) / 16000)).astype(np.float32)
+        self.assertFalse(self.model.flags["converts_voices"])
+        with self.assertRaises(talkbox.UnsupportedError) as e:
+            self.model.convert_voice(tone, 16000)
+        self.assertIn("does not convert voices", str(e.exception))
+        with talkbox.Model(CHATTERBOX, threads=2) as cb:
+            self.assertTrue(cb.flags["converts_voices"])
+            builtin = cb.convert_voice(tone, 16000, seed=7)
+            self.assertEqual(builtin.dtype, np.float32)
+            self.assertTrue(24 * 960 < builtin.size <= 25 * 960, builtin.size)
+            self.assertTrue(np.array_equal(cb.convert_voice(list(tone), 16000, seed=7), builtin))  # any sequence of samples
+            voice = cb.create_voice(CLIP)
+            cloned = cb.convert_voice(tone, 16000, voice=voice, seed=7)
+            self.assertEqual(cloned.size, builtin.size)
+            self.assertFalse(np.array_equal(cloned, builtin))
+            path = os.path.join(TMP, "cb.voice")
+            voice.save(path)
+            self.assertTrue(np.array_equal(cb.convert_voice(tone, 16000, voice=path, seed=7), cloned))
+            poisoned = tone.copy()
+            poisoned[5] = np.nan
+            with self.assertRaises(talkbox.InvalidArgumentError) as e:
+                cb.convert_voice(poisoned, 16000)
+            self.assertIn("the recording holds a non-finite sample at index 5", str(e.exception))
+            with self.assertRaises(talkbox.InvalidArgumentError) as e:
+                cb.convert_voice(tone[:1000], 16000)
+            self.assertIn("voice conversion needs at least 0.2 s", str(e.exception))
+            with self.assertRaises(talkbox.InvalidArgumentError):
+                cb.convert_voice(tone, 16000, seed=-1)
+            with talkbox.Model(BASE, threads=2) as base:
+                with self.assertRaises(talkbox.InvalidArgumentError):  # a voice of another model
+                    cb.convert_voice(tone, 16000, voice=base.create_voice(CLIP))
 
     def test_stream_gives_the_same_samples_in_pieces(self):
         chunks = list(self.model.stream(TEXT, **self.case()))

@@ -3,7 +3,9 @@
 // Drives every part of the page: a voice from an uploaded clip and one recorded from Chromium's fake
 // microphone, the voice list and its delete buttons, speech streamed with its live waveform and
 // progress line (by button, by Ctrl+Enter and Cmd+Enter in the text), Stop, the session's history
-// with replay and download, accessible names, and no errors in the console.
+// with replay and download, SSML and a dialogue script with captions streamed as Server-Sent Events
+// and highlighted in turn as the audio plays, voice conversion of an uploaded recording (the server
+// has a Chatterbox model), accessible names, and no errors in the console.
 // Prints one JSON line; exit 0 = pass.
 "use strict";
 const fs = require("fs");
@@ -91,6 +93,10 @@ async function main() {
     await page.dispatchEvent("#apikey", "change");
     await page.waitForFunction(() => document.querySelectorAll("#voice option").length > 0, null, { timeout: 10000 });
     check(await ink() === 0, "the waveform is drawn before anything was spoken");
+    // The plain audio stream first (its reads are what the checks below count); captions, which
+    // come as Server-Sent Events, after it.
+    check(await page.isChecked("#captionsOn"), "captions are not on by default");
+    await page.uncheck("#captionsOn");
     check((await listed()).length === 0 && await page.isVisible("#voicesEmpty"), "a fresh server lists registered voices");
     check(await page.isVisible("#historyEmpty"), "the empty history does not say so");
 
@@ -218,6 +224,77 @@ async function main() {
     await page.waitForSelector('#history li[data-clip="3"]', { timeout: 5000 });
     check(/\(stopped\)/.test(await text('#history li[data-clip="3"]')), "the stopped clip is not marked as stopped");
     check(await page.isEnabled("#speak") && !(await page.isEnabled("#stop")), "the buttons after Stop");
+
+    // SSML with captions. Each caption comes as a speech.segment event before its audio, so it is
+    // listed while the audio still streams; as playback reaches each one it is highlighted, and
+    // once the clip has played none is. The breaks make each caption play for over 1.5 s, so that
+    // a busy machine's slow animation frames still see every one.
+    const custom = await page.evaluate(() => [...document.querySelectorAll("#model option")].map((o) => o.value).find((v) => v.includes("CustomVoice")));
+    await page.selectOption("#model", custom);
+    await page.selectOption("#voice", "ryan");
+    await page.check("#captionsOn");
+    await page.check('input[name="inputFormat"][value="ssml"]');
+    check(await text("#textLabel") === "SSML document" && /<break/.test(await text("#formatHelp")), "the SSML choice does not say what to write");
+    check(!(await page.isVisible("#castFields")), "the cast is offered for SSML");
+    const sentences = ["One sentence here.", "A second one.", "And the third."];
+    await page.fill("#text", "<speak>" + sentences.map((x) => "<s>" + x + '</s><break time="1500ms"/>').join("") + "</speak>");
+    await page.fill("#seed", "3");
+    const requestsBefore = await page.evaluate(() => window.talkbox.requests);
+    await page.click("#speak");
+    await page.waitForFunction((n) => window.talkbox.requests === n && (window.talkbox.done || window.talkbox.error), requestsBefore + 1, { timeout: 20000 });
+    const ssml = await page.evaluate(() => window.talkbox);
+    check(!ssml.error, "SSML with captions: " + ssml.error);
+    out.captions = ssml.captions;
+    check(ssml.captions.join("|") === sentences.join("|"), "captions: " + JSON.stringify(ssml.captions));
+    check(ssml.captionReads[0] < ssml.chunks, "the first caption came with the last of " + ssml.chunks + " reads, not while the audio streamed");
+    out.caption_lines = await page.evaluate(() => [...document.querySelectorAll("#captions li")].map((li) => [...li.children].map((c) => c.textContent)));
+    check(out.caption_lines.length === 3 && out.caption_lines.every((l, i) => l[1] === "ryan" && l[2] === sentences[i]) &&
+          out.caption_lines[0][0] === "0:00.0", "caption lines: " + JSON.stringify(out.caption_lines));
+    // While the clip plays, the highlighted line is the caption reached last, marked for screen readers too.
+    const lit = await page.waitForFunction(() => {
+      const li = document.querySelector("#captions li.current"), seen = window.talkbox.captionsHighlighted;
+      return li && { index: Number(li.dataset.index), aria: li.getAttribute("aria-current"), last: seen[seen.length - 1] };
+    }, null, { timeout: 20000, polling: 50 });
+    const shown = await lit.jsonValue();
+    check(shown.aria === "true" && shown.index === shown.last, "the highlighted caption: " + JSON.stringify(shown));
+    await page.waitForFunction(() => window.talkbox.captionsHighlighted.includes(2) && !document.querySelector("#captions li.current"), null,
+                               { timeout: 30000, polling: 50 });
+    out.highlighted = await page.evaluate(() => window.talkbox.captionsHighlighted);
+    check(out.highlighted.join() === "0,1,2", "captions highlighted in the order " + out.highlighted.join());
+
+    // A dialogue script with its cast: a malformed cast is refused in the page; the captions name each speaker's voice.
+    await page.check('input[name="inputFormat"][value="dialogue"]');
+    check(await page.isVisible("#castFields") && /ryan/.test(await text("#castHelp")), "the dialogue choice does not offer the cast and its voices");
+    await page.fill("#text", "ALICE: Good morning.\nBOB: Morning to you.");
+    await page.fill("#cast", "alice=vivian, bob");
+    await page.click("#speak");
+    out.bad_cast = await text("#status");
+    check(out.bad_cast === "Cast: cast entry 'bob': expected NAME=voice (e.g. alice=vivian)", "bad cast: " + out.bad_cast);
+    check(await page.evaluate(() => window.talkbox.requests) === requestsBefore + 1, "a malformed cast was sent");
+    await page.fill("#cast", "alice=vivian, bob=ryan");
+    await page.click("#speak");
+    await page.waitForFunction((n) => window.talkbox.requests === n && (window.talkbox.done || window.talkbox.error), requestsBefore + 2, { timeout: 20000 });
+    check(!(await page.evaluate(() => window.talkbox.error)), "dialogue: " + await page.evaluate(() => window.talkbox.error));
+    out.dialogue_captions = await page.evaluate(() => [...document.querySelectorAll("#captions li")].map((li) => li.querySelector(".who").textContent + ": " + li.lastChild.textContent));
+    check(out.dialogue_captions.join("|") === "vivian: Good morning.|ryan: Morning to you.", "dialogue captions: " + out.dialogue_captions.join("|"));
+    await page.check('input[name="inputFormat"][value="text"]');
+
+    // Voice conversion: the reference clip into the Chatterbox model's built-in voice, as long as
+    // the clip to a speech token or two (25 a second), playable and downloadable.
+    check(await page.isVisible("#vcSection"), "no voice conversion although a loaded model converts voices");
+    await page.click("#convert");
+    check(await text("#vcStatus") === "Choose a recording and a voice.", "converting nothing: " + await text("#vcStatus"));
+    await page.selectOption("#vcVoice", { label: "builtin" });
+    await page.setInputFiles("#vcFile", clip);
+    await page.click("#convert");
+    await waitText("#vcStatus", /Converted|Error/);
+    out.conversion = await text("#vcStatus");
+    check(/^Converted 'en_3p5s\.wav' into builtin: \d+\.\d s\.$/.test(out.conversion), out.conversion);
+    const clipSeconds = fs.readFileSync(clip).readUInt32LE(40) / 2 / 24000;  // the fixture: 16-bit mono at 24 kHz, a 44-byte header
+    out.converted_seconds = (await page.evaluate(() => window.talkbox.lastConversion)).seconds;
+    check(out.converted_seconds <= clipSeconds + 1e-6 && out.converted_seconds > clipSeconds - 0.081,
+          "converted " + out.converted_seconds + " s of a " + clipSeconds + " s clip");
+    check(await page.isVisible("#vcResult") && await page.isVisible("#vcDownload"), "the converted audio has no player or download");
 
     // Deleting a voice from the list: confirmed, gone from the list and the voice menu.
     await page.click('button[aria-label="Delete voice browser_voice"]');

@@ -53,8 +53,9 @@ TEST(NodeClients, OfficialOpenaiPackageWorksUnchanged) {
 
 TEST(NodeClients, WebPageInHeadlessChromium) {
     TempDir voices;
-    ServeProcess server({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "-m", converted_fixture("tiny-0.6B-Base"), "--api-key", kKey,
-                         "--voices-dir", voices.path(), "-T", "1"});
+    // Chatterbox last (the page's first model stays CustomVoice): the page's voice conversion needs it.
+    ServeProcess server({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "-m", converted_fixture("tiny-0.6B-Base"), "-m", converted_chatterbox(),
+                         "--api-key", kKey, "--voices-dir", voices.path(), "-T", "1"});
     const std::string clip = fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav";
     const auto r = run_command(node_command("browser_page.cjs", server.url() + " " + kKey + " " + clip), 120);
     ASSERT_EQ(r.exit_code, 0) << r.out << "\nserver log:\n" << server.log();

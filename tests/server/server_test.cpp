@@ -95,6 +95,21 @@ TEST_F(ServerTest, HealthModelsAndPage) {
     EXPECT_NE(page->body.find("/v1/audio/speech"), std::string::npos);
 }
 
+// Voice conversion needs a model that converts voices (Chatterbox); these Qwen3-TTS models do not.
+TEST_F(ServerTest, VoiceConversionWithoutAModelThatConvertsVoices) {
+    const httplib::MultipartFormDataItems items = {{"audio", read_text(fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav"), "ref.wav", "audio/wav"}};
+    std::string m = expect_error(client().Post("/v1/audio/voice_conversion", auth(), items), 400, "model", "unsupported_model");
+    EXPECT_EQ(m, "no loaded model converts voices (Chatterbox models do: serve -m chatterbox.gguf)");
+    auto named = items;
+    named.push_back({"model", kBase, "", ""});
+    m = expect_error(client().Post("/v1/audio/voice_conversion", auth(), named), 400, "model", "unsupported_model");
+    EXPECT_EQ(m, "model '" + kBase + "' (Qwen3-TTS 0.6b Base) does not convert voices; no loaded model does (Chatterbox models do: serve -m "
+                 "chatterbox.gguf)");
+    auto models = client().Get("/v1/models", auth());
+    ASSERT_TRUE(models && models->status == 200);
+    for (const auto& model : json::parse(models->body)["data"]) EXPECT_EQ(model["converts_voices"], false) << model["id"];
+}
+
 TEST_F(ServerTest, WavEqualsTheCliWithTheSameSeed) {
     auto r = speech({{"model", kCustom}, {"input", kSentence}, {"voice", "ryan"}, {"response_format", "wav"}, {"seed", 7}});
     ASSERT_TRUE(r);

@@ -13,6 +13,13 @@ back as a float32 NumPy array when NumPy is installed, otherwise as an ``array.a
         play(chunk)                           # while the rest is being generated
     session.cancel()                          # from any thread
 
+    audio, segments = session.speak_segments("<speak><s>One.</s><s>Two.</s></speak>", input_format="ssml")
+    for seg in segments:                      # captions: each segment's text and samples [start, end)
+        print(seg.text, seg.start / model.sample_rate, seg.end / model.sample_rate)
+
+    vc = talkbox.Model("chatterbox.gguf")      # voice conversion (models with flags["converts_voices"])
+    converted = vc.convert_voice(recording, 16000, voice=talkbox.Voice.load("anna.voice"))
+
 The library is found through $TALKBOX_LIBRARY, then next to this package, then the system's
 library path (an installed libtalkbox). See docs/c-api.md.
 """
@@ -32,7 +39,7 @@ except ImportError:  # the bindings work without NumPy (array.array('f') instead
     _np = None
 
 __all__ = [
-    "Model", "Session", "Voice", "Result", "Field", "write_wav", "write_audio", "library_version",
+    "Model", "Session", "Voice", "Result", "Field", "Segment", "write_wav", "write_audio", "library_version",
     "TalkboxError", "InvalidArgumentError", "NotFoundError", "FormatError", "IoError", "UnsupportedError",
     "CancelledError", "ExistsError", "InternalError",
 ]
@@ -121,7 +128,13 @@ class _Result(ctypes.Structure):
                 ("stop_reason", ctypes.c_int), ("first_audio_ms", ctypes.c_double), ("total_ms", ctypes.c_double)]
 
 
+class _Segment(ctypes.Structure):
+    _fields_ = [("index", ctypes.c_size_t), ("start", ctypes.c_size_t), ("end", ctypes.c_size_t), ("text", ctypes.c_char_p),
+                ("voice", ctypes.c_char_p)]
+
+
 _AUDIO_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_size_t, ctypes.c_void_p)
+_SEGMENT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Segment), ctypes.c_void_p)
 _P = ctypes.c_void_p
 
 
@@ -137,6 +150,7 @@ def _load():
             raise OSError("cannot load libtalkbox ('%s'): %s; set TALKBOX_LIBRARY to the path of libtalkbox.so" % (path, e))
         status, s, i, d, u, z = ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_double, ctypes.c_uint, ctypes.c_size_t
         pp = ctypes.POINTER(ctypes.c_void_p)
+        pf = ctypes.POINTER(ctypes.c_float)
         signatures = {
             "talkbox_version": (s, []),
             "talkbox_version_number": (i, []),
@@ -168,9 +182,12 @@ def _load():
             "talkbox_voice_description": (s, [_P]),
             "talkbox_voice_mode": (s, [_P]),
             "talkbox_voice_warnings": (s, [_P]),
+            "talkbox_voice_convert": (status, [_P, pf, z, i, _P, ctypes.c_uint64, ctypes.POINTER(pf), ctypes.POINTER(z)]),
+            "talkbox_samples_free": (None, [pf]),
             "talkbox_request_new": (status, [pp]),
             "talkbox_request_free": (None, [_P]),
             "talkbox_request_set_text": (status, [_P, s]),
+            "talkbox_request_set_input_format": (status, [_P, s]),
             "talkbox_request_set_language": (status, [_P, s]),
             "talkbox_request_set_speaker": (status, [_P, s]),
             "talkbox_request_set_instructions": (status, [_P, s]),
@@ -184,6 +201,7 @@ def _load():
             "talkbox_session_new": (status, [_P, pp]),
             "talkbox_session_free": (None, [_P]),
             "talkbox_session_speak": (status, [_P, _P, _AUDIO_CALLBACK, _P, ctypes.POINTER(_Result)]),
+            "talkbox_session_speak_segments": (status, [_P, _P, _AUDIO_CALLBACK, _SEGMENT_CALLBACK, _P, ctypes.POINTER(_Result)]),
             "talkbox_session_speak_to_file": (status, [_P, _P, s, s, ctypes.POINTER(_Result)]),
             "talkbox_session_cancel": (None, [_P]),
             "talkbox_write_audio": (status, [s, ctypes.POINTER(ctypes.c_float), z, i, s]),
@@ -276,11 +294,16 @@ def write_wav(path, samples, sample_rate=24000):
 
 Result = namedtuple("Result", "samples frames segments segments_cut seed stop_reason first_audio_ms total_ms")
 Field = namedtuple("Field", "name min max min_exclusive integer default")
+# One segment of the text (a sentence; SSML: also cut where a voice, rate or language changes) and
+# its samples [start, end) in the audio, the pause after it starting at `end` (docs/captions.md).
+# voice: the SSML <voice name> or the request's speaker; None when none is named.
+Segment = namedtuple("Segment", "index start end text voice")
 _STOP_REASONS = {0: "eos", 1: "max_frames", 2: "stalled", 3: "cancelled"}
 _TEXT_MODES = {None: 0, "default": 0, "streaming": 1, "non_streaming": 2}
 
 _FLAGS = {"designs_voice": 1 << 0, "takes_instructions": 1 << 1, "clones": 1 << 2, "needs_voice": 1 << 3,
-          "builtin_voice": 1 << 4, "clone_transcript": 1 << 5, "text_modes": 1 << 6, "frame_streaming": 1 << 7}
+          "builtin_voice": 1 << 4, "clone_transcript": 1 << 5, "text_modes": 1 << 6, "frame_streaming": 1 << 7,
+          "converts_voices": 1 << 8}
 
 
 class _Handle:
@@ -411,6 +434,28 @@ class Model(_Handle):
                                          ctypes.byref(h)))
         return Voice(h.value)
 
+    def convert_voice(self, samples, sample_rate, voice=None, seed=0):
+        """Voice conversion (flags["converts_voices"]: Chatterbox): the words of a mono recording
+        (float32 NumPy array, array.array('f') or sequence of samples in [-1, 1] at `sample_rate`
+        Hz, at most 60 s) spoken in `voice` (a Voice or a .voice path; None: the model's built-in
+        voice), S3Gen's noise drawn from `seed`. Returns samples at model.sample_rate. Raises
+        UnsupportedError for a model that does not convert voices, InvalidArgumentError for a
+        recording too short, too long or not finite, or a voice of another model."""
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2 ** 64:
+            raise InvalidArgumentError("seed must be an integer in [0, 2**64), got %r" % (seed,))
+        if isinstance(sample_rate, bool) or not isinstance(sample_rate, numbers.Integral):
+            raise InvalidArgumentError("sample_rate must be an integer, got %r" % (sample_rate,))
+        target = voice if isinstance(voice, Voice) or voice is None else Voice.load(voice)
+        pointer, count, keep = _as_float_buffer(samples)
+        out, out_count = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
+        _check(_lib.talkbox_voice_convert(self._h(), pointer, count, int(sample_rate), target._h() if target else None, int(seed),
+                                          ctypes.byref(out), ctypes.byref(out_count)))
+        del keep
+        try:
+            return _samples_from(out, out_count.value)
+        finally:
+            _lib.talkbox_samples_free(out)
+
     def check(self, text="-", **settings):
         """Raises InvalidArgumentError if the model would refuse these settings (see speak)."""
         with _Request(text, settings) as r:
@@ -425,6 +470,11 @@ class Model(_Handle):
         """Text → chunks of samples while they are generated; see Session.stream."""
         with Session(self) as s:
             yield from s.stream(text, **settings)
+
+    def speak_segments(self, text, **settings):
+        """Text → (samples, [Segment, ...]); see Session.speak_segments."""
+        with Session(self) as s:
+            return s.speak_segments(text, **settings)
 
     def speak_to_file(self, path, text, format="wav16", **settings):
         with Session(self) as s:
@@ -452,6 +502,7 @@ class _Request:
     def _fill(self, text, s):
         lib, h = _lib, self.handle
         _check(lib.talkbox_request_set_text(h, _bytes(text, "text")))
+        _check(lib.talkbox_request_set_input_format(h, _bytes(s.pop("input_format", None), "input_format")))
         for key, fn in (("speaker", lib.talkbox_request_set_speaker), ("language", lib.talkbox_request_set_language),
                         ("instructions", lib.talkbox_request_set_instructions)):
             value = s.pop(key, None)
@@ -492,6 +543,10 @@ class _Request:
         self.close()
 
 
+def _segment(seg):
+    return Segment(seg.index, seg.start, seg.end, _text(seg.text), _text(seg.voice))
+
+
 def _result(r):
     return Result(r.samples, r.frames, r.segments, r.segments_cut, r.seed, _STOP_REASONS.get(r.stop_reason, "eos"),
                   r.first_audio_ms, r.total_ms)
@@ -500,7 +555,8 @@ def _result(r):
 class Session(_Handle):
     """One synthesis at a time on a model (its caches and sampler). Cheap to create.
 
-    Settings (keyword arguments of speak, stream and speak_to_file): speaker, language,
+    Settings (keyword arguments of speak, stream and speak_to_file): input_format ('text', the
+    default, or 'ssml': the text is an SSML document, docs/ssml.md), speaker, language,
     instructions, voice (a Voice or a .voice path), seed, greedy, text_mode ('default',
     'streaming', 'non_streaming'), and the numeric request names of talkbox_request_set_number:
     temperature, top_k, top_p, repetition_penalty, subtalker_*, exaggeration, cfg_weight, min_p,
@@ -522,8 +578,9 @@ class Session(_Handle):
         if self._handle:
             _lib.talkbox_session_cancel(self._handle)
 
-    def stream(self, text, queue_chunks=64, **settings):
-        """Yields chunks of samples while they are generated. Closing the generator (break) stops
+    def stream(self, text, queue_chunks=64, segments=False, **settings):
+        """Yields chunks of samples while they are generated; with segments=True also each Segment
+        (captions) right after the last chunk of its audio. Closing the generator (break) stops
         synthesis; Session.cancel() from another thread ends it early without an error."""
         request = _Request(text, settings)
         chunks = queue.Queue(maxsize=queue_chunks)  # back-pressure: the library waits for a slow consumer
@@ -531,30 +588,38 @@ class Session(_Handle):
         outcome = {}
         done = object()
 
+        def put(item):  # False once the consumer has left
+            while not stop.is_set():
+                try:
+                    chunks.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    pass
+            return False
+
         def on_audio(pcm, n, user):
             try:
-                if stop.is_set():
-                    return 1
-                chunk = _samples_from(pcm, n)
-                while not stop.is_set():
-                    try:
-                        chunks.put(chunk, timeout=0.1)
-                        return 0
-                    except queue.Full:
-                        pass
-                return 1
+                return 0 if not stop.is_set() and put(_samples_from(pcm, n)) else 1
             except BaseException as e:  # never into C: keep it for the consumer
                 outcome["error"] = e
                 return 1
 
+        def on_segment(seg, user):
+            try:
+                put(_segment(seg.contents))
+            except BaseException as e:
+                outcome["error"] = e
+
         callback = _AUDIO_CALLBACK(on_audio)
+        segment_callback = _SEGMENT_CALLBACK(on_segment) if segments else _SEGMENT_CALLBACK()
         handle = self._h()
 
         def run():
             r = _Result()
             _lib.talkbox_result_init(ctypes.byref(r))
             try:
-                status = _lib.talkbox_session_speak(handle, request.handle, callback, None, ctypes.byref(r))
+                status = _lib.talkbox_session_speak_segments(handle, request.handle, callback, segment_callback, None,
+                                                             ctypes.byref(r))
                 outcome["status"] = status
                 outcome["message"] = _text(_lib.talkbox_last_error())
                 outcome["result"] = _result(r)
@@ -593,7 +658,7 @@ class Session(_Handle):
             stop.set()  # the consumer left early (break, an exception, Ctrl-C): stop synthesis
             worker.join()
             request.close()
-            del callback
+            del callback, segment_callback
 
     def speak(self, text, **settings):
         """Text → all samples (float32 NumPy array, or array.array('f') without NumPy). Raises
@@ -601,7 +666,14 @@ class Session(_Handle):
         with _Request(text, settings) as request:
             return self._speak_collect(request, [])
 
-    def _speak_collect(self, request, chunks):
+    def speak_segments(self, text, **settings):
+        """Text → (samples, [Segment, ...]): the audio as speak() makes it, and where each segment
+        of the text lies in it (captions, docs/captions.md)."""
+        segments = []
+        with _Request(text, settings) as request:
+            return self._speak_collect(request, [], segments), segments
+
+    def _speak_collect(self, request, chunks, segments=None):
         # Through stream()'s machinery so that the caller's thread stays interruptible (Ctrl-C).
         error = {}
 
@@ -613,14 +685,22 @@ class Session(_Handle):
                 error["e"] = e
                 return 1
 
+        def on_segment(seg, user):
+            try:
+                segments.append(_segment(seg.contents))
+            except BaseException as e:  # never into C
+                error.setdefault("e", e)
+
         callback = _AUDIO_CALLBACK(on_audio)
+        segment_callback = _SEGMENT_CALLBACK(on_segment) if segments is not None else _SEGMENT_CALLBACK()
         r = _Result()
         _lib.talkbox_result_init(ctypes.byref(r))
         handle = self._h()
         outcome = {}
 
         def run():
-            outcome["status"] = _lib.talkbox_session_speak(handle, request.handle, callback, None, ctypes.byref(r))
+            outcome["status"] = _lib.talkbox_session_speak_segments(handle, request.handle, callback, segment_callback, None,
+                                                                    ctypes.byref(r))
             outcome["message"] = _text(_lib.talkbox_last_error())
 
         worker = threading.Thread(target=run, name="talkbox-speak", daemon=True)
