@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <thread>
 
 #include "support/test_support.h"
 #include "talkbox/error.h"
@@ -50,6 +51,20 @@ TEST(JapaneseReader, ReadsMorphemesWithTheirOffsets) {
     EXPECT_EQ(ms[1].end, text.size());
     EXPECT_EQ(ms[0].reading, "トウキョウ");  // 読み, not the pronunciation トーキョー
     EXPECT_TRUE(JapaneseReader::shared().analyze("").empty());
+}
+
+TEST(JapaneseReader, ThreadsShareOneReader) {
+    const std::string text = "明日の朝は雨が降るそうです。傘を持って行ったほうがいいですよ。";
+    const auto alone = words(text);
+    std::vector<std::vector<Word>> got(4);
+    std::vector<std::thread> threads;
+    for (auto& g : got) {
+        threads.emplace_back([&g, &text] {
+            for (int i = 0; i < 20; ++i) g = words(text);
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (const auto& g : got) EXPECT_EQ(g, alone);
 }
 
 TEST(JapaneseReader, WordsTheDictionaryLacksHaveNoReading) {
