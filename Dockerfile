@@ -10,7 +10,7 @@ RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
       build-essential cmake git pkg-config ca-certificates npm \
       nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev \
       libsndfile1-dev libsoxr-dev libsleef-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev \
-      libsoundtouch-dev libexpat1-dev libavcodec-dev libavahi-client-dev libvulkan-dev glslc \
+      libsoundtouch-dev libexpat1-dev libavcodec-dev libavahi-client-dev libvulkan-dev glslc libmecab-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # ggml: the llama.cpp git bundle inside node-llama-cpp, pinned as in scripts/setup.sh.
@@ -30,7 +30,7 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTALKBOX_NATIVE=OFF -DTALKBO
 FROM debian:12-slim
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       libgomp1 libpcre2-8-0 libutf8proc2 libsndfile1 libsoxr0 libsleef3 libcurl4 libssl3 ca-certificates \
-      libsoundtouch1 libexpat1 libavcodec59 libavahi-client3 libvulkan1 \
+      libsoundtouch1 libexpat1 libavcodec59 libavahi-client3 libvulkan1 libmecab2 mecab-ipadic-utf8 \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd -g 10001 talkbox && useradd -u 10001 -g talkbox -d /home/talkbox -m talkbox \
     && mkdir -p /voices /models && chown talkbox:talkbox /voices

@@ -20,3 +20,10 @@ find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 # `serve --zeroconf` (server/zeroconf.cpp): announces the Wyoming port through the Avahi daemon.
 pkg_check_modules(AVAHI_CLIENT REQUIRED IMPORTED_TARGET avahi-client)
+# Japanese kanji readings (text/japanese_reader.cpp): MeCab, used under its BSD-3-Clause licence
+# (Debian ships no pkg-config file for it). Its IPAdic dictionary is data read at run time from
+# TALKBOX_MECAB_DICDIR (or the environment variable of that name), so a machine without it builds.
+find_path(MECAB_INCLUDE_DIR mecab.h REQUIRED)
+find_library(MECAB_LIBRARY mecab REQUIRED)
+set(TALKBOX_MECAB_DICDIR "/var/lib/mecab/dic/ipadic-utf8" CACHE PATH
+    "Default folder of the IPAdic (UTF-8) MeCab dictionary for Japanese kanji readings (Debian: mecab-ipadic-utf8)")

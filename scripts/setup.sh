@@ -13,11 +13,13 @@ DEBIAN_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
   libsndfile1-dev libsoxr-dev libsleef-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
   libexpat1-dev   # SSML input: the XML parser (src/text/ssml.cpp)
+  libmecab-dev mecab-ipadic-utf8   # Chatterbox ja: kanji readings (src/text/japanese_reader.cpp; the dictionary is read at run time)
   libsoundtouch-dev   # `speed`: tempo change with the pitch kept (src/audio/time_stretch.cpp)
   libavcodec-dev   # response_format aac: libavcodec's native AAC encoder (src/audio/aac_encoder.cpp), decoded in its test
   librubberband-dev   # only bench/time_stretch.sh, which measured it against SoundTouch (docs/server.md)
   chromium curl   # the server's tests: headless browser (driven by playwright-core), README curl lines
   python3 python3-numpy   # the Python bindings' test (bindings/python, run with Debian's /usr/bin/python3)
+  python3-deprecated   # only tools/japanese_reading_agreement.py (pykakasi, run to measure the kanji readings)
   nginx python3-yaml   # the scale-out test: replicas behind nginx, deploy/ files checked (tests/deploy)
   libavahi-client-dev   # `serve --zeroconf`: the Wyoming port announced through the Avahi daemon (src/server/zeroconf.cpp)
   dbus avahi-daemon avahi-utils iproute2   # its test: a private system bus, an avahi-daemon in its own namespaces, avahi-browse

@@ -16,7 +16,8 @@ struct Tokenization {
 };
 
 // `language`: empty (no language tag) or a code of the model's languages. Throws Error for a model
-// whose family shows no text front end (Unsupported), an unsupported language, invalid UTF-8, or Japanese kanji.
+// whose family shows no text front end (Unsupported), an unsupported language, invalid UTF-8, or Japanese
+// kanji when the MeCab dictionary that reads them is missing (NotFound) or is not IPAdic (Format).
 Tokenization tokenize_text(const std::string& model_path, const std::string& text, const std::string& language);
 
 }  // namespace talkbox

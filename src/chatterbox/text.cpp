@@ -9,6 +9,7 @@
 #include "core/gguf_file.h"
 #include "core/json_file.h"
 #include "talkbox/error.h"
+#include "text/japanese_reader.h"
 #include "text/tokenizer.h"
 #include "text/unicode.h"
 
@@ -158,17 +159,38 @@ bool null_or_false(const json& obj, const char* key) {
     return v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_string() && v.get<std::string>().empty());
 }
 
-// Japanese characters pykakasi converts through its kanji dictionary: the official is_kanji range
-// (U+4E00..U+9FFF) and the other CJK ideograph blocks and iteration marks.
-bool needs_kanji_dictionary(char32_t c) {
-    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0xF900 && c <= 0xFAFF) ||
-           (c >= 0x20000 && c <= 0x3134F) || c == 0x3005 || c == 0x3006;
-}
+// tokenizer.py is_kanji: the characters whose pykakasi segment is replaced by its reading.
+bool is_kanji(char32_t c) { return c >= 0x4E00 && c <= 0x9FFF; }
 
-std::string hex(char32_t c) {
-    char buf[16];
-    std::snprintf(buf, sizeof(buf), "U+%04X", static_cast<unsigned>(c));
-    return buf;
+// tokenizer.py hiragana_normalize, with MeCab + IPAdic morphemes standing in for pykakasi's
+// segments: a morpheme with a kanji becomes the hiragana of its reading, with a space before a
+// reading that starts with は or へ (the official rule, meant for particles, applies to any such
+// reading); everything else stays as written; then NFKD. MeCab reads the NFC form of the text
+// (pykakasi is given the NFKD form, whose split voiced marks MeCab would misread); the final NFKD
+// gives back the rest of the text exactly. Kanji words the dictionary cannot read stay as written
+// and are listed in `unread`.
+std::u32string hiragana_normalize(const std::u32string& text, std::vector<std::string>& unread) {
+    const std::string composed = nfc(to_utf8(text));
+    std::string out;
+    size_t pos = 0;
+    for (const Morpheme& m : JapaneseReader::shared().analyze(composed)) {
+        out.append(composed, pos, m.begin - pos);  // whitespace MeCab skipped
+        const std::string surface = composed.substr(m.begin, m.end - m.begin);
+        const auto cps = decode_utf8(surface);
+        if (std::none_of(cps.begin(), cps.end(), is_kanji)) {
+            out += surface;
+        } else if (m.reading.empty()) {
+            unread.push_back(surface);
+            out += surface;
+        } else {
+            const std::string hira = katakana_to_hiragana(m.reading);
+            if (hira.rfind("\u306F", 0) == 0 || hira.rfind("\u3078", 0) == 0) out += ' ';  // は, へ
+            out += hira;
+        }
+        pos = m.end;
+    }
+    out.append(composed, pos, std::string::npos);
+    return to_u32(nfkd(out));
 }
 
 }  // namespace
@@ -473,14 +495,16 @@ std::string TextFrontEnd::preprocess(const std::string& text, const std::string&
         note("zh: words are not segmented: the official pipeline separates them with pkuseg, whose model talkbox "
              "does not ship (this is the official fallback when spacy_pkuseg is not installed)");
     } else if (language == "ja") {
-        for (char32_t c : t) {
-            if (needs_kanji_dictionary(c)) {
-                throw Error(ErrorKind::Unsupported, "ja: kanji '" + to_utf8(c) + "' (" + hex(c) +
-                                                        ") needs pykakasi's dictionary for its reading, which talkbox does "
-                                                        "not ship; write Japanese text in kana (hiragana/katakana)");
+        if (std::any_of(t.begin(), t.end(), is_kanji)) {
+            std::vector<std::string> unread;
+            t = hiragana_normalize(t, unread);
+            note("ja: kanji are read with MeCab and IPAdic, not with pykakasi's dictionary as in the official code: "
+                 "some readings differ (docs/chatterbox-languages.md)");
+            for (const auto& word : unread) {
+                note("ja: the dictionary has no reading for '" + word + "'; it is left as written");
             }
         }
-        // Kana-only text: pykakasi returns every segment verbatim, then NFKD (already done).
+        // Text without kanji: pykakasi returns every segment as written (NFKD is already done).
     } else if (language == "he") {
         note("he: diacritics are not added (the official code adds them with the optional dicta_onnx model, which "
              "talkbox does not ship; a default official install skips this step too)");

@@ -7,11 +7,12 @@
 // tokenizer.json. The caller pads [START] / [STOP] (text_tokens()).
 //
 // Language steps: ko Hangul → conjoining jamo (arithmetic) + strip; zh Cangjie spelling from the
-// shipped Cangjie5_TC.json; ja kana kept (kanji need pykakasi's dictionary → Error); he / ru are
-// left unchanged, as in a default official install (dicta_onnx / russian_text_stresser are
-// optional there), with a note. zh word segmentation needs pkuseg's model, which talkbox does not
-// ship: words are not separated by [SPACE] (the official fallback when spacy_pkuseg is missing),
-// with a note.
+// shipped Cangjie5_TC.json; ja kanji words → the hiragana of their reading where the official code
+// uses pykakasi, read here with MeCab + IPAdic (text/japanese_reader.h; readings can differ, with a
+// note), kana kept; he / ru are left unchanged, as in a default official install (dicta_onnx /
+// russian_text_stresser are optional there), with a note. zh word segmentation needs pkuseg's
+// model, which talkbox does not ship: words are not separated by [SPACE] (the official fallback
+// when spacy_pkuseg is missing), with a note.
 #pragma once
 
 #include <cstdint>

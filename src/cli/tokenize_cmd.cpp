@@ -20,11 +20,12 @@ void register_tokenize(CLI::App& app) {
     cmd->add_option("text", args->text, "Text (UTF-8)")->required();
     cmd->add_option("-l,--language", args->language,
                     "Language code (multilingual models: ar da de el en es fi fr he hi it ja ko ms nl no pl pt ru sv sw "
-                    "tr zh; empty: no language tag). Not everything the official code does is possible without its "
-                    "dictionaries: ja kanji need pykakasi's dictionary and are refused (write kana); zh words are not "
-                    "segmented (pkuseg's model is not shipped; the official no-pkuseg fallback); he diacritics "
-                    "(dicta_onnx) and ru stress marks (russian_text_stresser) are not added, as in a default official "
-                    "install. Each such step prints a note.");
+                    "tr zh; empty: no language tag). Where the official code uses dictionaries talkbox does not ship: ja "
+                    "kanji are read with MeCab and IPAdic instead of pykakasi (some readings differ; "
+                    "$TALKBOX_MECAB_DICDIR names another IPAdic folder); zh words are not segmented (pkuseg's model is "
+                    "not shipped; the official no-pkuseg fallback); he diacritics (dicta_onnx) and ru stress marks "
+                    "(russian_text_stresser) are not added, as in a default official install. Each such step prints a "
+                    "note.");
     cmd->footer("Output: punc_norm, the preprocessed string and the ids, one per line; notes go to stderr.");
     cmd->callback([args] {
         const Tokenization t = tokenize_text(resolve_model(args->model), args->text, args->language);

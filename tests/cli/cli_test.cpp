@@ -98,9 +98,19 @@ TEST(Cli, ChatterboxConvertInfoTokenize) {
     const auto zh = run_talkbox("tokenize " + out + " '你好世界。' -l zh");
     ASSERT_EQ(zh.exit_code, 0) << zh.err;
     EXPECT_NE(zh.err.find("note: zh: words are not segmented"), std::string::npos) << zh.err;
+    // ja: kanji read with MeCab + IPAdic (pykakasi also reads 日本 as にっぽん); without the dictionary, a precise error.
     const auto ja = run_talkbox("tokenize " + out + " '日本' -l ja");
-    EXPECT_EQ(ja.exit_code, 1);
-    EXPECT_NE(ja.err.find("talkbox: error: ja: kanji '日' (U+65E5) needs pykakasi's dictionary"), std::string::npos) << ja.err;
+    ASSERT_EQ(ja.exit_code, 0) << ja.err;
+    EXPECT_NE(ja.out.find("preprocessed: [ja]に\xE3\x81\xA3\xE3\x81\xBB\xE3\x82\x9Aん.\n"), std::string::npos) << ja.out;  // NFKD: ほ + U+309A
+    EXPECT_NE(ja.err.find("note: ja: kanji are read with MeCab and IPAdic"), std::string::npos) << ja.err;
+    const std::string without_dictionary = "TALKBOX_MECAB_DICDIR=" + tmp.file("no-ipadic") + " " TALKBOX_BINARY;
+    const auto no_dic = talkbox::testing::run_program(without_dictionary, "tokenize " + out + " '日本' -l ja");
+    EXPECT_EQ(no_dic.exit_code, 1);
+    EXPECT_NE(no_dic.err.find("talkbox: error: Japanese kanji readings need MeCab's IPAdic dictionary, which is not in '" +
+                              tmp.file("no-ipadic") + "' (no sys.dic)"),
+              std::string::npos) << no_dic.err;
+    const auto kana = talkbox::testing::run_program(without_dictionary, "tokenize " + out + " 'こんにちは' -l ja");
+    EXPECT_EQ(kana.exit_code, 0) << kana.err;  // kana need no dictionary
     const auto help = run_talkbox("tokenize --help");
     for (const char* want : {"pykakasi", "pkuseg", "dicta_onnx", "russian_text_stresser"}) {
         EXPECT_NE(help.out.find(want), std::string::npos) << want;
