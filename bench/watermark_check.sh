@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 model="${1:?usage: bench/watermark_check.sh MODEL [CLIPS]}"
 clips="${2:-100}"
 talkbox=build/bin/talkbox
-attack=build/bench/watermark_attack
+attack=build/bin/watermark_attack
 [ -x "$talkbox" ] && [ -x "$attack" ] || { echo "build talkbox and watermark_attack first: cmake --build build --target talkbox watermark_attack" >&2; exit 1; }
 # The checkpoint talkbox would use; detect fails with the pull to run when it is absent.
 if ! "$talkbox" watermark detect /dev/null >/dev/null 2>"${TMPDIR:-/tmp}/wm_check_err.$$"; then

@@ -195,7 +195,7 @@ typedef struct talkbox_watermark_result {
 } talkbox_watermark_result;
 
 /* Reads the Perth watermark from `count` mono samples at `sample_rate` Hz. `checkpoint`: a converted
- * Perth checkpoint, NULL for the one `talkbox watermark convert` wrote (NOT_FOUND when it is
+ * Perth checkpoint, NULL for the one `talkbox pull resemble-ai/Perth` fetched (NOT_FOUND when it is
  * absent). INVALID_ARGUMENT for a clip under ~33 ms, a bad rate or samples that are not finite. */
 TALKBOX_API talkbox_status talkbox_watermark_detect(const char* checkpoint, const float* samples, size_t count, int sample_rate,
                                                     talkbox_watermark_result* out);

@@ -1,7 +1,7 @@
 // The Perth implicit watermark (Resemble AI's resemble-ai/Perth): an inaudible mark that the
 // official Chatterbox package puts on all the speech it makes. talkbox marks Chatterbox speech the
 // same way by default and Qwen3-TTS speech when asked, and reads the mark back from any clip. The
-// weights are a separate download (`talkbox watermark convert`); without them nothing is
+// weights are a separate download (`talkbox pull resemble-ai/Perth`); without them nothing is
 // marked, and default_watermarker() says so once. See docs/watermark.md.
 #pragma once
 
@@ -25,7 +25,7 @@ struct WatermarkDetection {
 
 class Watermarker {
 public:
-    // A converted Perth checkpoint (the GGUF `talkbox watermark convert` makes); throws Error.
+    // A converted Perth checkpoint (the GGUF `talkbox pull resemble-ai/Perth` makes); throws Error.
     explicit Watermarker(const std::string& path);
     ~Watermarker();
     Watermarker(const Watermarker&) = delete;
@@ -40,7 +40,7 @@ public:
     // The official get_watermark; throws Error (InvalidArgument) as embed does.
     WatermarkDetection detect(const std::vector<float>& pcm, int sample_rate) const;
 
-    // Where `talkbox watermark convert` puts the checkpoint: $TALKBOX_WATERMARK when set, else
+    // Where `talkbox pull resemble-ai/Perth` puts the checkpoint: $TALKBOX_WATERMARK when set, else
     // $TALKBOX_HOME/watermark/perth-implicit.gguf (TALKBOX_HOME defaults to ~/.cache/talkbox).
     static std::string default_path();
 

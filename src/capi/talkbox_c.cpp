@@ -475,7 +475,7 @@ talkbox::Watermarker load_watermarker(const char* checkpoint) {
     const std::string path = checkpoint ? checkpoint : talkbox::Watermarker::default_path();
     if (!std::ifstream(path)) {
         throw talkbox::Error(talkbox::ErrorKind::NotFound,
-                             "no watermark checkpoint at " + path + (checkpoint ? "" : ": convert the released checkpoint first: `talkbox watermark convert perth_net_250000.pth.tar` (docs/watermark.md)"));
+                             "no watermark checkpoint at " + path + (checkpoint ? "" : ": fetch it first: `talkbox pull resemble-ai/Perth` (or `talkbox watermark convert perth_net_250000.pth.tar` on a copy; docs/watermark.md)"));
     }
     return talkbox::Watermarker(path);
 }

@@ -34,7 +34,7 @@ Watermarker load_checkpoint(const std::string& given) {
     struct stat st{};
     if (stat(path.c_str(), &st) != 0) {
         throw Error(ErrorKind::NotFound, "no watermark checkpoint at " + path +
-                                             (given.empty() ? ": convert the released checkpoint first: `talkbox watermark convert perth_net_250000.pth.tar` (docs/watermark.md)" : ""));
+                                             (given.empty() ? ": fetch it first: `talkbox pull resemble-ai/Perth` (or `talkbox watermark convert perth_net_250000.pth.tar` on a copy; docs/watermark.md)" : ""));
     }
     return Watermarker(path);
 }
@@ -66,7 +66,7 @@ void register_watermark(CLI::App& app) {
     auto* cmd = app.add_subcommand("watermark", "The Perth watermark (Resemble AI's, as the official Chatterbox applies it): "
                                                 "detect it in a clip, or put it on one");
     cmd->require_subcommand(1);
-    cmd->footer("The checkpoint: `talkbox watermark convert perth_net_250000.pth.tar` writes $TALKBOX_HOME/watermark/perth-implicit.gguf (or "
+    cmd->footer("The checkpoint: `talkbox pull resemble-ai/Perth` (or `watermark convert` on a copy) writes $TALKBOX_HOME/watermark/perth-implicit.gguf (or "
                 "$TALKBOX_WATERMARK). See docs/watermark.md.");
 
     auto* detect = cmd->add_subcommand("detect", "Say whether an audio file carries the watermark and with what confidence; "

@@ -54,8 +54,8 @@ std::shared_ptr<const Watermarker> default_watermarker() {
     }
     if (!loaded) {
         std::fprintf(stderr,
-                     "talkbox: WARNING: speech is NOT watermarked: %s. Get the Perth watermark with `talkbox watermark convert "
-                     "perth_net_250000.pth.tar` (docs/watermark.md), or turn watermarking off with --no-watermark.\n",
+                     "talkbox: WARNING: speech is NOT watermarked: %s. Fetch the Perth watermark with `talkbox pull "
+                     "resemble-ai/Perth` (docs/watermark.md), or turn watermarking off with --no-watermark.\n",
                      why.c_str());
     }
     return loaded;

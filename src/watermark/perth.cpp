@@ -155,7 +155,7 @@ Perth::Perth(const std::string& gguf_path) {
     const GgufMeta& m = f.meta();
     if (!m.has_key("general.architecture") || m.get_string("general.architecture") != "perth") {
         throw Error(ErrorKind::Format, gguf_path + " is not a Perth watermark model (general.architecture is not 'perth'; "
-                                                   "convert the checkpoint with `talkbox watermark convert`)");
+                                                   "fetch it with `talkbox pull resemble-ai/Perth`)");
     }
     const auto expect = [&](const std::string& key, uint32_t value) {
         if (m.get_u32(key) != value) {

@@ -52,7 +52,7 @@ TEST(PerthConvert, RefusesACheckpointThatIsNotPerth) {
 
 TEST(PerthLoad, RefusesAGgufOfAnotherArchitecture) {
     try {
-        watermark::Perth p(converted_fixture("tiny_0_6B_CustomVoice"));
+        watermark::Perth p(converted_fixture("tiny-0.6B-CustomVoice"));
         FAIL() << "loaded a Qwen3-TTS model as a watermark";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("not a Perth watermark model"), std::string::npos) << e.what();
@@ -82,9 +82,9 @@ TEST(PerthParity, EmbeddedAudioMatchesTheOfficialCode) {
     const std::vector<float> got = tiny_perth().embed(in.data, 32000);
     ASSERT_EQ(got.size(), want.data.size());
     EXPECT_EQ(got.size() % watermark::PerthConfig::kHop, 0u);  // the official iSTFT's length
-    // Torch computes the STFT in float32, talkbox in double: the round trip agrees to ~1e-6 of
-    // the peak; the mark itself (the difference from the input) must agree just as well.
-    EXPECT_LT(max_abs_diff(got, want.data), 2e-5f * max_abs(want.data));
+    // Torch computes the STFT in float32, talkbox in double: they agree to 6e-7 of the peak (2.5e-7
+    // here); the mark itself (the difference from the input) must agree just as well.
+    EXPECT_LT(max_abs_diff(got, want.data), 4e-6f * max_abs(want.data));
     std::vector<float> mark_got(got.size()), mark_want(got.size());
     for (size_t i = 0; i < got.size(); ++i) {
         mark_got[i] = got[i] - in.data[i];
@@ -105,9 +105,10 @@ TEST(PerthParity, DetectorOutputsMatchTheOfficialCode) {
         const watermark::Detection d = tiny_perth().detect(in.data, c.rate);
         const nlohmann::json& want = goldens()["detector"][c.name];
         ASSERT_TRUE(d.readable);
-        // The three outputs differ by 8e-5 (24 kHz vs 32 kHz clean) to 2e-3 (marked vs clean).
-        EXPECT_NEAR(d.raw, want["raw"].get<double>(), 5e-6);
-        EXPECT_NEAR(d.confidence, want["confidence"].get<double>(), 5e-6);
+        // The three outputs differ by 8e-5 (24 kHz vs 32 kHz clean) to 2e-3 (marked vs clean);
+        // talkbox is within 4e-8 of each.
+        EXPECT_NEAR(d.raw, want["raw"].get<double>(), 1e-6);
+        EXPECT_NEAR(d.confidence, want["confidence"].get<double>(), 1e-6);
         EXPECT_EQ(d.detected, want["confidence"].get<double>() > 0.5);
     }
 }
