@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
         } else if (kind == "resample16k") {
             out = audio::resample(audio::resample(in.samples, in.sample_rate, 16000), 16000, in.sample_rate);
         } else if (kind == "speed0.8" || kind == "speed1.2") {
-            TimeStretch stretch(in.sample_rate, kind == "speed0.8" ? 0.8 : 1.2);
+            audio::TimeStretch stretch(in.sample_rate, kind == "speed0.8" ? 0.8 : 1.2);
             out.clear();
             stretch.process(in.samples.data(), in.samples.size(), out);
             stretch.finish(out);
