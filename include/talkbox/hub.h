@@ -63,6 +63,18 @@ struct PullResult {
 // then converts them. Throws Error with what went wrong and what to do about it (e.g. set HF_TOKEN).
 PullResult pull_model(const PullOptions& options);
 
+// The Perth watermark's checkpoint (`talkbox pull resemble-ai/Perth`, docs/watermark.md): the
+// released perth_net_250000.pth.tar from GitHub at the pinned commit ($TALKBOX_PERTH_URL replaces
+// the URL, for mirrors and tests), accepted only when its git blob id is the pinned one, converted
+// to `dest` (empty: Watermarker::default_path()). Nothing is fetched when `dest` already holds it.
+struct WatermarkPullResult {
+    std::string path;
+    std::string url;        // where it came from
+    uint64_t bytes = 0;     // downloaded (0 when up to date)
+    bool up_to_date = false;
+};
+WatermarkPullResult pull_watermark(const std::string& dest = "", long stall_timeout_s = 30);
+
 struct CachedModel {
     std::string repo_id;
     WeightType type;

@@ -15,6 +15,7 @@
 
 #include "talkbox/error.h"
 #include "talkbox/model.h"
+#include "talkbox/watermark.h"
 
 namespace talkbox {
 
@@ -26,6 +27,11 @@ struct LongFormOptions {
     // order (the same audio as one after another), where sessions batch (Capabilities::
     // parallel_segments > 1). 0: Capabilities::parallel_segments.
     uint32_t parallel = 0;
+    // When set, each segment's audio (its tempo applied) is held until the segment ends and
+    // delivered with the Perth watermark (talkbox/watermark.h), as the official Chatterbox marks
+    // its whole output: audio then streams segment by segment. A segment too short to mark
+    // (under ~33 ms) goes out as it is.
+    std::shared_ptr<const Watermarker> watermark;
 };
 
 // What long_form_segments throws for a text with nothing to say: an Error (InvalidArgument) that

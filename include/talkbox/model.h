@@ -97,6 +97,9 @@ struct Capabilities : ModelIdentity {
     // Long-form segments worth synthesising at once, each on a session of its own: sessions of
     // this model advance together in one batch (1: they would only take turns on the cores).
     uint32_t parallel_segments = 1;
+    // Its speech carries the Perth watermark unless a request turns it off (Chatterbox, as the
+    // official package marks everything it generates); others only when asked (talkbox/watermark.h).
+    bool watermarks_by_default = false;
     std::vector<std::string> kv_cache_types;  // ModelOptions::kv_cache values it takes
     std::vector<RequestField> fields;         // numeric request fields it takes
 

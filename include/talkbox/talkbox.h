@@ -184,6 +184,27 @@ TALKBOX_API talkbox_status talkbox_voice_convert(const talkbox_model* model, con
                                                  const talkbox_voice* voice, uint64_t seed, float** out, size_t* out_count);
 TALKBOX_API void talkbox_samples_free(float* samples);
 
+/* ---- The Perth watermark (docs/watermark.md) ------------------------------------------------- */
+
+/* What the detector reads from a clip. */
+typedef struct talkbox_watermark_result {
+    int readable;       /* 0: no frame loud enough to read (silence); the rest is then 0 */
+    int detected;       /* 1: the clip carries the watermark (confidence > 0.5) */
+    double confidence;  /* the detector's output clipped to [0, 1] (official get_watermark(round=False)) */
+    double raw;         /* the detector's output before clipping */
+} talkbox_watermark_result;
+
+/* Reads the Perth watermark from `count` mono samples at `sample_rate` Hz. `checkpoint`: a converted
+ * Perth checkpoint, NULL for the one `talkbox pull resemble-ai/Perth` fetched (NOT_FOUND when it is
+ * absent). INVALID_ARGUMENT for a clip under ~33 ms, a bad rate or samples that are not finite. */
+TALKBOX_API talkbox_status talkbox_watermark_detect(const char* checkpoint, const float* samples, size_t count, int sample_rate,
+                                                    talkbox_watermark_result* out);
+/* Puts the watermark on `count` mono samples (the official apply_watermark): *out holds *out_count
+ * samples at the same rate (up to 10 ms fewer), to be released with talkbox_samples_free. Errors as
+ * talkbox_watermark_detect. Speech gets it through the request setting "watermark" instead. */
+TALKBOX_API talkbox_status talkbox_watermark_embed(const char* checkpoint, const float* samples, size_t count, int sample_rate,
+                                                   float** out, size_t* out_count);
+
 /* ---- Requests -------------------------------------------------------------------------------- */
 
 typedef enum talkbox_text_mode {
@@ -228,7 +249,10 @@ TALKBOX_API talkbox_status talkbox_request_set_greedy(talkbox_request* request, 
  *     sentence by sentence, as `talkbox speak`; 0: as one segment, for Chatterbox one T3
  *     sequence, as `speak --no-split`), segment_chars (200),
  *     pause_ms (300, silence between segments), parallel (0: the model's choice; segments
- *     synthesised at once, the audio identical), chunk (4), first_chunk (1).
+ *     synthesised at once, the audio identical), watermark (1: put the Perth watermark on the
+ *     speech, 0: not; unset: the model's default, on for Chatterbox as its official package does,
+ *     nothing marked, with one warning on stderr, without the converted checkpoint),
+ *     chunk (4), first_chunk (1).
  * NaN restores the default. An unknown name or a value that is not a number of the right kind
  * gives INVALID_ARGUMENT here; ranges are the model's and are checked when it speaks. */
 TALKBOX_API talkbox_status talkbox_request_set_number(talkbox_request* request, const char* name, double value);

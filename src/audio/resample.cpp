@@ -119,4 +119,66 @@ std::vector<float> resample(const std::vector<float>& samples, int from_rate, in
     return out;
 }
 
+namespace {
+
+// The zeroth-order modified Bessel function of the first kind, by its power series (double).
+double bessel_i0(double x) {
+    double sum = 1.0, term = 1.0;
+    const double q = x * x / 4.0;
+    for (int k = 1; k < 200 && term > sum * 1e-17; ++k) {
+        term *= q / (static_cast<double>(k) * k);
+        sum += term;
+    }
+    return sum;
+}
+
+}  // namespace
+
+std::vector<double> polyphase_filter(int up, int down) {
+    // scipy.signal.firwin(2·half + 1, 1 / max(up, down), window=("kaiser", 5.0)) times `up`:
+    // a windowed sinc low-pass, scaled to unit DC gain before the factor.
+    constexpr double kBeta = 5.0;
+    const int max_rate = std::max(up, down), half = 10 * max_rate, taps = 2 * half + 1;
+    const double cutoff = 1.0 / max_rate, pi = 3.141592653589793;
+    std::vector<double> h(static_cast<size_t>(taps));
+    double sum = 0.0;
+    for (int j = 0; j < taps; ++j) {
+        const double m = j - half, x = cutoff * m;
+        const double sinc = x == 0.0 ? 1.0 : std::sin(pi * x) / (pi * x);
+        const double r = m / half;
+        const double window = bessel_i0(kBeta * std::sqrt(std::max(0.0, 1.0 - r * r))) / bessel_i0(kBeta);
+        h[static_cast<size_t>(j)] = cutoff * sinc * window;
+        sum += h[static_cast<size_t>(j)];
+    }
+    for (double& v : h) v = v / sum * up;
+    return h;
+}
+
+std::vector<float> resample_poly(const std::vector<float>& samples, int from_rate, int to_rate) {
+    check_rates(from_rate, to_rate);
+    if (from_rate == to_rate) return samples;
+    const int g = std::gcd(from_rate, to_rate), up = to_rate / g, down = from_rate / g;
+    const std::vector<double> h = polyphase_filter(up, down);
+    const int64_t half = 10 * std::max(up, down), taps = static_cast<int64_t>(h.size());
+    const int64_t n_in = static_cast<int64_t>(samples.size());
+    const int64_t n_out = (n_in * up + down - 1) / down;
+    // scipy pads the filter in front by down - half % down zeros and drops the first
+    // (half + pre) / down outputs: output m is the filter centred on the upsampled position m·down.
+    const int64_t pre = down - half % down, skip = (half + pre) / down;
+    std::vector<float> out(static_cast<size_t>(n_out));
+    for (int64_t m = 0; m < n_out; ++m) {
+        const int64_t q = (m + skip) * down - pre;  // upsampled position under filter tap 0
+        double acc = 0.0;
+        // Taps j with (q - j) on the upsampled grid (a multiple of up) and inside the signal.
+        int64_t j = ((q % up) + up) % up;
+        for (; j < taps; j += up) {
+            const int64_t i = (q - j) / up;
+            if (i < 0) break;
+            if (i < n_in) acc += h[static_cast<size_t>(j)] * samples[static_cast<size_t>(i)];
+        }
+        out[static_cast<size_t>(m)] = static_cast<float>(acc);
+    }
+    return out;
+}
+
 }  // namespace talkbox::audio

@@ -22,4 +22,13 @@ std::vector<float> resample_sinc(const std::vector<float>& samples, int from_rat
 // The kernel of resample_sinc, float32 [to/g][2·width + from/g] (g = gcd), for tests.
 std::vector<float> sinc_resample_kernel(int from_rate, int to_rate, int* phases, int* taps);
 
+// scipy.signal.resample_poly(samples, to/g, from/g) with its defaults (a Kaiser-windowed FIR, beta 5,
+// of 20·max(up, down) + 1 taps; zero padding), as librosa.resample(res_type="polyphase") calls it:
+// ceil(n · to / from) samples, summed in double. Perth's detector reads audio through it. Returns
+// `samples` unchanged when the rates are equal; throws Error (InvalidArgument) for non-positive rates.
+std::vector<float> resample_poly(const std::vector<float>& samples, int from_rate, int to_rate);
+
+// The FIR filter of resample_poly (float64, `up` times unit DC gain), for tests.
+std::vector<double> polyphase_filter(int up, int down);
+
 }  // namespace talkbox::audio

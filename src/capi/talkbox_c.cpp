@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -30,6 +31,7 @@
 #include "talkbox/model.h"
 #include "talkbox/ssml.h"
 #include "talkbox/voice_file.h"
+#include "talkbox/watermark.h"
 
 // The header's version macros and the project's version (CMake) must agree.
 static_assert(TALKBOX_VERSION_MAJOR == TALKBOX_PROJECT_VERSION_MAJOR && TALKBOX_VERSION_MINOR == TALKBOX_PROJECT_VERSION_MINOR &&
@@ -62,6 +64,7 @@ struct talkbox_request {
     talkbox::LongFormOptions long_form;
     talkbox::StreamOptions stream;
     bool ssml = false;  // the text is an SSML document
+    std::optional<bool> watermark;  // unset: the model's default (Capabilities::watermarks_by_default)
 };
 
 namespace {
@@ -197,11 +200,13 @@ void speak(talkbox_session& s, const talkbox_request& r, const std::function<boo
                                         }).segments
                : talkbox::long_form_segments(request.text, r.long_form);
     if (!request.sampling.seed) request.sampling.seed = talkbox::random_seed();
+    talkbox::LongFormOptions long_form = r.long_form;
+    if (r.watermark.value_or(caps.watermarks_by_default)) long_form.watermark = talkbox::default_watermarker();
     Delivery d;
     size_t cut = 0;
     int last_stop = TALKBOX_STOP_EOS;
     const talkbox::LongFormResult lf = talkbox::speak_long_form(
-        s.session, request, segments, r.long_form,
+        s.session, request, segments, long_form,
         [&](const float* pcm, size_t n) {
             // Queued frames are still decoded after a cancel; the callback sees none of them.
             if (d.stopped || s.cancel.load()) return;
@@ -280,6 +285,9 @@ void set_number(talkbox_request& r, const std::string& name, double v) {
         r.long_form.pause_ms = unset ? talkbox::LongFormOptions{}.pause_ms : static_cast<int>(whole("pause_ms", v, 600000));
     } else if (name == "parallel") {
         r.long_form.parallel = unset ? talkbox::LongFormOptions{}.parallel : static_cast<uint32_t>(whole("parallel", v, 64));
+    } else if (name == "watermark") {
+        if (unset) r.watermark.reset();
+        else r.watermark = whole("watermark", v, 1) == 1;
     } else if (name == "chunk") {
         if (!unset && v < 1) throw invalid("chunk must be a whole number in [1, 1000], got " + talkbox::number_text(v));
         r.stream.frames_per_chunk = unset ? talkbox::StreamOptions{}.frames_per_chunk : static_cast<size_t>(whole("chunk", v, 1000));
@@ -287,7 +295,7 @@ void set_number(talkbox_request& r, const std::string& name, double v) {
         r.stream.first_chunk_frames = unset ? talkbox::StreamOptions{}.first_chunk_frames : static_cast<size_t>(whole("first_chunk", v, 1000));
     } else {
         throw invalid("unknown request setting '" + name + "' (settings: " + talkbox::speech_setting_names() +
-                      ", split, segment_chars, pause_ms, parallel, chunk, first_chunk)");
+                      ", split, segment_chars, pause_ms, parallel, watermark, chunk, first_chunk)");
     }
 }
 
@@ -460,6 +468,55 @@ talkbox_status talkbox_voice_convert(const talkbox_model* m, const float* sample
 }
 
 void talkbox_samples_free(float* samples) { std::free(samples); }
+
+namespace {
+
+// The checkpoint a watermark call names, or the pulled one; NOT_FOUND with the pull to run.
+talkbox::Watermarker load_watermarker(const char* checkpoint) {
+    const std::string path = checkpoint ? checkpoint : talkbox::Watermarker::default_path();
+    if (!std::ifstream(path)) {
+        throw talkbox::Error(talkbox::ErrorKind::NotFound,
+                             "no watermark checkpoint at " + path + (checkpoint ? "" : ": fetch it first: `talkbox pull resemble-ai/Perth` (or `talkbox watermark convert perth_net_250000.pth.tar` on a copy; docs/watermark.md)"));
+    }
+    return talkbox::Watermarker(path);
+}
+
+}  // namespace
+
+talkbox_status talkbox_watermark_detect(const char* checkpoint, const float* samples, size_t count, int sample_rate,
+                                        talkbox_watermark_result* out) {
+    if (out) *out = talkbox_watermark_result{};
+    return guarded([&] {
+        require(out, "out", "talkbox_watermark_detect");
+        if (count > 0) require(samples, "samples", "talkbox_watermark_detect");
+        talkbox::audio::check_samples(samples, count, "talkbox_watermark_detect samples");
+        const talkbox::Watermarker w = load_watermarker(checkpoint);
+        const talkbox::WatermarkDetection d = w.detect(std::vector<float>(samples, samples + count), sample_rate);
+        out->readable = d.readable ? 1 : 0;
+        out->detected = d.detected ? 1 : 0;
+        out->confidence = d.readable ? d.confidence : 0.0;
+        out->raw = d.readable ? d.raw : 0.0;
+    });
+}
+
+talkbox_status talkbox_watermark_embed(const char* checkpoint, const float* samples, size_t count, int sample_rate, float** out,
+                                       size_t* out_count) {
+    if (out) *out = nullptr;
+    if (out_count) *out_count = 0;
+    return guarded([&] {
+        require(out, "out", "talkbox_watermark_embed");
+        require(out_count, "out_count", "talkbox_watermark_embed");
+        if (count > 0) require(samples, "samples", "talkbox_watermark_embed");
+        talkbox::audio::check_samples(samples, count, "talkbox_watermark_embed samples");
+        const talkbox::Watermarker w = load_watermarker(checkpoint);
+        const std::vector<float> marked = w.embed(std::vector<float>(samples, samples + count), sample_rate);
+        auto* pcm = static_cast<float*>(std::malloc(std::max<size_t>(1, marked.size()) * sizeof(float)));
+        if (!pcm) throw talkbox::Error(talkbox::ErrorKind::Io, "talkbox_watermark_embed: out of memory for the marked audio");
+        std::copy(marked.begin(), marked.end(), pcm);
+        *out = pcm;
+        *out_count = marked.size();
+    });
+}
 
 talkbox_status talkbox_voice_create(const talkbox_model* m, const char* ref_audio_path, const char* ref_text, talkbox_voice** out) {
     if (out) *out = nullptr;

@@ -66,6 +66,7 @@ Capabilities capabilities_of(const Pipeline& p) {
     c.frames_per_second = 25;
     c.languages = p.multilingual() ? supported_languages() : std::vector<std::string>{"en"};
     c.builtin_voice = p.has_builtin_voice();
+    c.watermarks_by_default = true;  // tts.py, mtl_tts.py, tts_turbo.py and vc.py all apply Perth
     c.clones = true;
     c.converts_voices = true;
     c.needs_voice = !c.builtin_voice;

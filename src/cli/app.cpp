@@ -37,6 +37,7 @@ int run(int argc, char** argv) {
     register_voice(app);
     register_tokenize(app);
     register_vc(app);
+    register_watermark(app);
     // A reader that goes away is a write error to report (talkbox speak -o - | head), not a silent death.
     std::signal(SIGPIPE, SIG_IGN);
     try {

@@ -16,6 +16,7 @@ void register_bench(CLI::App& app);
 void register_convert(CLI::App& app);
 void register_decode(CLI::App& app);
 void register_vc(CLI::App& app);
+void register_watermark(CLI::App& app);
 void register_default(CLI::App& app);
 void register_devices(CLI::App& app);
 void register_encode(CLI::App& app);

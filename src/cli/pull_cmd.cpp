@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "convert/perth_checkpoint.h"
 #include "core/strings.h"
 #include "talkbox/hub.h"
 
@@ -61,7 +62,8 @@ void register_pull(CLI::App& app) {
                                            "convert it into the local cache");
     cmd->add_option("repo", args->repo,
                     "Hub repository: Qwen/Qwen3-TTS-12Hz-{0.6B,1.7B}-{Base,CustomVoice}, Qwen/Qwen3-TTS-12Hz-1.7B-VoiceDesign, "
-                    "ResembleAI/chatterbox, ResembleAI/chatterbox-turbo, ResembleAI/chatterbox-nano")
+                    "ResembleAI/chatterbox, ResembleAI/chatterbox-turbo, ResembleAI/chatterbox-nano; or resemble-ai/Perth, "
+                    "the watermark's checkpoint (from GitHub, checked against its pinned git blob id)")
         ->required();
     cmd->add_option("--type", args->type, "Type of the large weight matrices: f32, f16, bf16, q8_0, q4_k")
         ->capture_default_str();
@@ -84,6 +86,19 @@ void register_pull(CLI::App& app) {
                 "Environment: HF_ENDPOINT (default https://huggingface.co), HF_TOKEN (gated or private "
                 "repositories),\nTALKBOX_HOME (the cache folder, default ~/.cache/talkbox).");
     cmd->callback([args] {
+        if (args->repo == kPerthRepository) {  // the watermark's checkpoint, from GitHub (docs/watermark.md)
+            const WatermarkPullResult r = pull_watermark("", args->timeout);
+            if (!args->quiet) {
+                if (r.up_to_date) {
+                    std::fprintf(stderr, "the Perth watermark is up to date\n");
+                } else {
+                    std::fprintf(stderr, "pulled the Perth watermark from %s (%s), converted\n", r.url.c_str(),
+                                 human_bytes(static_cast<double>(r.bytes)).c_str());
+                }
+            }
+            std::printf("%s\n", r.path.c_str());
+            return;
+        }
         PullOptions opt;
         opt.repo_id = args->repo;
         opt.revision = args->revision;

@@ -38,6 +38,7 @@ struct ServeArgs {
     size_t wyoming_samples_per_chunk = 1024;
     std::optional<std::string> zeroconf;  // the name to announce the Wyoming port under
     bool no_http = false;
+    bool no_watermark = false;
     std::optional<uint64_t> seed;
     bool quiet = false;
 };
@@ -96,6 +97,7 @@ void run_serve(const ServeArgs& a) {
     o.device = a.device;
     o.max_batch = a.max_batch;
     o.parallel = a.parallel;
+    o.watermark = !a.no_watermark;
     o.read_timeout_s = a.read_timeout;
     o.max_connections = a.max_connections;
     o.cors_origins = a.cors_origins;
@@ -194,6 +196,9 @@ void register_serve(CLI::App& app) {
                     "how many syntheses run")
         ->check(in_range(0, 1024))
         ->capture_default_str();
+    cmd->add_flag("--no-watermark", a->no_watermark,
+                  "Leave Chatterbox speech without the Perth watermark (by default it carries it, as the official "
+                  "package's does, once its checkpoint is converted: docs/watermark.md)");
     cmd->add_option("--parallel", a->parallel,
                     "Segments (Qwen3-TTS) or sentences through T3 (Chatterbox) of one input synthesised at once, their "
                     "audio still in order and identical (0: the model's choice, 4; 1: one after another)")

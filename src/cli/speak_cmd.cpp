@@ -32,6 +32,7 @@
 #include "talkbox/ssml.h"
 #include "talkbox/time_stretch.h"
 #include "talkbox/voice_file.h"
+#include "talkbox/watermark.h"
 
 namespace talkbox::cli {
 
@@ -46,6 +47,7 @@ struct SpeakArgs {
     bool x_vector_only = false;
     bool streaming_text = false, non_streaming_text = false, greedy = false, timings = false, quiet = false;
     bool no_split = false;
+    bool watermark = false, no_watermark = false;  // unset: the model's default (Chatterbox: marked)
     std::optional<uint64_t> seed;
     std::map<std::string, double> settings;  // by SpeechSetting name (talkbox/speech_settings.h)
     int threads = 0, decoder_threads = 0;
@@ -277,6 +279,7 @@ void run_speak(const SpeakArgs& a) {
     const Model model(resolve_model_or_default(a.model), mo);
     Session session(model);
     const Capabilities& caps = model.capabilities();
+    if (a.watermark || (caps.watermarks_by_default && !a.no_watermark)) long_form.watermark = default_watermarker();
     if (ssml) {
         SsmlSegments parsed = ssml_segments(text, caps, a.language, long_form, [&](const std::string& name) { return named_voice(model, name); });
         if (!a.quiet) for (const auto& w : parsed.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
@@ -468,6 +471,10 @@ void register_speak(CLI::App& app) {
         ->capture_default_str();
     cmd->add_flag("--no-split", a->no_split, "Synthesise the whole text as one segment (Chatterbox: one T3 sequence, as the official "
                                              "code runs it, instead of one per sentence)");
+    auto* marked = cmd->add_flag("--watermark", a->watermark,
+                                 "Put the Perth watermark on the speech (the default for Chatterbox, as its official package "
+                                 "does; needs the checkpoint: docs/watermark.md)");
+    cmd->add_flag("--no-watermark", a->no_watermark, "Leave Chatterbox speech without the Perth watermark")->excludes(marked);
     cmd->add_option("--parallel", a->parallel,
                     "Synthesised at once, audio still in order and identical to one after another: segments (Qwen3-TTS, "
                     "whose sessions batch) or sentences through T3 (Chatterbox). 0: the model's choice, 4; 1: one at a time")

@@ -1,6 +1,7 @@
 // Short-time Fourier transforms on the host, as torch.stft / torch.istft compute them with
 // center=True and a periodic Hann window: for vocoders that predict a spectrum (e.g. HiFT's
-// magnitude and phase) or take one as input. Sums in double precision.
+// magnitude and phase) or take one as input. Sums in double precision: direct sums for short windows,
+// a radix-2 FFT for power-of-two windows of 256 points and more (Perth's 2048).
 #pragma once
 
 #include <cstdint>

@@ -135,6 +135,8 @@ struct LongFormRun {
     size_t pause = 0;
     LongFormResult out;
     std::unique_ptr<audio::SpeedAdjuster> tempo;  // the current segment's audio → deliver(), at its rate
+    const Watermarker* watermark = nullptr;       // when set, a segment's audio waits in `held` to be marked
+    std::vector<float> held;
     size_t segment_end = 0;  // where the last ended segment's audio ended, before the pause after it
 
     SpeechRequest segment_request(size_t i) const {
@@ -164,7 +166,13 @@ struct LongFormRun {
     size_t begin_segment(size_t i) {
         const auto& before = segments[i].pause_before_ms;
         deliver_silence(before ? samples_of(*before) : i > 0 ? pause : 0);
-        tempo = std::make_unique<audio::SpeedAdjuster>(caps.sample_rate, segments[i].rate, [this](const float* pcm, size_t n) { deliver(pcm, n); });
+        tempo = std::make_unique<audio::SpeedAdjuster>(caps.sample_rate, segments[i].rate, [this](const float* pcm, size_t n) {
+            if (watermark) {
+                held.insert(held.end(), pcm, pcm + n);
+            } else {
+                deliver(pcm, n);
+            }
+        });
         return out.samples;
     }
     void write(const float* pcm, size_t n) { tempo->write(pcm, n); }
@@ -173,8 +181,21 @@ struct LongFormRun {
         if (!tempo) return;
         tempo->finish();
         tempo.reset();
+        if (watermark) deliver_marked();
         segment_end = out.samples;
         if (!out.cancelled) deliver_silence(samples_of(segments[i].pause_after_ms));
+    }
+    // The held segment, watermarked (unmarked when too short for one STFT window of the mark).
+    void deliver_marked() {
+        std::vector<float> pcm = std::move(held);
+        held.clear();
+        if (pcm.empty()) return;
+        try {
+            pcm = watermark->embed(pcm, caps.sample_rate);
+        } catch (const Error& e) {
+            if (e.kind() != ErrorKind::InvalidArgument) throw;
+        }
+        deliver(pcm.data(), pcm.size());
     }
     bool cancelled() const { return cancel && cancel->load(); }
     // Segment i is complete: its result, where its audio began.
@@ -291,7 +312,7 @@ LongFormResult speak_long_form(Session& session, SpeechRequest request, const st
     if (!request.sampling.seed) request.sampling.seed = random_seed();
     const Capabilities& caps = session.model().capabilities();
     const size_t pause = options.pause_ms > 0 ? static_cast<size_t>(caps.sample_rate) * static_cast<size_t>(options.pause_ms) / 1000 : 0;
-    LongFormRun run{session, caps, request, segments, on_audio, on_segment, stream, cancel, pause, {}, nullptr};
+    LongFormRun run{session, caps, request, segments, on_audio, on_segment, stream, cancel, pause, {}, nullptr, options.watermark.get(), {}};
     run.out.seed = *request.sampling.seed;
     if (caps.parallel_segments > 1) {
         run.on_sessions(std::min<size_t>(options.parallel ? options.parallel : caps.parallel_segments, segments.size()));

@@ -36,6 +36,7 @@
 #include "core/strings.h"
 #include "talkbox/error.h"
 #include "talkbox/long_form.h"
+#include "talkbox/watermark.h"
 #include "talkbox/segmenter.h"
 #include "talkbox/voice_file.h"
 #include "text/speakable.h"
@@ -198,6 +199,8 @@ struct Server::Impl : http::Handler, wyoming::Service {
             const auto start = Clock::now();
             models.push_back(std::make_unique<ModelPool>(m.id, m.path, mo, options.max_concurrent));
             metrics.model_loaded(m.id, models.back()->model().device(), seconds_since(start));
+            // Loaded now, so that a missing checkpoint is reported at start rather than mid-request.
+            if (options.watermark && models.back()->capabilities().watermarks_by_default) default_watermarker();
         }
         routes();
         http::ServerLimits limits;
@@ -473,9 +476,10 @@ struct Server::Impl : http::Handler, wyoming::Service {
         }
     }
 
-    LongFormOptions long_form_options() const {
+    LongFormOptions long_form_options(const Capabilities& caps) const {
         LongFormOptions o;
         o.parallel = options.parallel;
+        if (options.watermark && caps.watermarks_by_default) o.watermark = default_watermarker();
         return o;
     }
 
@@ -487,7 +491,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         auto synthesis = std::make_shared<Synthesis>();
         admit(synthesis->slot, gone);
         const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(options.request_timeout_s * 1000));
-        synthesis->start(model.lease(), model.capabilities().sample_rate, request, std::move(segments), long_form_options(), output,
+        synthesis->start(model.lease(), model.capabilities().sample_rate, request, std::move(segments), long_form_options(model.capabilities()), output,
                          deadline);
         return synthesis;
     }

@@ -51,6 +51,9 @@ struct ServerOptions {
     // Segments of one long input synthesised at once (LongFormOptions::parallel; Chatterbox:
     // ModelOptions::sentence_batch; 0: the model's choice).
     uint32_t parallel = 0;
+    // Speech of models that watermark by default (Chatterbox) carries the Perth watermark, as the
+    // official package's does (talkbox/watermark.h); false: serve --no-watermark.
+    bool watermark = true;
     std::function<void(const std::string&)> log;  // one line per request; empty: silent
     std::function<void(const std::string&)> warn;  // a setting the server had to change (a limit lowered); empty: silent
 };

@@ -49,7 +49,7 @@ static int checks = 0, failures = 0;
 
 #define CHECK_OK(call) CHECK_ERROR(call, TALKBOX_OK, "")
 
-static const char *customvoice_path, *base_path, *chatterbox_path, *clip_path, *expected_dir, *tmp_dir;
+static const char *customvoice_path, *base_path, *chatterbox_path, *clip_path, *expected_dir, *tmp_dir, *perth_path;
 
 static char* join_path(const char* dir, const char* name) {
     size_t n = strlen(dir) + strlen(name) + 2;
@@ -707,6 +707,9 @@ static void test_chatterbox(void) {
     CHECK_OK(talkbox_request_set_text(r, CASE_TEXT));
     CHECK_OK(talkbox_request_set_seed(r, CASE_SEED));
     CHECK_OK(talkbox_request_set_number(r, "max_frames", CASE_CHATTERBOX_MAX_FRAMES));
+    /* The expected audio is unmarked (Chatterbox marks by default: test_watermark). */
+    CHECK_OK(talkbox_request_set_number(r, "watermark", 0));
+    CHECK_ERROR(talkbox_request_set_number(r, "watermark", 2), TALKBOX_ERROR_INVALID_ARGUMENT, "watermark must be a whole number in [0, 1]");
     Samples got, want = read_expected("chatterbox.f32");
     memset(&got, 0, sizeof got);
     CHECK_OK(talkbox_session_speak(s, r, collect, &got, NULL));
@@ -740,6 +743,31 @@ static void test_chatterbox(void) {
     talkbox_request_free(r);
     talkbox_session_free(s);
     talkbox_model_free(m);
+}
+
+/* The Perth watermark on samples: the test's random-weight checkpoint, or none (the environment
+ * names a missing file: NOT_FOUND, with what to do). */
+static void test_watermark(void) {
+    float clip[12000];
+    for (int i = 0; i < 12000; ++i) clip[i] = 0.3f * (float)sin(2.0 * 3.14159265358979 * 180.0 * i / 24000.0);
+    talkbox_watermark_result result;
+    CHECK_ERROR(talkbox_watermark_detect(NULL, clip, 12000, 24000, &result), TALKBOX_ERROR_NOT_FOUND,
+                "talkbox watermark convert perth_net_250000.pth.tar");
+    float* marked = NULL;
+    size_t marked_count = 0;
+    /* 0.5 s: 16000 samples at 32 kHz, a whole number of hops, back to 12000 at 24 kHz. */
+    CHECK_OK(talkbox_watermark_embed(perth_path, clip, 12000, 24000, &marked, &marked_count));
+    CHECK(marked != NULL && marked_count == 12000);
+    CHECK_OK(talkbox_watermark_detect(perth_path, marked, marked_count, 24000, &result));
+    CHECK(result.readable == 1 && result.confidence >= 0.0 && result.confidence <= 1.0);
+    CHECK(result.detected == (result.confidence > 0.5));
+    talkbox_samples_free(marked);
+    CHECK_ERROR(talkbox_watermark_embed(perth_path, clip, 100, 24000, &marked, &marked_count), TALKBOX_ERROR_INVALID_ARGUMENT,
+                "too short");
+    CHECK(marked == NULL && marked_count == 0);
+    clip[3] = NAN;
+    CHECK_ERROR(talkbox_watermark_detect(perth_path, clip, 12000, 24000, &result), TALKBOX_ERROR_INVALID_ARGUMENT,
+                "non-finite sample at index 3");
 }
 
 static int exists(const char* path) {
@@ -860,8 +888,8 @@ static void test_output_files(talkbox_session* s, const talkbox_model* m) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 7) {
-        fprintf(stderr, "usage: %s CUSTOMVOICE.gguf BASE.gguf CHATTERBOX.gguf CLIP.wav EXPECTED_DIR TMP_DIR\n", argv[0]);
+    if (argc != 8) {
+        fprintf(stderr, "usage: %s CUSTOMVOICE.gguf BASE.gguf CHATTERBOX.gguf CLIP.wav EXPECTED_DIR TMP_DIR PERTH.gguf\n", argv[0]);
         return 2;
     }
     customvoice_path = argv[1];
@@ -870,6 +898,7 @@ int main(int argc, char** argv) {
     clip_path = argv[4];
     expected_dir = argv[5];
     tmp_dir = argv[6];
+    perth_path = argv[7];
 
     test_version_and_statuses();
     test_null_arguments();
@@ -892,6 +921,7 @@ int main(int argc, char** argv) {
     talkbox_model_free(m);
     test_base_voice();
     test_chatterbox();
+    test_watermark();
 
     printf("%d of %d checks passed\n", checks - failures, checks);
     return failures ? 1 : 0;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "capi/capi_cases.h"
+#include "convert/perth_checkpoint.h"
 #include "support/test_support.h"
 #include "talkbox/long_form.h"
 #include "talkbox/model.h"
@@ -92,10 +93,13 @@ std::string quoted(const std::string& s) { return "'" + s + "'"; }
 TEST(CApi, CTestProgramMatchesTheCppSession) {
     TempDir dir;
     const std::string expected = make_expected(dir);
+    // The random-weight Perth checkpoint of tests/data/perth (docs/watermark.md).
+    const std::string perth = dir.file("perth.gguf");
+    convert_perth_checkpoint(std::string(TALKBOX_SOURCE_DIR) + "/tests/data/perth/perth_tiny.pth.tar", perth);
     const auto r = run_program(TALKBOX_CAPI_C_TEST,
                                quoted(converted_fixture("tiny-0.6B-CustomVoice")) + " " + quoted(converted_fixture("tiny-0.6B-Base")) +
                                    " " + quoted(converted_chatterbox("multilingual")) + " " + quoted(clip()) + " " + quoted(expected) +
-                                   " " + quoted(dir.path()));
+                                   " " + quoted(dir.path()) + " " + quoted(perth));
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("checks passed"), std::string::npos) << r.out;
     EXPECT_EQ(r.err, "");

@@ -12,6 +12,9 @@
 
 int main(int argc, char** argv) {
     ::testing::InitGoogleTest(&argc, argv);
+    // Hermetic: a Perth checkpoint pulled into the developer's cache must not mark the speech of
+    // Chatterbox tests (talkbox/watermark.h); the watermark tests point this at their own.
+    setenv("TALKBOX_WATERMARK", "/nonexistent/talkbox-tests/perth-implicit.gguf", 0);
     const char* device = std::getenv("TALKBOX_TEST_DEVICE");
     if (device && *device) {
         try {
