@@ -630,10 +630,11 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     m.weights = std::make_unique<WeightBuilder>(layout.size());  // one backend tensor per GGUF tensor
     Loader ld(file, layout, *m.weights);
     const bool cpu = backend.is_cpu();  // direct convs (custom CPU op) where the shapes allow
-    // Int8: the residual units' convolutions, ~3/4 of the decoder's multiply-adds, with at most
-    // ~0.3% relative error each (per-layer figures in bench/README.md). The transposed convs, the
-    // convs around the transformer and the final 96 -> 1 conv stay F32: the upsamplers' error
-    // would feed every later layer, and the last conv's lands on the samples unfiltered.
+    // Int8 (by default): the residual units' convolutions, ~3/4 of the decoder's time. Measured
+    // one layer group at a time (decoder_bench --layer-errors, bench/README.md), an early layer in
+    // int8 (pre_conv, wav_in, block 1's transposed conv) costs more SNR than all of block 1's six
+    // unit convs, its error running through every later layer; the transposed convs and the last
+    // 96 -> 1 conv (whose error lands on the samples) are a small share of the time. They stay F32.
     if (precision == DecoderPrecision::Int8 && !(cpu && conv_int8_available())) {
         throw Error(ErrorKind::Unsupported, "the int8 speech decoder needs the CPU backend on a CPU with AVX2 "
                                             "(AVX-512 VNNI or AVX-VNNI for speed), and TALKBOX_KERNELS not 'ggml'");
