@@ -25,6 +25,7 @@ using testing::max_abs_diff;
 
 constexpr float kWavTolerance = 1e-4f;
 constexpr float kTapTolerance = 1e-5f;  // relative to the tap's max |value|
+constexpr double kInt8MinSnrDb = 27.0;  // the int8 decoder against F32 on the tiny fixture
 
 std::string golden(const std::string& rel) { return testing::fixtures_dir() + "/qwen3tts/goldens/decoder/" + rel; }
 
@@ -227,7 +228,10 @@ TEST_F(Int8DecoderTest, StaysNearTheF32DecoderWithoutEqualingIt) {
         std::printf("[ int8     ] %s against f32: SNR %.1f dB, log-mel L1 %.4f, max |diff| %.3g\n", name, d.snr_db,
                     d.log_mel_l1, d.max_abs);
         EXPECT_GT(d.max_abs, 0.0) << name << ": the int8 decoder gave exactly F32's samples";
-        EXPECT_GE(d.snr_db, 30.0) << name;
+        // 30.3 dB measured (issue 32's target: 30); the bound leaves room for the F32 layers rounding
+        // differently on another CPU (each such difference can move an int8 rounding), far above
+        // what a broken int8 path gives.
+        EXPECT_GE(d.snr_db, kInt8MinSnrDb) << name;
         EXPECT_LE(d.log_mel_l1, 0.1) << name;
     }
 }
