@@ -1,9 +1,14 @@
 // Times the codec decoder on a converted model: the official offline decode and exact streaming
-// with several chunk sizes, over the same random frames; prints min and median over repeats and
-// the process CPU time of the fastest run (robust on a shared machine).
-//   decoder_bench -m model.gguf [--frames 100] [--repeats 5] [-t 2] [--chunks 1,4,12] [--profile]
+// with several chunk sizes, over the same frames (random, or --codes from `talkbox encode`), in F32
+// and in int8 (--decoder-precision f32|int8|both); prints min and median over repeats and the
+// process CPU time of the fastest run (robust on a shared machine), and with both precisions the
+// int8 decoder's speed-up and its distance from the F32 decoder's audio (SNR, log-mel L1, largest
+// sample error).
+//   decoder_bench -m model.gguf [--frames 100] [--codes codes.json] [--repeats 5] [-t 2] [--chunks 1,4,12]
+//                 [--decoder-precision both] [--layer-errors] [--profile]
 // --profile also runs each case stage by stage (same results; a barrier per stage) and prints per
-// stage the min over the repeats of wall and CPU time per frame.
+// stage the min over the repeats of wall and CPU time per frame. --layer-errors prints the error of
+// int8 in each convolution layer group alone (the others F32), as the choice of int8 layers needs.
 // The released decoder size, with random weights (see bench/README.md):
 //   build/bin/make_random_checkpoint --fixtures ../shared/fixtures/qwen3tts -o /tmp/full
 //   build/bin/talkbox convert /tmp/full -o /tmp/full.gguf --type f32
@@ -20,7 +25,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "audio_compare.h"
 #include "qwen3tts/codec/decoder.h"
+#include "talkbox/codes.h"
 #include "core/backend.h"
 #include "timing.h"
 #include "core/gguf_file.h"
@@ -33,9 +40,15 @@ namespace {
 using talkbox::bench::Stats;
 using talkbox::bench::time_runs;
 
-void report(const std::string& what, const Stats& s, size_t frames) {
+double report(const std::string& what, const Stats& s, size_t frames) {
     std::printf("%-20s min %7.2f ms/frame  median %7.2f ms/frame  (cpu %7.2f ms/frame)  RTF %.3f\n", what.c_str(),
                 s.min_ms / frames, s.median_ms / frames, s.cpu_ms / frames, s.min_ms / (frames * 80.0));
+    return s.min_ms;
+}
+
+void print_difference(const std::string& what, const std::vector<float>& f32, const std::vector<float>& int8) {
+    const auto d = talkbox::bench::compare_audio(f32, int8);
+    std::printf("%-28s SNR %6.2f dB  log-mel L1 %.4f  max |diff| %.3g\n", what.c_str(), d.snr_db, d.log_mel_l1, d.max_abs);
 }
 
 // Min over the runs per stage, of wall time and (separately) of process CPU time.
@@ -78,63 +91,115 @@ int main(int argc, char** argv) {
     size_t frames = 100;
     int repeats = 5, threads = 2;
     std::vector<size_t> chunks = {1, 4, 12};
-    bool skip_offline = false, staged = false;
+    bool skip_offline = false, staged = false, layer_errors = false;
+    std::string codes_path, precision = "both";
     app.add_option("-m,--model", model, "Converted talkbox GGUF")->required();
     app.add_option("--frames", frames, "Frames per run (12.5 per second of audio)")->capture_default_str();
+    app.add_option("--codes", codes_path, "Frames from a codes JSON (talkbox encode / speak --codes-out), the first --frames of them, "
+                                          "instead of random codes");
+    app.add_option("--decoder-precision", precision, "f32, int8 or both (then also int8's speed-up and error against f32)")
+        ->check(CLI::IsMember({"f32", "int8", "both"}))
+        ->capture_default_str();
+    app.add_flag("--layer-errors", layer_errors, "Print the error of int8 in each convolution layer group alone");
     app.add_option("--repeats", repeats, "Timed runs per case (after one warm-up)")->capture_default_str();
     app.add_option("-t,--threads", threads, "CPU threads")->capture_default_str();
-    app.add_option("--chunks", chunks, "Streaming chunk sizes (frames)")->delimiter(',');
+    app.add_option("--chunks", chunks, "Streaming chunk sizes (frames; 0: no streaming cases)")->delimiter(',');
     app.add_flag("--no-offline", skip_offline, "Skip the offline decode");
     app.add_flag("--profile", staged, "Also time every case stage by stage (transformer, upsamplers, blocks, units)");
     CLI11_PARSE(app, argc, argv);
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as it comes (runs take minutes)
 
     try {
         const talkbox::GgufFile file(model);
         const auto hp = talkbox::qwen3tts::Hparams::from_gguf(file.meta());
         talkbox::Backend backend(threads);
-        talkbox::codec::CodecDecoder decoder(file, hp, backend);
-        std::printf("model %s, backend %s, %zu frames, %d repeats\n", model.c_str(), backend.description().c_str(),
-                    frames, repeats);
+        using talkbox::codec::DecoderPrecision;
+        std::vector<DecoderPrecision> precisions;
+        if (precision != "int8") precisions.push_back(DecoderPrecision::F32);
+        if (precision != "f32") precisions.push_back(DecoderPrecision::Int8);
 
-        std::mt19937 rng(1234);
-        std::uniform_int_distribution<int32_t> code(0, decoder.codebook_size() - 1);
-        talkbox::codec::Frames codes(frames, talkbox::codec::Frame(decoder.num_quantizers()));
-        for (auto& f : codes)
-            for (auto& c : f) c = code(rng);
-
-        if (!skip_offline) {
-            decoder.decode(codes);
-            report("offline decode", time_runs(repeats, [&] { decoder.decode(codes); }), frames);
-            if (staged) profile("offline decode", repeats, frames, [&](talkbox::StageTimes* t) { decoder.decode(codes, t); });
+        talkbox::codec::Frames codes;
+        if (!codes_path.empty()) {
+            codes = talkbox::codec::read_codes_json(codes_path);
+            if (codes.size() > frames) codes.resize(frames);
+            frames = codes.size();
+        } else {
+            const talkbox::codec::CodecDecoder probe(file, hp, backend);
+            std::mt19937 rng(1234);
+            std::uniform_int_distribution<int32_t> code(0, probe.codebook_size() - 1);
+            codes.assign(frames, talkbox::codec::Frame(probe.num_quantizers()));
+            for (auto& f : codes)
+                for (auto& c : f) c = code(rng);
         }
-        for (size_t chunk : chunks) {
-            talkbox::codec::StreamingDecoder stream(decoder, chunk);
-            auto run = [&](talkbox::StageTimes* times) {
-                stream.reset();
-                stream.time_stages(times);
-                std::vector<float> pcm;
-                for (size_t i = 0; i < codes.size(); i += chunk) {
-                    const auto end = codes.begin() + static_cast<std::ptrdiff_t>(std::min(codes.size(), i + chunk));
-                    const auto out = stream.push(talkbox::codec::Frames(codes.begin() + static_cast<std::ptrdiff_t>(i), end));
-                    pcm.insert(pcm.end(), out.begin(), out.end());
-                }
-                const auto tail = stream.flush();
-                pcm.insert(pcm.end(), tail.begin(), tail.end());
-                stream.time_stages(nullptr);
-                return pcm;
-            };
-            {  // exactness: the streamed audio against one offline decode (rounding of the
-               // transformer's products, which differ with the step length)
-                const std::vector<float> streamed = run(nullptr), offline = decoder.decode(codes);
-                double worst = 0;
-                for (size_t i = 0; i < std::min(offline.size(), streamed.size()); ++i)
-                    worst = std::max(worst, static_cast<double>(std::fabs(offline[i] - streamed[i])));
-                std::printf("streaming chunk %zu against offline: %zu / %zu samples, max abs difference %.3g\n", chunk,
-                            streamed.size(), offline.size(), worst);
+        std::printf("model %s, backend %s, %zu frames (%s), %d repeats\n", model.c_str(), backend.description().c_str(), frames,
+                    codes_path.empty() ? "random codes" : codes_path.c_str(), repeats);
+
+        std::map<std::string, double> best;                   // "<precision> <case>" -> min ms
+        std::map<DecoderPrecision, std::vector<float>> audio;  // offline decode per precision
+        for (const DecoderPrecision p : precisions) {
+            const std::string name = talkbox::codec::decoder_precision_name(p);
+            talkbox::codec::CodecDecoder decoder(file, hp, backend, p);
+            std::printf("\n-- %s decoder\n", name.c_str());
+            audio[p] = decoder.decode(codes);
+            if (!skip_offline) {
+                best[name + " offline decode"] =
+                    report("offline decode", time_runs(repeats, [&] { decoder.decode(codes); }), frames);
+                if (staged) profile("offline decode", repeats, frames, [&](talkbox::StageTimes* t) { decoder.decode(codes, t); });
             }
-            const std::string what = "streaming chunk " + std::to_string(chunk);
-            report(what, time_runs(repeats, [&] { run(nullptr); }), frames);
-            if (staged) profile(what, repeats, frames, run);
+            for (size_t chunk : chunks) {
+                if (chunk == 0) continue;
+                talkbox::codec::StreamingDecoder stream(decoder, chunk);
+                auto run = [&](talkbox::StageTimes* times) {
+                    stream.reset();
+                    stream.time_stages(times);
+                    std::vector<float> pcm;
+                    for (size_t i = 0; i < codes.size(); i += chunk) {
+                        const auto end = codes.begin() + static_cast<std::ptrdiff_t>(std::min(codes.size(), i + chunk));
+                        const auto out = stream.push(talkbox::codec::Frames(codes.begin() + static_cast<std::ptrdiff_t>(i), end));
+                        pcm.insert(pcm.end(), out.begin(), out.end());
+                    }
+                    const auto tail = stream.flush();
+                    pcm.insert(pcm.end(), tail.begin(), tail.end());
+                    stream.time_stages(nullptr);
+                    return pcm;
+                };
+                {  // exactness: the streamed audio against one pass over all frames in the same precision
+                   // (only the transformer's products may round differently with the step length)
+                    const std::vector<float> streamed = run(nullptr), one_pass = decoder.forward(codes);
+                    const auto d = talkbox::bench::compare_audio(one_pass, streamed);
+                    std::printf("streaming chunk %zu against one pass: %zu samples, max abs difference %.3g, SNR %.1f dB\n",
+                                chunk, streamed.size(), d.max_abs, d.snr_db);
+                }
+                const std::string what = "streaming chunk " + std::to_string(chunk);
+                best[name + " " + what] = report(what, time_runs(repeats, [&] { run(nullptr); }), frames);
+                if (staged) profile(what, repeats, frames, run);
+            }
+        }
+        if (precisions.size() == 2) {
+            std::printf("\n-- int8 against f32 (%zu frames, %.1f s of audio)\n", frames, frames / 12.5);
+            print_difference("offline decode", audio[DecoderPrecision::F32], audio[DecoderPrecision::Int8]);
+            for (const auto& [key, ms] : best) {
+                if (key.rfind("f32 ", 0) != 0) continue;
+                const std::string what = key.substr(4);
+                const auto it = best.find("int8 " + what);
+                if (it != best.end()) std::printf("%-28s int8 speed-up %.2fx (min times)\n", what.c_str(), ms / it->second);
+            }
+        }
+        if (layer_errors) {
+            std::vector<std::string> groups = {"pre_conv", "wav_in"};
+            for (size_t i = 1; i <= hp.codec_decoder.upsample_rates.size(); ++i) {
+                groups.push_back("block" + std::to_string(i) + ".tconv");
+                groups.push_back("block" + std::to_string(i) + ".units");
+            }
+            groups.push_back("wav_out");
+            const std::vector<float>& f32 = audio.count(DecoderPrecision::F32)
+                                                ? audio[DecoderPrecision::F32]
+                                                : audio[DecoderPrecision::F32] = talkbox::codec::CodecDecoder(file, hp, backend).decode(codes);
+            std::printf("\n-- int8 in one layer group, the rest f32, against f32 (offline decode)\n");
+            for (const std::string& g : groups) {
+                talkbox::codec::CodecDecoder one(file, hp, backend, DecoderPrecision::Int8, {g});
+                print_difference(g, f32, one.decode(codes));
+            }
         }
     } catch (const talkbox::Error& e) {
         std::fprintf(stderr, "decoder_bench: %s\n", e.what());

@@ -18,6 +18,7 @@ struct DecodeOptions {
     std::string format = "wav16";  // wav16, wav32 (float), raw16 (s16le), raw32 (f32le)
     int threads = 0;               // 0: one per core
     std::string device;            // ModelOptions::device ("": the CPU)
+    std::string decoder_precision = "f32";  // ModelOptions::decoder_precision
     // 0: the official decode (300-frame chunks with 25 frames of context beyond 300 frames).
     // N: exact streaming in steps of N frames (equals one pass over all frames).
     size_t stream_chunk = 0;

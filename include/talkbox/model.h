@@ -50,6 +50,9 @@ struct ModelOptions {
     // together, each with its own cache and sampler (the tokens and audio are those of one after
     // another). 0: the default, 4; 1: one sentence at a time.
     int sentence_batch = 0;
+    // Arithmetic of the speech decoder's convolutions: "f32" (the official decoder) or "int8"
+    // (Qwen3-TTS on the CPU, opt-in: faster, not bit-exact; bench/README.md gives its error).
+    std::string decoder_precision = "f32";
 };
 
 // A numeric request field a model takes, by its request name (the server's JSON key, the CLI's

@@ -99,6 +99,9 @@ typedef struct talkbox_model_options {
      * (NULL: the CPU). "auto" takes the first GPU with room for the weights, else the CPU, never a
      * software device; talkbox_device_count/talkbox_device_id list what there is. */
     const char* device;
+    /* The speech decoder's arithmetic: "f32" (NULL: the default, the official decoder) or "int8"
+     * (Qwen3-TTS on the CPU: faster, not bit-exact). */
+    const char* decoder_precision;
 } talkbox_model_options;
 
 /* Fills in the defaults and struct_size. */

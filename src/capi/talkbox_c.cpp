@@ -367,6 +367,7 @@ talkbox_status talkbox_model_load(const char* path, const talkbox_model_options*
             if (o.gpu) mo.device = "cuda:0";  // what gpu meant before options->device
             if (o.device) mo.device = o.device;
             if (o.kv_cache) mo.kv_cache = o.kv_cache;
+            if (o.decoder_precision) mo.decoder_precision = o.decoder_precision;
         }
         auto m = std::make_unique<talkbox_model>();
         m->model = std::make_shared<const talkbox::Model>(path, mo);

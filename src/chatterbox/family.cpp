@@ -99,11 +99,18 @@ Capabilities capabilities_of(const Pipeline& p) {
 class ChatterboxModel final : public FamilyModel {
 public:
     ChatterboxModel(std::shared_ptr<const GgufFile> file, const ModelOptions& o)
-        : pipeline(std::move(file), o.threads, o.device, o.max_batch > 0 ? static_cast<uint32_t>(o.max_batch) : kDefaultMaxBatch),
+        : pipeline((check_decoder_precision(o), std::move(file)), o.threads, o.device, o.max_batch > 0 ? static_cast<uint32_t>(o.max_batch) : kDefaultMaxBatch),
           identity(model_identity(pipeline.file())),
           kv_type(lm::parse_kv_type(o.kv_cache)),
           sentence_batch(sentence_batch_of(o)),
           caps(capabilities_of(pipeline)) {}
+
+    static void check_decoder_precision(const ModelOptions& o) {
+        if (o.decoder_precision != "f32") {
+            throw Error(ErrorKind::InvalidArgument, "decoder precision '" + o.decoder_precision +
+                                                        "': Chatterbox models decode in f32 only (int8 is for Qwen3-TTS)");
+        }
+    }
 
     static size_t sentence_batch_of(const ModelOptions& o) {
         if (o.sentence_batch < 0) {
@@ -376,7 +383,9 @@ DecodedAudio decode_codes(const DecodeOptions& o, const codec::CodesFile& codes)
         throw Error(ErrorKind::InvalidArgument, "give a voice file (--voice) or reference audio (--ref-audio), not both");
     }
     (void)ChatterboxModel::speech_tokens(codes.frames);  // bad tokens are refused before the model loads
-    const ChatterboxModel m(std::make_shared<const GgufFile>(o.model_path), ModelOptions{o.threads, 0, o.device});
+    ModelOptions mo{o.threads, 0, o.device};
+    mo.decoder_precision = o.decoder_precision;
+    const ChatterboxModel m(std::make_shared<const GgufFile>(o.model_path), mo);
     PipelineVoice v;
     if (!o.voice_path.empty()) {
         const Voice voice = load_voice(o.voice_path);

@@ -36,7 +36,7 @@ constexpr const char* kDefaultInstruct = "A clear, friendly adult voice speaking
 
 struct BenchArgs {
     std::string model, text = kDefaultText, language = "auto";
-    std::string speaker, instruct, voice, kv_cache = "f32";
+    std::string speaker, instruct, voice, kv_cache = "f32", decoder_precision = "f32";
     int threads = 0, decoder_threads = 0;
     std::string device;
     uint32_t frames = 100, repeat = 3, streams = 1;
@@ -212,6 +212,7 @@ void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
     if (a.json) {
         print_json(described(m, {{"decoder_threads", m.model->decoder_threads()},
                     {"kv_cache", a.kv_cache},
+                    {"decoder_precision", a.decoder_precision},
                     {"frames", a.frames},
                     {"repeat", a.repeat},
                     {"text", a.text},
@@ -225,8 +226,8 @@ void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
     std::printf("model:   %s\n", path.c_str());
     std::printf("         %s, weights %s, %.1f MiB, loaded in %.0f ms\n", caps.description().c_str(),
                 info.weight_type.c_str(), info.file_bytes / 1048576.0, load_ms);
-    std::printf("threads: %d generator + %d decoder, KV cache %s, %s int8 kernels\n", m.model->threads(),
-                m.model->decoder_threads(), a.kv_cache.c_str(), cpu_kernels().c_str());
+    std::printf("threads: %d generator + %d decoder (%s), KV cache %s, %s int8 kernels\n", m.model->threads(),
+                m.model->decoder_threads(), a.decoder_precision.c_str(), a.kv_cache.c_str(), cpu_kernels().c_str());
     std::printf("voice:   %s\n", voice.c_str());
     std::printf("text:    \"%s\" (language %s)\n", a.text.c_str(), a.language.c_str());
     std::printf("run:     %u frames (%.2f s of audio) each, EOS and stall guard ignored, streamed in chunks of %zu "
@@ -429,6 +430,7 @@ void run_bench(const BenchArgs& a) {
     mo.device = a.device;
     mo.decoder_threads = a.decoder_threads;
     mo.kv_cache = a.kv_cache;
+    mo.decoder_precision = a.decoder_precision;
     mo.max_batch = static_cast<int>(a.streams);  // every stream in one batch
     const auto load_start = Clock::now();
     const Model model(m.path, mo);
@@ -464,6 +466,7 @@ void register_bench(CLI::App& app) {
     cmd->add_option("-m,--model", a->model, "Model GGUF file or a pulled hub name")->required();
     cmd->add_option("-t,--threads", a->threads, "Generator CPU threads (0: one per core)")->check(thread_count())->capture_default_str();
     add_device_option(cmd, a->device);
+    add_decoder_precision_option(cmd, a->decoder_precision);
     cmd->add_option("--decoder-threads", a->decoder_threads, "Speech decoder threads (0: as --threads; the decoder and the generator take turns on the cores)")
         ->check(thread_count())
         ->capture_default_str();

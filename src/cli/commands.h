@@ -30,6 +30,8 @@ void register_tokenize(CLI::App& app);
 
 // --device on a command that computes: auto, cpu, vulkan[:N], cuda[:N] (checked when the model loads).
 CLI::Option* add_device_option(CLI::App* cmd, std::string& device);
+// --decoder-precision on a command that decodes speech: f32 or int8 (ModelOptions::decoder_precision).
+CLI::Option* add_decoder_precision_option(CLI::App* cmd, std::string& precision);
 
 // The one check of every numeric flag (->check(in_range(...))): the value must be a finite number
 // (whole for integer flags) in [min, max], or (min, max] for min_exclusive; on the text as typed,

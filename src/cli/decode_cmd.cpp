@@ -35,6 +35,7 @@ void register_decode(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("-t,--threads", args->opt.threads, "CPU threads (0: one per core)")->check(thread_count())->capture_default_str();
     add_device_option(cmd, args->opt.device);
+    add_decoder_precision_option(cmd, args->opt.decoder_precision);
     auto* streaming = cmd->add_flag("--streaming", args->streaming,
                                     "Qwen3-TTS: decode incrementally, exactly as one pass over all frames (the official "
                                     "decode restarts every 300 frames)");

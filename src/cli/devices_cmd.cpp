@@ -17,6 +17,14 @@ CLI::Option* add_device_option(CLI::App* cmd, std::string& device) {
         ->capture_default_str();
 }
 
+CLI::Option* add_decoder_precision_option(CLI::App* cmd, std::string& precision) {
+    return cmd->add_option("--decoder-precision", precision,
+                           "Speech decoder arithmetic: f32 (the official decoder) or int8 (Qwen3-TTS on the CPU: "
+                           "int8 residual-unit convolutions, faster, not bit-exact; see bench/README.md)")
+        ->check(CLI::IsMember({"f32", "int8"}))
+        ->capture_default_str();
+}
+
 void register_devices(CLI::App& app) {
     auto json = std::make_shared<bool>(false);
     auto* cmd = app.add_subcommand("devices", "List the compute devices (CPU, Vulkan, CUDA) that --device can name");

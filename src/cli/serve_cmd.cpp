@@ -27,7 +27,7 @@ constexpr double kMaxSeconds = 365.0 * 24 * 3600;
 
 struct ServeArgs {
     std::vector<std::string> models;
-    std::string host = "127.0.0.1", api_key, voices_dir, device;
+    std::string host = "127.0.0.1", api_key, voices_dir, device, decoder_precision = "f32";
     std::vector<std::string> cors_origins, allowed_hosts;
     int port = 8080, threads = 0, max_batch = 0;
     uint32_t parallel = 0;
@@ -95,6 +95,7 @@ void run_serve(const ServeArgs& a) {
     o.queue_timeout_s = a.queue_timeout;
     o.threads = a.threads;
     o.device = a.device;
+    o.decoder_precision = a.decoder_precision;
     o.max_batch = a.max_batch;
     o.parallel = a.parallel;
     o.watermark = !a.no_watermark;
@@ -234,6 +235,7 @@ void register_serve(CLI::App& app) {
         ->check(thread_count())
         ->capture_default_str();
     add_device_option(cmd, a->device);
+    add_decoder_precision_option(cmd, a->decoder_precision);
     cmd->add_option("--wyoming-port", a->wyoming_port,
                     "Also serve Home Assistant's Wyoming protocol (text to speech) on this port, usually 10200 (0: any free port); "
                     "same models, voices and limits (docs/home-assistant.md)")

@@ -52,7 +52,7 @@ struct SpeakArgs {
     std::map<std::string, double> settings;  // by SpeechSetting name (talkbox/speech_settings.h)
     int threads = 0, decoder_threads = 0;
     std::string device;
-    std::string kv_cache = "f32";
+    std::string kv_cache = "f32", decoder_precision = "f32";
     size_t chunk = 4, first_chunk = 1;
     int pause_ms = 300;
     size_t segment_chars = 200;
@@ -275,6 +275,7 @@ void run_speak(const SpeakArgs& a) {
     mo.device = a.device;
     mo.decoder_threads = a.decoder_threads;
     mo.kv_cache = a.kv_cache;
+    mo.decoder_precision = a.decoder_precision;
     mo.sentence_batch = static_cast<int>(a.parallel);  // Chatterbox: sentences through T3 at once
     const Model model(resolve_model_or_default(a.model), mo);
     Session session(model);
@@ -482,6 +483,7 @@ void register_speak(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("-T,--threads", a->threads, "CPU threads (0: one per core)")->check(thread_count())->capture_default_str();
     add_device_option(cmd, a->device);
+    add_decoder_precision_option(cmd, a->decoder_precision);
     cmd->add_option("--decoder-threads", a->decoder_threads, "Threads of the speech decoder, which takes turns on the "
                                                              "cores with generation (0: as --threads)")
         ->check(thread_count())

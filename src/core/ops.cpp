@@ -5,9 +5,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/conv_int8_kernels.h"
 #include "core/conv_kernels.h"
 #include "core/cpu_features.h"
 #include "core/fast_math.h"
+#include "core/packed_kernels.h"
+#include "core/packed_matmul.h"
 #include "talkbox/error.h"
 
 
@@ -226,9 +229,39 @@ intptr_t pack_conv(int64_t dilation, int64_t taps, int64_t stride, int64_t left,
                                  (int64_t{residual} << 53));
 }
 
-// dst [Cout, T, B]; sources x [Cin, L, B], packed weights, bias [Cout], then [hist [Cin, H]],
-// [residual [Cout, T, B]]. Column t, tap j reads sample t * stride + j * dilation - left of
-// [hist | x], zeros outside it.
+// The int8 conv kernel of the process's int8 kernel set (packed::kernel_set(): the best this CPU
+// runs, or the one TALKBOX_KERNELS names), with the offset its activations are stored with;
+// nullptr where there is none.
+struct Int8Conv {
+    conv_int8_kernels::Columns columns = nullptr;
+    uint8_t x_offset = 0;
+};
+
+Int8Conv int8_conv() {
+#if defined(__x86_64__)
+    const packed::kernels::KernelSet* set = packed::kernel_set();
+    if (set == &packed::kernels::kAvx512) return {conv_int8_kernels::columns_avx512, 128};
+    if (set == &packed::kernels::kAvxVnni) return {conv_int8_kernels::columns_avxvnni, 128};
+    if (set == &packed::kernels::kAvx2) return {conv_int8_kernels::columns_avx2, 0};
+#endif
+    return {};
+}
+
+// One input sample as conv_int8_kernels.h reads it: scale = max|x| / 127, q = x · 127 / max|x|
+// rounded to nearest even (|q| <= 127), stored q + offset; the padding to whole 4-byte groups is
+// the offset (zero). Plain scalar code: the same bytes whatever the kernel set.
+float quantise_row(const float* x, int64_t cin, uint8_t offset, uint8_t* q) {
+    float amax = 0.0f;
+    for (int64_t i = 0; i < cin; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int64_t i = 0; i < cin; ++i) q[i] = static_cast<uint8_t>(static_cast<int>(std::nearbyint(x[i] * id)) + offset);
+    for (int64_t i = cin; i < conv_int8_kernels::row_bytes(cin); ++i) q[i] = offset;
+    return amax / 127.0f;
+}
+
+// dst [Cout, T, B]; sources x [Cin, L, B], packed weights (F32 panels, or the int8 panels of
+// conv_weight_int8_panels: an I8 tensor), bias [Cout], then [hist [Cin, H]], [residual [Cout, T,
+// B]]. Column t, tap j reads sample t * stride + j * dilation - left of [hist | x], zeros outside it.
 void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     const int64_t packed = reinterpret_cast<intptr_t>(userdata);
     const int64_t dilation = packed & kConvFieldMax, taps = (packed >> 12) & kConvFieldMax,
@@ -239,11 +272,12 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     const ggml_tensor* res = has_residual ? dst->src[has_hist ? 4 : 3] : nullptr;
     const int64_t cin = x->ne[0], cout = dst->ne[0], columns = dst->ne[1], h = hist ? hist->ne[1] : 0;
     const int64_t length = h + x->ne[1];
+    const bool int8 = w->type == GGML_TYPE_I8;
     // The threads split the columns (within each batch item), or the panels of output channels when
     // the columns are few: a streaming step of a few frames is bound by the weight reads, and with
     // its columns split every thread read all the weights (the speech decoder's 1024 -> 1536 conv
     // and first transposed conv over 16 columns).
-    const int64_t width = direct_panel_width(cout), panels = (cout + width - 1) / width;
+    const int64_t width = int8 ? conv_int8_kernels::kPanel : direct_panel_width(cout), panels = (cout + width - 1) / width;
     const bool by_channels = columns <= 16 * nth && panels >= 2 * nth;
     int64_t t0 = 0, t1 = columns, co0 = 0, co1 = cout;
     if (by_channels) {
@@ -261,7 +295,12 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     // Row pointers of the input samples this thread reads, from sample t0 * stride - left on.
     const int64_t span = (t1 - 1 - t0) * stride + (taps - 1) * dilation + 1;
     std::vector<const float*> rows(static_cast<size_t>(span));
-    const float* wdata = static_cast<const float*>(w->data);
+    // int8: those samples quantised (conv_int8_kernels.h), by each thread that reads them.
+    const Int8Conv i8 = int8 ? int8_conv() : Int8Conv{};
+    const int64_t qbytes = conv_int8_kernels::row_bytes(cin);
+    thread_local std::vector<uint8_t> quantised;
+    std::vector<conv_int8_kernels::Row> qrows(int8 ? static_cast<size_t>(span) : 0);
+    if (int8) quantised.resize(static_cast<size_t>(span * qbytes));
     const float* bdata = static_cast<const float*>(bias->data);
     for (int64_t b = 0; b < dst->ne[2]; ++b) {
         const char* xb = static_cast<const char*>(x->data) + b * x->nb[2];
@@ -273,13 +312,23 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
                                      : reinterpret_cast<const float*>(xb + (v - h) * x->nb[1]);
         }
         const char* rb_res = res ? static_cast<const char*>(res->data) + b * res->nb[2] : nullptr;
+        const size_t res_nb = res ? res->nb[1] : 0;
         char* db = static_cast<char*>(dst->data) + b * dst->nb[2];
+        if (int8) {
+            for (int64_t i = 0; i < span; ++i) {
+                uint8_t* q = quantised.data() + i * qbytes;
+                qrows[static_cast<size_t>(i)] = {q, quantise_row(rows[static_cast<size_t>(i)], cin, i8.x_offset, q)};
+            }
+            i8.columns(qrows.data(), dilation, stride, taps, cin, static_cast<const uint8_t*>(w->data), bdata, rb_res, res_nb,
+                       db, dst->nb[1], t0, t1, co0, co1);
+            continue;
+        }
 #if defined(__x86_64__)  // only built where cpu_runs_conv_direct() can be true
         const auto kernel = cpu_avx512_allowed() ? conv_kernels::conv_columns_avx512 : conv_kernels::conv_columns_avx2;
-        kernel(rows.data(), dilation, stride, taps, cin, cout, wdata, bdata, rb_res, res ? res->nb[1] : 0, db, dst->nb[1], t0, t1,
-               co0, co1);
+        kernel(rows.data(), dilation, stride, taps, cin, cout, static_cast<const float*>(w->data), bdata, rb_res, res_nb, db,
+               dst->nb[1], t0, t1, co0, co1);
 #else
-        (void)wdata, (void)bdata, (void)rb_res, (void)db;
+        (void)bdata, (void)rb_res, (void)db;
 #endif
     }
 }
@@ -422,6 +471,39 @@ std::vector<float> conv_weight_panels(const std::vector<float>& w, int64_t k, in
     return out;
 }
 
+bool conv_int8_available() { return cpu_runs_conv_direct() && int8_conv().columns != nullptr; }
+
+size_t conv_int8_weight_bytes(int64_t k, int64_t cin, int64_t cout) {
+    return static_cast<size_t>(conv_int8_kernels::panels(cout)) * conv_int8_kernels::panel_bytes(k, cin);
+}
+
+std::vector<uint8_t> conv_weight_int8_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout) {
+    using namespace conv_int8_kernels;
+    std::vector<uint8_t> out(conv_int8_weight_bytes(k, cin, cout), 0);
+    const size_t pbytes = panel_bytes(k, cin);
+    const int64_t groups = row_bytes(cin) / 4;
+    for (int64_t co = 0; co < cout; ++co) {
+        const float* wc = w.data() + k * cin * co;  // [Cin][k], tap fastest
+        float amax = 0.0f;
+        for (int64_t i = 0; i < k * cin; ++i) amax = std::max(amax, std::fabs(wc[i]));
+        const float id = amax > 0.0f ? 127.0f / amax : 0.0f, scale = amax / 127.0f;
+        uint8_t* panel = out.data() + static_cast<size_t>(co / kPanel) * pbytes;
+        const int64_t lane = co % kPanel;
+        std::memcpy(panel + 4 * lane, &scale, sizeof(float));
+        for (int64_t j = 0; j < k; ++j) {
+            int32_t sum = 0;
+            for (int64_t ci = 0; ci < cin; ++ci) {
+                const int q = static_cast<int>(std::nearbyint(wc[j + k * ci] * id));
+                sum += q;
+                panel[static_cast<size_t>(kPanel * 4 * (1 + k) + ((j * groups + ci / 4) * kPanel + lane) * 4 + ci % 4)] =
+                    static_cast<uint8_t>(static_cast<int8_t>(q));
+            }
+            std::memcpy(panel + kPanel * 4 * (1 + j) + 4 * lane, &sum, sizeof(int32_t));
+        }
+    }
+    return out;
+}
+
 namespace {
 
 ggml_tensor* conv_direct_node(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ggml_tensor* hist,
@@ -429,8 +511,9 @@ ggml_tensor* conv_direct_node(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w,
                               int64_t columns) {
     const int64_t cout = bias->ne[0];
     if (!conv_direct_supported(x->ne[0], cout, taps, dilation, stride, left) || columns < 1 ||
-        (hist && (hist->ne[0] != x->ne[0] || x->ne[2] != 1)) || w->ne[0] != x->ne[0] * taps ||
-        w->ne[1] != conv_panel_rows(cout) ||
+        (hist && (hist->ne[0] != x->ne[0] || x->ne[2] != 1)) ||
+        (w->type == GGML_TYPE_I8 ? !conv_int8_available() || ggml_nbytes(w) != conv_int8_weight_bytes(taps, x->ne[0], cout)
+                                 : w->ne[0] != x->ne[0] * taps || w->ne[1] != conv_panel_rows(cout)) ||
         (residual && (residual->ne[0] != cout || residual->ne[1] != columns || residual->ne[2] != x->ne[2]))) {
         throw Error(ErrorKind::Internal, "conv_direct: unsupported shape (check conv_direct_supported first)");
     }

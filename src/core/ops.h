@@ -81,6 +81,15 @@ ggml_tensor* conv_direct_padded(ggml_context* ctx, ggml_tensor* x, ggml_tensor* 
 // one zero-padded: conv_panel_rows(Cout) * k * Cin values.
 std::vector<float> conv_weight_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout);
 int64_t conv_panel_rows(int64_t cout);
+// The int8 direct conv (the opt-in int8 speech decoder): conv_direct / conv_direct_padded given,
+// instead of F32 panels, an I8 tensor of conv_int8_weight_bytes holding conv_weight_int8_panels
+// (int8 weights per output channel, the input quantised per sample: core/conv_int8_kernels.h).
+// Only where conv_int8_available(): a CPU with the int8 panel kernels (AVX-512 VNNI, AVX-VNNI or
+// AVX2), TALKBOX_KERNELS not "ggml".
+bool conv_int8_available();
+size_t conv_int8_weight_bytes(int64_t k, int64_t cin, int64_t cout);
+// GGUF [k, Cin, Cout] (tap fastest) → the int8 panels.
+std::vector<uint8_t> conv_weight_int8_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout);
 // A transposed conv (PyTorch weight [Cin, Cout, k], stride s) as an ordinary conv over its input
 // zero-padded on the left by n - 1 samples, n = ceil(k / s): n taps, s * Cout outputs per input
 // step, row co + Cout * m = output sample m of the step; tap j holds transposed tap (n - 1 - j) * s + m

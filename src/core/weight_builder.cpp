@@ -78,6 +78,20 @@ ggml_tensor* WeightBuilder::add_derived(const std::string& name, const std::vect
     return t;
 }
 
+ggml_tensor* WeightBuilder::add_derived_bytes(const std::string& name, ggml_type type, const std::vector<int64_t>& ne,
+                                              std::function<std::vector<uint8_t>()> make) {
+    ggml_tensor* t = new_tensor(name, type, ne);
+    uploads_.emplace_back(t, [name, make = std::move(make)](ggml_tensor* dst) {
+        const std::vector<uint8_t> v = make();
+        if (v.size() != ggml_nbytes(dst)) {
+            throw Error(ErrorKind::Internal, "derived weight '" + name + "' has " + std::to_string(v.size()) +
+                                                 " bytes, expected " + std::to_string(ggml_nbytes(dst)));
+        }
+        ggml_backend_tensor_set(dst, v.data(), 0, v.size());
+    });
+    return t;
+}
+
 void WeightBuilder::upload(ggml_backend_t backend, const std::string& what) {
     upload(ggml_backend_get_default_buffer_type(backend), what, false);
 }

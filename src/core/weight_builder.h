@@ -31,6 +31,9 @@ public:
     ggml_tensor* add(const std::string& name, const std::vector<int64_t>& ne, std::vector<float> values);
     ggml_tensor* add_derived(const std::string& name, const std::vector<int64_t>& ne,
                              std::function<std::vector<float>()> make);
+    // Bytes of `type` the host computes at upload time (e.g. int8 panels: GGML_TYPE_I8).
+    ggml_tensor* add_derived_bytes(const std::string& name, ggml_type type, const std::vector<int64_t>& ne,
+                                   std::function<std::vector<uint8_t>()> make);
 
     // Allocates the buffer on `backend` and writes every tensor, in the order added. `what` names
     // the component in errors ("the codec decoder of 'x.gguf'"). Throws Error (Io) when the

@@ -104,7 +104,7 @@ public:
         : model(std::move(file), qwen3tts::ModelOptions{o.threads, o.device}),
           tokenizer(Tokenizer::from_gguf(model.file().meta())),
           decoder_backend(decoder_thread_count(o), o.device),
-          decoder(model.file(), model.hparams(), decoder_backend),
+          decoder(model.file(), model.hparams(), decoder_backend, codec::parse_decoder_precision(o.decoder_precision)),
           kv_type(lm::parse_kv_type(o.kv_cache)),
           caps(capabilities_of(model.hparams(), decoder.sample_rate())),
           scheduler(model, kv_type, o.max_batch > 0 ? static_cast<uint32_t>(o.max_batch) : kDefaultMaxBatch) {

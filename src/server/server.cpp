@@ -190,6 +190,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         ModelOptions mo;
         mo.threads = options.threads;
         mo.device = options.device;
+        mo.decoder_precision = options.decoder_precision;
         mo.max_batch = options.max_batch;
         mo.sentence_batch = static_cast<int>(options.parallel);  // Chatterbox: a long input's sentences through T3 at once
         for (const auto& m : options.models) {

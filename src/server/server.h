@@ -47,6 +47,7 @@ struct ServerOptions {
     std::optional<uint64_t> default_seed;
     int threads = 0;                // compute threads of the one executor every request shares (0: one per core)
     std::string device;             // where every model computes (ModelOptions::device)
+    std::string decoder_precision = "f32";  // ModelOptions::decoder_precision of every model
     int max_batch = 0;              // running requests of a model generated together (Qwen3-TTS; 0: the default, 8)
     // Segments of one long input synthesised at once (LongFormOptions::parallel; Chatterbox:
     // ModelOptions::sentence_batch; 0: the model's choice).

@@ -214,6 +214,11 @@ static void test_bad_files(void) {
     talkbox_model_options_init(&o);
     o.kv_cache = "q2";
     CHECK_ERROR(talkbox_model_load(customvoice_path, &o, &m), TALKBOX_ERROR_INVALID_ARGUMENT, "unknown KV cache type 'q2'");
+    /* The speech decoder's precision: f32 or int8, nothing else. */
+    talkbox_model_options_init(&o);
+    o.decoder_precision = "bf16";
+    CHECK_ERROR(talkbox_model_load(customvoice_path, &o, &m), TALKBOX_ERROR_INVALID_ARGUMENT,
+                "decoder precision 'bf16' is not one of f32, int8");
     /* Devices: one that is not there, a malformed name, and the old gpu flag beside device. */
     talkbox_model_options_init(&o);
     o.device = "vulkan:9";

@@ -204,6 +204,9 @@ class Bindings(unittest.TestCase):
             talkbox.Model(CUSTOMVOICE, device="cuda:3")
         self.assertIn("device 'cuda:3' is not available", str(e.exception))
         with self.assertRaises(talkbox.InvalidArgumentError) as e:
+            talkbox.Model(CUSTOMVOICE, decoder_precision="bf16")
+        self.assertIn("decoder precision 'bf16' is not one of f32, int8", str(e.exception))
+        with self.assertRaises(talkbox.InvalidArgumentError) as e:
             self.model.speak(TEXT, speaker="nobody")
         self.assertIn("unknown speaker 'nobody'", str(e.exception))
         self.assertIsInstance(e.exception, ValueError)

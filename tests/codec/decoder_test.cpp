@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "audio_compare.h"
 #include "talkbox/codes.h"
 #include "qwen3tts/codec/decoder.h"
 #include "core/backend.h"
@@ -24,6 +25,7 @@ using testing::max_abs_diff;
 
 constexpr float kWavTolerance = 1e-4f;
 constexpr float kTapTolerance = 1e-5f;  // relative to the tap's max |value|
+constexpr double kInt8MinSnrDb = 27.0;  // the int8 decoder against F32 on the tiny fixture
 
 std::string golden(const std::string& rel) { return testing::fixtures_dir() + "/qwen3tts/goldens/decoder/" + rel; }
 
@@ -174,6 +176,99 @@ TEST_F(DecoderTest, BadCodesAreRejectedWithAPreciseError) {
     EXPECT_EQ(stream.frames_received(), 3u);
     EXPECT_EQ(stream.flush().size(), 1920u);
     expect_error([&] { StreamingDecoder(*decoder_, 0); }, "frames per chunk");
+}
+
+// The opt-in int8 decoder (decoder.h DecoderPrecision::Int8): near the F32 decoder but not equal
+// to it (an int8 path that did not run, or a broken one, fails), and streaming in int8 matches one
+// int8 pass over all frames as closely as F32 streaming matches one F32 pass.
+class Int8DecoderTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        file_ = new GgufFile(testing::converted_fixture("tiny-0.6B-Base"));
+        backend_ = new Backend(1);
+        const auto hp = qwen3tts::Hparams::from_gguf(file_->meta());
+        f32_ = new CodecDecoder(*file_, hp, *backend_);
+        int8_ = new CodecDecoder(*file_, hp, *backend_, DecoderPrecision::Int8);
+    }
+    static void TearDownTestSuite() {
+        delete int8_;
+        delete f32_;
+        delete backend_;
+        delete file_;
+    }
+    static std::vector<float> stream(CodecDecoder& decoder, const Frames& frames, size_t chunk) {
+        StreamingDecoder s(decoder, chunk);
+        std::vector<float> wav;
+        for (size_t i = 0; i < frames.size(); i += 7) {  // pushes of 7 frames: queueing across pushes
+            const std::vector<float> pcm = s.push(Frames(frames.begin() + static_cast<std::ptrdiff_t>(i),
+                                                         frames.begin() + static_cast<std::ptrdiff_t>(std::min(frames.size(), i + 7))));
+            wav.insert(wav.end(), pcm.begin(), pcm.end());
+        }
+        const std::vector<float> tail = s.flush();
+        wav.insert(wav.end(), tail.begin(), tail.end());
+        return wav;
+    }
+
+    static GgufFile* file_;
+    static Backend* backend_;
+    static CodecDecoder *f32_, *int8_;
+};
+
+GgufFile* Int8DecoderTest::file_ = nullptr;
+Backend* Int8DecoderTest::backend_ = nullptr;
+CodecDecoder* Int8DecoderTest::f32_ = nullptr;
+CodecDecoder* Int8DecoderTest::int8_ = nullptr;
+
+TEST_F(Int8DecoderTest, StaysNearTheF32DecoderWithoutEqualingIt) {
+    EXPECT_EQ(int8_->precision(), DecoderPrecision::Int8);
+    for (const char* name : {"decode_40", "decode_320"}) {
+        const Frames frames = read_codes_json(golden(std::string(name) + "/codes.json"));
+        const std::vector<float> f32 = f32_->decode(frames), int8 = int8_->decode(frames);
+        const auto d = bench::compare_audio(f32, int8);
+        std::printf("[ int8     ] %s against f32: SNR %.1f dB, log-mel L1 %.4f, max |diff| %.3g\n", name, d.snr_db,
+                    d.log_mel_l1, d.max_abs);
+        EXPECT_GT(d.max_abs, 0.0) << name << ": the int8 decoder gave exactly F32's samples";
+        // 30.3 dB measured (issue 32's target: 30); the bound leaves room for the F32 layers rounding
+        // differently on another CPU (each such difference can move an int8 rounding), far above
+        // what a broken int8 path gives.
+        EXPECT_GE(d.snr_db, kInt8MinSnrDb) << name;
+        EXPECT_LE(d.log_mel_l1, 0.1) << name;
+    }
+}
+
+// The int8 convolutions quantise each input sample on its own, so they give a column the same
+// result whatever the step; what differs between steps is only what F32 streaming has too, the
+// transformer's products rounding differently with the step length (~1e-5 here), and in int8
+// such a difference can move a sample's quantisation by one step. The streamed audio must stay
+// much nearer to one int8 pass than int8 is to F32 (on this tiny random model, which amplifies
+// every rounding; decoder_bench prints the figure for the full-size model).
+TEST_F(Int8DecoderTest, StreamingMatchesOnePassInTheSamePrecision) {
+    const Frames frames = read_codes_json(golden("decode_320/codes.json"));
+    const std::vector<float> f32_pass = f32_->forward(frames), int8_pass = int8_->forward(frames);
+    const double quantisation_snr = bench::compare_audio(f32_pass, int8_pass).snr_db;
+    for (const size_t chunk : {1, 5, 12}) {
+        const std::vector<float> f32_stream = stream(*f32_, frames, chunk), int8_stream = stream(*int8_, frames, chunk);
+        ASSERT_EQ(int8_stream.size(), int8_pass.size());
+        const auto d = bench::compare_audio(int8_pass, int8_stream);
+        std::printf("[ stream   ] chunk %zu against one pass: f32 max |diff| %.3g; int8 max |diff| %.3g, SNR %.1f dB "
+                    "(int8 against f32: %.1f dB)\n",
+                    chunk, max_abs_diff(f32_stream, f32_pass), d.max_abs, d.snr_db, quantisation_snr);
+        EXPECT_LE(max_abs_diff(f32_stream, f32_pass), kWavTolerance);
+        EXPECT_GE(d.snr_db, quantisation_snr + 6.0) << "chunk " << chunk;
+    }
+}
+
+TEST(DecoderPrecision, NamesParseAndOthersAreRefused) {
+    EXPECT_EQ(parse_decoder_precision("f32"), DecoderPrecision::F32);
+    EXPECT_EQ(parse_decoder_precision("int8"), DecoderPrecision::Int8);
+    EXPECT_STREQ(decoder_precision_name(DecoderPrecision::Int8), "int8");
+    try {
+        parse_decoder_precision("bf16");
+        ADD_FAILURE() << "bf16 was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+        EXPECT_STREQ(e.what(), "decoder precision 'bf16' is not one of f32, int8");
+    }
 }
 
 // F16 / Q8_0 conversions round the transformer and ConvNeXt matrices (and, for the products, the

@@ -113,7 +113,8 @@ _lib_lock = threading.Lock()
 
 class _ModelOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("threads", ctypes.c_int), ("decoder_threads", ctypes.c_int),
-                ("gpu", ctypes.c_int), ("kv_cache", ctypes.c_char_p), ("device", ctypes.c_char_p)]
+                ("gpu", ctypes.c_int), ("kv_cache", ctypes.c_char_p), ("device", ctypes.c_char_p),
+                ("decoder_precision", ctypes.c_char_p)]
 
 
 class _Field(ctypes.Structure):
@@ -374,13 +375,14 @@ class Model(_Handle):
 
     _free = "talkbox_model_free"
 
-    def __init__(self, path, threads=0, decoder_threads=0, gpu=False, kv_cache=None, device=None):
+    def __init__(self, path, threads=0, decoder_threads=0, gpu=False, kv_cache=None, device=None, decoder_precision=None):
         lib = _load()
         o = _ModelOptions()
         lib.talkbox_model_options_init(ctypes.byref(o))
         o.threads, o.decoder_threads, o.gpu = int(threads), int(decoder_threads), 1 if gpu else 0
         o.kv_cache = _bytes(kv_cache, "kv_cache")
         o.device = _bytes(device, "device")
+        o.decoder_precision = _bytes(decoder_precision, "decoder_precision")
         h = ctypes.c_void_p()
         _check(lib.talkbox_model_load(_bytes(path, "path"), ctypes.byref(o), ctypes.byref(h)))
         super().__init__(h.value)

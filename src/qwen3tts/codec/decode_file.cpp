@@ -19,7 +19,7 @@ DecodedAudio decode_codes(const DecodeOptions& options, const codec::CodesFile& 
     const GgufFile file(options.model_path);
     const Hparams hp = Hparams::from_gguf(file.meta());
     const Backend backend(options.threads, options.device);
-    codec::CodecDecoder decoder(file, hp, backend);
+    codec::CodecDecoder decoder(file, hp, backend, codec::parse_decoder_precision(options.decoder_precision));
     decoder.validate(codes.frames);
 
     const Clock::time_point start = Clock::now();

@@ -104,8 +104,9 @@ public:
     }
 
     // Causal Conv1d: GGUF [k, Cin, Cout] → [Cin * k, Cout] (tap-major within each output row), or
-    // packed for conv_direct when `direct` is allowed and the shape suits it.
-    Conv conv(const std::string& prefix, bool direct) {
+    // packed for conv_direct when `direct` is allowed and the shape suits it; `int8` (direct only):
+    // the int8 panels of conv_weight_int8_panels.
+    Conv conv(const std::string& prefix, bool direct, bool int8 = false) {
         const std::string wname = prefix + ".weight";
         const Shape& s = shape(wname);
         info(wname);
@@ -114,6 +115,14 @@ public:
         c.cin = s[1];
         c.cout = s[2];
         c.direct = direct && conv_direct_supported(c.cin, c.cout, c.k, 1);
+        if (int8 && c.direct) {
+            const int64_t bytes = static_cast<int64_t>(conv_int8_weight_bytes(c.k, c.cin, c.cout));
+            c.w = out_.add_derived_bytes(wname, GGML_TYPE_I8, {bytes}, [this, wname, c] {
+                return conv_weight_int8_panels(floats(wname), c.k, c.cin, c.cout);
+            });
+            c.b = raw(prefix + ".bias");
+            return c;
+        }
         c.w = derived(wname, nn::conv_weight_shape(c), [this, wname, c] { return nn::conv_weight(floats(wname), c); });
         c.b = raw(prefix + ".bias");
         return c;
@@ -122,17 +131,27 @@ public:
     // ConvTranspose1d (stride `rate`, no padding): GGUF [k, Cout, Cin] → [Cin, Cout * k] with row
     // co + Cout * m, so that one matrix product yields every kernel tap of every input sample; or,
     // when `direct` (kernel 2 * rate), a causal 2-tap conv for conv_direct with rate * Cout outputs
-    // whose bias repeats rate times.
-    ConvTranspose conv_transpose(const std::string& prefix, int64_t rate, bool direct) {
+    // whose bias repeats rate times (`int8`: its int8 panels).
+    ConvTranspose conv_transpose(const std::string& prefix, int64_t rate, bool direct, bool int8 = false) {
         const std::string wname = prefix + ".weight", bname = prefix + ".bias";
         const Shape& s = shape(wname);
         info(wname);
         ConvTranspose c = nn::conv_transpose_shape(s[2], s[1], s[0], rate, 0);
         if (direct && c.k != 2 * rate) throw Error(ErrorKind::Format, "codec decoder: '" + wname + "' kernel is not twice the rate");
         c.direct = direct;
-        c.w = derived(wname, nn::conv_transpose_weight_shape(c), [this, wname, c] {
-            return nn::conv_transpose_weight(floats(wname), c);
-        });
+        if (int8 && direct) {
+            const int64_t taps = c.kp / c.stride, outputs = c.cout * c.stride;
+            c.w = out_.add_derived_bytes(wname, GGML_TYPE_I8, {static_cast<int64_t>(conv_int8_weight_bytes(taps, c.cin, outputs))},
+                                         [this, wname, c, taps, outputs] {
+                                             return conv_weight_int8_panels(
+                                                 transposed_conv_as_conv(floats(wname), c.k, c.cin, c.cout, c.stride), taps,
+                                                 c.cin, outputs);
+                                         });
+        } else {
+            c.w = derived(wname, nn::conv_transpose_weight_shape(c), [this, wname, c] {
+                return nn::conv_transpose_weight(floats(wname), c);
+            });
+        }
         if (direct) {
             info(bname);
             c.b = derived(bname, {c.cout * rate}, [this, bname, c] { return nn::conv_transpose_bias(floats(bname), c); });
@@ -183,6 +202,7 @@ void require(bool ok, const std::string& what) {
 
 struct CodecDecoder::Model {
     qwen3tts::CodecDecoderHparams hp;
+    DecoderPrecision precision = DecoderPrecision::F32;
     int samples_per_frame = 0, sample_rate = 0;
     int64_t cb_dim = 0;  // codebook vector width (codebook_dim / 2)
     const Backend* backend = nullptr;
@@ -573,11 +593,21 @@ void StreamRunner::step(const Frames& frames, size_t begin, size_t count, std::v
 // CodecDecoder
 // ---------------------------------------------------------------------------------------------
 
-CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparams, const Backend& backend)
+DecoderPrecision parse_decoder_precision(const std::string& name) {
+    if (name == "f32") return DecoderPrecision::F32;
+    if (name == "int8") return DecoderPrecision::Int8;
+    throw Error(ErrorKind::InvalidArgument, "decoder precision '" + name + "' is not one of f32, int8");
+}
+
+const char* decoder_precision_name(DecoderPrecision p) { return p == DecoderPrecision::Int8 ? "int8" : "f32"; }
+
+CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparams, const Backend& backend,
+                           DecoderPrecision precision, std::set<std::string> int8_layers)
     : model_(std::make_unique<Model>()) {
     Model& m = *model_;
     const auto& hp = hparams.codec_decoder;
     m.hp = hp;
+    m.precision = precision;
     m.backend = &backend;
     m.sample_rate = static_cast<int>(hparams.codec_sample_rate);
     m.samples_per_frame = static_cast<int>(hparams.codec_samples_per_frame);
@@ -600,6 +630,30 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     m.weights = std::make_unique<WeightBuilder>(layout.size());  // one backend tensor per GGUF tensor
     Loader ld(file, layout, *m.weights);
     const bool cpu = backend.is_cpu();  // direct convs (custom CPU op) where the shapes allow
+    // Int8 (by default): the residual units' convolutions, ~3/4 of the decoder's time. Measured
+    // one layer group at a time (decoder_bench --layer-errors, bench/README.md), an early layer in
+    // int8 (pre_conv, wav_in, block 1's transposed conv) costs more SNR than all of block 1's six
+    // unit convs, its error running through every later layer; the transposed convs and the last
+    // 96 -> 1 conv (whose error lands on the samples) are a small share of the time. They stay F32.
+    if (precision == DecoderPrecision::Int8 && !(cpu && conv_int8_available())) {
+        throw Error(ErrorKind::Unsupported, "the int8 speech decoder needs the CPU backend on a CPU with AVX2 "
+                                            "(AVX-512 VNNI or AVX-VNNI for speed), and TALKBOX_KERNELS not 'ggml'");
+    }
+    std::set<std::string> known = {"pre_conv", "wav_in", "wav_out"};
+    for (size_t i = 1; i <= hp.upsample_rates.size(); ++i) {
+        known.insert("block" + std::to_string(i) + ".tconv");
+        known.insert("block" + std::to_string(i) + ".units");
+    }
+    if (precision == DecoderPrecision::F32 && !int8_layers.empty()) {
+        throw Error(ErrorKind::InvalidArgument, "codec decoder: int8 layers given to an f32 decoder");
+    }
+    for (const std::string& name : int8_layers) {
+        if (!known.count(name)) throw Error(ErrorKind::InvalidArgument, "codec decoder: no convolution layer '" + name + "'");
+    }
+    if (precision == DecoderPrecision::Int8 && int8_layers.empty()) {
+        for (size_t i = 1; i <= hp.upsample_rates.size(); ++i) int8_layers.insert("block" + std::to_string(i) + ".units");
+    }
+    const auto int8 = [&int8_layers](const std::string& layer) { return int8_layers.count(layer) > 0; };
     const std::string p = "codec.dec.";
     for (const std::string q : {"rvq_first", "rvq_rest"}) {
         const uint32_t books = q == "rvq_first" ? 1 : hp.num_quantizers - 1;
@@ -616,7 +670,7 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     }
     m.rvq_first_out = ld.raw(p + "rvq_first.output_proj.weight");
     m.rvq_rest_out = ld.raw(p + "rvq_rest.output_proj.weight");
-    m.pre_conv = ld.conv(p + "pre_conv", cpu);
+    m.pre_conv = ld.conv(p + "pre_conv", cpu, int8("pre_conv"));
     m.in_proj_w = ld.raw(p + "xfmr.input_proj.weight");
     m.in_proj_b = ld.raw(p + "xfmr.input_proj.bias");
     m.out_proj_w = ld.raw(p + "xfmr.output_proj.weight");
@@ -652,22 +706,24 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
         w.gamma = ld.raw(u + "gamma");
         m.ups.push_back(w);
     }
-    m.wav_in = ld.conv(p + "wav.0.conv", cpu);
+    m.wav_in = ld.conv(p + "wav.0.conv", cpu, int8("wav_in"));
     int64_t c_in = hp.decoder_dim;
     for (size_t i = 0; i < hp.upsample_rates.size(); ++i) {
         const std::string b = p + "wav." + std::to_string(i + 1) + ".";
         BlockW w;
         const int64_t rate = hp.upsample_rates[i];
         w.act = ld.snake(b + "0");
-        w.tconv = ld.conv_transpose(b + "1.conv", rate, cpu && conv_direct_supported(c_in, c_in / 2 * rate, 2, 1));
+        const std::string block = "block" + std::to_string(i + 1);
+        w.tconv = ld.conv_transpose(b + "1.conv", rate, cpu && conv_direct_supported(c_in, c_in / 2 * rate, 2, 1),
+                                    int8(block + ".tconv"));
         for (int u = 0; u < 3; ++u) {
             const std::string un = b + std::to_string(u + 2) + ".";
             UnitW unit;
             unit.dilation = kUnitDilations[u];
             unit.act1 = ld.snake(un + "act1");
             unit.act2 = ld.snake(un + "act2");
-            unit.conv1 = ld.conv(un + "conv1", cpu);
-            unit.conv2 = ld.conv(un + "conv2", cpu);
+            unit.conv1 = ld.conv(un + "conv1", cpu, int8(block + ".units"));
+            unit.conv2 = ld.conv(un + "conv2", cpu, int8(block + ".units"));
             w.units.push_back(unit);
         }
         m.blocks.push_back(std::move(w));
@@ -675,7 +731,7 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     }
     const std::string last = std::to_string(hp.upsample_rates.size() + 1);
     m.final_act = ld.snake(p + "wav." + last);
-    m.wav_out = ld.conv(p + "wav." + std::to_string(hp.upsample_rates.size() + 2) + ".conv", cpu);
+    m.wav_out = ld.conv(p + "wav." + std::to_string(hp.upsample_rates.size() + 2) + ".conv", cpu, int8("wav_out"));
     m.weights->upload(backend.get(), "the codec decoder of '" + file.path() + "'");
 
     runner_ = std::make_unique<StreamRunner>(m);
@@ -687,6 +743,7 @@ int CodecDecoder::num_quantizers() const { return static_cast<int>(model_->hp.nu
 int CodecDecoder::codebook_size() const { return static_cast<int>(model_->hp.codebook_size); }
 int CodecDecoder::samples_per_frame() const { return model_->samples_per_frame; }
 int CodecDecoder::sample_rate() const { return model_->sample_rate; }
+DecoderPrecision CodecDecoder::precision() const { return model_->precision; }
 
 void CodecDecoder::validate(const Frames& frames, size_t first_index) const {
     const size_t nq = model_->hp.num_quantizers;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,11 +25,25 @@ namespace talkbox::codec {
 
 class StreamRunner;  // the per-stream state and cached graphs (decoder.cpp)
 
+// The arithmetic of the decoder's convolutions. F32: the official decoder (the goldens). Int8
+// (opt-in, CPU only): the residual units' convolutions (the bulk of the work) with int8 weights per
+// output channel and int8 input samples (core/ops.h conv_direct int8); everything else stays F32
+// (decoder.cpp says which layers and why). Streaming stays exact within a precision.
+enum class DecoderPrecision { F32, Int8 };
+// "f32" / "int8" (what --decoder-precision takes); anything else is an InvalidArgument naming it.
+DecoderPrecision parse_decoder_precision(const std::string& name);
+const char* decoder_precision_name(DecoderPrecision p);
+
 class CodecDecoder {
 public:
     // Loads the `codec.dec.*` tensors of `file` onto `backend` (which must outlive the decoder),
     // checking every shape against the hyper-parameters; throws Error naming the first problem.
-    CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparams, const Backend& backend);
+    // `precision` Int8 needs the CPU backend and a CPU with the int8 kernels (Unsupported otherwise).
+    // `int8_layers` (benchmarks measuring each layer's share of the error): the convolutions Int8
+    // runs in int8 instead of the default (every block's residual units), by name: pre_conv,
+    // wav_in, wav_out, block<i>.tconv, block<i>.units (i from 1).
+    CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparams, const Backend& backend,
+                 DecoderPrecision precision = DecoderPrecision::F32, std::set<std::string> int8_layers = {});
     ~CodecDecoder();
     CodecDecoder(const CodecDecoder&) = delete;
     CodecDecoder& operator=(const CodecDecoder&) = delete;
@@ -37,6 +52,7 @@ public:
     int codebook_size() const;
     int samples_per_frame() const;  // 1920
     int sample_rate() const;        // 24000
+    DecoderPrecision precision() const;
 
     // Throws Error (InvalidArgument) naming the first frame (numbered from `first_index`) whose
     // code count or code values are wrong.

@@ -1,0 +1,13 @@
+// The AVX2 + FMA int8 direct convolution (conv_int8_kernels_avx2_impl.h without AVX-VNNI): tiles of
+// one panel × 2 columns (the vpmaddubsw path needs more registers).
+#include "core/conv_int8_kernels_avx2_impl.h"
+
+namespace talkbox::conv_int8_kernels {
+
+void columns_avx2(const Row* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, const uint8_t* w,
+                  const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb, int64_t t0, int64_t t1,
+                  int64_t co0, int64_t co1) {
+    columns<Avx2, 1, 2, 2>(rows, dilation, stride, taps, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0, co1);
+}
+
+}  // namespace talkbox::conv_int8_kernels

@@ -1,0 +1,121 @@
+// The int8 direct convolution's kernels alone: each set this CPU runs (AVX-512 VNNI, AVX-VNNI,
+// AVX2) gives, bit for bit, the plain reference of conv_int8_kernels.h (exact integer sums per
+// tap, then the same float steps), over the panels conv_weight_int8_panels packs. Partial panels,
+// input channels that are not whole 4-byte groups, strides, dilations, residuals, column ranges
+// that are not whole tiles and channel ranges split after a panel (as threads split them).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/conv_int8_kernels.h"
+#include "core/ops.h"
+#include "core/packed_kernels.h"
+#include "core/packed_matmul.h"
+
+namespace talkbox::conv_int8_kernels {
+namespace {
+
+struct Set {
+    std::string name;
+    Columns columns;
+    uint8_t x_offset;
+};
+
+std::vector<Set> runnable_sets() {
+    std::vector<Set> sets;
+#if defined(__x86_64__)
+    for (const auto* set : packed::runnable_kernel_sets()) {
+        const std::string name = set->name;
+        if (name == "avx512") sets.push_back({name, columns_avx512, 128});
+        if (name == "avxvnni") sets.push_back({name, columns_avxvnni, 128});
+        if (name == "avx2") sets.push_back({name, columns_avx2, 0});
+    }
+#endif
+    return sets;
+}
+
+// Per output channel: scale = max|w| / 127 and q = round-to-even(w · (127 / max|w|)), as the packing rounds.
+void quantise_weights(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout, std::vector<int>& q,
+                      std::vector<float>& scale) {
+    q.assign(w.size(), 0);
+    scale.assign(cout, 0.0f);
+    for (int64_t co = 0; co < cout; ++co) {
+        float amax = 0.0f;
+        for (int64_t i = 0; i < k * cin; ++i) amax = std::max(amax, std::fabs(w[co * k * cin + i]));
+        scale[co] = amax / 127.0f;
+        for (int64_t i = 0; i < k * cin; ++i) q[co * k * cin + i] = static_cast<int>(std::nearbyint(w[co * k * cin + i] * (127.0f / amax)));
+    }
+}
+
+TEST(ConvInt8Kernels, EverySetIsThePlainReferenceBitForBit) {
+    const std::vector<Set> sets = runnable_sets();
+    ASSERT_FALSE(sets.empty()) << "this CPU runs no int8 kernel set (AVX2 + FMA + F16C is the minimum)";
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_int_distribution<int> code(-127, 127);
+    // cin, cout, taps, dilation, stride, columns [t0, t1)
+    for (const auto& [cin, cout, taps, dilation, stride, t0, t1] :
+         {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>{5, 50, 7, 3, 1, 0, 29},
+          {16, 64, 3, 1, 2, 3, 20}, {3, 7, 1, 1, 1, 0, 5}, {8, 96, 2, 5, 1, 1, 14}, {64, 40, 4, 2, 3, 0, 13},
+          {130, 33, 7, 9, 1, 2, 11}}) {
+        const int64_t span = (t1 - 1 - t0) * stride + (taps - 1) * dilation + 1;
+        std::vector<float> w(taps * cin * cout), bias(cout), res(t1 * cout), xscale(span);
+        for (float& v : w) v = normal(rng);
+        for (float& v : bias) v = normal(rng);
+        for (float& v : res) v = normal(rng);
+        for (float& v : xscale) v = std::fabs(normal(rng)) / 127.0f;
+        xscale[span / 2] = 0.0f;  // an all-zero row
+        std::vector<int> xq(span * cin), wq;
+        for (int& v : xq) v = code(rng);
+        for (int64_t ci = 0; ci < cin; ++ci) xq[(span / 2) * cin + ci] = 0;
+        std::vector<float> wscale;
+        quantise_weights(w, taps, cin, cout, wq, wscale);
+        const std::vector<uint8_t> panels = conv_weight_int8_panels(w, taps, cin, cout);
+        for (bool with_res : {false, true}) {
+            std::vector<float> want(t1 * cout, -1.0f);
+            for (int64_t t = t0; t < t1; ++t)
+                for (int64_t co = 0; co < cout; ++co) {
+                    float acc = 0.0f;
+                    for (int64_t j = 0; j < taps; ++j) {
+                        const int64_t row = (t - t0) * stride + j * dilation;
+                        int32_t sum = 0;
+                        for (int64_t ci = 0; ci < cin; ++ci) sum += wq[co * taps * cin + ci * taps + j] * xq[row * cin + ci];
+                        acc = std::fma(static_cast<float>(sum), xscale[row], acc);
+                    }
+                    float y = std::fma(acc, wscale[co], bias[co]);
+                    if (with_res) y = y + res[t * cout + co];
+                    want[t * cout + co] = y;
+                }
+            for (const Set& set : sets) {
+                std::vector<uint8_t> bytes(span * row_bytes(cin), set.x_offset);
+                std::vector<Row> rows(span);
+                for (int64_t i = 0; i < span; ++i) {
+                    for (int64_t ci = 0; ci < cin; ++ci) bytes[i * row_bytes(cin) + ci] = static_cast<uint8_t>(xq[i * cin + ci] + set.x_offset);
+                    rows[i] = {bytes.data() + i * row_bytes(cin), xscale[i]};
+                }
+                for (const int64_t split : {cout, std::min(cout, kPanel)}) {
+                    std::vector<float> got(t1 * cout, -1.0f);  // columns outside [t0, t1) stay untouched
+                    for (const auto& [co0, co1] : {std::pair<int64_t, int64_t>{0, split}, {split, cout}}) {
+                        if (co0 == co1) continue;
+                        set.columns(rows.data(), dilation, stride, taps, cin, panels.data(), bias.data(),
+                                    with_res ? reinterpret_cast<const char*>(res.data()) : nullptr, cout * sizeof(float),
+                                    reinterpret_cast<char*>(got.data()), cout * sizeof(float), t0, t1, co0, co1);
+                    }
+                    EXPECT_EQ(got, want) << set.name << ": " << cin << "x" << cout << " taps " << taps << " dilation "
+                                         << dilation << " stride " << stride << (with_res ? " residual" : "")
+                                         << ", channels split at " << split;
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace talkbox::conv_int8_kernels
