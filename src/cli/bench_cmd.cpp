@@ -116,14 +116,14 @@ std::string choose_voice(const BenchArgs& a, const Capabilities& caps, std::shar
 }
 
 void print_figure_table(const std::vector<Figure>& figures) {
-    std::printf("| %-28s | %10s | %10s |\n", "figure", "median", "min");
-    std::printf("|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(11, '-').append(":").c_str(),
+    std::printf("| %-32s | %10s | %10s |\n", "figure", "median", "min");
+    std::printf("|%s|%s|%s|\n", std::string(34, '-').c_str(), std::string(11, '-').append(":").c_str(),
                 std::string(11, '-').append(":").c_str());
     for (const auto& f : figures) {
         char med[32], lo[32];
         std::snprintf(med, sizeof(med), f.format, median(f.values));
         std::snprintf(lo, sizeof(lo), f.format, min_of(f.values));
-        std::printf("| %-28s | %10s | %10s |\n", f.label, med, lo);
+        std::printf("| %-32s | %10s | %10s |\n", f.label, med, lo);
     }
 }
 
