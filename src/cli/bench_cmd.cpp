@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <climits>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
@@ -453,7 +452,6 @@ void run_streams_bench(const BenchArgs& a, const Loaded& m) {
         for (auto& s : silent) s = true;
         const CoreGate::Busy busy_before = process_gate().busy();
         const auto start = Clock::now();
-        double wall_s = 0;
         std::thread joiner;
         std::exception_ptr joiner_error;
         if (a.late_join) {
@@ -477,7 +475,7 @@ void run_streams_bench(const BenchArgs& a, const Loaded& m) {
             if (joiner.joinable()) joiner.join();
             throw;
         }
-        wall_s = seconds_since(start);
+        const double wall_s = seconds_since(start);
         const CoreGate::Busy busy_after = process_gate().busy();
         if (joiner.joinable()) joiner.join();
         if (joiner_error) std::rethrow_exception(joiner_error);
