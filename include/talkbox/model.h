@@ -148,6 +148,11 @@ public:
     // Frames → audio: the official decode (Qwen3-TTS: 300-frame chunks with 25 frames of context;
     // Chatterbox: speech tokens → S3Gen with the built-in voice). Thread-safe.
     std::vector<float> decode(const std::vector<Frame>& frames) const;
+    // Frames → audio as Session::speak decodes them while they are generated (a first chunk of
+    // stream.first_chunk_frames, then steps of frames_per_chunk), where Capabilities::concurrent_decoder
+    // (else Error Unsupported): the speech decoder alone, as talkbox bench --streams times it.
+    // Thread-safe; each call keeps decoder graphs of its own.
+    std::vector<float> decode(const std::vector<Frame>& frames, const StreamOptions& stream) const;
 
     // Clones a voice from a reference clip (any libsndfile format; mixed to mono, resampled to
     // 24 kHz) with this model's encoders, loaded on first use and kept. ref_text: the clip's exact

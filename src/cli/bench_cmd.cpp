@@ -7,7 +7,11 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -19,7 +23,9 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/stream_figures.h"
 #include "core/clock.h"
+#include "core/core_gate.h"
 #include "talkbox/model.h"
 #include "talkbox/error.h"
 #include "talkbox/hub.h"
@@ -42,7 +48,7 @@ struct BenchArgs {
     uint32_t frames = 100, repeat = 3, streams = 1;
     size_t chunk = 4, first_chunk = 1;
     uint64_t seed = 42;
-    bool json = false;
+    bool json = false, late_join = false;
     std::optional<float> exaggeration, cfg_weight;  // Chatterbox
     std::vector<std::string> decoder_options_set;   // streaming-decoder options given on the command line
 };
@@ -54,12 +60,6 @@ struct Figure {
     const char* format;
     std::vector<double> values;
 };
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
 
 double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 
@@ -115,14 +115,14 @@ std::string choose_voice(const BenchArgs& a, const Capabilities& caps, std::shar
 }
 
 void print_figure_table(const std::vector<Figure>& figures) {
-    std::printf("| %-28s | %10s | %10s |\n", "figure", "median", "min");
-    std::printf("|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(11, '-').append(":").c_str(),
+    std::printf("| %-32s | %10s | %10s |\n", "figure", "median", "min");
+    std::printf("|%s|%s|%s|\n", std::string(34, '-').c_str(), std::string(11, '-').append(":").c_str(),
                 std::string(11, '-').append(":").c_str());
     for (const auto& f : figures) {
         char med[32], lo[32];
         std::snprintf(med, sizeof(med), f.format, median(f.values));
         std::snprintf(lo, sizeof(lo), f.format, min_of(f.values));
-        std::printf("| %-28s | %10s | %10s |\n", f.label, med, lo);
+        std::printf("| %-32s | %10s | %10s |\n", f.label, med, lo);
     }
 }
 
@@ -334,57 +334,157 @@ void run_sentence_bench(const BenchArgs& a, const Loaded& m, Session& session) {
                 "time when other processes share the cores).\n");
 }
 
-double percentile(std::vector<double> v, double p) {
-    std::sort(v.begin(), v.end());
-    const size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
-    return v[std::min(i, v.size() - 1)];
+// Runs job(i) for i < n on n threads at once; rethrows the first error once all have ended.
+void run_at_once(uint32_t n, const std::function<void(uint32_t)>& job) {
+    std::vector<std::exception_ptr> errors(n);
+    std::vector<std::thread> threads;
+    for (uint32_t i = 0; i < n; ++i) {
+        threads.emplace_back([&, i] {
+            try {
+                job(i);
+            } catch (...) {
+                errors[i] = std::current_exception();
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors) {
+        if (e) std::rethrow_exception(e);
+    }
 }
 
-// --streams N: N sessions speak at once (seeds seed, seed+1, ...), as N clients of one server;
-// per round the aggregate audio throughput, and per stream its real-time factor and first audio.
+// Counts the streams that have had their first audio; a late joiner waits for all of them.
+class FirstAudioCount {
+public:
+    void heard() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++count_;
+        changed_.notify_all();
+    }
+    // Lets every waiter go (the streams failed).
+    void heard_all() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        count_ = UINT32_MAX;
+        changed_.notify_all();
+    }
+    void wait_for(uint32_t n) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return count_ >= n; });
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    uint32_t count_ = 0;
+};
+
+// --streams N: N sessions speak at once (seeds seed, seed+1, ...), as N clients of one server. Each
+// round times, one after the other on the same loaded model:
+//   1. one stream alone (the first request): its first audio and throughput, the reference;
+//   2. generation alone: the N requests' Session::generate at once (batched, prefills included);
+//   3. the speech decoder alone: the first request's frames decoded as speak() streams them;
+//   4. the pipeline: the N requests' Session::speak at once (with --late-join, one more request
+//      starts once every stream has had its first audio).
+// 2 and 3 give the bound (stream_figures.h), which 4 is measured against; the core gate's busy time
+// during 4 says where the rest went (idle cores, or the parts taking longer than alone).
 void run_streams_bench(const BenchArgs& a, const Loaded& m) {
     const Capabilities& caps = m.model->capabilities();
-    std::vector<SpeechRequest> requests(a.streams);
+    const uint32_t n = a.streams, all = n + (a.late_join ? 1 : 0);
+    std::vector<SpeechRequest> requests(all);
     std::string voice;
-    for (uint32_t i = 0; i < a.streams; ++i) {
-        SpeechRequest& r = requests[i];
-        voice = bench_request(a, m, a.seed + i, r);
-    }
+    for (uint32_t i = 0; i < all; ++i) voice = bench_request(a, m, a.seed + i, requests[i]);
+    if (a.late_join) requests[n].max_frames = requests[n].min_frames = std::min<uint32_t>(a.frames, 2 * a.chunk);
     std::vector<std::unique_ptr<Session>> sessions;
-    for (uint32_t i = 0; i < a.streams; ++i) sessions.push_back(std::make_unique<Session>(*m.model));
+    for (uint32_t i = 0; i < all; ++i) sessions.push_back(std::make_unique<Session>(*m.model));
     const StreamOptions stream{a.chunk, 64, a.first_chunk};
+    const bool parts = caps.concurrent_decoder;  // the bound needs a decoder that runs alongside generation
+    const bool gate = m.model->device() == "cpu";  // every CPU graph runs through the process's core gate
     std::vector<Figure> figures = {
         {"audio_seconds_per_second", "audio s per second (all)", "%.3f", {}},
+        {"single_audio_seconds_per_second", "one stream alone, audio s/s", "%.3f", {}},
+        {"speedup_vs_single", "all / one stream alone", "%.2f", {}},
         {"rtf", "real-time factor (each)", "%.3f", {}},
         {"total_ms_per_frame", "total ms/frame (each)", "%.2f", {}},
         {"first_audio_ms", "first audio ms p50", "%.1f", {}},
         {"first_audio_p99_ms", "first audio ms p99", "%.1f", {}},
-        {"peak_rss_mb", "peak RSS MiB", "%.0f", {}},
+        {"first_audio_max_ms", "first audio ms max", "%.1f", {}},
+        {"first_audio_single_ms", "first audio ms, one alone", "%.1f", {}},
+        {"first_audio_p50_ratio", "first audio p50 / alone", "%.2f", {}},
+        {"first_audio_max_ratio", "first audio max / alone", "%.2f", {}},
     };
+    if (a.late_join) {
+        figures.push_back({"late_join_first_audio_ms", "late joiner first audio ms", "%.1f", {}});
+        figures.push_back({"late_join_first_audio_ratio", "late joiner first audio / alone", "%.2f", {}});
+    }
+    if (parts) {
+        figures.push_back({"generation_ms_per_stream_frame", "generation alone ms/stream frame", "%.2f", {}});
+        figures.push_back({"decoder_ms_per_stream_frame", "decoder alone ms/stream frame", "%.2f", {}});
+        figures.push_back({"bound_audio_seconds_per_second", "bound audio s/s (parts)", "%.3f", {}});
+        figures.push_back({"bound_fraction", "all / bound", "%.3f", {}});
+    }
+    if (gate) {
+        figures.push_back({"gate_busy_fraction", "cores busy (gate) fraction", "%.3f", {}});
+        figures.push_back({"gate_generation_ms_per_stream_frame", "gate: generation ms/stream frame", "%.2f", {}});
+        figures.push_back({"gate_decoder_ms_per_stream_frame", "gate: decoder ms/stream frame", "%.2f", {}});
+        figures.push_back({"gate_urgent_ms_per_stream_frame", "gate: urgent ms/stream frame", "%.2f", {}});
+    }
+    figures.push_back({"peak_rss_mb", "peak RSS MiB", "%.0f", {}});
+    const auto no_audio = [](const float*, size_t) {};
     double audio_seconds = 0;
     for (uint32_t run = 0; run <= a.repeat; ++run) {  // run 0: warm-up, excluded
-        std::vector<SpeechResult> results(a.streams);
-        std::vector<std::exception_ptr> errors(a.streams);
+        // 1. One stream alone.
+        const SpeechResult single = sessions[0]->speak(requests[0], no_audio, stream);
+        const double single_seconds = static_cast<double>(single.samples) / caps.sample_rate;
+        // 2, 3. The parts alone.
+        double generation_ms = 0, decoder_ms = 0;
+        if (parts) {
+            std::vector<SpeechResult> generated(n);
+            const auto start = Clock::now();
+            run_at_once(n, [&](uint32_t i) { generated[i] = sessions[i]->generate(requests[i]); });
+            generation_ms = ms_since(start) / (static_cast<double>(n) * a.frames);
+            const auto decode_start = Clock::now();
+            m.model->decode(generated[0].frames, stream);
+            decoder_ms = ms_since(decode_start) / a.frames;
+        }
+        // 4. The pipeline.
+        std::vector<SpeechResult> results(all);
+        FirstAudioCount heard;
+        std::vector<std::atomic<bool>> silent(n);
+        for (auto& s : silent) s = true;
+        const CoreGate::Busy busy_before = process_gate().busy();
         const auto start = Clock::now();
-        std::vector<std::thread> threads;
-        for (uint32_t i = 0; i < a.streams; ++i) {
-            threads.emplace_back([&, i] {
+        std::thread joiner;
+        std::exception_ptr joiner_error;
+        if (a.late_join) {
+            joiner = std::thread([&] {
+                heard.wait_for(n);
                 try {
-                    results[i] = sessions[i]->speak(requests[i], [](const float*, size_t) {}, stream);
+                    results[n] = sessions[n]->speak(requests[n], no_audio, stream);
                 } catch (...) {
-                    errors[i] = std::current_exception();
+                    joiner_error = std::current_exception();
                 }
             });
         }
-        for (auto& t : threads) t.join();
-        const double wall_s = seconds_since(start);
-        for (const auto& e : errors) {
-            if (e) std::rethrow_exception(e);
+        try {
+            run_at_once(n, [&](uint32_t i) {
+                results[i] = sessions[i]->speak(requests[i], [&, i](const float*, size_t) {
+                    if (silent[i].exchange(false)) heard.heard();
+                }, stream);
+            });
+        } catch (...) {
+            heard.heard_all();
+            if (joiner.joinable()) joiner.join();
+            throw;
         }
+        const double wall_s = seconds_since(start);
+        const CoreGate::Busy busy_after = process_gate().busy();
+        if (joiner.joinable()) joiner.join();
+        if (joiner_error) std::rethrow_exception(joiner_error);
         if (run == 0) continue;
         double audio = 0;
         std::vector<double> rtf, per_frame, first;
-        for (const SpeechResult& r : results) {
+        for (uint32_t i = 0; i < n; ++i) {
+            const SpeechResult& r = results[i];
             const double seconds = static_cast<double>(r.samples) / caps.sample_rate;
             audio += seconds;
             audio_seconds = seconds;
@@ -392,12 +492,36 @@ void run_streams_bench(const BenchArgs& a, const Loaded& m) {
             per_frame.push_back(r.timings.total_ms / a.frames);
             first.push_back(r.timings.first_audio_ms);
         }
-        const double values[] = {audio / wall_s, median(rtf), median(per_frame), percentile(first, 0.5),
-                                 percentile(first, 0.99), peak_rss_mib()};
+        const double aggregate = audio / wall_s, alone = single.timings.first_audio_ms;
+        const FirstAudio f = first_audio(first, alone);
+        std::vector<double> values = {aggregate,   single_seconds / (single.timings.total_ms / 1000.0),
+                                      aggregate / (single_seconds / (single.timings.total_ms / 1000.0)),
+                                      median(rtf), median(per_frame), f.p50_ms, percentile(first, 0.99), f.max_ms,
+                                      alone,       f.p50_ratio,       f.max_ratio};
+        if (a.late_join) {
+            values.push_back(results[n].timings.first_audio_ms);
+            values.push_back(results[n].timings.first_audio_ms / alone);
+        }
+        if (parts) {
+            const double bound = throughput_bound(audio_seconds / a.frames, generation_ms, decoder_ms);
+            values.insert(values.end(), {generation_ms, decoder_ms, bound, aggregate / bound});
+        }
+        if (gate) {
+            const double stream_frames = static_cast<double>(n) * a.frames;
+            const auto spent = [&](ComputePriority p) {
+                const int i = static_cast<int>(p);
+                return (busy_after.ms[i] - busy_before.ms[i]) / stream_frames;
+            };
+            values.insert(values.end(), {(busy_after.total() - busy_before.total()) / (1000.0 * wall_s),
+                                         spent(ComputePriority::Rest), spent(ComputePriority::First),
+                                         spent(ComputePriority::Urgent)});
+        }
+        values.push_back(peak_rss_mib());
         for (size_t i = 0; i < figures.size(); ++i) figures[i].values.push_back(values[i]);
     }
     if (a.json) {
         print_json(described(m, {{"streams", a.streams},
+                    {"late_join", a.late_join},
                     {"frames", a.frames},
                     {"repeat", a.repeat},
                     {"text", a.text},
@@ -413,12 +537,29 @@ void run_streams_bench(const BenchArgs& a, const Loaded& m) {
     std::printf("threads: %d, %s int8 kernels\n", m.model->threads(), cpu_kernels().c_str());
     std::printf("voice:   %s\n", voice.c_str());
     std::printf("run:     %u streams at once (seeds %llu..%llu), %u frames each, EOS ignored; %u timed rounds after 1 "
-                "warm-up round (excluded)\n\n",
+                "warm-up round (excluded)\n",
                 a.streams, static_cast<unsigned long long>(a.seed), static_cast<unsigned long long>(a.seed + a.streams - 1),
                 a.frames, a.repeat);
+    if (a.late_join) {
+        std::printf("         late joiner: one more request (seed %llu, %u frames) once every stream has had its first audio\n",
+                    static_cast<unsigned long long>(a.seed + n), requests[n].max_frames);
+    }
+    std::printf("\n");
     print_figure_table(figures);
     std::printf("\naudio s per second (all): every stream's audio over the round's wall time; (each): per stream, the "
-                "median over the streams; first audio p50/p99 over the streams of a round.\n");
+                "median over the streams; first audio p50/p99/max over the streams of a round, against the first request "
+                "alone in the same round.\n");
+    if (parts) {
+        std::printf("bound: audio s per frame / (generation alone + decoder alone, ms per stream frame): generation alone "
+                    "is the %u requests' batched generation without audio (prefills included), the decoder alone decodes "
+                    "one stream's frames as speak streams them; all / bound is how much of it the pipeline reaches.\n",
+                    n);
+    }
+    if (gate) {
+        std::printf("gate: the fraction of the pipeline's wall time the cores ran a graph, and per stream frame the graph "
+                    "time of generation, of decoder chunks and of urgent graphs (newcomers' prefills, first steps, first "
+                    "decodes), to compare with the parts alone.\n");
+    }
 }
 
 void run_bench(const BenchArgs& a) {
@@ -431,7 +572,7 @@ void run_bench(const BenchArgs& a) {
     mo.decoder_threads = a.decoder_threads;
     mo.kv_cache = a.kv_cache;
     mo.decoder_precision = a.decoder_precision;
-    mo.max_batch = static_cast<int>(a.streams);  // every stream in one batch
+    mo.max_batch = static_cast<int>(a.streams + (a.late_join ? 1 : 0));  // every stream in one batch
     const auto load_start = Clock::now();
     const Model model(m.path, mo);
     m.load_ms = ms_since(load_start);
@@ -446,6 +587,9 @@ void run_bench(const BenchArgs& a) {
         probe.voice = std::make_shared<Voice>();
         if (auto refusal = model.check(probe)) throw Error(ErrorKind::InvalidArgument, "--voice: " + refusal->message);
         m.voice_file = std::make_shared<Voice>(load_voice(a.voice));
+    }
+    if (a.late_join && a.streams < 2) {
+        throw Error(ErrorKind::InvalidArgument, "--late-join measures a newcomer among --streams N running streams: give --streams 2 or more");
     }
     if (a.streams > 1) {
         run_streams_bench(a, m);
@@ -480,9 +624,15 @@ void register_bench(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--streams", a->streams,
                     "Requests at once, each its own session (as clients of one server; Qwen3-TTS batches them): "
-                    "aggregate audio seconds per second, per-stream real-time factor and first audio")
+                    "aggregate audio seconds per second, per-stream real-time factor and first audio (p50, p99, max, and "
+                    "their ratio to one stream alone, timed in the same round). Qwen3-TTS also times generation alone (the "
+                    "N requests batched, no audio) and the speech decoder alone (one stream's frames) in every round: the "
+                    "bound = audio s per frame / (generation + decoder ms per stream frame), and all / bound")
         ->check(in_range(1u, 256u))
         ->capture_default_str();
+    cmd->add_flag("--late-join", a->late_join,
+                  "With --streams N: once every stream has had its first audio, one more request (seed + N, 2 chunks of "
+                  "frames) joins; reports its first audio and its ratio to one stream alone");
     cmd->add_flag("--json", a->json, "Print one JSON object (medians; mins under \"min\") instead of the table");
     cmd->add_option("--text", a->text, "Text to speak")->capture_default_str();
     cmd->add_option("--language", a->language, "Language name or 'auto'")->capture_default_str();

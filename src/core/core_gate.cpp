@@ -1,5 +1,7 @@
 #include "core/core_gate.h"
 
+#include "core/clock.h"
+
 namespace talkbox {
 
 CoreGate::CoreGate() : worker_([this] { serve(); }) {}
@@ -29,6 +31,11 @@ size_t CoreGate::waiting() const {
     return n;
 }
 
+CoreGate::Busy CoreGate::busy() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return busy_;
+}
+
 void CoreGate::serve() {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
@@ -43,15 +50,19 @@ void CoreGate::serve() {
             return stopping_;
         });
         if (!next) return;
+        const size_t priority = static_cast<size_t>(next - queues_);
         Job* j = next->front();
         next->pop_front();
         lock.unlock();
+        const auto start = Clock::now();
         try {
             (*j->fn)();
         } catch (...) {
             j->error = std::current_exception();
         }
+        const double ms = ms_since(start);
         lock.lock();
+        busy_.ms[priority] += ms;
         j->done = true;
         finished_.notify_all();
     }

@@ -30,6 +30,14 @@ public:
     void run(const std::function<void()>& job, ComputePriority priority);
     // Jobs queued and not yet started.
     size_t waiting() const;
+    // Wall time the gate's thread has spent running jobs since it started, by the priority they
+    // were queued at (ms; a job's time counts once it has ended): against the wall time of a run,
+    // how busy the cores were and with what (talkbox bench --streams).
+    struct Busy {
+        double ms[3] = {0, 0, 0};  // by ComputePriority
+        double total() const { return ms[0] + ms[1] + ms[2]; }
+    };
+    Busy busy() const;
 
 private:
     struct Job {
@@ -42,6 +50,7 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable queued_, finished_;
     std::deque<Job*> queues_[3];  // by ComputePriority
+    Busy busy_;
     bool stopping_ = false;
     std::thread worker_;
 };

@@ -25,6 +25,10 @@ std::vector<float> FamilyModel::decode(const std::vector<Frame>&) const {
     throw Error(ErrorKind::Unsupported, capabilities().description() + " speaks without frames: it has none to decode");
 }
 
+std::vector<float> FamilyModel::decode_streamed(const std::vector<Frame>&, const StreamOptions&) const {
+    throw Error(ErrorKind::Unsupported, capabilities().description() + " decodes each sentence whole, not while it generates");
+}
+
 Voice FamilyModel::clone_voice(const voice::ReferenceAudio&, const std::optional<std::string>&, const std::string&,
                                const CloneStop&) const {
     throw Error(ErrorKind::Unsupported, capabilities().description() + " does not clone voices");

@@ -53,6 +53,8 @@ public:
     virtual std::string voice_mismatch(const Voice& voice) const;
     // Model::decode; the default: the family has no frames to decode (Error Unsupported).
     virtual std::vector<float> decode(const std::vector<Frame>& frames) const;
+    // Model::decode(frames, stream); the default: no decoder runs alongside generation (Error Unsupported).
+    virtual std::vector<float> decode_streamed(const std::vector<Frame>& frames, const StreamOptions& stream) const;
     // Reference audio → a voice for this model; its encoders load on first use and stay. Called
     // only when Capabilities::clones (ref_text only with clone_transcript). Thread-safe.
     virtual Voice clone_voice(const voice::ReferenceAudio& ref, const std::optional<std::string>& ref_text,

@@ -1,7 +1,10 @@
 #include "lm/step_scheduler.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
+
+#include "core/core_gate.h"
 
 namespace talkbox::lm {
 
@@ -72,7 +75,7 @@ bool StepScheduler::admit(Member& newcomer) {
     for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
         Call& call = **it;
         if (call.running >= call.parallel) continue;
-        newcomer = {call.streams[call.next], &call, call.next, nullptr};
+        newcomer = {call.streams[call.next], &call, call.next, nullptr, false};
         ++call.next;
         ++call.running;
         if (call.next == call.streams.size()) waiting_.erase(it);
@@ -114,6 +117,7 @@ void StepScheduler::serve() {
         if (joined) {
             try {
                 if (!stepper) stepper = make_stepper_();
+                const UrgentCompute urgent;  // see the header: a newcomer's way to its first output
                 newcomer.stream->start();
             } catch (...) {
                 newcomer.error = std::current_exception();
@@ -139,6 +143,13 @@ void StepScheduler::serve() {
         const auto member_of = [&](const SteppedStream* s) {
             return std::find_if(active.begin(), active.end(), [&](const Member& m) { return m.stream == s; });
         };
+        // A step that gives a newcomer its first output is urgent, like its start.
+        std::optional<UrgentCompute> urgent;
+        for (SteppedStream* s : batch) {
+            Member& m = *member_of(s);
+            if (!m.stepped) urgent.emplace();
+            m.stepped = true;
+        }
         try {
             stepper->step(batch, [&](SteppedStream& s, std::exception_ptr e) { member_of(&s)->error = e; });
         } catch (...) {

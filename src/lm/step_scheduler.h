@@ -6,6 +6,9 @@
 // Admission is first come, first served, one newcomer's start (its prefill) between two batch
 // steps; a caller may hand in several streams with a limit on how many of them run at once, and
 // the streams of later callers join past those that wait for their caller's limit.
+// A newcomer's start and the first step it takes part in compute as UrgentCompute (core/core_gate.h):
+// they stand between its listener and the first audio, so on the CPU they go before the running
+// streams' queued decoder chunks instead of behind them.
 #pragma once
 
 #include <atomic>
@@ -78,6 +81,7 @@ private:
         Call* call;
         size_t index;
         std::exception_ptr error;
+        bool stepped = false;  // has taken part in a step
     };
     void serve();
     bool admit(Member& newcomer);

@@ -133,6 +133,10 @@ int Model::decoder_threads() const { return impl_->decoder_threads(); }
 std::optional<Refusal> Model::check(const SpeechRequest& request) const { return check_request(capabilities(), request); }
 std::string Model::voice_mismatch(const Voice& voice) const { return impl_->voice_mismatch(voice); }
 std::vector<float> Model::decode(const std::vector<Frame>& frames) const { return impl_->decode(frames); }
+std::vector<float> Model::decode(const std::vector<Frame>& frames, const StreamOptions& stream) const {
+    if (stream.frames_per_chunk == 0) throw Error(ErrorKind::InvalidArgument, "frames per chunk must be at least 1");
+    return impl_->decode_streamed(frames, stream);
+}
 
 Voice Model::create_voice(const std::string& ref_audio_path, const std::optional<std::string>& ref_text,
                           std::vector<std::string>* warnings, const CloneStop& stop) const {

@@ -90,6 +90,20 @@ int decoder_thread_count(const talkbox::ModelOptions& o) {
     return o.threads > 0 ? o.threads : default_thread_count();
 }
 
+// One generated frame into a stream's decoder, the `count`-th: a short first chunk starts playback
+// early (the decoder is exact for any chunking); its graphs go before the running streams' chunks
+// (a server's newcomer waited behind them). `silent`: no audio has left before this frame.
+std::vector<float> push_frame(codec::StreamingDecoder& decoder, codec::Frame frame, size_t count, bool silent,
+                              const StreamOptions& stream) {
+    std::vector<float> pcm = decoder.push(codec::Frames{std::move(frame)});
+    if (count == stream.first_chunk_frames && silent && pcm.empty()) {
+        const UrgentCompute urgent;
+        const std::vector<float> rest = decoder.flush();
+        pcm.insert(pcm.end(), rest.begin(), rest.end());
+    }
+    return pcm;
+}
+
 // 8 concurrent requests: on 2 Zen 2 cores the 0.6B talker + code predictor give 2.7x one
 // stream's throughput at 8 streams (Q8_0, frame_bench --streams 8).
 constexpr uint32_t kDefaultMaxBatch = 8;
@@ -129,6 +143,19 @@ public:
     std::vector<float> decode(const std::vector<Frame>& frames) const override {
         std::lock_guard<std::mutex> lock(decode_busy);  // the official decode keeps one set of step graphs
         return decoder.decode(frames);
+    }
+
+    std::vector<float> decode_streamed(const std::vector<Frame>& frames, const StreamOptions& stream) const override {
+        decoder.validate(frames);
+        codec::StreamingDecoder streaming(decoder, stream.frames_per_chunk);
+        std::vector<float> pcm;
+        for (size_t i = 0; i < frames.size(); ++i) {
+            const std::vector<float> out = push_frame(streaming, frames[i], i + 1, pcm.empty(), stream);
+            pcm.insert(pcm.end(), out.begin(), out.end());
+        }
+        const std::vector<float> tail = streaming.flush();
+        pcm.insert(pcm.end(), tail.begin(), tail.end());
+        return pcm;
     }
 
     Voice clone_voice(const voice::ReferenceAudio& ref, const std::optional<std::string>& ref_text, const std::string& source,
@@ -296,13 +323,7 @@ SpeechResult QwenSession::speak(const SpeechRequest& request, const AudioCallbac
         while (auto frame = queue.pop()) {
             m_.scheduler.wake();  // room for the next frame
             result.frames.push_back(*frame);
-            timed([&] { return decoder.push(codec::Frames{std::move(*frame)}); });
-            // A short first chunk starts playback early; the decoder is exact for any chunking. Its
-            // graphs go before the running streams' chunks (a server's newcomer waited behind them).
-            if (result.frames.size() == stream.first_chunk_frames && result.samples == 0) {
-                const UrgentCompute urgent;
-                timed([&] { return decoder.flush(); });
-            }
+            timed([&] { return push_frame(decoder, std::move(*frame), result.frames.size(), result.samples == 0, stream); });
             if (cancel && cancel->load()) {  // no more audio: the queued frames are dropped, not decoded
                 stop = true;
                 queue.cancel();

@@ -59,11 +59,57 @@ TEST(BenchCli, StreamsRunsConcurrentRequestsAndReportsTheAggregate) {
     }
     EXPECT_LE(j["first_audio_ms"].get<double>(), j["first_audio_p99_ms"].get<double>());
     EXPECT_DOUBLE_EQ(j["audio_seconds"].get<double>(), 10 * 0.08);
+    // The bound of the parts timed in the same round, and the first audio against one stream alone.
+    for (const char* key : {"single_audio_seconds_per_second", "speedup_vs_single", "first_audio_max_ms", "first_audio_single_ms",
+                            "first_audio_p50_ratio", "first_audio_max_ratio", "generation_ms_per_stream_frame",
+                            "decoder_ms_per_stream_frame", "bound_audio_seconds_per_second", "bound_fraction",
+                            "gate_busy_fraction", "gate_generation_ms_per_stream_frame", "gate_decoder_ms_per_stream_frame"}) {
+        ASSERT_TRUE(j.contains(key)) << key;
+        EXPECT_GT(j[key].get<double>(), 0.0) << key;
+        ASSERT_TRUE(j["min"].contains(key)) << key;
+    }
+    EXPECT_TRUE(j.contains("gate_urgent_ms_per_stream_frame"));
+    EXPECT_FALSE(j.contains("late_join_first_audio_ms"));
+    EXPECT_EQ(j["late_join"], false);
+    EXPECT_LE(j["first_audio_ms"].get<double>(), j["first_audio_max_ms"].get<double>());
+    EXPECT_LE(j["gate_busy_fraction"].get<double>(), 1.0);
+    // Each round's bound is its audio per frame over its parts' times (medians of rounds need not
+    // agree, a single round's do).
+    const auto one = run_talkbox("bench -m " + converted_fixture("tiny-0.6B-CustomVoice") +
+                                 " -t 1 --frames 8 --repeat 1 --streams 2 --json");
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const auto k = nlohmann::json::parse(one.out);
+    const double bound = 0.08 / ((k["generation_ms_per_stream_frame"].get<double>() + k["decoder_ms_per_stream_frame"].get<double>()) / 1000.0);
+    EXPECT_NEAR(k["bound_audio_seconds_per_second"].get<double>(), bound, 1e-9 * bound);
+    EXPECT_NEAR(k["bound_fraction"].get<double>(), k["audio_seconds_per_second"].get<double>() / bound, 1e-9);
+    EXPECT_NEAR(k["first_audio_max_ratio"].get<double>(),
+                k["first_audio_max_ms"].get<double>() / k["first_audio_single_ms"].get<double>(), 1e-9);
     const auto table = run_talkbox("bench -m " + converted_fixture("tiny-0.6B-CustomVoice") + " -t 1 --frames 6 --repeat 1 --streams 2");
     ASSERT_EQ(table.exit_code, 0) << table.err;
-    for (const char* part : {"2 streams at once (seeds 42..43)", "audio s per second (all)", "first audio ms p99"}) {
+    for (const char* part : {"2 streams at once (seeds 42..43)", "audio s per second (all)", "first audio ms p99",
+                             "first audio max / alone", "bound audio s/s (parts)", "all / bound", "generation alone ms/stream frame",
+                             "decoder alone ms/stream frame", "bound: audio s per frame / (generation alone + decoder alone"}) {
         EXPECT_NE(table.out.find(part), std::string::npos) << part << "\n" << table.out;
     }
+}
+
+TEST(BenchCli, LateJoinTimesANewcomersFirstAudio) {
+    const std::string cv = converted_fixture("tiny-0.6B-CustomVoice");
+    const auto r = run_talkbox("bench -m " + cv + " -t 1 --frames 10 --repeat 1 --streams 2 --late-join --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["late_join"], true);
+    EXPECT_GT(j["late_join_first_audio_ms"].get<double>(), 0.0);
+    EXPECT_NEAR(j["late_join_first_audio_ratio"].get<double>(),
+                j["late_join_first_audio_ms"].get<double>() / j["first_audio_single_ms"].get<double>(), 1e-9);
+    const auto table = run_talkbox("bench -m " + cv + " -t 1 --frames 6 --repeat 1 --streams 2 --late-join");
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    for (const char* part : {"late joiner: one more request (seed 44, 6 frames)", "late joiner first audio / alone"}) {
+        EXPECT_NE(table.out.find(part), std::string::npos) << part << "\n" << table.out;
+    }
+    const auto alone = run_talkbox("bench -m " + cv + " -t 1 --frames 4 --late-join");
+    EXPECT_NE(alone.exit_code, 0);
+    EXPECT_NE(alone.err.find("--late-join measures a newcomer among --streams N running streams"), std::string::npos) << alone.err;
 }
 
 TEST(BenchCli, TalkboxKernelsPicksTheInt8Kernels) {
@@ -95,7 +141,8 @@ TEST(BenchCli, TablePrintsEveryColumnForBaseAndVoiceDesign) {
 TEST(BenchCli, HelpAndBadArguments) {
     const auto help = run_talkbox("bench --help");
     EXPECT_EQ(help.exit_code, 0);
-    for (const char* opt : {"--model", "--threads", "--frames", "--repeat", "--json", "--voice", "--speaker", "--instruct"}) {
+    for (const char* opt : {"--model", "--threads", "--frames", "--repeat", "--json", "--voice", "--speaker", "--instruct",
+                            "--late-join", "bound = audio s per frame / (generation + decoder ms per stream frame)"}) {
         EXPECT_NE(help.out.find(opt), std::string::npos) << opt;
     }
     const std::string cv = converted_fixture("tiny-0.6B-CustomVoice");

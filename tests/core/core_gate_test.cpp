@@ -1,5 +1,6 @@
 // CoreGate: one thread runs every job; waiting jobs go urgent first, then first, then the rest,
-// in arrival order within each; UrgentCompute marks the calling thread's graphs urgent.
+// in arrival order within each; UrgentCompute marks the calling thread's graphs urgent; busy()
+// adds up each job's time under the priority it was queued at.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -55,6 +56,29 @@ TEST(CoreGate, AJobsErrorIsRethrownToItsCallerAlone) {
     gate.run([&] { ran = true; }, ComputePriority::Rest);
     EXPECT_TRUE(ran);
     EXPECT_EQ(gate.waiting(), 0u);
+}
+
+// A sleep lasts at least its duration, so the lower bounds hold however loaded the machine is.
+TEST(CoreGate, BusyAddsEachJobsTimeToItsPriority) {
+    CoreGate gate;
+    const auto sleep = [](int ms) { return [ms] { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }; };
+    EXPECT_EQ(gate.busy().total(), 0.0);
+    gate.run(sleep(20), ComputePriority::Rest);
+    const CoreGate::Busy after_rest = gate.busy();
+    EXPECT_GE(after_rest.ms[static_cast<int>(ComputePriority::Rest)], 20.0);
+    EXPECT_EQ(after_rest.ms[static_cast<int>(ComputePriority::Urgent)], 0.0);
+    EXPECT_EQ(after_rest.ms[static_cast<int>(ComputePriority::First)], 0.0);
+    gate.run(sleep(10), ComputePriority::Urgent);
+    const CoreGate::Busy after_urgent = gate.busy();
+    EXPECT_GE(after_urgent.ms[static_cast<int>(ComputePriority::Urgent)], 10.0);
+    EXPECT_EQ(after_urgent.ms[static_cast<int>(ComputePriority::Rest)], after_rest.ms[static_cast<int>(ComputePriority::Rest)]);
+    EXPECT_EQ(after_urgent.total(), after_urgent.ms[0] + after_urgent.ms[1] + after_urgent.ms[2]);
+    // A job that throws still counts.
+    EXPECT_THROW(gate.run([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        throw std::runtime_error("x");
+    }, ComputePriority::First), std::runtime_error);
+    EXPECT_GE(gate.busy().ms[static_cast<int>(ComputePriority::First)], 5.0);
 }
 
 TEST(CoreGate, UrgentComputeMarksOnlyItsThreadWhileItLives) {

@@ -1,8 +1,8 @@
 // lm::StepScheduler, the continuous batching both families' generators join, on fake streams that
 // count their steps: callers on several threads share steps, a caller's limit holds only its own
 // streams, ready() holds a stream and not the batch, a failure ends only its stream, and an
-// exception from a caller's callback withdraws that caller's other streams and nobody else's.
-// Every assertion holds whatever the threads' timing.
+// exception from a caller's callback withdraws that caller's other streams and nobody else's; a
+// newcomer's start and first step compute as urgent. Every assertion holds whatever the threads' timing.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/core_gate.h"
 #include "lm/step_scheduler.h"
 
 namespace talkbox::lm {
@@ -25,6 +26,7 @@ public:
 
     void start() override {
         if (throw_on_start) throw std::runtime_error(name + " cannot start");
+        started_urgent = UrgentCompute::active();
         started = true;
     }
     bool finished() const override { return left == 0; }
@@ -35,6 +37,7 @@ public:
     int taken = 0;
     int fail_at = 0;
     bool throw_on_start = false;
+    bool started_urgent = false;  // start() ran as UrgentCompute
     std::atomic<bool> started{false};
     const std::atomic<bool>* gate = nullptr;  // ready() while set (nullptr: always)
 };
@@ -43,6 +46,7 @@ public:
 struct Log {
     std::mutex mutex;
     std::vector<std::vector<std::string>> batches;
+    std::vector<bool> urgent;  // per batch: stepped as UrgentCompute
 
     size_t largest_with(const std::string& a, const std::string& b) {
         std::lock_guard<std::mutex> lock(mutex);
@@ -75,6 +79,7 @@ public:
         }
         std::lock_guard<std::mutex> lock(log_.mutex);
         log_.batches.push_back(std::move(names));
+        log_.urgent.push_back(UrgentCompute::active());
     }
 
 private:
@@ -144,6 +149,21 @@ TEST(StepScheduler, MaxBatchBoundsEveryStep) {
     EXPECT_EQ(ended, 4u);
     EXPECT_EQ(scheduler.largest_batch(), 2u);
     for (const Fake* f : {&s0, &s1, &s2, &s3}) EXPECT_EQ(f->taken, 4) << f->name;
+}
+
+// One newcomer joins between two steps; its start and the first step it takes part in are urgent
+// (they stand between its listener and the first audio), the steps of running streams only are not.
+TEST(StepScheduler, ANewcomersStartAndFirstStepAreUrgent) {
+    Log log;
+    StepScheduler scheduler([&log] { return std::make_unique<FakeStepper>(log); }, 8);
+    Fake s0("s0", 3), s1("s1", 3), s2("s2", 3);
+    scheduler.run({&s0, &s1, &s2}, 3, [&](size_t, std::exception_ptr e) { EXPECT_FALSE(e); });
+    for (const Fake* f : {&s0, &s1, &s2}) EXPECT_TRUE(f->started_urgent) << f->name;
+    EXPECT_FALSE(UrgentCompute::active());  // the caller's thread is untouched
+    std::lock_guard<std::mutex> lock(log.mutex);
+    using Names = std::vector<std::string>;
+    EXPECT_EQ(log.batches, (std::vector<Names>{{"s0"}, {"s0", "s1"}, {"s0", "s1", "s2"}, {"s1", "s2"}, {"s2"}}));
+    EXPECT_EQ(log.urgent, (std::vector<bool>{true, true, true, false, false}));
 }
 
 TEST(StepScheduler, AFailureEndsOnlyItsStream) {

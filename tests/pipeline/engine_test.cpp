@@ -106,6 +106,33 @@ TEST_F(EngineTest, FirstChunkSizeChangesOnlyWhenAudioLeaves) {
     FAIL() << "golden case base_xvec_english_stream not found";
 }
 
+// Model::decode(frames, stream): the decoder alone as speak() streams (talkbox bench --streams times
+// it): the same samples as speak's audio of those frames, for any chunking.
+TEST_F(EngineTest, StreamedDecodeGivesSpeaksAudio) {
+    for (const auto& c : talker_golden_cases()) {
+        if (c.name != "base_xvec_english_stream") continue;  // no reference frames: speak's audio is all the frames'
+        for (const StreamOptions stream : {StreamOptions{4, 64, 1}, StreamOptions{3, 64, 0}}) {
+            std::vector<float> spoken;
+            const SpeechResult r = engine(c.variant).speak(request_for(c), [&](const float* pcm, size_t n) {
+                spoken.insert(spoken.end(), pcm, pcm + n);
+            }, stream);
+            const std::vector<float> decoded = loaded(c.variant).model.decode(r.frames, stream);
+            ASSERT_EQ(decoded.size(), spoken.size()) << "chunk " << stream.frames_per_chunk;
+            EXPECT_EQ(decoded, spoken) << "chunk " << stream.frames_per_chunk;
+        }
+        const Model& model = loaded(c.variant).model;
+        EXPECT_THROW(model.decode(std::vector<Frame>(2, Frame(16, 0)), StreamOptions{0, 64, 1}), Error);
+        try {
+            model.decode(std::vector<Frame>{Frame(3, 0)}, StreamOptions{});
+            ADD_FAILURE() << "a frame of 3 codes was decoded";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument) << e.what();
+        }
+        return;
+    }
+    FAIL() << "golden case base_xvec_english_stream not found";
+}
+
 TEST_F(EngineTest, GenerateAloneGivesTheSameFrames) {
     for (const auto& c : talker_golden_cases()) {
         if (c.name != "base_xvec_chinese_nonstream") continue;
