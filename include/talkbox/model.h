@@ -33,6 +33,10 @@ namespace talkbox {
 class FamilyModel;    // one family's loaded model (src/pipeline/family.h)
 class FamilySession;  // one family's per-synthesis state
 
+// The S3Gen chunk (ModelOptions::s3gen_chunk_tokens) that the front ends stream Chatterbox with
+// (serve, Wyoming, bench): docs/chatterbox-s3gen.md has the measurements behind it.
+constexpr int kStreamingChunkTokens = 24;
+
 struct ModelOptions {
     int threads = 0;          // compute threads of the process-wide executor (0: one per core)
     // Speech decoder threads, where the family decodes alongside generation (0: `threads`; the
@@ -50,6 +54,11 @@ struct ModelOptions {
     // together, each with its own cache and sampler (the tokens and audio are those of one after
     // another). 0: the default, 4; 1: one sentence at a time.
     int sentence_batch = 0;
+    // Chatterbox: stream a call's first sentence through S3Gen while T3 still runs (lower first
+    // audio): render once it has this many speech tokens, again each time they have doubled, then
+    // at the end (docs/chatterbox-s3gen.md: the audio differs from the whole sentence's within a
+    // measured bound). 0: each sentence whole (its audio bit for bit as before).
+    int s3gen_chunk_tokens = 0;
 };
 
 // A numeric request field a model takes, by its request name (the server's JSON key, the CLI's

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "talkbox/model.h"
+
 namespace talkbox::server {
 
 struct ModelSpec {
@@ -51,6 +53,9 @@ struct ServerOptions {
     // Segments of one long input synthesised at once (LongFormOptions::parallel; Chatterbox:
     // ModelOptions::sentence_batch; 0: the model's choice).
     uint32_t parallel = 0;
+    // Chatterbox: stream each request's first sentence through S3Gen from this many speech tokens
+    // on (ModelOptions::s3gen_chunk_tokens; 0: whole sentences).
+    int s3gen_chunk_tokens = kStreamingChunkTokens;
     std::function<void(const std::string&)> log;  // one line per request; empty: silent
     std::function<void(const std::string&)> warn;  // a setting the server had to change (a limit lowered); empty: silent
 };
