@@ -18,6 +18,7 @@
 #include "chatterbox/convert/s3gen_sources.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
+#include "support/loaded_model.h"
 #include "support/tiny_turbo.h"
 #include "talkbox/error.h"
 
@@ -327,6 +328,43 @@ TEST_P(StreamedPipeline, ChunksComeFirstAndAddUpToTheSentence) {
 
 INSTANTIATE_TEST_SUITE_P(Chatterbox, StreamedPipeline, ::testing::Values("multilingual", "turbo"),
                          [](const auto& info) { return info.param; });
+
+// ModelOptions::s3gen_chunk_tokens through Session::speak: the first sentence's audio in several
+// callbacks (the second sentence's in one), the result counting them all with a first-audio time,
+// and the same tokens as without streaming; a negative chunk is refused.
+TEST(S3GenStreamSession, SpeakStreamsTheFirstSentence) {
+    SpeechRequest r;
+    r.text = "Hello world, the sun is out again. We can test it now!";
+    r.sampling.seed = 4;
+    r.max_frames = 40;
+    const auto speak = [&](int chunk, std::vector<size_t>& calls) {
+        ModelOptions o{1, 1};
+        o.s3gen_chunk_tokens = chunk;
+        LoadedModel m(converted_turbo(), o);
+        return m.session.speak(r, [&](const float*, size_t n) { calls.push_back(n); });
+    };
+    std::vector<size_t> whole_calls, streamed_calls;
+    const SpeechResult whole = speak(0, whole_calls), streamed = speak(8, streamed_calls);
+    EXPECT_EQ(whole_calls.size(), 2u);  // one per sentence
+    EXPECT_GE(streamed_calls.size(), 3u);
+    EXPECT_EQ(streamed.frames, whole.frames);
+    size_t sum = 0;
+    for (size_t n : streamed_calls) sum += n;
+    EXPECT_EQ(streamed.samples, sum);
+    EXPECT_EQ(streamed.samples, whole.samples);
+    EXPECT_GT(streamed.timings.first_audio_ms, 0.0);
+    // The second sentence is rendered whole: its audio is the last callback, as without streaming.
+    EXPECT_EQ(streamed_calls.back(), whole_calls.back());
+
+    ModelOptions bad{1, 1};
+    bad.s3gen_chunk_tokens = -1;
+    try {
+        LoadedModel m(converted_turbo(), bad);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("S3Gen chunk"), std::string::npos) << e.what();
+    }
+}
 
 }  // namespace
 }  // namespace talkbox::chatterbox
