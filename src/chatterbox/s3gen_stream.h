@@ -24,7 +24,7 @@ public:
     // noise: the whole sentence's draws in S3Gen::synthesize's layout (tests; they must cover the
     // final length), or empty: prefix-stable draws from `seed` (flow) and seed + 1 (HiFT), so that
     // every render gives the same frames the same draws. steps 0: the model's default.
-    // `s3gen` must outlive the stream and not be used by anyone else meanwhile.
+    // `s3gen` must outlive the stream; others may use it between renders, never during one.
     S3GenStream(S3Gen& s3gen, const FlowPrompt& prompt, const S3GenNoise& noise, uint64_t seed, int steps = 0,
                 const std::atomic<bool>* cancel = nullptr);
 
