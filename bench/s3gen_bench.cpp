@@ -4,7 +4,10 @@
 // real hyper-parameters (bench/chatterbox_sizes, shared with make_random_checkpoint).
 // The matrices take --type as `talkbox convert --type` stores them (convert/weight_type.h);
 // --profile times every graph node (and HiFT's host steps) once, by op, after the timed runs:
-//   build/bin/s3gen_bench -t 2 --tokens 50 --prompt 50 [--type q8_0] [--meanflow] [--repeats 3] [--profile]
+// --stream N renders the tokens as the pipeline streams a sentence (S3GenStream: prefixes of N,
+// 2N, 4N, ... tokens, then all) and reports the first chunk's time and the streamed waveform's
+// difference from the whole sentence's with the same draws:
+//   build/bin/s3gen_bench -t 2 --tokens 50 --prompt 50 [--type q8_0] [--meanflow] [--repeats 3] [--profile] [--stream 24]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,6 +22,7 @@
 #include <CLI/CLI.hpp>
 
 #include "chatterbox/s3gen.h"
+#include "chatterbox/s3gen_stream.h"
 #include "chatterbox/convert/s3gen_sources.h"
 #include "core/backend.h"
 #include "chatterbox_sizes.h"
@@ -65,12 +69,49 @@ void print_profile(const char* title, const StageTimes& times) {
     }
 }
 
+// The pipeline's streaming of one sentence against the whole sentence with the same draws.
+void stream_vs_whole(S3Gen& s3gen, std::vector<int32_t> speech, const FlowPrompt& p, int first, int steps, bool meanflow) {
+    const size_t body = speech.size();
+    if (meanflow) speech.insert(speech.end(), 3, 4299);  // Turbo's closing silence (tts_turbo.generate): the last render's
+    S3GenStream stream(s3gen, p, {}, 1, steps);
+    const auto start = std::chrono::steady_clock::now();
+    const auto ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
+    std::vector<float> wav;
+    double first_ms = -1;
+    size_t first_samples = 0;
+    for (size_t n = static_cast<size_t>(first); n < body; n *= 2) {
+        const std::vector<float> out = stream.render({speech.begin(), speech.begin() + static_cast<std::ptrdiff_t>(n)}, false);
+        if (first_ms < 0 && !out.empty()) first_ms = ms(), first_samples = out.size();
+        std::printf("stream: render at %zu tokens: %zu samples out, %.1f ms so far\n", n, out.size(), ms());
+        wav.insert(wav.end(), out.begin(), out.end());
+    }
+    const std::vector<float> rest = stream.render(speech, true);
+    if (first_ms < 0) first_ms = ms(), first_samples = rest.size();
+    wav.insert(wav.end(), rest.begin(), rest.end());
+    const double total_ms = ms();
+    const S3GenOutput whole = s3gen.synthesize(speech, p, stream.whole_noise(speech.size()), 1, steps);
+    double sig = 0, diff = 0, max_diff = 0;
+    for (size_t i = 0; i < whole.wav.size() && i < wav.size(); ++i) {
+        const double d = static_cast<double>(wav[i]) - whole.wav[i];
+        sig += static_cast<double>(whole.wav[i]) * whole.wav[i];
+        diff += d * d;
+        max_diff = std::max(max_diff, std::abs(d));
+    }
+    std::printf("stream (first %d tokens, then doubling): %d renders, first chunk %.1f ms (%.2f s of audio), all %.1f ms "
+                "(flow %.1f, HiFT %.1f); whole sentence %.1f ms\n",
+                first, stream.renders(), first_ms, first_samples / 24000.0, total_ms, stream.flow_ms(), stream.hift_ms(),
+                whole.flow_ms + whole.hift_ms);
+    std::printf("stream vs whole (same draws): %zu vs %zu samples, max |diff| %.4g, SNR %.1f dB (whole max |x| %.3g)\n",
+                wav.size(), whole.wav.size(), max_diff, 10.0 * std::log10(sig / std::max(diff, 1e-30)),
+                static_cast<double>(*std::max_element(whole.wav.begin(), whole.wav.end())));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"Chatterbox S3Gen benchmark (released size, random weights)"};
     std::string fixtures = "../shared/fixtures";
-    int tokens = 50, prompt = 50, repeats = 3, threads = 2, steps = 0;
+    int tokens = 50, prompt = 50, repeats = 3, threads = 2, steps = 0, stream = 0;
     bool meanflow = false, tiny = false, profile = false;
     std::string type = "f32";
     app.add_option("--fixtures", fixtures, "Fixture folder (for the tensor layout of the tiny checkpoint)")->capture_default_str();
@@ -85,6 +126,8 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_k"}))
         ->capture_default_str();
     app.add_flag("--profile", profile, "After the timed runs, time one flow and one HiFT run node by node, by op");
+    app.add_option("--stream", stream, "Also stream the tokens from this many on, doubling, and compare with the whole sentence")
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear as they are measured
     try {
@@ -125,6 +168,7 @@ int main(int argc, char** argv) {
         const int64_t frames = static_cast<int64_t>(mel.size() / 80);
         const HiftNoise noise = HiftNoise::seeded(2, frames * Hift::kSamplesPerFrame);
         s3gen.hift().synthesize(mel, frames, noise);
+        if (stream > 0) stream_vs_whole(s3gen, speech, p, stream, steps, meanflow);  // after the warm-up
         const Stats fs = time_runs(repeats, [&] { mel = s3gen.flow().inference(speech, p, {}, 1, steps); });
         const Stats hs = time_runs(repeats, [&] { s3gen.hift().synthesize(mel, frames, noise); });
         const double audio_ms = tokens * 40.0;

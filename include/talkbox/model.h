@@ -53,6 +53,11 @@ struct ModelOptions {
     // Arithmetic of the speech decoder's convolutions: "f32" (the official decoder) or "int8"
     // (Qwen3-TTS on the CPU, opt-in: faster, not bit-exact; bench/README.md gives its error).
     std::string decoder_precision = "f32";
+    // Chatterbox: stream a call's first sentence through S3Gen while T3 still runs (lower first
+    // audio): render once it has this many speech tokens, again each time they have doubled, then
+    // at the end (docs/chatterbox-s3gen.md: the audio differs from the whole sentence's within a
+    // measured bound). 0: each sentence whole (its audio bit for bit as before).
+    int s3gen_chunk_tokens = 0;
 };
 
 // A numeric request field a model takes, by its request name (the server's JSON key, the CLI's

@@ -103,6 +103,7 @@ public:
           identity(model_identity(pipeline.file())),
           kv_type(lm::parse_kv_type(o.kv_cache)),
           sentence_batch(sentence_batch_of(o)),
+          chunk_tokens(chunk_tokens_of(o)),
           caps(capabilities_of(pipeline)) {}
 
     static void check_decoder_precision(const ModelOptions& o) {
@@ -110,6 +111,14 @@ public:
             throw Error(ErrorKind::InvalidArgument, "decoder precision '" + o.decoder_precision +
                                                         "': Chatterbox models decode in f32 only (int8 is for Qwen3-TTS)");
         }
+    }
+
+    static int chunk_tokens_of(const ModelOptions& o) {
+        if (o.s3gen_chunk_tokens < 0) {
+            throw Error(ErrorKind::InvalidArgument, "the S3Gen chunk must be 0 (whole sentences) or more speech tokens, got " +
+                                                        std::to_string(o.s3gen_chunk_tokens));
+        }
+        return o.s3gen_chunk_tokens;
     }
 
     static size_t sentence_batch_of(const ModelOptions& o) {
@@ -252,6 +261,7 @@ public:
     std::string identity;
     lm::KvType kv_type;
     size_t sentence_batch;  // sentences whose T3 decodes together
+    int chunk_tokens;       // ModelOptions::s3gen_chunk_tokens
     Capabilities caps;
     mutable std::mutex clone_busy;  // guards the encoder, which keeps its step graphs
 
@@ -323,6 +333,16 @@ private:
             finished = now;
             on_done(i, results[i]);
         };
+        const auto audio_out = [&](size_t i, const float* pcm, size_t n) {
+            if (results[i].samples == 0) results[i].timings.first_audio_ms = ms_between(start, Clock::now());
+            (*on_audio)(i, pcm, n);  // S3Gen clamps to ±0.99
+            results[i].samples += n;
+        };
+        PipelineStreaming streaming;
+        if (on_audio) {
+            streaming.first_tokens = m_.chunk_tokens;
+            streaming.on_chunk = [&](size_t k, const float* pcm, size_t n) { audio_out(owner[k], pcm, n); };
+        }
         try {
             // Front-end errors come before any computation (synthesize_batch encodes every text first).
             m_.pipeline.synthesize_batch(jobs, m_.sentence_batch, on_audio != nullptr, [&](size_t k, PipelineResult&& p) {
@@ -345,13 +365,9 @@ private:
                 result.timings.flow_ms += p.flow_ms;
                 result.timings.vocoder_ms += p.hift_ms;
                 ++result.timings.segments;
-                if (on_audio && !p.wav.empty()) {
-                    if (result.samples == 0) result.timings.first_audio_ms = ms_between(start, Clock::now());
-                    (*on_audio)(i, p.wav.data(), p.wav.size());  // S3Gen clamps to ±0.99
-                    result.samples += p.wav.size();
-                }
+                if (on_audio && !p.streamed && !p.wav.empty()) audio_out(i, p.wav.data(), p.wav.size());
                 if (--left[i] == 0) finish(i);
-            });
+            }, streaming);
         } catch (const Error& e) {
             if (e.kind() != ErrorKind::Cancelled) throw;
             // The request being spoken ends here; the ones after it are not begun.

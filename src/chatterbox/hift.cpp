@@ -192,6 +192,11 @@ std::vector<float> Hift::f0(const std::vector<float>& mel, int64_t frames) {
 }
 
 std::vector<float> Hift::source(const std::vector<float>& f0, const HiftNoise& noise) const {
+    HiftPhase phase;
+    return source(f0, noise, phase);
+}
+
+std::vector<float> Hift::source(const std::vector<float>& f0, const HiftNoise& noise, HiftPhase& phase_state) const {
     const int64_t samples = static_cast<int64_t>(f0.size()) * kSamplesPerFrame;
     if (noise.phase.size() != kHarmonics || noise.randn.size() != static_cast<size_t>(kHarmonics * samples)) {
         throw Error(ErrorKind::InvalidArgument, "HiFT: source noise must hold 9 phases and 9 x " + std::to_string(samples) +
@@ -208,7 +213,7 @@ std::vector<float> Hift::source(const std::vector<float>& f0, const HiftNoise& n
         const float phase = h == 0 ? 0.0f : noise.phase[h];
         const float* randn = noise.randn.data() + h * samples;
         // torch's CPU cumsum accumulates in double and rounds each output to float32.
-        double acc = 0;
+        double& acc = phase_state.cycles[h];
         for (int64_t n = 0; n < samples; ++n) {
             const float f = f0[static_cast<size_t>(n / kSamplesPerFrame)];
             const float inc = f * static_cast<float>(h + 1) / static_cast<float>(kSampleRate);
@@ -328,19 +333,21 @@ std::vector<float> Hift::synthesize(const std::vector<float>& mel, int64_t frame
 
 void Hift::profile(StageTimes* times) { m_->profile = times; }
 
-void apply_trim_fade(std::vector<float>& wav) {
+void apply_trim_fade(std::vector<float>& wav, int64_t offset) {
     constexpr int n = Hift::kSampleRate / 50;  // 20 ms
     const float pi = static_cast<float>(M_PI);
     const float step = (0.0f - pi) / static_cast<float>(n - 1);
-    for (int i = 0; i < 2 * n && i < static_cast<int>(wav.size()); ++i) {
+    const int64_t end = offset + static_cast<int64_t>(wav.size());
+    for (int64_t i = std::max<int64_t>(0, offset); i < 2 * n && i < end; ++i) {
+        float& v = wav[static_cast<size_t>(i - offset)];
         if (i < n) {
-            wav[static_cast<size_t>(i)] = 0.0f;
+            v = 0.0f;
             continue;
         }
-        const int k = i - n;
+        const int k = static_cast<int>(i) - n;
         // torch.linspace(pi, 0, n): from the start for the first half, from the end for the rest.
         const float t = k < n / 2 ? pi + step * static_cast<float>(k) : 0.0f - step * static_cast<float>(n - 1 - k);
-        wav[static_cast<size_t>(i)] *= (std::cos(t) + 1.0f) / 2.0f;
+        v *= (std::cos(t) + 1.0f) / 2.0f;
     }
 }
 

@@ -22,6 +22,12 @@ struct HiftNoise {
     static HiftNoise seeded(uint64_t seed, int64_t samples);
 };
 
+// The source's running phase: per harmonic, the double cumsum of the phase increments so far.
+// Carried from one chunk of frames to the next, it makes a chunked source equal the whole one.
+struct HiftPhase {
+    double cycles[9] = {};
+};
+
 class Hift {
 public:
     static constexpr int kHarmonics = 9;  // fundamental + 8 overtones
@@ -38,6 +44,9 @@ public:
     std::vector<float> f0(const std::vector<float>& mel, int64_t frames);
     // f0 [frames] → harmonic source s [frames · 480] (tanh of the merged sines + noise).
     std::vector<float> source(const std::vector<float>& f0, const HiftNoise& noise) const;
+    // The same for frames that follow those `phase` has accumulated (noise: draws for these
+    // frames' samples only); advances `phase`.
+    std::vector<float> source(const std::vector<float>& f0, const HiftNoise& noise, HiftPhase& phase) const;
     // mel + source → waveform [frames · 480], clamped to ±0.99 (before the trim/fade).
     // Captures hift_s_stft, hift_conv_pre, hift_stage{0,1,2}, hift_conv_post.
     std::vector<float> decode(const std::vector<float>& mel, int64_t frames, const std::vector<float>& source,
@@ -63,6 +72,7 @@ std::vector<float> hift_source_stft(const std::vector<float>& s);
 // inverse STFT (n_fft 16, hop 4, Hann, centred) → [4 · (F - 1)], clamped to ±0.99.
 std::vector<float> hift_istft(const std::vector<float>& spec, int64_t frames);
 // The output trim/fade of S3Token2Wav.inference: 480 zeros, then a 480-sample raised-cosine fade-in.
-void apply_trim_fade(std::vector<float>& wav);
+// `offset`: the index of wav[0] in the whole waveform (a streamed chunk).
+void apply_trim_fade(std::vector<float>& wav, int64_t offset = 0);
 
 }  // namespace talkbox::chatterbox

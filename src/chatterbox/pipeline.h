@@ -35,6 +35,7 @@ struct PipelineResult {
     std::vector<int32_t> s3gen_tokens;   // after drop_invalid_tokens: what S3Gen receives
     bool stopped = false;                // T3 produced its stop token
     std::vector<float> wav;              // 24 kHz, before the (omitted) watermark
+    bool streamed = false;               // wav also went out in chunks (PipelineStreaming) as T3 ran
     double t3_ms = 0, s3gen_ms = 0;
     T3Timings t3_timings;                // t3_ms split into conditioning + prefill and decoding
     double flow_ms = 0, hift_ms = 0;     // s3gen_ms split into its two stages
@@ -49,6 +50,18 @@ struct PipelineJob {
     const S3GenNoise* noise = nullptr;  // nullptr: drawn from options.seed
 };
 using PipelineResultCallback = std::function<void(size_t job, PipelineResult&& result)>;
+
+// Streaming the first sentence of a synthesize_batch call (S3GenStream): once T3 has predicted
+// `first_tokens` speech tokens, S3Gen renders the tokens so far on a thread of its own, and again
+// each time their number has doubled, then at the end; each render's settled audio goes to
+// on_chunk(job 0, ...) at once, before T3 takes its next step. A sentence that ends before
+// `first_tokens` is rendered whole, as without streaming. The streamed audio is the whole-sentence
+// audio up to the flow's chunking difference (docs/chatterbox-s3gen.md), with the stream's own
+// prefix-stable draws for the seed.
+struct PipelineStreaming {
+    int first_tokens = 0;  // 0: off
+    std::function<void(size_t job, const float* pcm, size_t n)> on_chunk;
+};
 
 class Pipeline {
 public:
@@ -81,8 +94,10 @@ public:
     // and on_result(job, result) is called, in job order as soon as the job and every one before it
     // have their tokens. t3_ms is the job's prefill + decode time
     // (T3Timings: its share of the shared steps). Every text is encoded before any computation.
+    // `streaming` (with audio): the first job's audio in chunks as T3 goes on (its result then
+    // has `streamed` set and still holds the whole waveform).
     void synthesize_batch(const std::vector<PipelineJob>& jobs, size_t parallel, bool with_audio,
-                          const PipelineResultCallback& on_result) const;
+                          const PipelineResultCallback& on_result, const PipelineStreaming& streaming = {}) const;
 
     // Speech tokens (< 6561) → S3Gen's waveform (s3gen.inference, as ChatterboxVC takes it);
     // `stages` (if given) receives the flow and HiFT times in flow_ms / hift_ms.
@@ -93,6 +108,8 @@ public:
                               uint64_t seed, PipelineResult* stages = nullptr, const std::atomic<bool>* cancel = nullptr) const;
 
 private:
+    class SentenceStream;
+
     std::shared_ptr<const GgufFile> file_;
     Backend backend_;
     TextFrontEnd text_;

@@ -281,6 +281,12 @@ std::vector<float> T3::conditioning(const T3Conditioning& cond) const { return b
 
 std::vector<int32_t> T3::postprocess(const std::vector<int32_t>& predicted) const { return backbone_->postprocess(predicted); }
 
+std::vector<int32_t> T3::settled_tokens(const std::vector<int32_t>& predicted) const {
+    std::vector<int32_t> out = postprocess(predicted);
+    if (turbo()) out.resize(out.size() - 3);  // the 3 silence tokens postprocess appends
+    return out;
+}
+
 size_t T3::weight_bytes() const { return backbone_->weight_bytes(); }
 
 // ---------------------------------------------------------------------------------------------
@@ -341,6 +347,7 @@ public:
         pick();
     }
     bool finished() const override { return ended_; }
+    bool ready() const override { return !loop.job.progress || loop.job.progress->ready(); }
     bool stopping() const override { return loop.o.cancel && loop.o.cancel->load(); }
 
     // The next token; ends the job at its stop token or limit.
@@ -350,7 +357,10 @@ public:
         const T3Options& o = loop.o;
         const bool stalled = more && loop.i >= o.min_new_tokens && lm::is_stalled(loop.predicted, o.stall_tokens);
         phases_->add_decode(span, 1);
-        if (more && !stalled) return;
+        if (more && !stalled) {
+            if (loop.job.progress) loop.job.progress->token(loop.predicted);
+            return;
+        }
         if (loop.job.timings) loop.job.timings->stalled = stalled;
         phases_->decode_done(loop.predicted.size());
         loop.dec.reset();

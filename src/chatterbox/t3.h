@@ -104,6 +104,18 @@ struct T3Timings {
 // The decoding steps whose logits generate() captures.
 constexpr size_t kCapturedSteps = 3;
 
+// A job's tokens as they come (streaming S3Gen renders a sentence while T3 goes on). Both run on
+// T3's scheduler thread, so they must be quick and thread-safe.
+class T3Progress {
+public:
+    virtual ~T3Progress() = default;
+    // After each predicted token: the raw ids so far.
+    virtual void token(const std::vector<int32_t>& predicted) = 0;
+    // Whether the job may take its next step; while false it waits (the others go on) until
+    // T3::wake() is called.
+    virtual bool ready() const = 0;
+};
+
 // One sentence of T3::generate_batch: generate()'s arguments (the conditioning and the text are
 // the caller's and must outlive the call).
 struct T3Job {
@@ -112,6 +124,7 @@ struct T3Job {
     T3Options options;
     Capture* capture = nullptr;
     T3Timings* timings = nullptr;
+    T3Progress* progress = nullptr;  // the caller's (outliving the call), or none
 };
 
 // T3's default for the most jobs that decode together (as Qwen3-TTS's sessions).
@@ -167,6 +180,11 @@ public:
     // stop token); the English model additionally keeps only ids < start_speech. Turbo: ids
     // < start_speech followed by 3 × silence_token (tts_turbo.generate).
     std::vector<int32_t> postprocess(const std::vector<int32_t>& predicted) const;
+    // The part of postprocess() that later tokens do not change, for ids predicted so far (no stop
+    // token yet): postprocess() without Turbo's closing silence.
+    std::vector<int32_t> settled_tokens(const std::vector<int32_t>& predicted) const;
+    // A job's T3Progress::ready() may have turned true.
+    void wake() const { scheduler_->wake(); }
 
     size_t weight_bytes() const;
     // The most jobs any decode step has held, over every call (for tests).

@@ -47,6 +47,7 @@ struct BenchArgs {
     std::string device;
     uint32_t frames = 100, repeat = 3, streams = 1;
     size_t chunk = 4, first_chunk = 1;
+    int chatterbox_chunk_tokens = 0;
     uint64_t seed = 42;
     bool json = false, late_join = false;
     std::optional<float> exaggeration, cfg_weight;  // Chatterbox
@@ -573,6 +574,7 @@ void run_bench(const BenchArgs& a) {
     mo.kv_cache = a.kv_cache;
     mo.decoder_precision = a.decoder_precision;
     mo.max_batch = static_cast<int>(a.streams + (a.late_join ? 1 : 0));  // every stream in one batch
+    mo.s3gen_chunk_tokens = a.chatterbox_chunk_tokens;
     const auto load_start = Clock::now();
     const Model model(m.path, mo);
     m.load_ms = ms_since(load_start);
@@ -649,6 +651,11 @@ void register_bench(CLI::App& app) {
         ->check(in_range(0, 1000))
         ->capture_default_str();
     auto* dec = cmd->get_option("--decoder-threads");
+    cmd->add_option("--chatterbox-chunk-tokens", a->chatterbox_chunk_tokens,
+                    "Chatterbox: stream the first sentence through S3Gen from this many speech tokens on, as serve "
+                    "--chatterbox-chunk-tokens does (0: each sentence whole)")
+        ->check(in_range(0, 10000))
+        ->capture_default_str();
     cmd->add_option("--seed", a->seed, "Sampling seed (the model's released sampling settings)")
         ->check(in_range<uint64_t>(0, UINT64_MAX))
         ->capture_default_str();

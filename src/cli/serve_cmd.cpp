@@ -31,6 +31,7 @@ struct ServeArgs {
     std::vector<std::string> cors_origins, allowed_hosts;
     int port = 8080, threads = 0, max_batch = 0;
     uint32_t parallel = 0;
+    int chatterbox_chunk_tokens = 0;
     size_t max_concurrent = 4, max_queue = 16, max_text_chars = 4096, max_upload_mb = 20;
     double request_timeout = 300, queue_timeout = 60, read_timeout = 30, drain_timeout = 30;
     size_t max_connections = 1024;
@@ -99,6 +100,7 @@ void run_serve(const ServeArgs& a) {
     o.max_batch = a.max_batch;
     o.parallel = a.parallel;
     o.watermark = !a.no_watermark;
+    o.s3gen_chunk_tokens = a.chatterbox_chunk_tokens;
     o.read_timeout_s = a.read_timeout;
     o.max_connections = a.max_connections;
     o.cors_origins = a.cors_origins;
@@ -204,6 +206,12 @@ void register_serve(CLI::App& app) {
                     "Segments (Qwen3-TTS) or sentences through T3 (Chatterbox) of one input synthesised at once, their "
                     "audio still in order and identical (0: the model's choice, 4; 1: one after another)")
         ->check(in_range(0u, 64u))
+        ->capture_default_str();
+    cmd->add_option("--chatterbox-chunk-tokens", a->chatterbox_chunk_tokens,
+                    "Chatterbox, opt-in: a request's first sentence goes through S3Gen in chunks while T3 runs, the first "
+                    "after this many speech tokens (e.g. 24), then whenever they have doubled (earlier first audio, HTTP and "
+                    "Wyoming, at about twice the S3Gen work: docs/chatterbox-s3gen.md; 0: each sentence whole)")
+        ->check(in_range(0, 10000))
         ->capture_default_str();
     cmd->add_option("--max-queue", a->max_queue, "Requests waiting for a slot before the server answers 429")
         ->check(in_range<size_t>(0, 1000000))

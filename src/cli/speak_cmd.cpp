@@ -57,6 +57,7 @@ struct SpeakArgs {
     int pause_ms = 300;
     size_t segment_chars = 200;
     uint32_t parallel = 0;
+    int chatterbox_chunk_tokens = 0;
     std::string normalize = "none";
     std::optional<double> normalize_db;
     std::optional<double> speed;
@@ -277,6 +278,7 @@ void run_speak(const SpeakArgs& a) {
     mo.kv_cache = a.kv_cache;
     mo.decoder_precision = a.decoder_precision;
     mo.sentence_batch = static_cast<int>(a.parallel);  // Chatterbox: sentences through T3 at once
+    mo.s3gen_chunk_tokens = a.chatterbox_chunk_tokens;
     const Model model(resolve_model_or_default(a.model), mo);
     Session session(model);
     const Capabilities& caps = model.capabilities();
@@ -480,6 +482,12 @@ void register_speak(CLI::App& app) {
                     "Synthesised at once, audio still in order and identical to one after another: segments (Qwen3-TTS, "
                     "whose sessions batch) or sentences through T3 (Chatterbox). 0: the model's choice, 4; 1: one at a time")
         ->check(in_range(0u, 64u))
+        ->capture_default_str();
+    cmd->add_option("--chatterbox-chunk-tokens", a->chatterbox_chunk_tokens,
+                    "Chatterbox: the first sentence goes through S3Gen in chunks while T3 runs, the first after this many "
+                    "speech tokens, then whenever they have doubled (earlier first audio with -o -; the audio differs "
+                    "slightly from the whole sentence's, docs/chatterbox-s3gen.md). 0: each sentence whole")
+        ->check(in_range(0, 10000))
         ->capture_default_str();
     cmd->add_option("-T,--threads", a->threads, "CPU threads (0: one per core)")->check(thread_count())->capture_default_str();
     add_device_option(cmd, a->device);

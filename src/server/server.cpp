@@ -193,6 +193,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         mo.decoder_precision = options.decoder_precision;
         mo.max_batch = options.max_batch;
         mo.sentence_batch = static_cast<int>(options.parallel);  // Chatterbox: a long input's sentences through T3 at once
+        mo.s3gen_chunk_tokens = options.s3gen_chunk_tokens;
         for (const auto& m : options.models) {
             for (const auto& other : models) {
                 if (other->id() == m.id) throw Error(ErrorKind::InvalidArgument, "two models are named '" + m.id + "'");

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "talkbox/model.h"
+
 namespace talkbox::server {
 
 struct ModelSpec {
@@ -55,6 +57,9 @@ struct ServerOptions {
     // Speech of models that watermark by default (Chatterbox) carries the Perth watermark, as the
     // official package's does (talkbox/watermark.h); false: serve --no-watermark.
     bool watermark = true;
+    // Chatterbox: stream each request's first sentence through S3Gen from this many speech tokens
+    // on (ModelOptions::s3gen_chunk_tokens; 0: whole sentences).
+    int s3gen_chunk_tokens = 0;
     std::function<void(const std::string&)> log;  // one line per request; empty: silent
     std::function<void(const std::string&)> warn;  // a setting the server had to change (a limit lowered); empty: silent
 };

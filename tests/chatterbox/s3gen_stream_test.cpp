@@ -1,0 +1,370 @@
+// Streaming S3Gen: HiftStream's chunks equal HiFT on the whole mel (the source phase carried,
+// the decoder given its receptive field), and S3GenStream's waveform, rendered from growing token
+// prefixes, stays within the measured difference of the whole-sentence waveform (the flow's full
+// attention lets later tokens nudge mel frames that were already settled).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <nlohmann/json.hpp>
+
+#include "chatterbox/hift_stream.h"
+#include "chatterbox/pipeline.h"
+#include "chatterbox/s3gen_goldens.h"
+#include "chatterbox/s3gen_stream.h"
+#include "chatterbox/convert/s3gen_sources.h"
+#include "core/backend.h"
+#include "core/gguf_file.h"
+#include "support/loaded_model.h"
+#include "support/tiny_turbo.h"
+#include "talkbox/error.h"
+
+namespace talkbox::chatterbox {
+namespace {
+
+using namespace talkbox::testing;
+
+// Streamed vs whole-sentence mel with the same draws, prefixes of 16 tokens then every 6: max
+// |diff| relative to max |mel| and SNR (measured: 1.4 % / 44.5 dB case_a, 1.8 % / 43.9 dB case_b,
+// 1.0 % / 47.6 dB Turbo; docs/chatterbox-s3gen.md). A stream whose renders gave a frame other
+// draws than the whole sentence's would be far off.
+constexpr double kMelRelError = 0.03;
+constexpr double kMelSnrDb = 40.0;
+
+Backend& backend() {
+    static Backend b(1);  // one thread: tiny graphs, barriers would dominate
+    return b;
+}
+
+S3Gen& multilingual_s3gen() {
+    static const auto src = safetensors_source(chatterbox_fixture("tiny-multilingual/s3gen.safetensors"));
+    static S3Gen s3gen(*src, backend(), [] {
+        FlowConfig c;
+        c.estimator_heads = nlohmann::json::parse(read_text(s3gen_golden_dir("config.json"))).at("tiny").at("est_num_heads").get<int>();
+        return c;
+    }());
+    return s3gen;
+}
+
+S3Gen& turbo_s3gen() {
+    static const GgufFile file(converted_turbo());
+    static S3Gen s3gen(file, backend());
+    return s3gen;
+}
+
+S3GenNoise golden_noise(const S3GenCase& c) {
+    S3GenNoise n;
+    n.cfm = c.cfm_noise.data;
+    n.hift.phase = c.sine_phase.data;
+    n.hift.randn = c.sine_randn.data;
+    return n;
+}
+
+// Signal-to-difference ratio in dB.
+double snr_db(const std::vector<float>& got, const std::vector<float>& want) {
+    double s = 0, d = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        s += static_cast<double>(want[i]) * want[i];
+        d += static_cast<double>(got[i] - want[i]) * (got[i] - want[i]);
+    }
+    return d == 0 ? INFINITY : 10.0 * std::log10(s / d);
+}
+
+// Frames [f0, f1) of a bin-major [80, frames] mel.
+std::vector<float> mel_frames(const std::vector<float>& mel, int64_t frames, int64_t f0, int64_t f1) {
+    std::vector<float> out(static_cast<size_t>(80 * (f1 - f0)));
+    for (int64_t c = 0; c < 80; ++c)
+        for (int64_t f = f0; f < f1; ++f) out[static_cast<size_t>(c * (f1 - f0) + f - f0)] = mel[static_cast<size_t>(c * frames + f)];
+    return out;
+}
+
+// The golden mel through HiftStream in chunks of `chunk` frames; `first_out` receives the number
+// of frames pushed when the first samples came out.
+std::vector<float> stream_hift(const S3GenCase& c, int64_t chunk, int64_t* first_out = nullptr) {
+    const int64_t frames = c.mel.shape[2];
+    HiftStream stream(multilingual_s3gen().hift(), HiftNoiseTape::from(golden_noise(c).hift));
+    std::vector<float> wav;
+    for (int64_t f = 0; f < frames; f += chunk) {
+        const int64_t to = std::min(frames, f + chunk);
+        const std::vector<float> out = stream.push(mel_frames(c.mel.data, frames, f, to), to - f);
+        if (first_out && wav.empty() && !out.empty()) *first_out = to;
+        EXPECT_EQ(static_cast<int64_t>(wav.size() + out.size()), stream.emitted_samples());
+        wav.insert(wav.end(), out.begin(), out.end());
+    }
+    const std::vector<float> rest = stream.finish();
+    wav.insert(wav.end(), rest.begin(), rest.end());
+    return wav;
+}
+
+class HiftStreamTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HiftStreamTest, ChunksEqualTheWholeMel) {
+    const S3GenCase c = load_s3gen_case(GetParam());
+    const int64_t frames = c.mel.shape[2];
+    std::vector<float> whole = multilingual_s3gen().hift().synthesize(c.mel.data, frames, golden_noise(c).hift);
+    apply_trim_fade(whole);
+    for (int64_t chunk : {1, 7, 13, 25}) {
+        int64_t first = -1;
+        const std::vector<float> streamed = stream_hift(c, chunk, &first);
+        ASSERT_EQ(streamed.size(), whole.size()) << "chunk " << chunk;
+        // Same frames, same draws, same phase: only the windows' float rounding may differ (a reset
+        // phase or a decoder window without its context is off by ~1e-1).
+        const float diff = max_abs_diff(streamed, whole);
+        std::printf("[ stream   ] %s HiFT in chunks of %lld frames: max |diff| %.3g, first samples after %lld of %lld frames\n",
+                    c.name.c_str(), static_cast<long long>(chunk), diff, static_cast<long long>(first),
+                    static_cast<long long>(frames));
+        EXPECT_LE(diff, 1e-5) << "chunk " << chunk;
+        // Audio leaves before the mel ends: the right context is all a chunk waits for.
+        EXPECT_GT(first, 0);
+        EXPECT_LE(first, std::min(frames, ((HiftStream::kF0Context + HiftStream::kDecoderContext + 1) / chunk + 1) * chunk));
+    }
+}
+
+TEST_P(HiftStreamTest, RejectsMalformedMelAndTooShortInjectedNoise) {
+    const S3GenCase c = load_s3gen_case(GetParam());
+    HiftStream stream(multilingual_s3gen().hift(), HiftNoiseTape::from(golden_noise(c).hift));
+    EXPECT_THROW(stream.push(std::vector<float>(79), 1), Error);
+    // One frame more than the injected draws cover.
+    const int64_t frames = c.mel.shape[2] + 1;
+    std::vector<float> mel(static_cast<size_t>(80 * frames), 0.5f);
+    HiftStream longer(multilingual_s3gen().hift(), HiftNoiseTape::from(golden_noise(c).hift));
+    longer.push(mel, frames);
+    try {
+        longer.finish();
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("injected noise"), std::string::npos) << e.what();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(S3Gen, HiftStreamTest, ::testing::Values("case_a", "case_b"));
+
+struct Streamed {
+    std::vector<float> wav, mel;
+    std::vector<size_t> chunk_sizes;
+    int renders = 0;
+};
+
+// tokens rendered as prefixes of `first` tokens, then every `every` more, then all of them
+// (`tail`: the sentence's closing tokens that only the final render sees, Turbo's silence).
+Streamed stream_s3gen(S3GenStream& stream, const std::vector<int32_t>& tokens, size_t first, size_t every, size_t tail = 0) {
+    Streamed s;
+    const size_t body = tokens.size() - tail;
+    for (size_t n = first; n < body; n += every) {
+        const std::vector<float> out = stream.render({tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(n)}, false);
+        s.chunk_sizes.push_back(out.size());
+        s.wav.insert(s.wav.end(), out.begin(), out.end());
+    }
+    const std::vector<float> out = stream.render(tokens, true);
+    s.chunk_sizes.push_back(out.size());
+    s.wav.insert(s.wav.end(), out.begin(), out.end());
+    s.renders = stream.renders();
+    s.mel = stream.mel();
+    return s;
+}
+
+// The mel's difference relative to the whole mel's largest magnitude (the waveform's own SNR is
+// pessimistic: the source integrates f0, so a small early f0 difference shifts every later sample's phase).
+double mel_error(const Streamed& s, const S3GenOutput& whole) { return max_abs_diff(s.mel, whole.mel) / max_abs(whole.mel); }
+
+void report(const std::string& label, const Streamed& s, const S3GenOutput& whole) {
+    std::printf("[ stream   ] %s: %d renders, first chunk %zu samples; mel max |diff| %.3g of max |mel| %.3g (SNR %.1f dB); "
+                "wav max |diff| %.3g, SNR %.1f dB (max |x| %.3g)\n",
+                label.c_str(), s.renders, s.chunk_sizes.front(), max_abs_diff(s.mel, whole.mel), max_abs(whole.mel),
+                snr_db(s.mel, whole.mel), max_abs_diff(s.wav, whole.wav), snr_db(s.wav, whole.wav), max_abs(whole.wav));
+}
+
+// The streamed waveform is exactly HiFT (+ trim/fade) on the mel the stream settled: the
+// waveform's own difference from the whole sentence's comes from the mel alone (its SNR is low
+// because the source integrates f0, so a small early f0 difference shifts every later sample's
+// phase; a reset phase or a decoder window without context would show here).
+void expect_hift_of_settled_mel(S3Gen& s3gen, const Streamed& s, const HiftNoise& noise) {
+    const int64_t frames = static_cast<int64_t>(s.mel.size() / 80);
+    std::vector<float> wav = s3gen.hift().synthesize(s.mel, frames, noise);
+    apply_trim_fade(wav);
+    ASSERT_EQ(s.wav.size(), wav.size());
+    EXPECT_LE(max_abs_diff(s.wav, wav), 1e-5);
+}
+
+TEST(S3GenStreamTest, OneFinalRenderIsTheWholeSentenceBitForBit) {
+    const S3GenCase c = load_s3gen_case("case_a");
+    const FlowPrompt prompt{c.prompt_tokens, c.prompt_feat.data, c.embedding.data};
+    const S3GenOutput whole = multilingual_s3gen().synthesize(c.speech_tokens, prompt, golden_noise(c));
+    S3GenStream stream(multilingual_s3gen(), prompt, golden_noise(c), 0);
+    EXPECT_EQ(stream.render(c.speech_tokens, true), whole.wav);
+}
+
+TEST(S3GenStreamTest, MultilingualPrefixesStayNearTheWholeSentence) {
+    for (const char* name : {"case_a", "case_b"}) {
+        const S3GenCase c = load_s3gen_case(name);
+        const FlowPrompt prompt{c.prompt_tokens, c.prompt_feat.data, c.embedding.data};
+        const S3GenOutput whole = multilingual_s3gen().synthesize(c.speech_tokens, prompt, golden_noise(c));
+        S3GenStream stream(multilingual_s3gen(), prompt, golden_noise(c), 0);
+        const Streamed s = stream_s3gen(stream, c.speech_tokens, 16, 6);
+        ASSERT_EQ(s.wav.size(), whole.wav.size());
+        report(std::string(name) + " multilingual, prefixes 16 + 6k", s, whole);
+        ASSERT_EQ(s.mel.size(), whole.mel.size());
+        EXPECT_GT(s.chunk_sizes.front(), 0u) << "the first prefix gives audio";
+        EXPECT_LE(mel_error(s, whole), kMelRelError);
+        EXPECT_GE(snr_db(s.mel, whole.mel), kMelSnrDb);
+        expect_hift_of_settled_mel(multilingual_s3gen(), s, golden_noise(c).hift);
+    }
+}
+
+TEST(S3GenStreamTest, TurboPrefixesStayNearTheWholeSentence) {
+    const S3GenCase c = load_s3gen_case("case_turbo");  // its tokens and prompt; the converted tiny Turbo model
+    const FlowPrompt prompt{c.prompt_tokens, c.prompt_feat.data, c.embedding.data};
+    S3GenStream stream(turbo_s3gen(), prompt, {}, 11);
+    const S3GenNoise noise = stream.whole_noise(c.speech_tokens.size());
+    const S3GenOutput whole = turbo_s3gen().synthesize(c.speech_tokens, prompt, noise);
+    const Streamed s = stream_s3gen(stream, c.speech_tokens, 16, 6, 3);
+    ASSERT_EQ(s.wav.size(), whole.wav.size());
+    report("turbo, prefixes 16 + 6k", s, whole);
+    ASSERT_EQ(s.mel.size(), whole.mel.size());
+    EXPECT_GT(s.chunk_sizes.front(), 0u);
+    EXPECT_LE(mel_error(s, whole), kMelRelError);
+    EXPECT_GE(snr_db(s.mel, whole.mel), kMelSnrDb);
+    expect_hift_of_settled_mel(turbo_s3gen(), s, noise.hift);
+}
+
+// T3 holds a job whose progress is not ready, and only that job: the job's next token comes
+// after the release (events, not timing).
+TEST(S3GenStreamPipeline, T3WaitsForAJobsProgress) {
+    static Pipeline p(converted_turbo(), 1, "");
+    const T3& t3 = p.t3();
+    struct Held final : T3Progress {
+        std::mutex m;
+        std::condition_variable cv;
+        std::vector<std::string> events;
+        size_t hold_at = 5;
+        std::atomic<bool> held{false};
+        void token(const std::vector<int32_t>& predicted) override {
+            std::lock_guard<std::mutex> lock(m);
+            events.push_back("token " + std::to_string(predicted.size()));
+            if (predicted.size() == hold_at) {
+                held = true;
+                cv.notify_all();
+            }
+        }
+        bool ready() const override { return !held; }
+    } progress;
+    const std::vector<int32_t> text = p.text().text_tokens(p.text().encode("Hello there, a test.", ""), t3.hparams().start_text,
+                                                           t3.hparams().stop_text);
+    T3Options o = t3.default_options();
+    o.seed = 3;
+    o.min_new_tokens = o.max_new_tokens = 12;
+    std::thread releaser([&] {
+        std::unique_lock<std::mutex> lock(progress.m);
+        progress.cv.wait(lock, [&] { return progress.held.load(); });
+        progress.events.push_back("release");
+        progress.held = false;
+        lock.unlock();
+        t3.wake();
+    });
+    const T3Conditioning& cond = p.builtin_voice().t3;
+    std::vector<int32_t> predicted;
+    t3.generate_batch({T3Job{&text, &cond, o, nullptr, nullptr, &progress}}, 1,
+                      [&](size_t, std::vector<int32_t>&& ids) { predicted = std::move(ids); });
+    releaser.join();
+    ASSERT_GT(predicted.size(), progress.hold_at + 1);
+    const auto at = [&](const std::string& e) { return std::find(progress.events.begin(), progress.events.end(), e) - progress.events.begin(); };
+    EXPECT_EQ(at("release"), at("token 5") + 1);
+    EXPECT_LT(at("release"), at("token 6"));
+    // The tokens are those of the job alone.
+    EXPECT_EQ(predicted, t3.generate(text, cond, o));
+}
+
+// Pipeline::synthesize_batch with streaming: the first sentence's audio comes in chunks, the first
+// from a prefix while T3 still runs (its render holds T3), all of them before the result; together
+// they are the result's waveform, with the whole sentence's sample count. A sentence shorter than
+// the first chunk is rendered whole, bit for bit as without streaming.
+class StreamedPipeline : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StreamedPipeline, ChunksComeFirstAndAddUpToTheSentence) {
+    const bool turbo = GetParam() == "turbo";
+    Pipeline p(turbo ? converted_turbo() : converted_chatterbox("multilingual"), 1, "");
+    T3Options o = p.t3().default_options();
+    o.seed = 9;
+    o.min_new_tokens = o.max_new_tokens = 40;
+    const PipelineJob job{"Hello world, the sun is out again.", turbo ? "" : "en", &p.builtin_voice(), o, nullptr};
+    std::vector<std::string> events;
+    std::vector<float> chunks;
+    PipelineStreaming streaming;
+    streaming.first_tokens = 8;
+    streaming.on_chunk = [&](size_t j, const float* pcm, size_t n) {
+        EXPECT_EQ(j, 0u);
+        events.push_back("chunk");
+        chunks.insert(chunks.end(), pcm, pcm + n);
+    };
+    PipelineResult streamed;
+    p.synthesize_batch({job}, 1, true, [&](size_t, PipelineResult&& r) {
+        events.push_back("result");
+        streamed = std::move(r);
+    }, streaming);
+    EXPECT_TRUE(streamed.streamed);
+    ASSERT_GE(events.size(), 3u);  // renders at 8, 16, 32 tokens (some may settle nothing yet) and the last
+    EXPECT_EQ(events.back(), "result");
+    EXPECT_EQ(chunks, streamed.wav);
+    const PipelineResult whole = p.synthesize(job.text, job.language, p.builtin_voice(), o);
+    EXPECT_EQ(streamed.s3gen_tokens, whole.s3gen_tokens);
+    EXPECT_EQ(streamed.wav.size(), whole.wav.size());
+    EXPECT_GT(streamed.wav.size(), 0u);
+    // The first chunk is out before T3's last token: the render at 32 tokens of 40 has audio.
+    EXPECT_GE(std::count(events.begin(), events.end(), std::string("chunk")), 2);
+
+    // Fewer tokens than the first chunk: today's whole-sentence audio.
+    o.min_new_tokens = o.max_new_tokens = 6;
+    events.clear();
+    PipelineResult short_one;
+    p.synthesize_batch({PipelineJob{job.text, job.language, &p.builtin_voice(), o, nullptr}}, 1, true,
+                       [&](size_t, PipelineResult&& r) { short_one = std::move(r); }, streaming);
+    EXPECT_FALSE(short_one.streamed);
+    EXPECT_TRUE(events.empty());
+    EXPECT_EQ(short_one.wav, p.synthesize(job.text, job.language, p.builtin_voice(), o).wav);
+}
+
+INSTANTIATE_TEST_SUITE_P(Chatterbox, StreamedPipeline, ::testing::Values("multilingual", "turbo"),
+                         [](const auto& info) { return info.param; });
+
+// ModelOptions::s3gen_chunk_tokens through Session::speak: the first sentence's audio in several
+// callbacks (the second sentence's in one), the result counting them all with a first-audio time,
+// and the same tokens as without streaming; a negative chunk is refused.
+TEST(S3GenStreamSession, SpeakStreamsTheFirstSentence) {
+    SpeechRequest r;
+    r.text = "Hello world, the sun is out again. We can test it now!";
+    r.sampling.seed = 4;
+    r.max_frames = 40;
+    const auto speak = [&](int chunk, std::vector<size_t>& calls) {
+        ModelOptions o{1, 1};
+        o.s3gen_chunk_tokens = chunk;
+        LoadedModel m(converted_turbo(), o);
+        return m.session.speak(r, [&](const float*, size_t n) { calls.push_back(n); });
+    };
+    std::vector<size_t> whole_calls, streamed_calls;
+    const SpeechResult whole = speak(0, whole_calls), streamed = speak(8, streamed_calls);
+    EXPECT_EQ(whole_calls.size(), 2u);  // one per sentence
+    EXPECT_GE(streamed_calls.size(), 3u);
+    EXPECT_EQ(streamed.frames, whole.frames);
+    size_t sum = 0;
+    for (size_t n : streamed_calls) sum += n;
+    EXPECT_EQ(streamed.samples, sum);
+    EXPECT_EQ(streamed.samples, whole.samples);
+    EXPECT_GT(streamed.timings.first_audio_ms, 0.0);
+    // The second sentence is rendered whole: its audio is the last callback, as without streaming.
+    EXPECT_EQ(streamed_calls.back(), whole_calls.back());
+
+    ModelOptions bad{1, 1};
+    bad.s3gen_chunk_tokens = -1;
+    try {
+        LoadedModel m(converted_turbo(), bad);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("S3Gen chunk"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace talkbox::chatterbox
