@@ -12,25 +12,17 @@ namespace {
 
 constexpr int kMels = Flow::kMels;
 
-// [80, frames] bin-major → rows of 80 (one per frame).
-std::vector<float> frame_rows(const std::vector<float>& bin_major) {
-    const size_t frames = bin_major.size() / kMels;
-    std::vector<float> rows(bin_major.size());
-    for (size_t c = 0; c < kMels; ++c)
-        for (size_t f = 0; f < frames; ++f) rows[f * kMels + c] = bin_major[c * frames + f];
-    return rows;
-}
-
-std::vector<float> bin_major(const std::vector<float>& rows) {
-    const size_t frames = rows.size() / kMels;
-    std::vector<float> out(rows.size());
-    for (size_t f = 0; f < frames; ++f)
-        for (size_t c = 0; c < kMels; ++c) out[c * frames + f] = rows[f * kMels + c];
+// A [a, b] matrix (b contiguous) as [b, a]: bin-major [80, frames] mels ⇄ rows of 80, one per frame.
+std::vector<float> transposed(const std::vector<float>& m, size_t a) {
+    const size_t b = m.size() / a;
+    std::vector<float> out(m.size());
+    for (size_t i = 0; i < a; ++i)
+        for (size_t j = 0; j < b; ++j) out[j * a + i] = m[i * b + j];
     return out;
 }
 
 NoiseTape flow_tape(const S3GenNoise& noise, uint64_t seed) {
-    if (!noise.cfm.empty()) return NoiseTape(frame_rows(noise.cfm), kMels);
+    if (!noise.cfm.empty()) return NoiseTape(transposed(noise.cfm, kMels), kMels);
     return NoiseTape(std::mt19937_64(seed), kMels);
 }
 
@@ -64,7 +56,7 @@ std::vector<float> S3GenStream::render(const std::vector<int32_t>& tokens, bool 
     std::vector<float> out;
     if (settled > mel_sent_ && !tokens.empty()) {
         const auto start = Clock::now();
-        const std::vector<float> z = bin_major(flow_noise_.rows(0, tm));
+        const std::vector<float> z = transposed(flow_noise_.rows(0, tm), tm);
         const std::vector<float> mel = s3gen_.flow().inference(tokens, prompt_, z, seed_, steps_, nullptr, nullptr, cancel_);
         flow_ms_ += ms_since(start);
         ++renders_;
@@ -89,7 +81,7 @@ S3GenNoise S3GenStream::whole_noise(size_t tokens) {
     const int64_t tm = Flow::kTokenMelRatio * static_cast<int64_t>(prompt_.tokens.size() + tokens);
     const int64_t tpf = static_cast<int64_t>(prompt_.feat.size() / kMels);
     S3GenNoise n;
-    n.cfm = bin_major(flow_noise_.rows(0, tm));
+    n.cfm = transposed(flow_noise_.rows(0, tm), tm);
     n.hift = hift_.noise().draws(0, (tm - tpf) * Hift::kSamplesPerFrame);
     return n;
 }

@@ -603,8 +603,10 @@ TEST(WyomingLimits, ConnectionsAndSynthesesFollowTheServerLimits) {
 // SIGTERM drains Wyoming as HTTP: a running synthesis finishes, a new one is refused, then the server exits 0.
 TEST(WyomingDrain, RunningSynthesesFinishNewOnesAreRefused) {
     TempDir voices;
+    // A drain limit far above the synthesis' length, which outlasted the default 30 s under the
+    // sanitizer on loaded cores.
     ServeProcess s({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "--wyoming-port", "0", "--max-concurrent", "2", "--voices-dir",
-                    voices.path(), "-T", "1"});
+                    voices.path(), "-T", "1", "--drain-timeout", "600"});
     std::string text;
     for (int i = 1; i <= 60; ++i) text += "Sentence " + std::to_string(i) + " is here, short and plain. ";
     WyomingClient running(s.wyoming_port()), late(s.wyoming_port());
