@@ -107,7 +107,8 @@ TEST_F(ServerTest, VoiceConversionWithoutAModelThatConvertsVoices) {
                  "chatterbox.gguf)");
     auto models = client().Get("/v1/models", auth());
     ASSERT_TRUE(models && models->status == 200);
-    for (const auto& model : json::parse(models->body)["data"]) EXPECT_EQ(model["converts_voices"], false) << model["id"];
+    const json listed = json::parse(models->body);  // a named json: a range over a temporary's member dangles
+    for (const auto& model : listed["data"]) EXPECT_EQ(model["converts_voices"], false) << model["id"];
 }
 
 TEST_F(ServerTest, WavEqualsTheCliWithTheSameSeed) {

@@ -84,7 +84,8 @@ TEST_F(VoiceConversionServerTest, ConvertsARecordingIntoTheBuiltinAndARegistered
     // /v1/models says which model takes the route.
     auto models = client().Get("/v1/models", auth());
     ASSERT_TRUE(models && models->status == 200);
-    for (const auto& m : json::parse(models->body)["data"]) EXPECT_EQ(m["converts_voices"], m["id"] == kCb) << m["id"];
+    const json listed = json::parse(models->body);  // a named json: a range over a temporary's member dangles
+    for (const auto& m : listed["data"]) EXPECT_EQ(m["converts_voices"], m["id"] == kCb) << m["id"];
     // One second at 16 kHz: 25 speech tokens, rendered as at most 25 · 960 samples (S3Gen's cut at
     // the voice's prompt may take a few): as long as the recording, to the tokenizer's rounding.
     const std::string source = tone_wav(1.0, 16000);
