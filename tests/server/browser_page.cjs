@@ -302,7 +302,9 @@ async function main() {
     out.delete_status = await text("#voicesStatus");
     check(out.delete_status === "Deleted voice 'browser_voice'.", out.delete_status);
     check(dialogs.length === 1 && dialogs[0].includes("browser_voice"), "no confirmation before deleting: " + dialogs.join());
-    await page.waitForFunction(() => ![...document.querySelectorAll("#voice option")].some((o) => o.value === "browser_voice"), null, { timeout: 5000 });
+    // The status shows before the page reloads its lists, and the voice menu may never have held
+    // the voice (the chosen model may not take it): wait for the list itself.
+    await page.waitForFunction(() => ![...document.querySelectorAll("#voiceList li, #voice option")].some((e) => (e.dataset.voice || e.value) === "browser_voice"), null, { timeout: 5000 });
     out.voices_after_delete = await listed();
     check(out.voices_after_delete.join() === "converted_voice,mic_voice", "after delete: " + out.voices_after_delete.join());
 
