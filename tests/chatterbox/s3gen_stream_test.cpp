@@ -33,9 +33,10 @@ using namespace talkbox::testing;
 // draws than the whole sentence's would be far off.
 constexpr double kMelRelError = 0.03;
 constexpr double kMelSnrDb = 40.0;
-// The same with windowed renders (S3GenWindow: half the prompt, 6 settled tokens).
-constexpr double kWindowedMelRelError = 1.0;
-constexpr double kWindowedMelSnrDb = 0.0;
+// The same with windowed renders (S3GenWindow: half the prompt, 6 settled tokens): the flow sees
+// less (measured: 24 % / 24.3 dB case_a, 25 % / 23.4 dB case_b, 13 % / 31.2 dB Turbo).
+constexpr double kWindowedMelRelError = 0.35;
+constexpr double kWindowedMelSnrDb = 20.0;
 
 Backend& backend() {
     static Backend b(1);  // one thread: tiny graphs, barriers would dominate
