@@ -141,7 +141,6 @@ public:
     void finish(AtomicFileWriter* file, const std::string& normalize, double db) {
         speed_.finish();
         if (to_stdout_) return;
-        spool_->end_segment();
         spool_->encode(rate_, format_, normalize_gain(*spool_, normalize, db),
                        [file](const uint8_t* bytes, size_t n) { file->write(bytes, n); });
     }
