@@ -163,6 +163,17 @@ TEST_F(VoiceConversionServerTest, BadRequestsGetTheirStatusAndAPreciseMessage) {
     EXPECT_EQ(ok->status, 200) << ok->body;
 }
 
+// A client that hangs up mid-conversion stops it: the flow sees the flag at its next step and the
+// request ends as 499 (30 s of audio take seconds to convert; the client waits 0.3 s).
+TEST_F(VoiceConversionServerTest, AClientThatLeavesStopsTheConversion) {
+    httplib::Client impatient("127.0.0.1", server_->port());
+    impatient.set_read_timeout(0, 300000);
+    httplib::MultipartFormDataItems items = {{"audio", tone_wav(30.0, 16000), "long.wav", "audio/wav"}};
+    EXPECT_FALSE(impatient.Post("/v1/audio/voice_conversion", auth(), items)) << "the conversion answered within 0.3 s";
+    EXPECT_TRUE(log_has(*server_, "POST /v1/audio/voice_conversion 499", 120)) << server_->log();
+    expect_alive();
+}
+
 // A server whose environment has the (random-weight) Perth checkpoint: its conversions are marked,
 // the library's conversion through Watermarker::embed to the 16-bit output's rounding.
 class MarkedVoiceConversionServerTest : public VoiceConversionServerTest {
