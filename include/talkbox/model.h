@@ -169,10 +169,12 @@ public:
                        std::vector<std::string>* warnings = nullptr, const CloneStop& stop = {}) const;
 
     // Voice conversion (Capabilities::converts_voices): the words of a mono recording at
-    // `sample_rate` (at most 60 s) in `target`'s voice (nullptr: the built-in one), S3Gen's noise
-    // from `seed`. Throws Error: Unsupported for a model that does not convert voices,
-    // InvalidArgument for a recording too short, too long or not finite, or a voice of another model.
-    ConvertedVoice convert_voice(const std::vector<float>& samples, int sample_rate, const Voice* target, uint64_t seed = 0) const;
+    // `sample_rate` (at most 60 s) in `target`'s voice (nullptr: the built-in one), rendered and
+    // marked as `settings` say. Throws Error: Unsupported for a model that does not convert voices,
+    // InvalidArgument for a recording too short, too long or not finite, or a voice of another model,
+    // Cancelled once settings.cancel is set.
+    ConvertedVoice convert_voice(const std::vector<float>& samples, int sample_rate, const Voice* target,
+                                 const ConversionSettings& settings = {}) const;
 
 private:
     friend class Session;

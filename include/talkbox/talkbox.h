@@ -179,12 +179,15 @@ TALKBOX_API const char* talkbox_voice_warnings(const talkbox_voice* voice);
 
 /* Voice conversion (TALKBOX_MODEL_CONVERTS_VOICES; `talkbox vc`): the words of a mono recording of
  * `count` samples at `sample_rate` Hz (at most 60 s) spoken in `voice`'s voice (NULL: the model's
- * built-in one), with S3Gen's noise drawn from `seed`. On success *out holds *out_count samples at
+ * built-in one), with S3Gen's noise drawn from `seed`. `watermark` 1: the output carries the Perth
+ * watermark, as the official ChatterboxVC's does (without the checkpoint it is unmarked and stderr
+ * says so once; see "The watermark"); 0: unmarked. On success *out holds *out_count samples at
  * talkbox_model_sample_rate(), to be released with talkbox_samples_free. UNSUPPORTED for a model that
- * does not convert voices; INVALID_ARGUMENT for a recording too short, too long or not finite, or a
- * voice of another model. */
+ * does not convert voices; INVALID_ARGUMENT for a recording too short, too long or not finite, a
+ * voice of another model, or a watermark other than 0 or 1. */
 TALKBOX_API talkbox_status talkbox_voice_convert(const talkbox_model* model, const float* samples, size_t count, int sample_rate,
-                                                 const talkbox_voice* voice, uint64_t seed, float** out, size_t* out_count);
+                                                 const talkbox_voice* voice, uint64_t seed, int watermark, float** out,
+                                                 size_t* out_count);
 TALKBOX_API void talkbox_samples_free(float* samples);
 
 /* ---- The Perth watermark (docs/watermark.md) ------------------------------------------------- */

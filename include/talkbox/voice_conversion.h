@@ -2,12 +2,16 @@
 // tokenizer reads the recording into speech tokens, S3Gen renders them with the target voice).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace talkbox {
+
+class Watermarker;
 
 struct VoiceConversionOptions {
     std::string model_path;   // a talkbox GGUF of a family that converts voices (Chatterbox)
@@ -20,19 +24,33 @@ struct VoiceConversionOptions {
     // built-in voice, as ChatterboxVC's conds.pt), and the seed of S3Gen's noise (default 0).
     std::string voice_path, ref_audio_path;
     std::optional<uint64_t> seed;
+    // The Perth watermark on the output, as ChatterboxVC.generate applies it (the model's default,
+    // Capabilities::watermarks_by_default; without its checkpoint the output is unmarked and
+    // default_watermarker() says so). false: `talkbox vc --no-watermark`.
+    bool watermark = true;
+};
+
+// How Model::convert_voice renders, besides what it converts.
+struct ConversionSettings {
+    uint64_t seed = 0;                              // S3Gen's noise
+    std::shared_ptr<const Watermarker> watermark;   // set: the output is marked with it (talkbox/watermark.h)
+    // Checked before the tokenizer and at every step of S3Gen's flow: once true, Error (Cancelled).
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // What voice conversion made of a recording (Model::convert_voice).
 struct ConvertedVoice {
-    std::vector<float> pcm;  // mono, at the model's sample rate
+    std::vector<float> pcm;  // mono, at the model's sample rate (marked: up to 10 ms shorter, as the official)
     size_t tokens = 0;       // speech tokens read from the recording
-    double seconds = 0;      // tokenizing and rendering
+    bool watermarked = false;
+    double seconds = 0;      // tokenizing, rendering and marking
 };
 
 struct VoiceConversionSummary {
     size_t tokens = 0, samples = 0;  // speech tokens read from the recording; samples written
     int sample_rate = 0;
-    double convert_seconds = 0;      // tokenizing and rendering (no loading or writing)
+    bool watermarked = false;
+    double convert_seconds = 0;      // tokenizing, rendering and marking (no loading or writing)
 };
 
 // Throws Error naming the bad file or option; leaves no partial output.

@@ -450,7 +450,7 @@ static talkbox_voice* new_voice(talkbox::Voice v, const std::vector<std::string>
 }
 
 talkbox_status talkbox_voice_convert(const talkbox_model* m, const float* samples, size_t count, int sample_rate,
-                                     const talkbox_voice* voice, uint64_t seed, float** out, size_t* out_count) {
+                                     const talkbox_voice* voice, uint64_t seed, int watermark, float** out, size_t* out_count) {
     if (out) *out = nullptr;
     if (out_count) *out_count = 0;
     return guarded([&] {
@@ -458,8 +458,15 @@ talkbox_status talkbox_voice_convert(const talkbox_model* m, const float* sample
         require(out_count, "out_count", "talkbox_voice_convert");
         require(m, "model", "talkbox_voice_convert");
         if (count > 0) require(samples, "samples", "talkbox_voice_convert");
+        if (watermark != 0 && watermark != 1) {
+            throw talkbox::Error(talkbox::ErrorKind::InvalidArgument,
+                                 "talkbox_voice_convert: watermark must be 1 (marked) or 0 (unmarked), got " + std::to_string(watermark));
+        }
         const std::vector<float> recording(samples, samples + count);
-        const talkbox::ConvertedVoice c = m->model->convert_voice(recording, sample_rate, voice ? voice->voice.get() : nullptr, seed);
+        talkbox::ConversionSettings settings;
+        settings.seed = seed;
+        if (watermark && m->model->capabilities().watermarks_by_default) settings.watermark = talkbox::default_watermarker();
+        const talkbox::ConvertedVoice c = m->model->convert_voice(recording, sample_rate, voice ? voice->voice.get() : nullptr, settings);
         auto* pcm = static_cast<float*>(std::malloc(std::max<size_t>(1, c.pcm.size()) * sizeof(float)));
         if (!pcm) throw talkbox::Error(talkbox::ErrorKind::Io, "talkbox_voice_convert: out of memory for the converted audio");
         std::copy(c.pcm.begin(), c.pcm.end(), pcm);

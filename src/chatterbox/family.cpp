@@ -20,6 +20,7 @@
 #include "chatterbox/reference.h"
 #include "chatterbox/tokenize.h"
 #include "chatterbox/voice_section.h"
+#include "core/cancel.h"
 #include "core/clock.h"
 #include "talkbox/error.h"
 #include "talkbox/segmenter.h"
@@ -178,8 +179,9 @@ public:
 
     // ChatterboxVC.generate: the recording at 16 kHz (librosa.load(sr=S3_SR)) → the S3 tokenizer's
     // speech tokens → s3gen.inference with the target voice, without the TTS path's last-token cut
-    // (and without the Perth watermark).
-    ConvertedVoice convert_voice(const audio::MonoAudio& recording, const Voice* target, uint64_t seed) const override {
+    // (Model::convert_voice adds the Perth watermark).
+    ConvertedVoice convert_voice(const audio::MonoAudio& recording, const Voice* target, uint64_t seed,
+                                 const std::atomic<bool>* cancel) const override {
         if (recording.seconds() < kMinSourceSeconds) {
             char msg[96];
             std::snprintf(msg, sizeof msg, "the recording is %.3f s long; voice conversion needs at least %.1f s", recording.seconds(),
@@ -191,11 +193,12 @@ public:
         std::vector<int32_t> tokens;
         {
             std::lock_guard<std::mutex> lock(clone_busy);
-            tokens = reference_encoder().speech_tokens(audio::resample(recording.samples, recording.sample_rate, 16000));
+            throw_if_cancelled(cancel);
+            tokens = reference_encoder().recording_tokens(recording.samples, recording.sample_rate);
         }
         ConvertedVoice out;
         out.tokens = tokens.size();
-        out.pcm = pipeline.render(tokens, v, {}, seed);
+        out.pcm = pipeline.render(tokens, v, {}, seed, nullptr, cancel);
         out.seconds = ms_between(start, Clock::now()) / 1000.0;
         return out;
     }

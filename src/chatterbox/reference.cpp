@@ -72,7 +72,9 @@ ReferenceEncoder::ReferenceEncoder(const GgufFile& file)
 
 ReferenceEncoder::~ReferenceEncoder() = default;
 
-std::vector<int32_t> ReferenceEncoder::speech_tokens(const std::vector<float>& wav16) const { return tokenizer_->tokenize(wav16); }
+std::vector<int32_t> ReferenceEncoder::recording_tokens(const std::vector<float>& samples, int sample_rate) const {
+    return tokenizer_->tokenize(audio::resample(samples, sample_rate, 16000));
+}
 
 ChatterboxConditionals ReferenceEncoder::prepare(const std::vector<float>& clip24, float exaggeration) const {
     const double seconds = double(clip24.size()) / 24000.0;

@@ -50,8 +50,9 @@ public:
     // one of the networks.
     ChatterboxConditionals prepare(const std::vector<float>& wav24, float exaggeration = 0.5f) const;
 
-    // The S3 speech tokens of a 16 kHz recording (ChatterboxVC: s3gen.tokenizer(audio_16)).
-    std::vector<int32_t> speech_tokens(const std::vector<float>& wav16) const;
+    // The S3 speech tokens of a mono recording at `sample_rate` as ChatterboxVC.generate reads it:
+    // librosa.load(sr=16000) (soxr_hq, audio::resample) → s3gen.tokenizer(audio_16).
+    std::vector<int32_t> recording_tokens(const std::vector<float>& samples, int sample_rate) const;
 
     // The model identity stored in voices: "chatterbox-" + 16 hex digits of a hash of the voice
     // encoder's tensors (always F32, so independent of the weight type of the rest).

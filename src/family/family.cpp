@@ -34,7 +34,7 @@ Voice FamilyModel::clone_voice(const voice::ReferenceAudio&, const std::optional
     throw Error(ErrorKind::Unsupported, capabilities().description() + " does not clone voices");
 }
 
-ConvertedVoice FamilyModel::convert_voice(const audio::MonoAudio&, const Voice*, uint64_t) const {
+ConvertedVoice FamilyModel::convert_voice(const audio::MonoAudio&, const Voice*, uint64_t, const std::atomic<bool>*) const {
     throw Error(ErrorKind::Unsupported, capabilities().description() + " does not convert voices");
 }
 

@@ -59,9 +59,10 @@ public:
     // only when Capabilities::clones (ref_text only with clone_transcript). Thread-safe.
     virtual Voice clone_voice(const voice::ReferenceAudio& ref, const std::optional<std::string>& ref_text,
                               const std::string& source, const CloneStop& stop) const;  // default: Error (Unsupported)
-    // The words of `recording` in `target`'s voice (nullptr: the built-in one), where
-    // Capabilities::converts_voices. Thread-safe.
-    virtual ConvertedVoice convert_voice(const audio::MonoAudio& recording, const Voice* target, uint64_t seed) const;  // default: Error (Unsupported)
+    // The words of `recording` in `target`'s voice (nullptr: the built-in one), unmarked, where
+    // Capabilities::converts_voices; `cancel` (may be null) as ConversionSettings::cancel. Thread-safe.
+    virtual ConvertedVoice convert_voice(const audio::MonoAudio& recording, const Voice* target, uint64_t seed,
+                                         const std::atomic<bool>* cancel) const;  // default: Error (Unsupported)
     virtual std::unique_ptr<FamilySession> new_session() const = 0;
 };
 

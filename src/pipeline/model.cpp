@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/clock.h"
 #include "core/device.h"
 #include "core/gguf_file.h"
 #include "core/packed_kernels.h"
@@ -18,6 +19,7 @@
 #include "talkbox/audio.h"
 #include "talkbox/error.h"
 #include "talkbox/speech_settings.h"
+#include "talkbox/watermark.h"
 #include "voice/reference_audio.h"
 #include "voice/voice_file.h"
 
@@ -157,7 +159,8 @@ Voice Model::create_voice(const std::string& ref_audio_path, const std::optional
     return v;
 }
 
-ConvertedVoice Model::convert_voice(const std::vector<float>& samples, int sample_rate, const Voice* target, uint64_t seed) const {
+ConvertedVoice Model::convert_voice(const std::vector<float>& samples, int sample_rate, const Voice* target,
+                                    const ConversionSettings& settings) const {
     const Capabilities& c = capabilities();
     if (!c.converts_voices) {
         throw Error(ErrorKind::Unsupported, "'" + path_ + "' is " + c.description() +
@@ -174,7 +177,14 @@ ConvertedVoice Model::convert_voice(const std::vector<float>& samples, int sampl
         const std::string mismatch = impl_->voice_mismatch(*target);
         if (!mismatch.empty()) throw Error(ErrorKind::InvalidArgument, mismatch);
     }
-    return impl_->convert_voice(audio::MonoAudio{samples, sample_rate, 1}, target, seed);
+    ConvertedVoice out = impl_->convert_voice(audio::MonoAudio{samples, sample_rate, 1}, target, settings.seed, settings.cancel);
+    if (settings.watermark) {  // the last step of ChatterboxVC.generate, as of every official generate()
+        const auto start = Clock::now();
+        out.pcm = settings.watermark->embed(out.pcm, c.sample_rate);
+        out.watermarked = true;
+        out.seconds += ms_between(start, Clock::now()) / 1000.0;
+    }
+    return out;
 }
 
 Voice create_voice(const std::string& model_path, const std::string& ref_audio_path, const std::optional<std::string>& ref_text,

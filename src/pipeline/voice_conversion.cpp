@@ -6,6 +6,7 @@
 #include "talkbox/error.h"
 #include "talkbox/model.h"
 #include "talkbox/voice_conversion.h"
+#include "talkbox/watermark.h"
 #include "voice/reference_audio.h"
 
 namespace talkbox {
@@ -23,10 +24,13 @@ VoiceConversionSummary convert_voice(const VoiceConversionOptions& options) {
     std::optional<Voice> target;
     if (!options.voice_path.empty()) target = load_voice(options.voice_path);
     if (!options.ref_audio_path.empty()) target = model.create_voice(options.ref_audio_path, std::nullopt);
-    const ConvertedVoice converted = model.convert_voice(recording.samples, recording.sample_rate, target ? &*target : nullptr,
-                                                         options.seed.value_or(0));
+    ConversionSettings settings;
+    settings.seed = options.seed.value_or(0);
+    if (options.watermark && model.capabilities().watermarks_by_default) settings.watermark = default_watermarker();
+    const ConvertedVoice converted = model.convert_voice(recording.samples, recording.sample_rate, target ? &*target : nullptr, settings);
     VoiceConversionSummary s;
     s.tokens = converted.tokens;
+    s.watermarked = converted.watermarked;
     s.samples = converted.pcm.size();
     s.sample_rate = model.capabilities().sample_rate;
     s.convert_seconds = converted.seconds;
@@ -35,9 +39,9 @@ VoiceConversionSummary convert_voice(const VoiceConversionOptions& options) {
 }
 
 ConvertedVoice convert_recording(const Model& model, const void* data, size_t size, const std::string& label, const Voice* target,
-                                 uint64_t seed) {
+                                 const ConversionSettings& settings) {
     const audio::MonoAudio recording = audio::read_audio_memory(data, size, label, voice::kReferenceLimits);
-    return model.convert_voice(recording.samples, recording.sample_rate, target, seed);
+    return model.convert_voice(recording.samples, recording.sample_rate, target, settings);
 }
 
 }  // namespace talkbox

@@ -433,7 +433,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         const bool any = std::find(options.cors_origins.begin(), options.cors_origins.end(), "*") != options.cors_origins.end();
         res.set_header("Access-Control-Allow-Origin", any ? "*" : origin);
         res.set_header("Vary", "Origin");
-        res.set_header("Access-Control-Expose-Headers", "X-Talkbox-Model, X-Talkbox-Sample-Rate, X-Talkbox-Seed, X-Talkbox-Warnings");
+        res.set_header("Access-Control-Expose-Headers", "X-Talkbox-Model, X-Talkbox-Sample-Rate, X-Talkbox-Seed, X-Talkbox-Warnings, X-Talkbox-Watermark");
         if (req.method == "OPTIONS") {
             res.set_header("Access-Control-Allow-Methods", allowed_methods(req));  // this path's, from the route table
             res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
@@ -898,9 +898,16 @@ struct Server::Impl : http::Handler, wyoming::Service {
         Scheduler::Slot slot;
         admit(slot, [&] { return req.peer_closed(); });
         const std::string label = recording.filename.empty() ? "the uploaded recording" : without_controls(recording.filename);
+        // Converting stops when the client hangs up (499); the output is marked as this server marks speech.
+        Watchdog watch([&] { return req.peer_closed(); }, Clock::time_point::max());
+        ConversionSettings settings;
+        settings.seed = seed;
+        settings.cancel = &watch.cancel;
+        if (options.watermark && model->capabilities().watermarks_by_default) settings.watermark = default_watermarker();
         ConvertedVoice converted;
         try {
-            converted = convert_recording(model->model(), recording.content.data(), recording.content.size(), label, target.voice.get(), seed);
+            converted = convert_recording(model->model(), recording.content.data(), recording.content.size(), label, target.voice.get(),
+                                          settings);
         } catch (const Error& e) {
             if (audio_fault(e)) throw bad_request(e.what(), "audio", "invalid_audio");
             throw;
@@ -910,6 +917,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         res.set_header("X-Talkbox-Model", model->id());
         res.set_header("X-Talkbox-Sample-Rate", std::to_string(rate));
         res.set_header("X-Talkbox-Seed", std::to_string(seed));
+        res.set_header("X-Talkbox-Watermark", converted.watermarked ? "perth" : "none");
         res.set_content(std::string(bytes.begin(), bytes.end()), format.content_type);
     }
 

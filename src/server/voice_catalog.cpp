@@ -60,9 +60,9 @@ void VoiceCatalog::refuse_voice_mismatch(const ModelPool& model, const std::stri
     } else if (fits.empty()) {
         return;
     } else if (ascii_lower(voice) == kBuiltinVoice) {
-        why = "'builtin' is the built-in voice of models_ that have one";
+        why = "'builtin' is the built-in voice of models that have one";
     } else {
-        why = quote_value(voice) + " is a preset speaker of other models_";
+        why = quote_value(voice) + " is a preset speaker of other models";
     }
     if (why.empty()) why = "model '" + model.id() + "' is " + model.capabilities().description();
     const auto takes = voice_names(&model);

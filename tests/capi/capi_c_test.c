@@ -728,22 +728,25 @@ static void test_chatterbox(void) {
     talkbox_voice* v = NULL;
     CHECK_ERROR(talkbox_voice_create(m, clip_path, "a transcript", &v), TALKBOX_ERROR_INVALID_ARGUMENT, "drop the reference transcript");
     /* Voice conversion: 1 s of a tone at 16 kHz is 25 speech tokens, at most 25 · 960 samples at
-     * 24 kHz (S3Gen's cut at the built-in voice's prompt may take a few). */
+     * 24 kHz (S3Gen's cut at the built-in voice's prompt may take a few). Unmarked (watermark 0): the
+     * tests' environment has no Perth checkpoint, and marking would say so on stderr. */
     CHECK(talkbox_model_flags(m) & TALKBOX_MODEL_CONVERTS_VOICES);
     float tone[16000];
     for (int i = 0; i < 16000; ++i) tone[i] = 0.3f * (float)sin(2.0 * 3.14159265358979 * 220.0 * i / 16000.0);
     float* converted = NULL;
     size_t converted_count = 0;
-    CHECK_OK(talkbox_voice_convert(m, tone, 16000, 16000, NULL, 7, &converted, &converted_count));
+    CHECK_OK(talkbox_voice_convert(m, tone, 16000, 16000, NULL, 7, 0, &converted, &converted_count));
     CHECK(converted != NULL && converted_count > 24 * 960 && converted_count <= 25 * 960);
     talkbox_samples_free(converted);
     tone[5] = NAN;
-    CHECK_ERROR(talkbox_voice_convert(m, tone, 16000, 16000, NULL, 7, &converted, &converted_count), TALKBOX_ERROR_INVALID_ARGUMENT,
+    CHECK_ERROR(talkbox_voice_convert(m, tone, 16000, 16000, NULL, 7, 0, &converted, &converted_count), TALKBOX_ERROR_INVALID_ARGUMENT,
                 "the recording holds a non-finite sample at index 5");
     CHECK(converted == NULL && converted_count == 0);
     tone[5] = 0.0f;
-    CHECK_ERROR(talkbox_voice_convert(m, tone, 1000, 16000, NULL, 7, &converted, &converted_count), TALKBOX_ERROR_INVALID_ARGUMENT,
+    CHECK_ERROR(talkbox_voice_convert(m, tone, 1000, 16000, NULL, 7, 0, &converted, &converted_count), TALKBOX_ERROR_INVALID_ARGUMENT,
                 "voice conversion needs at least 0.2 s");
+    CHECK_ERROR(talkbox_voice_convert(m, tone, 16000, 16000, NULL, 7, 2, &converted, &converted_count), TALKBOX_ERROR_INVALID_ARGUMENT,
+                "watermark must be 1 (marked) or 0 (unmarked), got 2");
     samples_free(&want);
     talkbox_request_free(r);
     talkbox_session_free(s);

@@ -161,6 +161,28 @@ TEST_F(WatermarkCli, ChatterboxSpeechIsMarkedUnlessTurnedOff) {
     EXPECT_GT(max_abs_diff(std::vector<float>(clean.begin(), clean.begin() + marked.size()), marked), 1e-5f);
 }
 
+// `talkbox vc` marks as ChatterboxVC.generate does, unless --no-watermark.
+TEST_F(WatermarkCli, VoiceConversionIsMarkedUnlessTurnedOff) {
+    const std::string vc = "vc -m " + converted_chatterbox() + " --source " + qwen_fixture("audio/zh_2s.wav") + " --seed 3 -t 1 --format wav32 -o ";
+    auto r = run_with(dir_.file("perth.gguf"), vc + dir_.file("marked.wav"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("50 speech tokens, watermarked"), std::string::npos) << r.err;
+    r = run_with(dir_.file("perth.gguf"), vc + dir_.file("clean-vc.wav") + " --no-watermark");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("watermarked"), std::string::npos) << r.err;
+    const Watermarker w(dir_.file("perth.gguf"));
+    const std::vector<float> clean = samples("clean-vc.wav"), marked = samples("marked.wav");
+    const std::vector<float> want = w.embed(clean, 24000);
+    ASSERT_EQ(marked.size(), want.size());
+    EXPECT_LT(max_abs_diff(marked, want), 1e-6f);
+    EXPECT_GT(max_abs_diff(std::vector<float>(clean.begin(), clean.begin() + marked.size()), marked), 1e-5f);
+    // Without the checkpoint: unmarked, and said.
+    r = run_with(dir_.file("none.gguf"), vc + dir_.file("unmarked.wav"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("talkbox: WARNING: speech is NOT watermarked"), std::string::npos) << r.err;
+    EXPECT_EQ(samples("unmarked.wav"), clean);
+}
+
 TEST_F(WatermarkCli, AMissingCheckpointIsSaidOnceAndSpeechGoesOnUnmarked) {
     const std::string speak = "speak -m " + converted_chatterbox() + " --language en --seed 3 --segment-chars 0 -t 'Hello there. Fine.' --format wav32 -o ";
     auto r = run_with(dir_.file("none.gguf"), speak + dir_.file("a.wav"));
@@ -193,6 +215,7 @@ TEST_F(WatermarkCli, QwenSpeechIsMarkedOnlyWhenAsked) {
 TEST(WatermarkHelp, FlagsAreDocumented) {
     EXPECT_NE(run_talkbox("speak --help").out.find("--no-watermark"), std::string::npos);
     EXPECT_NE(run_talkbox("serve --help").out.find("--no-watermark"), std::string::npos);
+    EXPECT_NE(run_talkbox("vc --help").out.find("--no-watermark"), std::string::npos);
     const auto r = run_talkbox("watermark detect --help");
     EXPECT_NE(r.out.find("exit status 0: marked, 3: not marked"), std::string::npos) << r.out;
 }

@@ -485,7 +485,7 @@ TEST(ChatterboxCli, VoiceConversionRendersTheRecordingsTokensInTheTargetVoice) {
     const chatterbox::Pipeline pipeline(model, 1, "");
     const chatterbox::ReferenceEncoder encoder(pipeline.file());
     const audio::MonoAudio recording = audio::read_audio_file(source);
-    const std::vector<int32_t> tokens = encoder.speech_tokens(audio::resample(recording.samples, recording.sample_rate, 16000));
+    const std::vector<int32_t> tokens = encoder.recording_tokens(recording.samples, recording.sample_rate);
     ASSERT_EQ(tokens.size(), 88u);
     const auto voice = chatterbox::pipeline_voice(encoder.prepare(voice::load_reference_audio(target).samples));
     const std::vector<float> expected = pipeline.render(tokens, voice, {}, 3);

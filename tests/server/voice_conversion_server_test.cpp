@@ -1,11 +1,17 @@
 // POST /v1/audio/voice_conversion on a real `talkbox serve` with the tiny Chatterbox fixture next to
 // a Qwen3-TTS model: an uploaded recording comes back in the built-in or a registered voice, as long
 // as the recording (to the S3 tokenizer's 25 tokens a second), in the format asked for; every bad
-// upload, model, voice or field gets its 4xx naming what is wrong, and the server stays up.
+// upload, model, voice or field gets its 4xx naming what is wrong, and the server stays up. With the
+// Perth checkpoint the converted audio carries the watermark, as the official ChatterboxVC's does.
 #include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "audio/audio_reader.h"
+#include "convert/perth_checkpoint.h"
 #include "server/http_fixture.h"
+#include "talkbox/model.h"
+#include "talkbox/watermark.h"
 
 using namespace talkbox::testing;
 using json = nlohmann::json;
@@ -95,6 +101,7 @@ TEST_F(VoiceConversionServerTest, ConvertsARecordingIntoTheBuiltinAndARegistered
     EXPECT_EQ(builtin->get_header_value("X-Talkbox-Model"), kCb);
     EXPECT_EQ(builtin->get_header_value("X-Talkbox-Seed"), "7");
     EXPECT_EQ(builtin->get_header_value("X-Talkbox-Sample-Rate"), "24000");
+    EXPECT_EQ(builtin->get_header_value("X-Talkbox-Watermark"), "none");  // the tests' environment has no checkpoint
     const size_t n = wav_samples(builtin);
     EXPECT_GT(n, 24 * kSamplesPerToken);
     EXPECT_LE(n, 25 * kSamplesPerToken);
@@ -139,7 +146,7 @@ TEST_F(VoiceConversionServerTest, BadRequestsGetTheirStatusAndAPreciseMessage) {
     m = expect_error(convert(source, {{"voice", "nobody"}}), 404, "voice", "voice_not_found");
     EXPECT_NE(m.find("voice 'nobody' is not available for model '" + kCb + "' (available: builtin"), std::string::npos) << m;
     m = expect_error(convert(source, {{"voice", "ryan"}}), 400, "voice", "voice_mismatch");
-    EXPECT_NE(m.find("'ryan' is a preset speaker of other models"), std::string::npos) << m;
+    EXPECT_NE(m.find("'ryan' is a preset speaker of other models; it fits "), std::string::npos) << m;
     // The other fields.
     m = expect_error(convert(source, {{"response_format", "wma"}}), 400, "response_format", "unsupported_format");
     EXPECT_NE(m.find("response_format 'wma' is not supported"), std::string::npos) << m;
@@ -154,4 +161,59 @@ TEST_F(VoiceConversionServerTest, BadRequestsGetTheirStatusAndAPreciseMessage) {
     auto ok = convert(source);
     ASSERT_TRUE(ok);
     EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+// A client that hangs up mid-conversion stops it: the flow sees the flag at its next step and the
+// request ends as 499 (30 s of audio take seconds to convert; the client waits 0.3 s).
+TEST_F(VoiceConversionServerTest, AClientThatLeavesStopsTheConversion) {
+    httplib::Client impatient("127.0.0.1", server_->port());
+    impatient.set_read_timeout(0, 300000);
+    httplib::MultipartFormDataItems items = {{"audio", tone_wav(30.0, 16000), "long.wav", "audio/wav"}};
+    EXPECT_FALSE(impatient.Post("/v1/audio/voice_conversion", auth(), items)) << "the conversion answered within 0.3 s";
+    EXPECT_TRUE(log_has(*server_, "POST /v1/audio/voice_conversion 499", 120)) << server_->log();
+    expect_alive();
+}
+
+// A server whose environment has the (random-weight) Perth checkpoint: its conversions are marked,
+// the library's conversion through Watermarker::embed to the 16-bit output's rounding.
+class MarkedVoiceConversionServerTest : public VoiceConversionServerTest {
+protected:
+    static void SetUpTestSuite() {
+        perth_ = new TempDir;
+        talkbox::convert_perth_checkpoint(std::string(TALKBOX_SOURCE_DIR) + "/tests/data/perth/perth_tiny.pth.tar", perth_->file("perth.gguf"));
+        const char* before = std::getenv("TALKBOX_WATERMARK");
+        saved_ = before ? before : "";
+        setenv("TALKBOX_WATERMARK", perth_->file("perth.gguf").c_str(), 1);
+        start({"-m", converted_chatterbox(), "-T", "1"});
+    }
+    static void TearDownTestSuite() {
+        VoiceConversionServerTest::TearDownTestSuite();
+        setenv("TALKBOX_WATERMARK", saved_.c_str(), 1);
+        delete perth_;
+        perth_ = nullptr;
+    }
+    static TempDir* perth_;
+    static std::string saved_;
+};
+TempDir* MarkedVoiceConversionServerTest::perth_ = nullptr;
+std::string MarkedVoiceConversionServerTest::saved_;
+
+TEST_F(MarkedVoiceConversionServerTest, MarksTheConvertedAudio) {
+    const std::string source = tone_wav(1.0, 16000);
+    auto r = convert(source, {{"seed", "7"}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->get_header_value("X-Talkbox-Watermark"), "perth");
+    const std::vector<float> served = talkbox::audio::read_audio_memory(r->body.data(), r->body.size(), "the response").samples;
+
+    const talkbox::audio::MonoAudio recording = talkbox::audio::read_audio_memory(source.data(), source.size(), "the source");
+    const talkbox::Model model(converted_chatterbox(), talkbox::ModelOptions{1, 1});
+    talkbox::ConversionSettings settings;
+    settings.seed = 7;
+    const std::vector<float> clean = model.convert_voice(recording.samples, recording.sample_rate, nullptr, settings).pcm;
+    const std::vector<float> marked = talkbox::Watermarker(perth_->file("perth.gguf")).embed(clean, 24000);
+    ASSERT_EQ(served.size(), marked.size());
+    EXPECT_LE(max_abs_diff(served, marked), 1.5f / 32768) << "the 16-bit output of the marked audio";
+    EXPECT_GT(max_abs_diff(served, std::vector<float>(clean.begin(), clean.begin() + served.size())), 4.0f / 32768)
+        << "the unmarked audio";
 }

@@ -183,7 +183,7 @@ def _load():
             "talkbox_voice_description": (s, [_P]),
             "talkbox_voice_mode": (s, [_P]),
             "talkbox_voice_warnings": (s, [_P]),
-            "talkbox_voice_convert": (status, [_P, pf, z, i, _P, ctypes.c_uint64, ctypes.POINTER(pf), ctypes.POINTER(z)]),
+            "talkbox_voice_convert": (status, [_P, pf, z, i, _P, ctypes.c_uint64, i, ctypes.POINTER(pf), ctypes.POINTER(z)]),
             "talkbox_samples_free": (None, [pf]),
             "talkbox_request_new": (status, [pp]),
             "talkbox_request_free": (None, [_P]),
@@ -436,11 +436,13 @@ class Model(_Handle):
                                          ctypes.byref(h)))
         return Voice(h.value)
 
-    def convert_voice(self, samples, sample_rate, voice=None, seed=0):
+    def convert_voice(self, samples, sample_rate, voice=None, seed=0, watermark=True):
         """Voice conversion (flags["converts_voices"]: Chatterbox): the words of a mono recording
         (float32 NumPy array, array.array('f') or sequence of samples in [-1, 1] at `sample_rate`
         Hz, at most 60 s) spoken in `voice` (a Voice or a .voice path; None: the model's built-in
-        voice), S3Gen's noise drawn from `seed`. Returns samples at model.sample_rate. Raises
+        voice), S3Gen's noise drawn from `seed`, with the Perth watermark unless `watermark` is
+        False (as the official ChatterboxVC; needs its checkpoint, docs/watermark.md). Returns
+        samples at model.sample_rate. Raises
         UnsupportedError for a model that does not convert voices, InvalidArgumentError for a
         recording too short, too long or not finite, or a voice of another model."""
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2 ** 64:
@@ -451,7 +453,7 @@ class Model(_Handle):
         pointer, count, keep = _as_float_buffer(samples)
         out, out_count = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
         _check(_lib.talkbox_voice_convert(self._h(), pointer, count, int(sample_rate), target._h() if target else None, int(seed),
-                                          ctypes.byref(out), ctypes.byref(out_count)))
+                                          1 if watermark else 0, ctypes.byref(out), ctypes.byref(out_count)))
         del keep
         try:
             return _samples_from(out, out_count.value)
