@@ -20,20 +20,37 @@ std::string sse_segment(const Caption& caption, int sample_rate) {
     return sse_event(event);
 }
 
-void Synthesis::start(SessionLease lease, int sample_rate, const SpeechRequest& request, std::vector<LongFormSegment> segments,
-                      const LongFormOptions& long_form, const SynthesisOutput& output, Clock::time_point deadline) {
+void Synthesis::start(std::vector<ModelPart> parts, const std::function<LongFormOptions(const Capabilities&)>& long_form, int sample_rate,
+                      const SynthesisOutput& output, Clock::time_point deadline) {
     output_ = output;
     deadline_ = deadline;
-    lease_ = std::move(lease);
+    parts_ = std::move(parts);
+    for (const ModelPart& part : parts_) {
+        long_form_.push_back(long_form(part.model->capabilities()));
+        if (!leases_.count(part.model)) leases_.emplace(part.model, part.model->lease());
+    }
     sample_rate_ = sample_rate;
     speed_ = std::make_unique<audio::SpeedAdjuster>(sample_rate, output.speed, [this](const float* pcm, size_t n) { deliver(pcm, n); });
-    thread_ = std::thread([this, request, segments = std::move(segments), long_form] {
-        std::function<void(const SegmentDone&)> on_segment;
-        if (output_.timestamps) on_segment = [&](const SegmentDone& d) { segment_done(segment_caption(segments[d.index], d, request.speaker)); };
+    thread_ = std::thread([this] {
         try {
-            result_ = speak_long_form(
-                *lease_, request, segments, long_form, [&](const float* pcm, size_t n) { speed_->write(pcm, n); }, on_segment,
-                StreamOptions{}, &cancel_);
+            for (size_t k = 0; k < parts_.size() && !result_.cancelled; ++k) {
+                const ModelPart& part = parts_[k];
+                // Its segments' numbers and samples continue those of the parts before it.
+                const size_t first_index = result_.segments, first_sample = result_.samples;
+                std::function<void(const SegmentDone&)> on_segment;
+                if (output_.timestamps) {
+                    on_segment = [&](const SegmentDone& d) {
+                        SegmentDone whole = d;
+                        whole.index += first_index;
+                        whole.first_sample += first_sample;
+                        whole.end_sample += first_sample;
+                        segment_done(segment_caption(part.segments[d.index], whole, part.request.speaker));
+                    };
+                }
+                append_result(result_, speak_long_form(
+                                           *leases_.at(part.model), part.request, part.segments, long_form_[k],
+                                           [&](const float* pcm, size_t n) { speed_->write(pcm, n); }, on_segment, StreamOptions{}, &cancel_));
+            }
             if (!result_.cancelled) speed_->finish();  // what the stretcher still holds
         } catch (...) {
             std::lock_guard<std::mutex> lock(m_);
