@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "server/http_fixture.h"
@@ -24,7 +25,7 @@ class CrossModelServer : public HttpFixture {
 protected:
     static void SetUpTestSuite() {
         start({"-m", converted_fixture("tiny-0.6B-CustomVoice"), "-m", converted_chatterbox(), "-m", converted_chatterbox("multilingual", "f16"),
-               "-T", "1"});
+               "--max-concurrent", "2", "-T", "1"});
     }
     static json request(const std::string& model, const std::string& voice, const std::string& input) {
         return {{"model", model}, {"voice", voice}, {"input", input}, {"response_format", "pcm"}, {"seed", 4}, {"max_frames", 6}};
@@ -174,4 +175,25 @@ TEST_F(CrossModelServer, LanguagesAreThoseOfTheVoicesModel) {
     const std::string outside =
         expect_error(speech(ssml(kCustom, "ryan", "<speak><lang xml:lang=\"sw\">Habari.</lang></speak>")), 400, "input", "invalid_ssml");
     EXPECT_NE(outside.find("xml:lang \"sw\" is not a language of"), std::string::npos) << outside;
+}
+
+// Mixed documents at once (two run, the others queue): each holds a session of every model it
+// speaks through, and each answer is the one it gets alone.
+TEST_F(CrossModelServer, ConcurrentMixedRequestsAreAllCorrect) {
+    std::vector<json> bodies;
+    std::vector<std::string> want;
+    for (int i = 0; i < 4; ++i) {
+        bodies.push_back(with(ssml(i % 2 ? kCb : kCustom, i % 2 ? "builtin" : "ryan", mixed_doc()), {{"seed", 20 + i}}));
+        want.push_back(pcm(bodies.back()));
+    }
+    std::vector<std::string> got(bodies.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < bodies.size(); ++i) threads.emplace_back([&, i] { got[i] = pcm(bodies[i]); });
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < bodies.size(); ++i) EXPECT_TRUE(!got[i].empty() && got[i] == want[i]) << "request " << i << " differs under concurrency";
+    // Every slot comes back (a response's slot is freed once its body is out: wait for it).
+    EXPECT_TRUE(eventually(30, [] {
+        const std::string m = metrics();
+        return metric(m, "talkbox_active_requests") == 0 && metric(m, "talkbox_queue_depth") == 0;
+    })) << metrics();
 }
