@@ -70,10 +70,11 @@ void print_profile(const char* title, const StageTimes& times) {
 }
 
 // The pipeline's streaming of one sentence against the whole sentence with the same draws.
-void stream_vs_whole(S3Gen& s3gen, std::vector<int32_t> speech, const FlowPrompt& p, int first, int steps, bool meanflow) {
+void stream_vs_whole(S3Gen& s3gen, std::vector<int32_t> speech, const FlowPrompt& p, int first, int steps, bool meanflow,
+                     S3GenWindow window) {
     const size_t body = speech.size();
     if (meanflow) speech.insert(speech.end(), 3, 4299);  // Turbo's closing silence (tts_turbo.generate): the last render's
-    S3GenStream stream(s3gen, p, {}, 1, steps);
+    S3GenStream stream(s3gen, p, {}, 1, steps, nullptr, window);
     const auto start = std::chrono::steady_clock::now();
     const auto ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
     std::vector<float> wav;
@@ -82,7 +83,8 @@ void stream_vs_whole(S3Gen& s3gen, std::vector<int32_t> speech, const FlowPrompt
     for (size_t n = static_cast<size_t>(first); n < body; n *= 2) {
         const std::vector<float> out = stream.render({speech.begin(), speech.begin() + static_cast<std::ptrdiff_t>(n)}, false);
         if (first_ms < 0 && !out.empty()) first_ms = ms(), first_samples = out.size();
-        std::printf("stream: render at %zu tokens: %zu samples out, %.1f ms so far\n", n, out.size(), ms());
+        std::printf("stream: render at %zu tokens: %zu samples out, %.1f ms so far (flow %.1f, HiFT %.1f)\n", n, out.size(), ms(),
+                    stream.flow_ms(), stream.hift_ms());
         wav.insert(wav.end(), out.begin(), out.end());
     }
     const std::vector<float> rest = stream.render(speech, true);
@@ -97,10 +99,21 @@ void stream_vs_whole(S3Gen& s3gen, std::vector<int32_t> speech, const FlowPrompt
         diff += d * d;
         max_diff = std::max(max_diff, std::abs(d));
     }
-    std::printf("stream (first %d tokens, then doubling): %d renders, first chunk %.1f ms (%.2f s of audio), all %.1f ms "
-                "(flow %.1f, HiFT %.1f); whole sentence %.1f ms\n",
-                first, stream.renders(), first_ms, first_samples / 24000.0, total_ms, stream.flow_ms(), stream.hift_ms(),
-                whole.flow_ms + whole.hift_ms);
+    std::printf("stream (first %d tokens, then doubling; window: %d prompt + %d context tokens): %d renders, first chunk "
+                "%.1f ms (%.2f s of audio), all %.1f ms (flow %.1f, HiFT %.1f); whole sentence %.1f ms\n",
+                first, window.prompt_tokens, window.context_tokens, stream.renders(), first_ms, first_samples / 24000.0, total_ms,
+                stream.flow_ms(), stream.hift_ms(), whole.flow_ms + whole.hift_ms);
+    const std::vector<float> mel = stream.mel();  // [80, frames], as whole.mel
+    double msig = 0, mdiff = 0, mmax = 0, mpeak = 0;
+    for (size_t i = 0; i < whole.mel.size() && i < mel.size(); ++i) {
+        const double d = static_cast<double>(mel[i]) - whole.mel[i];
+        msig += static_cast<double>(whole.mel[i]) * whole.mel[i];
+        mdiff += d * d;
+        mmax = std::max(mmax, std::abs(d));
+        mpeak = std::max(mpeak, std::abs(static_cast<double>(whole.mel[i])));
+    }
+    std::printf("stream vs whole mel: max |diff| %.2f%% of max |mel|, SNR %.1f dB\n", 100.0 * mmax / std::max(mpeak, 1e-30),
+                10.0 * std::log10(msig / std::max(mdiff, 1e-30)));
     std::printf("stream vs whole (same draws): %zu vs %zu samples, max |diff| %.4g, SNR %.1f dB (whole max |x| %.3g)\n",
                 wav.size(), whole.wav.size(), max_diff, 10.0 * std::log10(sig / std::max(diff, 1e-30)),
                 static_cast<double>(*std::max_element(whole.wav.begin(), whole.wav.end())));
@@ -127,6 +140,14 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_flag("--profile", profile, "After the timed runs, time one flow and one HiFT run node by node, by op");
     app.add_option("--stream", stream, "Also stream the tokens from this many on, doubling, and compare with the whole sentence")
+        ->capture_default_str();
+    S3GenWindow window;
+    app.add_option("--stream-prompt", window.prompt_tokens, "Streamed renders condition on this many of the voice's prompt tokens "
+                                                             "(S3GenWindow; 0: the whole prompt and prefix)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    app.add_option("--stream-context", window.context_tokens, "... and on this many speech tokens already settled")
+        ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines appear as they are measured
@@ -168,7 +189,7 @@ int main(int argc, char** argv) {
         const int64_t frames = static_cast<int64_t>(mel.size() / 80);
         const HiftNoise noise = HiftNoise::seeded(2, frames * Hift::kSamplesPerFrame);
         s3gen.hift().synthesize(mel, frames, noise);
-        if (stream > 0) stream_vs_whole(s3gen, speech, p, stream, steps, meanflow);  // after the warm-up
+        if (stream > 0) stream_vs_whole(s3gen, speech, p, stream, steps, meanflow, window);  // after the warm-up
         const Stats fs = time_runs(repeats, [&] { mel = s3gen.flow().inference(speech, p, {}, 1, steps); });
         const Stats hs = time_runs(repeats, [&] { s3gen.hift().synthesize(mel, frames, noise); });
         const double audio_ms = tokens * 40.0;

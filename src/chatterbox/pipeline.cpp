@@ -133,7 +133,7 @@ private:
             std::lock_guard<std::mutex> lock(p_.s3gen_busy_);
             if (!stream_) {
                 stream_.emplace(p_.s3gen_, job_.voice->flow, job_.noise ? *job_.noise : S3GenNoise{}, job_.options.seed, 0,
-                                job_.options.cancel);
+                                job_.options.cancel, streaming_.window);
             }
             audio = stream_->render(tokens, final);
         }

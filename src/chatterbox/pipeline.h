@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "chatterbox/s3gen.h"
+#include "chatterbox/s3gen_stream.h"
 #include "chatterbox/t3.h"
 #include "chatterbox/text.h"
 #include "core/backend.h"
@@ -61,6 +62,10 @@ using PipelineResultCallback = std::function<void(size_t job, PipelineResult&& r
 struct PipelineStreaming {
     int first_tokens = 0;  // 0: off
     std::function<void(size_t job, const float* pcm, size_t n)> on_chunk;
+    // Each render conditions on the voice's last 3 s and the last second already heard (75 and 25
+    // tokens): the first audio waits on a flow over ~100 tokens instead of the whole 10 s prompt
+    // plus the prefix, and later renders cost the same however long the sentence is.
+    S3GenWindow window{75, 25};
 };
 
 class Pipeline {

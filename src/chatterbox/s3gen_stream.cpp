@@ -1,5 +1,6 @@
 #include "chatterbox/s3gen_stream.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/cancel.h"
@@ -34,18 +35,26 @@ HiftNoiseTape hift_tape(const S3GenNoise& noise, uint64_t seed) {
 }  // namespace
 
 S3GenStream::S3GenStream(S3Gen& s3gen, const FlowPrompt& prompt, const S3GenNoise& noise, uint64_t seed, int steps,
-                         const std::atomic<bool>* cancel)
+                         const std::atomic<bool>* cancel, S3GenWindow window)
     : s3gen_(s3gen),
       prompt_(prompt),
       flow_noise_(flow_tape(noise, seed)),
       hift_(s3gen.hift(), hift_tape(noise, seed)),
       seed_(seed),
       steps_(steps),
-      cancel_(cancel) {
+      cancel_(cancel),
+      window_(window) {
     if (prompt_.feat.size() % kMels != 0) {
         throw Error(ErrorKind::InvalidArgument, "S3Gen stream: the prompt mel has " + std::to_string(prompt_.feat.size()) +
                                                     " values, not a multiple of 80");
     }
+    if (window_.prompt_tokens < 0 || window_.context_tokens < 0) {
+        throw Error(ErrorKind::InvalidArgument, "S3Gen stream: the window's prompt and context tokens must be >= 0");
+    }
+    // The window cuts the prompt on token boundaries: its mel must hold 2 frames per token (plus
+    // the odd frame embed_ref can leave). Other prompts are rendered whole.
+    const int64_t odd = static_cast<int64_t>(prompt_.feat.size() / kMels) - Flow::kTokenMelRatio * static_cast<int64_t>(prompt_.tokens.size());
+    if (odd != 0 && odd != 1) window_.prompt_tokens = 0;
 }
 
 std::vector<float> S3GenStream::render(const std::vector<int32_t>& tokens, bool final) {
@@ -56,16 +65,19 @@ std::vector<float> S3GenStream::render(const std::vector<int32_t>& tokens, bool 
     std::vector<float> out;
     if (settled > mel_sent_ && !tokens.empty()) {
         const auto start = Clock::now();
-        const std::vector<float> z = transposed(flow_noise_.rows(0, tm), tm);
-        const std::vector<float> mel = s3gen_.flow().inference(tokens, prompt_, z, seed_, steps_, nullptr, nullptr, cancel_);
+        const std::vector<float> mel = window_.prompt_tokens > 0 ? windowed_flow(tokens, tm) : whole_flow(tokens, tm);
         flow_ms_ += ms_since(start);
         ++renders_;
         throw_if_cancelled(cancel_);
         // Frames already handed on stay as they were: the waveform before them is out.
-        const int64_t frames = tm - tpf, n = settled - mel_sent_;
+        const int64_t frames = tm - tpf - mel_sent_, n = settled - mel_sent_;
         std::vector<float> fresh(static_cast<size_t>(kMels * n));
         for (int c = 0; c < kMels; ++c)
-            for (int64_t f = 0; f < n; ++f) fresh[static_cast<size_t>(c * n + f)] = mel[static_cast<size_t>(c * frames + mel_sent_ + f)];
+            for (int64_t f = 0; f < n; ++f) fresh[static_cast<size_t>(c * n + f)] = mel[static_cast<size_t>(c * frames + f)];
+        if (window_.prompt_tokens > 0) {
+            const std::vector<float> rows = transposed(fresh, kMels);
+            sent_.insert(sent_.end(), rows.begin(), rows.end());
+        }
         mel_sent_ = settled;
         out = hift_.push(fresh, n);
     }
@@ -74,6 +86,55 @@ std::vector<float> S3GenStream::render(const std::vector<int32_t>& tokens, bool 
         out.insert(out.end(), rest.begin(), rest.end());
         finished_ = true;
     }
+    return out;
+}
+
+// Generated frames from mel_sent_ on, [80, tm - tpf - mel_sent_].
+std::vector<float> S3GenStream::whole_flow(const std::vector<int32_t>& tokens, int64_t tm) {
+    const std::vector<float> z = transposed(flow_noise_.rows(0, tm), tm);
+    const std::vector<float> mel = s3gen_.flow().inference(tokens, prompt_, z, seed_, steps_, nullptr, nullptr, cancel_);
+    const int64_t all = static_cast<int64_t>(mel.size() / kMels), n = all - mel_sent_;
+    std::vector<float> out(static_cast<size_t>(kMels * n));
+    for (int c = 0; c < kMels; ++c)
+        std::copy_n(mel.begin() + c * all + mel_sent_, n, out.begin() + c * n);
+    return out;
+}
+
+// The same frames from the window: on the timeline of prompt + speech tokens (token j has frames
+// 2j and 2j + 1, whose mel is the prompt's below its `tpf` frames and the settled mel after), the
+// voice's last prompt tokens, the last settled speech tokens and the rest, with their noise rows.
+std::vector<float> S3GenStream::windowed_flow(const std::vector<int32_t>& tokens, int64_t tm) {
+    constexpr int64_t r = Flow::kTokenMelRatio;
+    const int64_t tp = static_cast<int64_t>(prompt_.tokens.size()), t = static_cast<int64_t>(tokens.size());
+    const int64_t tpf = static_cast<int64_t>(prompt_.feat.size() / kMels), odd = tpf - r * tp;
+    const int64_t k = (mel_sent_ + odd) / r;  // speech tokens whose frames are all settled (k < t)
+    const int64_t c0 = std::max<int64_t>(0, k - window_.context_tokens);
+    const int64_t p0 = tp - std::min<int64_t>(tp, window_.prompt_tokens);
+    FlowPrompt window;
+    window.embedding = prompt_.embedding;
+    window.tokens.assign(prompt_.tokens.begin() + p0, prompt_.tokens.end());
+    window.tokens.insert(window.tokens.end(), tokens.begin() + c0, tokens.begin() + k);
+    std::vector<float> z_rows;
+    const auto take = [&](int64_t f0, int64_t f1) {  // timeline frames [f0, f1): mel and noise rows
+        for (int64_t f = f0; f < f1; ++f) {
+            const float* row = f < tpf ? &prompt_.feat[static_cast<size_t>(f * kMels)] : &sent_[static_cast<size_t>((f - tpf) * kMels)];
+            window.feat.insert(window.feat.end(), row, row + kMels);
+        }
+        const std::vector<float> z = flow_noise_.rows(f0, f1);
+        z_rows.insert(z_rows.end(), z.begin(), z.end());
+    };
+    take(r * p0, r * tp);
+    take(r * (tp + c0), r * (tp + k));
+    const std::vector<float> rest = flow_noise_.rows(r * (tp + k), tm);
+    z_rows.insert(z_rows.end(), rest.begin(), rest.end());
+    const std::vector<int32_t> fresh(tokens.begin() + k, tokens.end());
+    const std::vector<float> mel = s3gen_.flow().inference(fresh, window, transposed(z_rows, static_cast<int64_t>(z_rows.size() / kMels)),
+                                                           seed_, steps_, nullptr, nullptr, cancel_);
+    // mel: the generated frames [r·k − odd, r·t − odd); the first mel_sent_ are out already.
+    const int64_t all = r * (t - k), skip = mel_sent_ - (r * k - odd), n = all - skip;
+    std::vector<float> out(static_cast<size_t>(kMels * n));
+    for (int c = 0; c < kMels; ++c)
+        std::copy_n(mel.begin() + c * all + skip, n, out.begin() + c * n);
     return out;
 }
 

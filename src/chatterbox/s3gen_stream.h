@@ -15,6 +15,19 @@
 
 namespace talkbox::chatterbox {
 
+// What a render conditions the flow on. Whole (prompt_tokens 0): the voice's whole prompt and
+// every token so far, as CosyVoice2's finalize=False streaming does; each render then costs a flow
+// over the 10 s prompt and the whole prefix, again and again. Windowed: the last `prompt_tokens`
+// of the voice's prompt with their mel, then the last `context_tokens` speech tokens already
+// handed on with the mel settled for them (in-context, as the voice's prompt is), then the tokens
+// still to settle: each render costs about the same, and the frames before the new ones are the
+// ones the listener heard. The flow then sees less than the whole sentence, so its frames differ
+// more from the whole-sentence mel (docs/chatterbox-s3gen.md measures both).
+struct S3GenWindow {
+    int prompt_tokens = 0;   // 0: the whole prompt and prefix (not windowed)
+    int context_tokens = 0;  // settled speech tokens each windowed render repeats
+};
+
 class S3GenStream {
 public:
     // Mel frames a render holds back: the last 3 tokens' frames, which have not seen their
@@ -26,7 +39,7 @@ public:
     // every render gives the same frames the same draws. steps 0: the model's default.
     // `s3gen` must outlive the stream; others may use it between renders, never during one.
     S3GenStream(S3Gen& s3gen, const FlowPrompt& prompt, const S3GenNoise& noise, uint64_t seed, int steps = 0,
-                const std::atomic<bool>* cancel = nullptr);
+                const std::atomic<bool>* cancel = nullptr, S3GenWindow window = {});
 
     // tokens: every speech token of the sentence so far (< 6561). Runs the flow and returns the
     // waveform that is now settled (may be empty). final: these are all of the sentence's tokens
@@ -44,6 +57,11 @@ public:
     double hift_ms() const { return hift_.ms(); }
 
 private:
+    // The flow's mel for the frames from mel_sent_ on: all of it over prompt + tokens, or
+    // windowed (S3GenWindow); `tm`: the frames of prompt + tokens.
+    std::vector<float> whole_flow(const std::vector<int32_t>& tokens, int64_t tm);
+    std::vector<float> windowed_flow(const std::vector<int32_t>& tokens, int64_t tm);
+
     S3Gen& s3gen_;
     FlowPrompt prompt_;
     NoiseTape flow_noise_;  // rows = mel frames of prompt + speech, width 80
@@ -51,7 +69,9 @@ private:
     uint64_t seed_;
     int steps_;
     const std::atomic<bool>* cancel_;
-    int64_t mel_sent_ = 0;  // generated mel frames handed to HiFT
+    S3GenWindow window_;
+    std::vector<float> sent_;  // the generated mel frames handed to HiFT, time-major (windowed renders)
+    int64_t mel_sent_ = 0;     // generated mel frames handed to HiFT
     int renders_ = 0;
     double flow_ms_ = 0;
     bool finished_ = false;

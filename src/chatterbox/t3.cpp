@@ -180,6 +180,36 @@ Decoder::Decoder(const Backbone& b, StageTimes* times, int64_t n_streams, int64_
                kv_type),
       logits(static_cast<size_t>(n_streams) * b.hparams().speech_vocab) {}
 
+void PromptCache::copy_into(Decoder& into, const std::vector<float>& cond_emb, lm::KvType kv,
+                            const std::function<std::unique_ptr<Decoder>()>& fill) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.kv == kv && e.cond_emb == cond_emb; });
+    if (it == entries_.end()) {
+        entries_.push_front({cond_emb, kv, fill()});
+        ++prefills_;
+        bytes_ += entries_.front().dec->sequence.cache().bytes();
+        // The newest stays even alone over the budget: its sentence copies it next.
+        while (bytes_ > max_bytes_ && entries_.size() > 1) {
+            bytes_ -= entries_.back().dec->sequence.cache().bytes();
+            entries_.pop_back();
+        }
+        it = entries_.begin();
+    } else {
+        entries_.splice(entries_.begin(), entries_, it);
+    }
+    into.sequence.copy_from(it->dec->sequence, "T3");
+}
+
+size_t PromptCache::prefills() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return prefills_;
+}
+
+size_t PromptCache::kept() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return entries_.size();
+}
+
 ggml_tensor* Decoder::head(ggml_context* ctx, ggml_tensor* out, int64_t n_tokens) const {
     const int64_t D = backbone.hparams().hidden;
     ggml_tensor* last = ggml_view_2d(ctx, out, D, streams, out->nb[1] * n_tokens, out->nb[1] * (n_tokens - 1));
@@ -267,8 +297,9 @@ namespace {
 std::unique_ptr<lm::BatchStepper> make_stepper(const Backbone& backbone, StageTimes* const& profile);
 }
 
-T3::T3(const GgufFile& file, const Backend& backend, uint32_t max_batch)
+T3::T3(const GgufFile& file, const Backend& backend, uint32_t max_batch, size_t prompt_cache_bytes)
     : backbone_(gpt2_backbone(file) ? make_gpt2_backbone(file, backend) : make_llama_backbone(file, backend)),
+      prompts_(std::make_unique<PromptCache>(prompt_cache_bytes)),
       scheduler_(std::make_unique<lm::StepScheduler>([this] { return make_stepper(*backbone_, profile_); }, max_batch)) {}
 
 T3::~T3() = default;
@@ -288,6 +319,8 @@ std::vector<int32_t> T3::settled_tokens(const std::vector<int32_t>& predicted) c
 }
 
 size_t T3::weight_bytes() const { return backbone_->weight_bytes(); }
+
+size_t T3::prompt_prefills() const { return prompts_->prefills(); }
 
 // ---------------------------------------------------------------------------------------------
 // The inference loop
@@ -328,7 +361,7 @@ private:
 // Stepper's. Its predicted ids are kept once it ends, and its KV cache's memory goes back then.
 class Generation final : public lm::SteppedStream {
 public:
-    Generation(const Backbone& b, StageTimes* profile, const T3Job& job, Prompts& prompts)
+    Generation(const Backbone& b, StageTimes* profile, const T3Job& job, PromptCache& prompts)
         : loop(job, profile, b.hparams().speech_vocab), backbone_(b), prompts_(prompts) {}
 
     void start() override {
@@ -375,7 +408,7 @@ public:
 
 private:
     const Backbone& backbone_;
-    Prompts& prompts_;  // its call's, read and written only on the scheduler's thread
+    PromptCache& prompts_;  // its T3's
     std::optional<PhaseClock> phases_;
     bool ended_ = false;
 };
@@ -492,11 +525,10 @@ void T3::generate_batch(const std::vector<T3Job>& jobs, size_t parallel, const T
             throw Error(e.kind(), "T3 job " + std::to_string(j + 1) + " of " + std::to_string(jobs.size()) + ": " + e.what());
         }
     }
-    Prompts prompts;
     std::vector<std::unique_ptr<Generation>> gens;
     std::vector<lm::SteppedStream*> streams;
     for (const T3Job& job : jobs) {
-        gens.push_back(std::make_unique<Generation>(backbone, profile_, job, prompts));
+        gens.push_back(std::make_unique<Generation>(backbone, profile_, job, *prompts_));
         streams.push_back(gens.back().get());
     }
     scheduler_->run(streams, parallel, [&](size_t j, std::exception_ptr error) {

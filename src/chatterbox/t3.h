@@ -28,6 +28,7 @@ namespace talkbox::chatterbox {
 
 namespace t3_detail {
 class Backbone;
+class PromptCache;
 }
 
 struct T3Hparams {
@@ -129,6 +130,8 @@ struct T3Job {
 
 // T3's default for the most jobs that decode together (as Qwen3-TTS's sessions).
 constexpr uint32_t kDefaultMaxBatch = 8;
+// The memory T3 keeps voices' prefilled prompt positions in (T3::prompt_prefills).
+constexpr size_t kPromptCacheBytes = size_t{96} << 20;
 
 // Called as each job of a batch ends (in the order they end): its index and raw predicted ids.
 using T3JobDone = std::function<void(size_t job, std::vector<int32_t>&& predicted)>;
@@ -138,7 +141,9 @@ public:
     // Loads every `t3.` tensor of a Chatterbox GGUF onto `backend` (both must outlive the T3),
     // checking names (through the converter's official-key mapping) and shapes. Throws Error.
     // max_batch: the most jobs, of every generate_batch() call at the time, that decode together.
-    T3(const GgufFile& file, const Backend& backend, uint32_t max_batch = kDefaultMaxBatch);
+    // prompt_cache_bytes: see kPromptCacheBytes.
+    T3(const GgufFile& file, const Backend& backend, uint32_t max_batch = kDefaultMaxBatch,
+       size_t prompt_cache_bytes = kPromptCacheBytes);
     ~T3();
     T3(const T3&) = delete;
     T3& operator=(const T3&) = delete;
@@ -166,7 +171,7 @@ public:
     // jobs decode together, each step one graph whose weight matrices multiply every job's rows
     // (its CFG pair, or Turbo's one row) at once; each job has its own KV cache, positions, sampler
     // (seeded from its options) and limits, is prefilled alone (Turbo: its text after a copy of its
-    // voice's prompt positions, prefilled once per conditioning object of this call), and leaves the
+    // voice's prompt positions, prefilled once and kept: kPromptCacheBytes), and leaves the
     // batch at its stop token or limit, when the call's next job (in order) takes its place. A job's
     // tokens are generate()'s for it alone: its columns are computed the same way whatever runs
     // beside them (lm::build_decoder's slices; the int8 panel kernels and, on this CPU, ggml's F32
@@ -187,6 +192,11 @@ public:
     void wake() const { scheduler_->wake(); }
 
     size_t weight_bytes() const;
+    // How many voice prompts have been prefilled so far (for tests): Turbo and Nano keep the KV
+    // cache of each voice's prompt positions across calls (the least recently used go past
+    // kPromptCacheBytes: three Turbo voices at F32), so a voice's sentences after its first
+    // prefill only their text.
+    size_t prompt_prefills() const;
     // The most jobs any decode step has held, over every call (for tests).
     uint32_t largest_batch() const { return scheduler_->largest_batch(); }
 
@@ -196,6 +206,7 @@ public:
 
 private:
     std::unique_ptr<const t3_detail::Backbone> backbone_;  // the Llama or the GPT-2 T3
+    std::unique_ptr<t3_detail::PromptCache> prompts_;      // its decoders use the backbone
     StageTimes* profile_ = nullptr;
     std::unique_ptr<lm::StepScheduler> scheduler_;  // every call's jobs; stops before the backbone goes
 };

@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <functional>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -129,9 +131,34 @@ struct TokenLoop {
     uint32_t i = 0;  // the number of the token pick() chooses next
 };
 
-// The prefilled voices of a batch, by conditioning and KV type, for a backbone that prefills a
-// voice's positions once and copies them for each of its sentences (GPT-2).
-using Prompts = std::map<std::pair<const T3Conditioning*, lm::KvType>, std::unique_ptr<Decoder>>;
+// The prefilled voices of a backbone that prefills a voice's positions once and copies them into
+// each sentence's cache (GPT-2), kept across calls: a voice's prompt (~150 positions) is most of a
+// sentence's prefill, and a server speaks with a few voices over and over. Keyed by the
+// conditioning rows themselves (a voice object's address may be reused by another voice) and the
+// KV type; the least recently used go once the kept caches pass `max_bytes`. Thread-safe.
+class PromptCache {
+public:
+    explicit PromptCache(size_t max_bytes) : max_bytes_(max_bytes) {}
+    PromptCache(const PromptCache&) = delete;
+    PromptCache& operator=(const PromptCache&) = delete;
+
+    // Copies into `into` the positions prefilled from cond_emb, running `fill` (which returns a
+    // decoder holding exactly them) when they are not kept.
+    void copy_into(Decoder& into, const std::vector<float>& cond_emb, lm::KvType kv,
+                   const std::function<std::unique_ptr<Decoder>()>& fill);
+    size_t prefills() const;  // how many times `fill` ran
+    size_t kept() const;      // voices kept now
+
+private:
+    struct Entry {
+        std::vector<float> cond_emb;
+        lm::KvType kv;
+        std::unique_ptr<Decoder> dec;
+    };
+    mutable std::mutex mutex_;
+    std::list<Entry> entries_;  // most recently used first
+    size_t max_bytes_, bytes_ = 0, prefills_ = 0;
+};
 
 // What the Llama and the GPT-2 T3 do differently; the loop over jobs and steps is T3's.
 class Backbone {
@@ -155,7 +182,7 @@ public:
     // Prefills the job's decoder (loop.dec, the first token's logits ready; `prefill_embeds`, unless
     // nullptr, gets the prefill's input embeddings [streams][prefill_len][hidden]), composes its
     // processors and starts its history.
-    virtual void start(TokenLoop& loop, const std::vector<float>& cond_emb, Prompts& prompts,
+    virtual void start(TokenLoop& loop, const std::vector<float>& cond_emb, PromptCache& prompts,
                        std::vector<float>* prefill_embeds) const = 0;
     // Chooses the next token from loop.dec's logits: false when the sequence has ended (otherwise
     // a step for predicted.back() follows).

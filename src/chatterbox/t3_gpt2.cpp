@@ -101,18 +101,19 @@ public:
 
     // The voice's positions are prefilled once per batch (`prompts`) and copied into each job's
     // cache; its text and BOS follow.
-    void start(TokenLoop& loop, const std::vector<float>& cond_emb, Prompts& prompts,
+    void start(TokenLoop& loop, const std::vector<float>& cond_emb, PromptCache& prompts,
                std::vector<float>* prefill_embeds) const override {
         const T3Options& o = loop.o;
         const std::vector<int32_t>& text = *loop.job.text;
-        std::unique_ptr<Decoder>& prompt = prompts[{loop.job.cond, o.kv_cache}];
-        if (!prompt) {
-            prompt = std::make_unique<Decoder>(*this, loop.profile, 1, static_cast<int64_t>(cond_emb.size()) / hp_.hidden, o.kv_cache);
-            prefill_prompt(*prompt, cond_emb);
-        }
         loop.dec = std::make_unique<Decoder>(*this, loop.profile, 1, prefill_length(*loop.job.cond, text) + o.max_new_tokens + 2,
                                              o.kv_cache);
-        prefill_text(*loop.dec, *prompt, cond_emb, text, prefill_embeds);
+        prompts.copy_into(*loop.dec, cond_emb, o.kv_cache, [&] {
+            auto prompt = std::make_unique<Decoder>(*this, loop.profile, 1, static_cast<int64_t>(cond_emb.size()) / hp_.hidden, o.kv_cache);
+            prefill_prompt(*prompt, cond_emb);
+            prompt->profile = nullptr;  // kept past this job's profile
+            return prompt;
+        });
+        prefill_text(*loop.dec, cond_emb, text, prefill_embeds);
         // inference_turbo: temperature → top-k → top-p → repetition penalty.
         loop.processors.temperature(o.temperature).top_k(o.top_k).top_p(o.top_p).repetition_penalty(o.repetition_penalty);
         loop.history = {hp_.start_speech};
@@ -230,14 +231,13 @@ private:
         dec.run_prefill(g, in, nullptr);
     }
 
-    // Second part, after `prompt`'s positions are copied in: [text_emb(text) ; speech_emb(BOS)] +
+    // Second part, after the prompt's positions are copied in: [text_emb(text) ; speech_emb(BOS)] +
     // wpe[C ..]. Together the two parts give every position what one graph over [cond_emb ;
     // text_emb(text) ; speech_emb(BOS)] + wpe[0 .. n-1] would (causal attention: the prompt's keys
     // and values do not depend on the text; each column is computed on its own).
-    void prefill_text(Decoder& dec, const Decoder& prompt, const std::vector<float>& cond_emb, const std::vector<int32_t>& text,
+    void prefill_text(Decoder& dec, const std::vector<float>& cond_emb, const std::vector<int32_t>& text,
                       std::vector<float>* embeds_out) const {
         const int64_t T = static_cast<int64_t>(text.size());
-        dec.sequence.copy_from(prompt.sequence, "T3");
         const int64_t past = static_cast<int64_t>(dec.sequence.length());
         Graph g;
         ggml_context* ctx = g.ctx();

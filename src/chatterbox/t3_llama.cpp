@@ -160,7 +160,7 @@ public:
         return c.compute();
     }
 
-    void start(TokenLoop& loop, const std::vector<float>& cond_emb, Prompts&, std::vector<float>* prefill_embeds) const override {
+    void start(TokenLoop& loop, const std::vector<float>& cond_emb, PromptCache&, std::vector<float>* prefill_embeds) const override {
         const T3Options& o = loop.o;
         const int64_t streams = o.cfg_weight > 0.0f ? 2 : 1;
         const int64_t T = static_cast<int64_t>(loop.job.text->size());

@@ -1,5 +1,6 @@
 #include "lm/kv_cache.h"
 
+#include <cstring>
 #include <sys/mman.h>
 
 #include "ggml-cpu.h"
@@ -59,6 +60,10 @@ KvCache::KvCache(ggml_backend_t backend, uint32_t layers, uint32_t kv_heads, uin
             ggml_free(ctx_);
             throw Error(ErrorKind::Io, "cannot reserve a KV cache of " + std::to_string(capacity) + " positions");
         }
+        // Each head's plane spans the whole capacity, so a few positions touch every plane: with
+        // transparent huge pages each first touch would zero (and keep) 2 MB, the whole cache at
+        // the first prefill. Small pages cost what the positions written so far take.
+        madvise(p, bytes, MADV_NOHUGEPAGE);
         reserved_ = p;
         reserved_bytes_ = bytes;
         buffer_ = ggml_backend_cpu_buffer_from_ptr(p, bytes);
@@ -104,16 +109,23 @@ void KvCache::release() {
 size_t KvCache::bytes() const { return ggml_backend_buffer_get_size(buffer_); }
 
 void KvCache::copy_prefix_from(const KvCache& other, uint32_t n) {
+    // Host memory on both sides (the CPU's caches) is copied directly, elsewhere through the host.
+    const bool host = ggml_backend_buffer_is_host(buffer_) && ggml_backend_buffer_is_host(other.buffer_);
     std::vector<uint8_t> tmp;
     for (size_t l = 0; l < k_.size(); ++l) {
         for (auto [dst, src] : {std::pair{k_[l], other.k_[l]}, std::pair{v_[l], other.v_[l]}}) {
             // One plane (a head of a stream) at a time: the planes of the two capacities differ in size.
             const size_t bytes = src->nb[1] * n;
-            tmp.resize(bytes);
+            if (!host) tmp.resize(bytes);
             for (uint32_t s = 0; s < streams_; ++s) {
                 for (uint32_t h = 0; h < kv_heads_; ++h) {
-                    ggml_backend_tensor_get(src, tmp.data(), s * src->nb[3] + h * src->nb[2], bytes);
-                    ggml_backend_tensor_set(dst, tmp.data(), s * dst->nb[3] + h * dst->nb[2], bytes);
+                    const size_t from = s * src->nb[3] + h * src->nb[2], to = s * dst->nb[3] + h * dst->nb[2];
+                    if (host) {
+                        std::memcpy(static_cast<char*>(dst->data) + to, static_cast<const char*>(src->data) + from, bytes);
+                    } else {
+                        ggml_backend_tensor_get(src, tmp.data(), from, bytes);
+                        ggml_backend_tensor_set(dst, tmp.data(), to, bytes);
+                    }
                 }
             }
         }

@@ -33,6 +33,10 @@ using namespace talkbox::testing;
 // draws than the whole sentence's would be far off.
 constexpr double kMelRelError = 0.03;
 constexpr double kMelSnrDb = 40.0;
+// The same with windowed renders (S3GenWindow: half the prompt, 6 settled tokens): the flow sees
+// less (measured: 24 % / 24.3 dB case_a, 25 % / 23.4 dB case_b, 13 % / 31.2 dB Turbo).
+constexpr double kWindowedMelRelError = 0.35;
+constexpr double kWindowedMelSnrDb = 20.0;
 
 Backend& backend() {
     static Backend b(1);  // one thread: tiny graphs, barriers would dominate
@@ -228,6 +232,128 @@ TEST(S3GenStreamTest, TurboPrefixesStayNearTheWholeSentence) {
     EXPECT_LE(mel_error(s, whole), kMelRelError);
     EXPECT_GE(snr_db(s.mel, whole.mel), kMelSnrDb);
     expect_hift_of_settled_mel(turbo_s3gen(), s, noise.hift);
+}
+
+// A prompt whose mel holds exactly 2 frames per token (plus `odd` frames of the first speech token,
+// as embed_ref can leave), from a golden case's.
+FlowPrompt even_prompt(const S3GenCase& c, int64_t odd = 0) {
+    FlowPrompt p{c.prompt_tokens, c.prompt_feat.data, c.embedding.data};
+    const size_t frames = 2 * p.tokens.size() + static_cast<size_t>(odd);
+    p.feat.resize(80 * frames, 0.25f);
+    return p;
+}
+
+// Columns [f0, end) of a bin-major [80, frames] noise.
+std::vector<float> noise_from(const std::vector<float>& cfm, int64_t f0) {
+    const int64_t frames = static_cast<int64_t>(cfm.size() / 80);
+    return mel_frames(cfm, frames, f0, frames);
+}
+
+// The first windowed render (nothing settled yet) is the flow over the voice's last prompt tokens,
+// with their mel and their noise rows: bit for bit a whole-prefix stream on that shorter prompt.
+TEST(S3GenStreamWindow, TheFirstRenderIsTheFlowOverTheVoicesLastPromptTokens) {
+    const S3GenCase c = load_s3gen_case("case_a");
+    const FlowPrompt voice = even_prompt(c);
+    const int64_t tp = static_cast<int64_t>(voice.tokens.size()), keep = tp / 2, p0 = tp - keep;
+    ASSERT_GT(keep, 0);
+    FlowPrompt tail = voice;
+    tail.tokens.erase(tail.tokens.begin(), tail.tokens.begin() + p0);
+    tail.feat.erase(tail.feat.begin(), tail.feat.begin() + 80 * 2 * p0);
+    const S3GenNoise noise = golden_noise(c);
+    S3GenNoise tail_noise = noise;
+    tail_noise.cfm = noise_from(noise.cfm, 2 * p0);
+    S3GenStream windowed(multilingual_s3gen(), voice, noise, 0, 0, nullptr, S3GenWindow{static_cast<int>(keep), 4});
+    S3GenStream shorter(multilingual_s3gen(), tail, tail_noise, 0);
+    const std::vector<int32_t> prefix(c.speech_tokens.begin(), c.speech_tokens.begin() + 20);
+    const std::vector<float> got = windowed.render(prefix, false);
+    EXPECT_EQ(got, shorter.render(prefix, false));
+    EXPECT_EQ(windowed.mel(), shorter.mel());
+    EXPECT_GT(windowed.mel().size(), 0u);
+}
+
+// A later windowed render is the flow over [the voice's last prompt tokens with their mel ; the
+// last settled speech tokens with the mel the stream settled for them ; the tokens since], with
+// each frame's own noise row, and settles the frames after those already out: bit for bit, with
+// and without the odd prompt frame (generated frame g sits at 2·Tp + odd + g on the timeline).
+TEST(S3GenStreamWindow, ALaterRenderIsTheFlowOverTheTailTheSettledContextAndTheRest) {
+    for (int64_t odd : {0, 1}) {
+        SCOPED_TRACE(odd);
+        const S3GenCase c = load_s3gen_case("case_a");
+        const FlowPrompt voice = even_prompt(c, odd);
+        const int64_t tp = static_cast<int64_t>(voice.tokens.size()), keep = tp / 2, p0 = tp - keep, context = 4;
+        const S3GenNoise noise = golden_noise(c);
+        S3GenStream stream(multilingual_s3gen(), voice, noise, 0, 0, nullptr, S3GenWindow{static_cast<int>(keep), static_cast<int>(context)});
+        const int64_t first = 20, second = 26;
+        stream.render({c.speech_tokens.begin(), c.speech_tokens.begin() + first}, false);
+        const std::vector<float> mel1 = stream.mel();
+        const int64_t sent1 = static_cast<int64_t>(mel1.size() / 80);
+        ASSERT_EQ(sent1, 2 * first - odd - S3GenStream::kHeldBackFrames);
+        const int64_t k = (sent1 + odd) / 2, c0 = k - context;
+        FlowPrompt window{{voice.tokens.begin() + p0, voice.tokens.end()},
+                          {voice.feat.begin() + 80 * 2 * p0, voice.feat.begin() + 80 * 2 * tp},
+                          voice.embedding};
+        window.tokens.insert(window.tokens.end(), c.speech_tokens.begin() + c0, c.speech_tokens.begin() + k);
+        const std::vector<float> ctx = mel_frames(mel1, sent1, 2 * c0 - odd, 2 * k - odd);  // [80, 2·context]
+        for (int64_t f = 0; f < 2 * context; ++f)
+            for (int64_t b = 0; b < 80; ++b) window.feat.push_back(ctx[static_cast<size_t>(b * 2 * context + f)]);
+        const int64_t frames = static_cast<int64_t>(noise.cfm.size() / 80);
+        std::vector<float> z = mel_frames(noise.cfm, frames, 2 * p0, 2 * tp);
+        const std::vector<float> z_ctx = mel_frames(noise.cfm, frames, 2 * (tp + c0), 2 * (tp + k));
+        const std::vector<float> z_new = mel_frames(noise.cfm, frames, 2 * (tp + k), 2 * (tp + second));
+        std::vector<float> z_all;  // bin-major [80, rows]: interleave the three column ranges per bin
+        const int64_t a = 2 * keep, b = 2 * context, n = 2 * (second - k);
+        for (int64_t bin = 0; bin < 80; ++bin) {
+            z_all.insert(z_all.end(), z.begin() + bin * a, z.begin() + (bin + 1) * a);
+            z_all.insert(z_all.end(), z_ctx.begin() + bin * b, z_ctx.begin() + (bin + 1) * b);
+            z_all.insert(z_all.end(), z_new.begin() + bin * n, z_new.begin() + (bin + 1) * n);
+        }
+        const std::vector<float> want = multilingual_s3gen().flow().inference(
+            {c.speech_tokens.begin() + k, c.speech_tokens.begin() + second}, window, z_all);  // generated frames from 2k - odd
+        stream.render({c.speech_tokens.begin(), c.speech_tokens.begin() + second}, false);
+        const std::vector<float> mel2 = stream.mel();
+        const int64_t sent2 = static_cast<int64_t>(mel2.size() / 80);
+        ASSERT_EQ(sent2, 2 * second - odd - S3GenStream::kHeldBackFrames);
+        EXPECT_EQ(mel_frames(mel2, sent2, 0, sent1), mel1);  // what was out stays
+        const int64_t skip = sent1 - (2 * k - odd);
+        EXPECT_EQ(mel_frames(mel2, sent2, sent1, sent2), mel_frames(want, n, skip, skip + sent2 - sent1));
+    }
+}
+
+// Windowed renders (the voice's last prompt tokens, a few settled tokens, the rest) stay near the
+// whole sentence, nearly as near as whole-prefix renders (measured on the tiny models: see the
+// printed figures and docs/chatterbox-s3gen.md); the waveform is still exactly HiFT on the mel
+// settled. With the odd prompt frame embed_ref can leave, the frames line up the same way.
+TEST(S3GenStreamWindow, WindowedRendersStayNearTheWholeSentence) {
+    struct Run {
+        const char* name;
+        bool turbo;
+        int64_t odd;
+    };
+    for (const Run& run : {Run{"case_a", false, 0}, Run{"case_b", false, 1}, Run{"case_turbo", true, 0}, Run{"case_turbo", true, 1}}) {
+        const S3GenCase c = load_s3gen_case(run.name);
+        S3Gen& s3gen = run.turbo ? turbo_s3gen() : multilingual_s3gen();
+        const FlowPrompt voice = even_prompt(c, run.odd);
+        const S3GenWindow window{static_cast<int>(voice.tokens.size() / 2), 6};
+        S3GenStream stream(s3gen, voice, {}, 5, 0, nullptr, window);
+        const S3GenNoise noise = stream.whole_noise(c.speech_tokens.size());
+        const S3GenOutput whole = s3gen.synthesize(c.speech_tokens, voice, noise);
+        const Streamed s = stream_s3gen(stream, c.speech_tokens, 16, 6, run.turbo ? 3 : 0);
+        const std::string label = std::string(run.name) + (run.odd ? " (odd prompt frame)" : "") + " windowed " +
+                                  std::to_string(window.prompt_tokens) + " + " + std::to_string(window.context_tokens) + " tokens";
+        report(label, s, whole);
+        ASSERT_EQ(s.mel.size(), whole.mel.size());
+        ASSERT_EQ(s.wav.size(), whole.wav.size());
+        EXPECT_GT(s.chunk_sizes.front(), 0u);
+        EXPECT_LE(mel_error(s, whole), kWindowedMelRelError) << label;
+        EXPECT_GE(snr_db(s.mel, whole.mel), kWindowedMelSnrDb) << label;
+        expect_hift_of_settled_mel(s3gen, s, noise.hift);
+    }
+}
+
+TEST(S3GenStreamWindow, RefusesNegativeSizes) {
+    const S3GenCase c = load_s3gen_case("case_a");
+    EXPECT_THROW(S3GenStream(multilingual_s3gen(), even_prompt(c), {}, 0, 0, nullptr, S3GenWindow{-1, 4}), Error);
+    EXPECT_THROW(S3GenStream(multilingual_s3gen(), even_prompt(c), {}, 0, 0, nullptr, S3GenWindow{4, -1}), Error);
 }
 
 // T3 holds a job whose progress is not ready, and only that job: the job's next token comes

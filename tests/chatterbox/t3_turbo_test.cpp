@@ -385,5 +385,46 @@ TEST(NanoSpeak, SpeakWritesAWavAndInfoNamesNano) {
     EXPECT_NE(info.out.find("variant:      nano"), std::string::npos) << info.out;
 }
 
+// A voice's prompt positions are prefilled once and kept across calls (T3::prompt_prefills): its
+// later sentences get the tokens a fresh T3 gives them. Another voice, or another KV type, is
+// prefilled on its own; past the cache's budget the least recently used voice goes.
+TEST(TurboT3, VoicePromptsArePrefilledOnceAcrossCalls) {
+    const GgufFile file(converted_turbo());
+    Backend backend(2);
+    const T3Conditioning a = builtin_conditioning(file);
+    T3Conditioning b = a;
+    b.prompt_speech_tokens.resize(b.prompt_speech_tokens.size() / 2);
+    for (float& v : b.speaker_emb) v = -v;
+    const std::vector<int32_t> text = {40, 41, 42, 43};
+    T3Options o = T3(file, backend).default_options();
+    o.seed = 7;
+    o.max_new_tokens = 20;
+    T3Options f16 = o;
+    f16.kv_cache = lm::KvType::F16;  // (Q8_0 needs head_dim 32; the tiny model has 16)
+    const auto fresh = [&](const T3Conditioning& c, const T3Options& opt) { return T3(file, backend).generate(text, c, opt); };
+    const std::vector<int32_t> want_a = fresh(a, o), want_b = fresh(b, o), want_a_f16 = fresh(a, f16);
+    ASSERT_NE(want_a, want_b);
+
+    const T3 t3(file, backend);
+    EXPECT_EQ(t3.generate(text, a, o), want_a);
+    EXPECT_EQ(t3.prompt_prefills(), 1u);
+    EXPECT_EQ(t3.generate(text, b, o), want_b);
+    EXPECT_EQ(t3.prompt_prefills(), 2u);
+    const T3Conditioning a_again = a;  // another object with the same voice
+    EXPECT_EQ(t3.generate(text, a_again, o), want_a);
+    EXPECT_EQ(t3.generate(std::vector<int32_t>{50, 51}, a, o).empty(), false);
+    EXPECT_EQ(t3.prompt_prefills(), 2u);
+    EXPECT_EQ(t3.generate(text, a, f16), want_a_f16);
+    EXPECT_EQ(t3.prompt_prefills(), 3u);
+
+    const T3 small(file, backend, kDefaultMaxBatch, 1);  // room for the newest voice only
+    EXPECT_EQ(small.generate(text, a, o), want_a);
+    EXPECT_EQ(small.generate(text, a, o), want_a);
+    EXPECT_EQ(small.prompt_prefills(), 1u);
+    EXPECT_EQ(small.generate(text, b, o), want_b);
+    EXPECT_EQ(small.generate(text, a, o), want_a);
+    EXPECT_EQ(small.prompt_prefills(), 3u);
+}
+
 }  // namespace
 }  // namespace talkbox::chatterbox
