@@ -487,9 +487,8 @@ struct Server::Impl : http::Handler, wyoming::Service {
 
 
     // The one synthesis path of HTTP and Wyoming: admission in arrival order (429, 503, 499), a
-    // session of the model, the request deadline, the run on a worker of its own.
-    // The parts (server/input_voices.h) go one after another, each on a session of its model, as
-    // one synthesis at `sample_rate`: one slot, one deadline.
+    // session of each model the parts (server/input_voices.h) speak through, one after another at
+    // `sample_rate`, the request deadline, the run on a worker of its own.
     std::shared_ptr<Synthesis> start_synthesis(std::vector<ModelPart> parts, int sample_rate, const SynthesisOutput& output,
                                                const std::function<bool()>& gone) {
         auto synthesis = std::make_shared<Synthesis>();
