@@ -1,7 +1,7 @@
-// One synthesis as both front ends run it: on leased sessions (one per model it speaks through), on a
-// worker thread of its own, under the request's deadline, stopped soon after its client leaves; its audio handed out as
-// encoded bytes while it is made (streaming) or kept whole. server.cpp admits it, starts it, and
-// records its metrics in one place for HTTP and Wyoming.
+// One synthesis as both front ends run it: on leased sessions (one per model it speaks through),
+// on a worker thread of its own, under the request's deadline, stopped soon after its client
+// leaves; its audio handed out as encoded bytes while it is made (streaming) or kept whole.
+// server.cpp admits it, starts it, and records its metrics in one place for HTTP and Wyoming.
 #pragma once
 
 #include <atomic>
