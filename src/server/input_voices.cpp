@@ -11,8 +11,8 @@ namespace {
 
 // "voice 'x' is not available for model 'm' (available: a, b)": the single-model message.
 std::string not_available(const VoiceCatalog& catalog, const ModelPool& model, const std::string& voice) {
-    return "voice " + quote_value(voice) + " is not available for model '" + model.id() + "' (available: " +
-           join_names(catalog.voice_names(&model)) + ")";
+    return "voice " + quote_value(voice) + " is not available for model '" + model.id() +
+           "' (available: " + join_names(catalog.voice_names(&model)) + ")";
 }
 
 }  // namespace
@@ -21,7 +21,8 @@ std::vector<ModelPool*> InputVoices::others_with(const std::string& voice) const
     std::vector<ModelPool*> out;
     SpeechRequest scratch;
     for (const auto& m : catalog_.models()) {
-        if (m.get() != &model_ && !m->capabilities().designs_voice && catalog_.voice_fits(*m, voice, "", scratch)) out.push_back(m.get());
+        if (m.get() != &model_ && !m->capabilities().designs_voice && catalog_.voice_fits(*m, voice, "", scratch))
+            out.push_back(m.get());
     }
     return out;
 }
@@ -35,12 +36,13 @@ SegmentVoice InputVoices::resolve(const std::string& name) {
         if (!named) {
             std::vector<std::string> ids;
             for (const auto& m : catalog_.models()) ids.push_back(m->id());
-            throw VoiceRefusal("voice " + quote_value(name) + " names model " + quote_value(id) + ", which is not loaded (loaded: " +
-                                   join_names(ids) + ")",
+            throw VoiceRefusal("voice " + quote_value(name) + " names model " + quote_value(id) +
+                                   ", which is not loaded (loaded: " + join_names(ids) + ")",
                                "model_not_found");
         }
         SpeechRequest fit;
-        if (!catalog_.voice_fits(*named, voice, "", fit)) throw VoiceRefusal(not_available(catalog_, *named, voice), "voice_not_found");
+        if (!catalog_.voice_fits(*named, voice, "", fit))
+            throw VoiceRefusal(not_available(catalog_, *named, voice), "voice_not_found");
         if (named == &model_) return SegmentVoice{fit.speaker, fit.voice, name};
         return other_model_voice(*named, voice, name);
     }
@@ -54,14 +56,15 @@ SegmentVoice InputVoices::resolve(const std::string& name) {
             if (m.get() == &model_ || m->capabilities().designs_voice) continue;
             for (const auto& v : catalog_.voice_names(m.get())) theirs.push_back(m->id() + "/" + v);
         }
-        throw VoiceRefusal(not_available(catalog_, model_, name) +
-                               (theirs.empty() ? std::string() : " nor for another loaded model (theirs: " + join_names(theirs) + ")"),
-                           "voice_not_found");
+        throw VoiceRefusal(
+            not_available(catalog_, model_, name) +
+                (theirs.empty() ? std::string() : " nor for another loaded model (theirs: " + join_names(theirs) + ")"),
+            "voice_not_found");
     }
     std::vector<std::string> qualified;
     for (const auto* m : others) qualified.push_back(m->id() + "/" + name);
-    throw VoiceRefusal("voice " + quote_value(name) + " is not a voice of model '" + model_.id() + "' but of several other loaded models; name one: " +
-                           join_names(qualified),
+    throw VoiceRefusal("voice " + quote_value(name) + " is not a voice of model '" + model_.id() +
+                           "' but of several other loaded models; name one: " + join_names(qualified),
                        "ambiguous_voice");
 }
 
@@ -73,16 +76,18 @@ SegmentVoice InputVoices::other_model_voice(ModelPool& other, const std::string&
     r.voice.reset();
     catalog_.voice_fits(other, voice, "", r);  // the caller found that it fits
     if (caps.sample_rate != model_.capabilities().sample_rate) {
-        throw VoiceRefusal(whose + ", which speaks at " + std::to_string(caps.sample_rate) + " Hz, model '" + model_.id() + "' at " +
-                               std::to_string(model_.capabilities().sample_rate) + " Hz; one response has one sample rate",
+        throw VoiceRefusal(whose + ", which speaks at " + std::to_string(caps.sample_rate) + " Hz, model '" +
+                               model_.id() + "' at " + std::to_string(model_.capabilities().sample_rate) +
+                               " Hz; one response has one sample rate",
                            "unsupported_voice");
     }
     if (!VoiceCatalog::any_language(request_.language)) {
         // The request's language in the other model's terms ("english" → "en").
         r.language = find_language(caps.languages, language_code(request_.language));
         if (r.language.empty()) {
-            throw VoiceRefusal(whose + ", which does not speak the request's language " + quote_value(request_.language) + " (its languages: " +
-                                   join_names(caps.languages) + ")",
+            throw VoiceRefusal(whose + ", which does not speak the request's language " +
+                                   quote_value(request_.language) + " (its languages: " + join_names(caps.languages) +
+                                   ")",
                                "unsupported_language");
         }
     }

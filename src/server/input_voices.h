@@ -28,7 +28,8 @@ struct ModelPart {
 // is the API's (voice_not_found, ambiguous_voice, model_not_found, unsupported_field, ...).
 class VoiceRefusal : public Error {
 public:
-    VoiceRefusal(const std::string& message, std::string code) : Error(ErrorKind::InvalidArgument, message), code_(std::move(code)) {}
+    VoiceRefusal(const std::string& message, std::string code)
+        : Error(ErrorKind::InvalidArgument, message), code_(std::move(code)) {}
     const std::string& code() const { return code_; }
 
 private:
@@ -61,7 +62,7 @@ private:
     ModelPool& model_;
     const SpeechRequest& request_;
     const VoiceCatalog& catalog_;
-    std::map<std::string, ModelPool*> models_by_name_;     // names spoken by another model
+    std::map<std::string, ModelPool*> models_by_name_;    // names spoken by another model
     std::map<const ModelPool*, SpeechRequest> requests_;  // the request as each other model takes it
 };
 
