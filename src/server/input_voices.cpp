@@ -75,12 +75,6 @@ SegmentVoice InputVoices::other_model_voice(ModelPool& other, const std::string&
     r.speaker.clear();
     r.voice.reset();
     catalog_.voice_fits(other, voice, "", r);  // the caller found that it fits
-    if (caps.sample_rate != model_.capabilities().sample_rate) {
-        throw VoiceRefusal(whose + ", which speaks at " + std::to_string(caps.sample_rate) + " Hz, model '" +
-                               model_.id() + "' at " + std::to_string(model_.capabilities().sample_rate) +
-                               " Hz; one response has one sample rate",
-                           "unsupported_voice");
-    }
     if (!VoiceCatalog::any_language(request_.language)) {
         // The request's language in the other model's terms ("english" → "en").
         r.language = find_language(caps.languages, language_code(request_.language));

@@ -25,7 +25,8 @@ struct ModelPart {
 };
 
 // A name InputVoices cannot resolve: the message says why and what the candidates are; `code`
-// is the API's (voice_not_found, ambiguous_voice, model_not_found, unsupported_field, ...).
+// is the API's (voice_not_found, ambiguous_voice, model_not_found, unsupported_field,
+// invalid_value, unsupported_language).
 class VoiceRefusal : public Error {
 public:
     VoiceRefusal(const std::string& message, std::string code)
@@ -44,8 +45,8 @@ public:
 
     // The voice `name` means: "MODEL/VOICE" is VOICE of the loaded model MODEL; another name is the
     // request model's voice when it has one, else that of the one other loaded model that has it.
-    // A voice of another model also needs the request's settings, language and sample rate to fit
-    // that model. Throws VoiceRefusal naming the candidates.
+    // A voice of another model also needs the request's settings and language to fit that model.
+    // Throws VoiceRefusal naming the candidates.
     SegmentVoice resolve(const std::string& name);
     // `segments` (their voices resolved here) as parts in order: each run of consecutive segments
     // of one model. A part after the first keeps the pause before its first segment
