@@ -71,36 +71,7 @@ void Synthesis::start(std::vector<ModelPart> parts, const std::function<LongForm
     speed_ = std::make_unique<audio::SpeedAdjuster>(sample_rate, output.speed, [this](const float* pcm, size_t n) { deliver(pcm, n); });
     thread_ = std::thread([this] {
         try {
-            for (size_t k = 0; k < parts_.size() && !result_.cancelled; ++k) {
-                const ModelPart& part = parts_[k];
-                const AudioCallback to_stretcher = [this](const float* pcm, size_t n) { speed_->write(pcm, n); };
-                std::optional<PartResampler> resampler;
-                if (const int rate = part.model->capabilities().sample_rate; rate != sample_rate_) resampler.emplace(rate, sample_rate_, to_stretcher);
-                const auto at_output_rate = [&](size_t sample) { return resampler ? resampler->at_output_rate(sample) : sample; };
-                // Its segments' numbers and samples continue those of the parts before it.
-                const size_t first_index = result_.segments, first_sample = result_.samples;
-                std::function<void(const SegmentDone&)> on_segment;
-                if (output_.timestamps || resampler) {
-                    on_segment = [&](const SegmentDone& d) {
-                        if (resampler) resampler->flush();
-                        if (!output_.timestamps) return;
-                        SegmentDone whole = d;
-                        whole.index += first_index;
-                        whole.first_sample = first_sample + at_output_rate(d.first_sample);
-                        whole.end_sample = first_sample + at_output_rate(d.end_sample);
-                        segment_done(segment_caption(part.segments[d.index], whole, part.request.speaker));
-                    };
-                }
-                LongFormResult done = speak_long_form(
-                    *leases_.at(part.model), part.request, part.segments, long_form_[k],
-                    resampler ? AudioCallback([&](const float* pcm, size_t n) { resampler->write(pcm, n); }) : to_stretcher, on_segment,
-                    StreamOptions{}, &cancel_);
-                if (resampler) {
-                    resampler->flush();
-                    done.samples = resampler->written();  // at the response's rate
-                }
-                append_result(result_, done);
-            }
+            for (size_t k = 0; k < parts_.size() && !result_.cancelled; ++k) speak_part(k);
             if (!result_.cancelled) speed_->finish();  // what the stretcher still holds
         } catch (...) {
             std::lock_guard<std::mutex> lock(m_);
@@ -112,6 +83,37 @@ void Synthesis::start(std::vector<ModelPart> parts, const std::function<LongForm
         finished_ = true;
         cv_.notify_all();
     });
+}
+
+void Synthesis::speak_part(size_t k) {
+    const ModelPart& part = parts_[k];
+    const AudioCallback to_stretcher = [this](const float* pcm, size_t n) { speed_->write(pcm, n); };
+    std::optional<PartResampler> resampler;
+    if (const int rate = part.model->capabilities().sample_rate; rate != sample_rate_) resampler.emplace(rate, sample_rate_, to_stretcher);
+    const auto at_output_rate = [&](size_t sample) { return resampler ? resampler->at_output_rate(sample) : sample; };
+    // Its segments' numbers and samples continue those of the parts before it.
+    const size_t first_index = result_.segments, first_sample = result_.samples;
+    std::function<void(const SegmentDone&)> on_segment;
+    if (output_.timestamps || resampler) {
+        on_segment = [&](const SegmentDone& d) {
+            if (resampler) resampler->flush();
+            if (!output_.timestamps) return;
+            SegmentDone whole = d;
+            whole.index += first_index;
+            whole.first_sample = first_sample + at_output_rate(d.first_sample);
+            whole.end_sample = first_sample + at_output_rate(d.end_sample);
+            segment_done(segment_caption(part.segments[d.index], whole, part.request.speaker));
+        };
+    }
+    LongFormResult done = speak_long_form(
+        *leases_.at(part.model), part.request, part.segments, long_form_[k],
+        resampler ? AudioCallback([&](const float* pcm, size_t n) { resampler->write(pcm, n); }) : to_stretcher, on_segment,
+        StreamOptions{}, &cancel_);
+    if (resampler) {
+        resampler->flush();
+        done.samples = resampler->written();  // at the response's rate
+    }
+    append_result(result_, done);
 }
 
 void Synthesis::deliver(const float* pcm, size_t n) {

@@ -90,6 +90,9 @@ public:
     size_t samples_out() const { return samples_out_; }
 
 private:
+    // parts_[k] on a session of its model (its audio resampled to sample_rate_ when its model's
+    // differs), its segments numbered and placed after those of the parts before it.
+    void speak_part(size_t k);
     void deliver(const float* pcm, size_t n);
     void segment_done(Caption caption);
     void watch(const std::function<bool()>& gone);
