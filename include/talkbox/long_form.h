@@ -47,6 +47,9 @@ struct SegmentVoice {
     std::string speaker;
     std::shared_ptr<const Voice> voice;
     std::string name;  // what the text called it (SSML's <voice name>), for captions
+    // The capabilities of the model that speaks it when that is not the model the segments are
+    // made for (a server's other loaded model): its languages then apply to the segment's.
+    const Capabilities* model = nullptr;
 };
 
 // One segment and what it changes from the request. Plain text gives only `text`.
@@ -94,6 +97,10 @@ struct LongFormResult {
     bool cancelled = false;
     SpeechTimings timings;      // summed; first_audio_ms is the first segment's
 };
+
+// Appends `part`, the result of the segments after `whole`'s (on another model's session), to
+// `whole`: frames, parts and timings summed, cancelled if either was, the part's seed.
+void append_result(LongFormResult& whole, const LongFormResult& part);
 
 // The parts of one segment's result, as LongFormResult::segment_parts holds them.
 std::vector<size_t> result_parts(const SpeechResult& result);

@@ -26,7 +26,8 @@ struct SsmlSegments {
 // sentences, <s> and <p> are separated by options.pause_ms, a <break> replaces that pause, and a
 // voice, rate or language change inside a sentence adds none. `language` is the request's (for
 // <say-as>). Throws Error (InvalidArgument) "SSML line L, column C: ..." for malformed SSML, a
-// voice `resolve_voice` refuses, an xml:lang the model does not speak, or an element the model
+// voice `resolve_voice` refuses, an xml:lang the model does not speak (inside a <voice> that
+// resolves to another model's voice, SegmentVoice::model: a language that model does not speak), or an element the model
 // cannot follow (a <voice> for a model that designs its voice from a description).
 SsmlSegments ssml_segments(const std::string& ssml, const Capabilities& caps, const std::string& language,
                            const LongFormOptions& options, const SsmlVoiceResolver& resolve_voice);

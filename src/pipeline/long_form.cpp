@@ -45,18 +45,22 @@ std::vector<size_t> result_parts(const SpeechResult& r) {
 
 namespace {
 
+void add_timings(SpeechTimings& sum, const SpeechTimings& t) {
+    sum.prefill_ms += t.prefill_ms;
+    sum.talker_ms += t.talker_ms;
+    sum.code_predictor_ms += t.code_predictor_ms;
+    sum.decoder_ms += t.decoder_ms;
+    sum.flow_ms += t.flow_ms;
+    sum.vocoder_ms += t.vocoder_ms;
+    sum.segments += t.segments;
+    sum.steps += t.steps;
+    sum.total_ms += t.total_ms;
+}
+
 void add_segment(LongFormResult& out, const SpeechResult& r, bool first) {
     out.frames.insert(out.frames.end(), r.frames.begin(), r.frames.end());
     out.segment_parts.push_back(result_parts(r));
-    out.timings.prefill_ms += r.timings.prefill_ms;
-    out.timings.talker_ms += r.timings.talker_ms;
-    out.timings.code_predictor_ms += r.timings.code_predictor_ms;
-    out.timings.decoder_ms += r.timings.decoder_ms;
-    out.timings.flow_ms += r.timings.flow_ms;
-    out.timings.vocoder_ms += r.timings.vocoder_ms;
-    out.timings.segments += r.timings.segments;
-    out.timings.steps += r.timings.steps;
-    out.timings.total_ms += r.timings.total_ms;
+    add_timings(out.timings, r.timings);
     if (first) out.timings.first_audio_ms = r.timings.first_audio_ms;
     ++out.segments;
 }
@@ -304,6 +308,17 @@ struct LongFormRun {
 };
 
 }  // namespace
+
+void append_result(LongFormResult& whole, const LongFormResult& part) {
+    if (whole.segments == 0) whole.timings.first_audio_ms = part.timings.first_audio_ms;
+    whole.frames.insert(whole.frames.end(), part.frames.begin(), part.frames.end());
+    whole.segment_parts.insert(whole.segment_parts.end(), part.segment_parts.begin(), part.segment_parts.end());
+    add_timings(whole.timings, part.timings);
+    whole.samples += part.samples;
+    whole.segments += part.segments;
+    whole.seed = part.seed;
+    whole.cancelled = whole.cancelled || part.cancelled;
+}
 
 LongFormResult speak_long_form(Session& session, SpeechRequest request, const std::vector<LongFormSegment>& segments,
                                const LongFormOptions& options, const AudioCallback& on_audio,

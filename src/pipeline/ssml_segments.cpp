@@ -61,10 +61,12 @@ SsmlSegments ssml_segments(const std::string& ssml, const Capabilities& caps, co
             base.voice = it->second;
         }
         if (!run.style.language.empty()) {
-            base.language = find_language(caps.languages, run.style.language);
+            // The languages of the model that speaks the run (another model's for its voices).
+            const Capabilities& speaker = base.voice && base.voice->model ? *base.voice->model : caps;
+            base.language = find_language(speaker.languages, run.style.language);
             if (base.language.empty()) {
-                throw at(run.style.language_at, "xml:lang \"" + run.style.language + "\" is not a language of " + caps.description() +
-                                              " (languages: " + join_names(caps.languages) + ")");
+                throw at(run.style.language_at, "xml:lang \"" + run.style.language + "\" is not a language of " + speaker.description() +
+                                              " (languages: " + join_names(speaker.languages) + ")");
             }
         }
         const std::vector<std::string> sentences = options.split ? split_into_segments(run.text, seg) : std::vector<std::string>{trim(run.text)};

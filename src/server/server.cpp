@@ -487,14 +487,14 @@ struct Server::Impl : http::Handler, wyoming::Service {
 
 
     // The one synthesis path of HTTP and Wyoming: admission in arrival order (429, 503, 499), a
-    // session of the model, the request deadline, the run on a worker of its own.
-    std::shared_ptr<Synthesis> start_synthesis(ModelPool& model, const SpeechRequest& request, std::vector<LongFormSegment> segments,
-                                               const SynthesisOutput& output, const std::function<bool()>& gone) {
+    // session of each model the parts (server/input_voices.h) speak through, one after another at
+    // `sample_rate`, the request deadline, the run on a worker of its own.
+    std::shared_ptr<Synthesis> start_synthesis(std::vector<ModelPart> parts, int sample_rate, const SynthesisOutput& output,
+                                               const std::function<bool()>& gone) {
         auto synthesis = std::make_shared<Synthesis>();
         admit(synthesis->slot, gone);
         const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(options.request_timeout_s * 1000));
-        synthesis->start(model.lease(), model.capabilities().sample_rate, request, std::move(segments), long_form_options(model.capabilities()), output,
-                         deadline);
+        synthesis->start(std::move(parts), [this](const Capabilities& caps) { return long_form_options(caps); }, sample_rate, output, deadline);
         return synthesis;
     }
 
@@ -514,7 +514,7 @@ struct Server::Impl : http::Handler, wyoming::Service {
         const int socket = req.socket;
         const auto gone = [socket] { return http::peer_closed(socket); };
         const int rate = p.model->capabilities().sample_rate;
-        auto job = start_synthesis(*p.model, p.request, p.segments, {p.stream, p.sse, p.format->format, p.speed, p.timestamps},
+        auto job = start_synthesis(std::move(p.parts), rate, {p.stream, p.sse, p.format->format, p.speed, p.timestamps},
                                    [&] { return req.peer_closed(); });
         // Wait for the first audio (streaming) or the end (whole files), watching the client.
         job->wait_for_audio_or_end(gone);
@@ -733,9 +733,10 @@ struct Server::Impl : http::Handler, wyoming::Service {
             ModelPool* m = catalog.for_wyoming(vc, r);
             r.sampling.seed = options.default_seed ? *options.default_seed : random_seed();
             std::vector<std::string> warnings;  // SSML's: the server log has them, the protocol has no place
-            auto segments = vc.ssml ? ssml_input(text, *m, catalog, r.language, warnings) : long_form_segments(text);
+            // SSML's <voice>s may be other loaded models' voices, as over HTTP.
+            auto parts = vc.ssml ? ssml_input(text, *m, r, catalog, warnings) : std::vector<ModelPart>{{m, r, long_form_segments(text)}};
             for (const auto& w : warnings) log("WYOMING warning: " + w);
-            auto job = start_synthesis(*m, r, std::move(segments), {true, false, audio::SampleFormat::Raw16, 1.0}, cancelled);
+            auto job = start_synthesis(std::move(parts), m->capabilities().sample_rate, {true, false, audio::SampleFormat::Raw16, 1.0}, cancelled);
             std::string chunk;
             for (bool done = false; !done;) {
                 done = job->next(chunk, cancelled);

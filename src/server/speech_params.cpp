@@ -6,6 +6,7 @@
 #include "core/printable.h"
 #include "core/strings.h"
 #include "server/api_error.h"
+#include "server/input_voices.h"
 #include "server/request_limits.h"
 #include "talkbox/dialogue.h"
 #include "talkbox/error.h"
@@ -40,27 +41,20 @@ std::string format_names(bool streaming_only) {
     return join_names(names);
 }
 
-// A voice the input names (<voice name>, a cast's voice): one the catalog gives `model`.
-SegmentVoice catalog_voice(const ModelPool& model, const VoiceCatalog& catalog, const std::string& name) {
-    SpeechRequest fit;
-    if (catalog.voice_fits(model, name, "", fit)) return SegmentVoice{fit.speaker, fit.voice, name};
-    throw Error(ErrorKind::InvalidArgument, "voice " + quote_value(name) + " is not available for model '" + model.id() +
-                                                "' (available: " + join_names(catalog.voice_names(&model)) + ")");
-}
-
-// "input" as a dialogue script spoken by `cast` ({name, voice name}) on `model`.
-std::vector<LongFormSegment> dialogue_input(const std::string& input, const std::vector<std::pair<std::string, std::string>>& cast,
-                                            const ModelPool& model, const VoiceCatalog& catalog) {
+// "input" as a dialogue script spoken by `cast` ({name, voice name}) for `request` on `model`.
+std::vector<ModelPart> dialogue_input(const std::string& input, const std::vector<std::pair<std::string, std::string>>& cast,
+                                      ModelPool& model, const SpeechRequest& request, const VoiceCatalog& catalog) {
+    InputVoices voices(model, request, catalog);
     std::vector<CastMember> members;
     for (const auto& [name, voice] : cast) {
         try {
-            members.push_back({name, catalog_voice(model, catalog, voice)});
-        } catch (const Error& e) {
-            throw bad_request("'cast." + name + "': " + e.what(), "cast", "voice_not_found");
+            members.push_back({name, voices.resolve(voice)});
+        } catch (const VoiceRefusal& e) {
+            throw bad_request("'cast." + name + "': " + e.what(), "cast", e.code());
         }
     }
     try {
-        return dialogue_segments(input, members);
+        return voices.parts(dialogue_segments(input, members), LongFormOptions().pause_ms);
     } catch (const EmptyText& e) {
         throw bad_request(e.what(), "input", "empty_text");
     } catch (const Error& e) {
@@ -99,14 +93,14 @@ std::vector<std::pair<std::string, std::string>> cast_field(const json& body, bo
 
 }  // namespace
 
-// "input" as SSML for `model`: its <voice name>s are the voices the catalog gives the model.
-std::vector<LongFormSegment> ssml_input(const std::string& input, const ModelPool& model, const VoiceCatalog& catalog,
-                                        const std::string& language, std::vector<std::string>& warnings) {
+std::vector<ModelPart> ssml_input(const std::string& input, ModelPool& model, const SpeechRequest& request, const VoiceCatalog& catalog,
+                                  std::vector<std::string>& warnings) {
+    InputVoices voices(model, request, catalog);
     try {
-        SsmlSegments parsed = ssml_segments(input, model.capabilities(), language, {},
-                                            [&](const std::string& name) { return catalog_voice(model, catalog, name); });
+        SsmlSegments parsed = ssml_segments(input, model.capabilities(), request.language, {},
+                                            [&](const std::string& name) { return voices.resolve(name); });
         warnings = std::move(parsed.warnings);
-        return std::move(parsed.segments);
+        return voices.parts(std::move(parsed.segments), LongFormOptions().pause_ms);
     } catch (const Error& e) {
         throw bad_request(e.what(), "input", "invalid_ssml");
     }
@@ -179,8 +173,9 @@ SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& cata
     // SSML and dialogue become segments once the model (its voices) is known.
     const bool ssml = input_format == "ssml", dialogue = input_format == "dialogue";
     const auto cast = cast_field(body, dialogue);
+    std::vector<LongFormSegment> text_segments;
     try {
-        if (!ssml && !dialogue) p.segments = long_form_segments(input, {}, "'input'");
+        if (!ssml && !dialogue) text_segments = long_form_segments(input, {}, "'input'");
     } catch (const EmptyText& e) {
         throw bad_request(e.what(), "input", "empty_text");
     }
@@ -246,8 +241,13 @@ SpeechParams parse_speech(const std::string& body_text, const VoiceCatalog& cata
     catalog.require_fit(*p.model, p.request);
     // Drawn here when absent, so that every response reports the seed that reproduces it.
     if (!s.seed) s.seed = default_seed ? *default_seed : random_seed();
-    if (ssml) p.segments = ssml_input(input, *p.model, catalog, p.request.language, p.warnings);
-    if (dialogue) p.segments = dialogue_input(input, cast, *p.model, catalog);
+    if (ssml) {
+        p.parts = ssml_input(input, *p.model, p.request, catalog, p.warnings);
+    } else if (dialogue) {
+        p.parts = dialogue_input(input, cast, *p.model, p.request, catalog);
+    } else {
+        p.parts = {{p.model, p.request, std::move(text_segments)}};
+    }
     return p;
 }
 

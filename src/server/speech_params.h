@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/input_voices.h"
 #include "server/models.h"
 #include "server/voice_catalog.h"
 #include "talkbox/audio.h"
@@ -40,7 +41,9 @@ struct SpeechParams {
     bool timestamps = false;  // each segment's times: in a JSON response, or speech.segment events
     double speed = 1.0;   // tempo (1: the model's own pace, no stretcher)
     size_t input_chars = 0;
-    std::vector<LongFormSegment> segments;
+    // The segments, in runs of one model each: all the request's model's, but for the voices of
+    // other loaded models that SSML or a dialogue's cast names (server/input_voices.h).
+    std::vector<ModelPart> parts;
     std::vector<std::string> warnings;  // what "input_format": "ssml" did not do (X-Talkbox-Warnings)
 };
 
@@ -48,11 +51,12 @@ struct SpeechParams {
 SpeechParams parse_speech(const std::string& body, const VoiceCatalog& catalog, size_t max_text_chars,
                           const std::optional<uint64_t>& default_seed);
 
-// "input" as SSML for `model` (HTTP's "input_format": "ssml", Wyoming's "text_format": "ssml"): its
-// <voice name>s are the voices the catalog gives the model. Throws ApiError 400 invalid_ssml naming
-// the position; `warnings` gets what was not done.
-std::vector<LongFormSegment> ssml_input(const std::string& input, const ModelPool& model, const VoiceCatalog& catalog,
-                                        const std::string& language, std::vector<std::string>& warnings);
+// "input" as SSML for `request` on `model` (HTTP's "input_format": "ssml", Wyoming's
+// "text_format": "ssml"): its <voice name>s are the voices of the model or of other loaded models
+// (server/input_voices.h), its segments the parts of each model in order. Throws ApiError 400
+// invalid_ssml naming the position; `warnings` gets what was not done.
+std::vector<ModelPart> ssml_input(const std::string& input, ModelPool& model, const SpeechRequest& request, const VoiceCatalog& catalog,
+                                  std::vector<std::string>& warnings);
 
 // Why a client's JSON `value` cannot be `setting`'s ("must be a number", or setting_value_problem's
 // reason), or empty: for the speech request's fields and Wyoming's "settings" alike.

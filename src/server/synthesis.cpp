@@ -1,8 +1,11 @@
 #include "server/synthesis.h"
 
 #include <chrono>
+#include <cmath>
 #include <new>
+#include <optional>
 
+#include "audio/resample.h"
 #include "core/strings.h"
 #include "talkbox/error.h"
 
@@ -20,20 +23,55 @@ std::string sse_segment(const Caption& caption, int sample_rate) {
     return sse_event(event);
 }
 
-void Synthesis::start(SessionLease lease, int sample_rate, const SpeechRequest& request, std::vector<LongFormSegment> segments,
-                      const LongFormOptions& long_form, const SynthesisOutput& output, Clock::time_point deadline) {
+namespace {
+
+// A part's audio at its model's sample rate on its way to the response's, when they differ: held
+// until each of its segments ends (with the pause after it), then resampled as one piece
+// (audio::resample) to the length that its place in the part gives it, round(sample · to / from),
+// the rule by which at_output_rate() maps the part's caption positions too.
+class PartResampler {
+public:
+    PartResampler(int from_rate, int to_rate, AudioCallback out) : from_(from_rate), to_(to_rate), out_(std::move(out)) {}
+    void write(const float* pcm, size_t n) {
+        held_.insert(held_.end(), pcm, pcm + n);
+        in_ += n;
+    }
+    size_t at_output_rate(size_t sample) const {
+        return static_cast<size_t>(std::llround(static_cast<double>(sample) * to_ / from_));
+    }
+    void flush() {
+        if (held_.empty()) return;
+        std::vector<float> pcm = audio::resample(held_, from_, to_);
+        held_.clear();
+        pcm.resize(at_output_rate(in_) - written_);  // resample() gives ceil(n · to / from): a sample at most
+        written_ += pcm.size();
+        out_(pcm.data(), pcm.size());
+    }
+    size_t written() const { return written_; }
+
+private:
+    int from_, to_;
+    AudioCallback out_;
+    std::vector<float> held_;
+    size_t in_ = 0, written_ = 0;
+};
+
+}  // namespace
+
+void Synthesis::start(std::vector<ModelPart> parts, const std::function<LongFormOptions(const Capabilities&)>& long_form, int sample_rate,
+                      const SynthesisOutput& output, Clock::time_point deadline) {
     output_ = output;
     deadline_ = deadline;
-    lease_ = std::move(lease);
+    parts_ = std::move(parts);
+    for (const ModelPart& part : parts_) {
+        long_form_.push_back(long_form(part.model->capabilities()));
+        if (!leases_.count(part.model)) leases_.emplace(part.model, part.model->lease());
+    }
     sample_rate_ = sample_rate;
     speed_ = std::make_unique<audio::SpeedAdjuster>(sample_rate, output.speed, [this](const float* pcm, size_t n) { deliver(pcm, n); });
-    thread_ = std::thread([this, request, segments = std::move(segments), long_form] {
-        std::function<void(const SegmentDone&)> on_segment;
-        if (output_.timestamps) on_segment = [&](const SegmentDone& d) { segment_done(segment_caption(segments[d.index], d, request.speaker)); };
+    thread_ = std::thread([this] {
         try {
-            result_ = speak_long_form(
-                *lease_, request, segments, long_form, [&](const float* pcm, size_t n) { speed_->write(pcm, n); }, on_segment,
-                StreamOptions{}, &cancel_);
+            for (size_t k = 0; k < parts_.size() && !result_.cancelled; ++k) speak_part(k);
             if (!result_.cancelled) speed_->finish();  // what the stretcher still holds
         } catch (...) {
             std::lock_guard<std::mutex> lock(m_);
@@ -45,6 +83,37 @@ void Synthesis::start(SessionLease lease, int sample_rate, const SpeechRequest& 
         finished_ = true;
         cv_.notify_all();
     });
+}
+
+void Synthesis::speak_part(size_t k) {
+    const ModelPart& part = parts_[k];
+    const AudioCallback to_stretcher = [this](const float* pcm, size_t n) { speed_->write(pcm, n); };
+    std::optional<PartResampler> resampler;
+    if (const int rate = part.model->capabilities().sample_rate; rate != sample_rate_) resampler.emplace(rate, sample_rate_, to_stretcher);
+    const auto at_output_rate = [&](size_t sample) { return resampler ? resampler->at_output_rate(sample) : sample; };
+    // Its segments' numbers and samples continue those of the parts before it.
+    const size_t first_index = result_.segments, first_sample = result_.samples;
+    std::function<void(const SegmentDone&)> on_segment;
+    if (output_.timestamps || resampler) {
+        on_segment = [&](const SegmentDone& d) {
+            if (resampler) resampler->flush();
+            if (!output_.timestamps) return;
+            SegmentDone whole = d;
+            whole.index += first_index;
+            whole.first_sample = first_sample + at_output_rate(d.first_sample);
+            whole.end_sample = first_sample + at_output_rate(d.end_sample);
+            segment_done(segment_caption(part.segments[d.index], whole, part.request.speaker));
+        };
+    }
+    LongFormResult done = speak_long_form(
+        *leases_.at(part.model), part.request, part.segments, long_form_[k],
+        resampler ? AudioCallback([&](const float* pcm, size_t n) { resampler->write(pcm, n); }) : to_stretcher, on_segment,
+        StreamOptions{}, &cancel_);
+    if (resampler) {
+        resampler->flush();
+        done.samples = resampler->written();  // at the response's rate
+    }
+    append_result(result_, done);
 }
 
 void Synthesis::deliver(const float* pcm, size_t n) {

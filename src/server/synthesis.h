@@ -1,13 +1,14 @@
-// One synthesis as both front ends run it: on a leased session, on a worker thread of its own,
-// under the request's deadline, stopped soon after its client leaves; its audio handed out as
-// encoded bytes while it is made (streaming) or kept whole. server.cpp admits it, starts it, and
-// records its metrics in one place for HTTP and Wyoming.
+// One synthesis as both front ends run it: on leased sessions (one per model it speaks through),
+// on a worker thread of its own, under the request's deadline, stopped soon after its client
+// leaves; its audio handed out as encoded bytes while it is made (streaming) or kept whole.
+// server.cpp admits it, starts it, and records its metrics in one place for HTTP and Wyoming.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,6 +20,7 @@
 
 #include "core/clock.h"
 #include "server/api_error.h"
+#include "server/input_voices.h"
 #include "server/models.h"
 #include "server/scheduler.h"
 #include "talkbox/audio.h"
@@ -55,9 +57,11 @@ public:
     Clock::time_point arrived = Clock::now();
     Scheduler::Slot slot;  // held until the synthesis is destroyed
 
-    // Runs `request` on `lease`'s session on a thread of its own, until `deadline`.
-    void start(SessionLease lease, int sample_rate, const SpeechRequest& request, std::vector<LongFormSegment> segments,
-               const LongFormOptions& long_form, const SynthesisOutput& output, Clock::time_point deadline);
+    // Runs the parts in order, each on a session of its model (one lease per model, held until
+    // the end) with `long_form`'s options for the model, on a thread of its own, until `deadline`:
+    // one stream of audio at `sample_rate`, the segments' captions numbered across the parts.
+    void start(std::vector<ModelPart> parts, const std::function<LongFormOptions(const Capabilities&)>& long_form, int sample_rate,
+               const SynthesisOutput& output, Clock::time_point deadline);
     // Waits up to 50 ms for audio, moves the bytes made so far into `chunk` (streaming), and stops
     // the synthesis once `gone()` says the client left or the deadline passed. Returns whether it
     // has finished (the bytes moved are then all there are).
@@ -86,6 +90,9 @@ public:
     size_t samples_out() const { return samples_out_; }
 
 private:
+    // parts_[k] on a session of its model (its audio resampled to sample_rate_ when its model's
+    // differs), its segments numbered and placed after those of the parts before it.
+    void speak_part(size_t k);
     void deliver(const float* pcm, size_t n);
     void segment_done(Caption caption);
     void watch(const std::function<bool()>& gone);
@@ -106,7 +113,9 @@ private:
     Clock::time_point deadline_;
     double first_audio_s_ = -1;
     size_t samples_out_ = 0;
-    SessionLease lease_;
+    std::vector<ModelPart> parts_;
+    std::vector<LongFormOptions> long_form_;  // each part's
+    std::map<const ModelPool*, SessionLease> leases_;
     std::thread thread_;  // last: it starts once everything else exists
 };
 

@@ -25,6 +25,7 @@ class VoiceCatalog {
 public:
     VoiceCatalog(const std::vector<std::unique_ptr<ModelPool>>& models, VoiceRegistry& voices) : models_(models), voices_(voices) {}
 
+    const std::vector<std::unique_ptr<ModelPool>>& models() const { return models_; }  // the loaded models, in order
     ModelPool* find_model(const std::string& id) const;  // nullptr: no model of that id
     // Whether `model` can speak with `voice`; fills the request's speaker or voice (the built-in
     // voice leaves both empty).

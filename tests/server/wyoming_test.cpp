@@ -377,6 +377,23 @@ TEST_F(WyomingTest, SsmlTextFormat) {
     EXPECT_FALSE(read_audio(c).pcm.empty());
 }
 
+// A <voice> of another loaded model (a voice registered for the Base model while the request
+// speaks with CustomVoice's ryan) resolves as over HTTP: the same audio.
+TEST_F(WyomingTest, SsmlVoiceOfAnotherModel) {
+    auto made = create_voice("fox_ssml", read_text(fixtures_dir() + "/qwen3tts/audio/en_3p5s.wav"), {{"model", "tiny-0.6B-Base-f32"}});
+    ASSERT_TRUE(made && made->status == 201) << (made ? made->body : "no response");
+    const std::string doc = "<speak>Hello.<voice name=\"fox_ssml\">Again.</voice></speak>";
+    auto http = speech({{"input", doc}, {"input_format", "ssml"}, {"voice", "ryan"}, {"response_format", "pcm"}});
+    ASSERT_TRUE(http && http->status == 200) << (http ? http->body : "no response");
+    // One sentence, two voices: no pause between them.
+    EXPECT_TRUE(http->body == http_pcm("Hello.", "ryan") + http_pcm("Again.", "fox_ssml")) << "a part differs from its model's audio alone";
+    WyomingClient c(wport());
+    ASSERT_TRUE(c.send("synthesize", {{"text", doc}, {"text_format", "ssml"}, {"voice", {{"name", "ryan"}}}}));
+    EXPECT_TRUE(read_audio(c).pcm == http->body) << "Wyoming and HTTP differ for a voice of another model";
+    auto gone = client().Delete("/v1/audio/voices/fox_ssml", auth());
+    ASSERT_TRUE(gone && gone->status == 200);
+}
+
 TEST_F(WyomingTest, StreamStateErrors) {
     WyomingClient c(wport());
     ASSERT_TRUE(c.send("synthesize-chunk", {{"text", "Hello."}}));

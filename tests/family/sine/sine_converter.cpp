@@ -28,6 +28,13 @@ ConvertSummary convert(const ConvertOptions& options) {
     const float amplitude = a.get<float>();
     std::unique_ptr<gguf_context, GgufContextDeleter> gguf(gguf_init_empty());
     gguf_set_val_str(gguf.get(), "general.architecture", kArchitecture);
+    if (j.contains("sample_rate")) {
+        const nlohmann::json& rate = j["sample_rate"];
+        if (!rate.is_number_integer() || rate.get<int64_t>() < 8000 || rate.get<int64_t>() > 48000) {
+            throw Error(ErrorKind::Format, config + ": sample_rate must be an integer from 8000 to 48000, got " + json_excerpt(rate));
+        }
+        gguf_set_val_u32(gguf.get(), "sine.sample_rate", rate.get<uint32_t>());
+    }
     const std::string name =
         options.name.empty() ? std::filesystem::path(options.snapshot_dir).lexically_normal().filename().string() : options.name;
     gguf_set_val_str(gguf.get(), "general.name", name.c_str());

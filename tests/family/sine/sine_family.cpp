@@ -21,11 +21,15 @@ ModelIdentity identity() {
     return id;
 }
 
-Capabilities capabilities_of() {
+int sample_rate_of(const GgufFile& file) {
+    return file.meta().has_key("sine.sample_rate") ? static_cast<int>(file.meta().get_u32("sine.sample_rate")) : kSampleRate;
+}
+
+Capabilities capabilities_of(int sample_rate) {
     Capabilities c;
     static_cast<ModelIdentity&>(c) = identity();
-    c.sample_rate = kSampleRate;
-    c.frames_per_second = static_cast<double>(kSampleRate) / kSamplesPerFrame;
+    c.sample_rate = sample_rate;
+    c.frames_per_second = 12.5;
     c.builtin_voice = true;
     c.frame_streaming = true;
     c.kv_cache_types = {"f32"};
@@ -43,7 +47,7 @@ float amplitude_of(const GgufFile& file) {
 
 class SineSession : public FamilySession {
 public:
-    explicit SineSession(float amplitude) : amplitude_(amplitude) {}
+    SineSession(float amplitude, int sample_rate) : amplitude_(amplitude), sample_rate_(sample_rate) {}
 
     SpeechResult speak(const SpeechRequest& request, const AudioCallback& on_audio, const StreamOptions&,
                        const std::atomic<bool>* cancel) override {
@@ -52,7 +56,7 @@ public:
         const double hz = pitch == request.family_settings.end() ? kDefaultPitch : pitch->second;
         SpeechResult result;
         result.seed = request.sampling.seed.value_or(0);
-        std::vector<float> frame(kSamplesPerFrame);
+        std::vector<float> frame(static_cast<size_t>(kSamplesPerFrame) * sample_rate_ / kSampleRate);
         for (unsigned char byte : request.text) {
             if ((byte & 0xC0) == 0x80) continue;  // one frame per code point
             if (cancel && cancel->load()) {
@@ -60,7 +64,7 @@ public:
                 break;
             }
             for (float& s : frame) {
-                s = amplitude_ * static_cast<float>(std::sin(2 * M_PI * hz * static_cast<double>(result.samples++) / kSampleRate));
+                s = amplitude_ * static_cast<float>(std::sin(2 * M_PI * hz * static_cast<double>(result.samples++) / sample_rate_));
             }
             result.frames.push_back({static_cast<int32_t>(result.frames.size())});
             if (result.timings.first_audio_ms == 0) {
@@ -75,15 +79,16 @@ public:
 
 private:
     float amplitude_;
+    int sample_rate_;
 };
 
 class SineModel : public FamilyModel {
 public:
-    explicit SineModel(const GgufFile& file) : capabilities_(capabilities_of()), amplitude_(amplitude_of(file)) {}
+    explicit SineModel(const GgufFile& file) : capabilities_(capabilities_of(sample_rate_of(file))), amplitude_(amplitude_of(file)) {}
     const Capabilities& capabilities() const override { return capabilities_; }
     int threads() const override { return 1; }
     int decoder_threads() const override { return 1; }
-    std::unique_ptr<FamilySession> new_session() const override { return std::make_unique<SineSession>(amplitude_); }
+    std::unique_ptr<FamilySession> new_session() const override { return std::make_unique<SineSession>(amplitude_, capabilities_.sample_rate); }
 
 private:
     Capabilities capabilities_;

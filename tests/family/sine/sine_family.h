@@ -10,12 +10,13 @@
 namespace talkbox::sine {
 
 constexpr const char* kArchitecture = "sine";
-constexpr int kSampleRate = 24000;
-constexpr int kSamplesPerFrame = 1920;  // 12.5 frames per second, as Qwen3-TTS
+constexpr int kSampleRate = 24000;      // unless sine.json sets "sample_rate" (a model at another rate)
+constexpr int kSamplesPerFrame = 1920;  // 12.5 frames per second, as Qwen3-TTS (at any rate)
 constexpr double kDefaultPitch = 440;
 
 Family family();
-// A folder with sine.json {"amplitude": A} converts to a GGUF holding the tensor sine.amplitude.
+// A folder with sine.json {"amplitude": A} converts to a GGUF holding the tensor sine.amplitude;
+// {"amplitude": A, "sample_rate": R} to a model that speaks at R Hz (the key sine.sample_rate).
 const FamilyConverter& converter();
 
 }  // namespace talkbox::sine

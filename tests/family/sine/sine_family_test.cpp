@@ -13,6 +13,7 @@
 #include "audio/audio_reader.h"
 #include "checkpoints/converters.h"
 #include "family/sine/sine_family.h"
+#include "server/http_fixture.h"
 #include "server/serve_process.h"
 #include "server/wyoming_client.h"
 #include "support/test_support.h"
@@ -153,6 +154,47 @@ TEST_F(SineFamily, HttpAndWyomingTakeTheKnobAndOtherFamiliesRefuseIt) {
     ASSERT_TRUE(unknown);
     EXPECT_EQ(unknown->type, "error");
     EXPECT_NE(unknown->data.value("text", "").find("is not a request setting"), std::string::npos) << unknown->data.dump();
+}
+
+// An SSML <voice> of a model at another sample rate (a 16 kHz sine next to the 24 kHz Qwen3-TTS
+// model): its segment resampled to the response's rate, where and as long as its caption says,
+// the same in a stream; the request model's segment as it is alone.
+TEST_F(SineFamily, AVoiceOfAModelAtAnotherRateIsResampled) {
+    TempDir dir;
+    write_text(dir.file("sine.json"), R"({"amplitude": 0.5, "sample_rate": 16000})");
+    const std::string model = dir.file("sine16.gguf");
+    const CommandResult converted = sine("convert " + dir.path() + " -o " + model);
+    ASSERT_EQ(converted.exit_code, 0) << converted.err;
+    ServeProcess server({"-m", qwen_model_, "-m", model}, "", {}, TALKBOX_SINE_BINARY);
+    httplib::Client http("127.0.0.1", server.port());
+    http.set_read_timeout(120);
+    const auto post = [&](const nlohmann::json& body) { return http.Post("/v1/audio/speech", body.dump(), "application/json"); };
+    const nlohmann::json base = {{"model", "tiny-0.6B-CustomVoice-f32"}, {"voice", "ryan"}, {"seed", 4}};  // no max_frames: the sine takes none
+    auto alone = post(with(base, {{"input", "Hi."}, {"response_format", "pcm"}}));
+    ASSERT_TRUE(alone && alone->status == 200) << (alone ? alone->body : "no response");
+    const nlohmann::json mixed = with(base, {{"input", "<speak><s>Hi.</s><s><voice name=\"sine16/builtin\">Tone.</voice></s></speak>"},
+                                             {"input_format", "ssml"}});
+    auto whole = post(with(mixed, {{"response_format", "wav"}, {"timestamps", true}}));
+    ASSERT_TRUE(whole && whole->status == 200) << (whole ? whole->body : "no response");
+    const nlohmann::json body = nlohmann::json::parse(whole->body);
+    const std::string audio = base64_decode(body["audio"].get<std::string>()).substr(44);
+    // "Tone." is 5 frames of 1280 samples at 16 kHz: 9600 at 24 kHz, after the 300 ms pause.
+    const size_t hi = alone->body.size() / 2, tone_start = hi + 7200;
+    ASSERT_EQ(audio.size() / 2, tone_start + 9600);
+    EXPECT_TRUE(audio.substr(0, alone->body.size()) == alone->body);
+    EXPECT_NEAR(frequency(pcm16(audio.substr(2 * tone_start)), 24000), sine::kDefaultPitch, 3);
+    const nlohmann::json& segments = body["segments"];
+    ASSERT_EQ(segments.size(), 2u) << segments.dump();
+    EXPECT_EQ(segments[1]["voice"], "sine16/builtin");
+    EXPECT_EQ(std::llround(segments[1]["start"].get<double>() * 24000), static_cast<long long>(tone_start));
+    EXPECT_EQ(std::llround(segments[1]["end"].get<double>() * 24000), static_cast<long long>(tone_start + 9600));
+    auto sse = post(with(mixed, {{"response_format", "pcm"}, {"stream_format", "sse"}, {"timestamps", true}}));
+    ASSERT_TRUE(sse && sse->status == 200) << (sse ? sse->body : "no response");
+    std::string streamed;
+    for (const auto& e : sse_events(sse->body)) {
+        if (e["type"] == "speech.audio.delta") streamed += base64_decode(e["audio"].get<std::string>());
+    }
+    EXPECT_TRUE(streamed == audio) << "the stream differs from the whole file";
 }
 
 TEST_F(SineFamily, TheCppApiRefusesANameNoFamilyDeclares) {
