@@ -28,6 +28,11 @@ Writes tests/data/chatterbox_vc/<case>/: case.json (inputs, the speech tokens, s
 (1, 80, M: what HiFT receives), f0.npy (1, M: HiFT's f0 predictor on that mel) and wav.npy (the
 24 kHz output, before the watermark), float32.
 
+Recordings over 30 s (LONG_CASES): the official tokenizer reads them in overlapping 30 s windows
+(tools/s3tokenizer_long.py adds that path to the port). Only the tokenizer differs there, so these
+cases store the speech tokens alone (case.json): the source is fixture clips of one sample rate
+joined end to end at that rate, the file a user would pass, then librosa.load(sr=16000) as above.
+
 Needs Debian's torch, numpy, scipy and python3-soundfile, and libsoxr (the port calls it as
 librosa does). The build and the tests never run this script; rerun it only to regenerate:
 
@@ -41,6 +46,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import s3tokenizer_long  # tools/: the tokenizer's path for recordings over 30 s
+
 REPO = Path(__file__).resolve().parents[1]
 S3_SR, S3GEN_SR, DEC_COND_LEN = 16000, 24000, 10 * 24000
 GAMMA = 0x9E3779B97F4A7C15
@@ -49,6 +56,13 @@ GAMMA = 0x9E3779B97F4A7C15
 CASES = [
     ("builtin_zh2s", "qwen3tts/audio/zh_2s.wav", None, 11),
     ("target_long12s_odd", "qwen3tts/audio/en_odd_29999.wav", "chatterbox/audio/long_12s.wav", 12),
+]
+# name, the clips joined into the source: 42.25 s (two windows) and 53.75 s (three; the last one's 44
+# tokens fall inside the 50 that the merge drops, so it adds none)
+LONG_CLIP = "chatterbox/audio/long_12s.wav"
+LONG_CASES = [
+    ("long_42s", [LONG_CLIP, "qwen3tts/audio/en_3p5s.wav", LONG_CLIP, "qwen3tts/audio/zh_2s.wav", LONG_CLIP]),
+    ("long_54s", [LONG_CLIP] * 4 + ["qwen3tts/audio/en_3p5s.wav", "qwen3tts/audio/en_odd_29999.wav"]),
 ]
 
 
@@ -80,6 +94,8 @@ def load_models(shared):
     sys.path.insert(0, str(shared / "reference" / "chatterbox"))
     import refaudio as R
     import s3gen as S
+
+    s3tokenizer_long.install(R)
 
     ckpt = shared / "fixtures" / "chatterbox" / "tiny-multilingual"
     hp = json.loads((ckpt / "tiny_hparams.json").read_text())
@@ -114,6 +130,27 @@ def run_case(models, fixtures, source, target, seed):
                 mel=trace["mel"].float().numpy(), f0=trace["f0"].float().numpy(), wav=wav.squeeze(0).float().numpy())
 
 
+def run_long_case(models, fixtures, clips):
+    R, _, holder, _ = models
+    parts = [R.load_audio_file(fixtures / c) for c in clips]
+    rates = {sr for _, sr in parts}
+    assert len(rates) == 1, f"clips of one sample rate only, got {rates}"
+    sr = rates.pop()
+    audio_16 = R.librosa_resample(np.concatenate([y for y, _ in parts]), orig_sr=sr, target_sr=S3_SR)
+    with torch.inference_mode():
+        tokens, _ = holder.tokenizer(torch.from_numpy(audio_16).float()[None,])
+        mel = holder.tokenizer.log_mel_spectrogram(torch.from_numpy(audio_16).float()[None,])
+        whole_hidden, _ = holder.tokenizer.encoder(mel, torch.tensor([mel.shape[2]]))
+        whole = holder.tokenizer.quantizer.encode(whole_hidden)[0].tolist()
+    tokens = tokens[0].tolist()
+    differ = next((i for i, (a, b) in enumerate(zip(tokens, whole)) if a != b), min(len(tokens), len(whole)))
+    assert tokens != whole, "the windows should give other tokens than the whole recording at once"
+    return dict(sources=clips, source_sample_rate=int(sr), source_16k_samples=int(audio_16.shape[0]),
+                mel_frames=int(mel.shape[2]), windows=[list(b) for b in s3tokenizer_long.window_bounds(int(mel.shape[2]))],
+                whole_recording_tokens=len(whole), first_token_differing_from_whole_recording=int(differ),
+                speech_tokens=tokens)
+
+
 def save_npy(path, array):
     np.save(path, np.ascontiguousarray(array, dtype=np.float32))
 
@@ -144,6 +181,12 @@ def main():
         save_npy(d / "wav.npy", w)
         print(name, {k: v for k, v in case.items() if k not in ("speech_tokens", "prompt_token")},
               "tokens", len(r["tokens"]))
+    for name, clips in LONG_CASES:
+        case = run_long_case(models, fixtures, clips)
+        d = args.out / name
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "case.json").write_text(json.dumps(case, indent=1) + "\n")
+        print(name, {k: v for k, v in case.items() if k != "speech_tokens"}, "tokens", len(case["speech_tokens"]))
 
 
 if __name__ == "__main__":

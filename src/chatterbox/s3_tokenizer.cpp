@@ -14,6 +14,9 @@ namespace talkbox::chatterbox {
 namespace {
 
 constexpr int kMels = 128, kHeadDim = 64, kFsmnKernel = 31;
+// Recordings over 30 s: windows of 30 s every 26 s (4 s overlap), 50 tokens (half the overlap at 25
+// tokens/s) dropped at each inner edge when merging (docs/chatterbox-s3gen.md).
+constexpr int64_t kWindowFrames = 3000, kWindowStride = 2600, kMergeEdgeTokens = 50;
 const std::string kPrefix = "tokenizer.";
 
 std::vector<float> tensor(const TensorSource& src, const std::string& key, const std::vector<int64_t>& shape) {
@@ -233,7 +236,27 @@ std::vector<int32_t> S3Tokenizer::tokenize(const std::vector<float>& wav16, int6
         T = keep;
     }
     if (T < 1) throw Error(ErrorKind::InvalidArgument, "reference clip too short for the S3 speech tokenizer");
-    return tokens_from_mel(mel, T);
+    return T > kWindowFrames ? tokens_in_windows(mel, T) : tokens_from_mel(mel, T);
+}
+
+// S3TokenizerV2.quantize's long-audio path (s3tokenizer 0.2.0: model_v2.py _quantize_mixed_batch,
+// utils.py merge_tokenized_segments). The official code zero-pads each window to 3000 frames and masks
+// the padding out, which is the window read alone. The log-mel stays the whole recording's (its peak
+// sets the floor of every window).
+std::vector<int32_t> S3Tokenizer::tokens_in_windows(const std::vector<float>& mel, int64_t T) const {
+    std::vector<int32_t> merged;
+    for (int64_t start = 0; start < T; start += kWindowStride) {
+        const int64_t end = std::min(start + kWindowFrames, T), frames = end - start;
+        std::vector<float> window(size_t(kMels * frames));
+        for (int64_t m = 0; m < kMels; ++m) std::copy_n(mel.begin() + m * T + start, frames, window.begin() + m * frames);
+        const std::vector<int32_t> tokens = tokens_from_mel(window, frames);
+        const int64_t n = int64_t(tokens.size());
+        const int64_t left = start == 0 ? 0 : kMergeEdgeTokens;
+        const int64_t right = start + kWindowStride >= T ? n : n - kMergeEdgeTokens;  // the last window keeps its end
+        // A last window shorter than the edge adds nothing, as the official slice tokens[50:] does.
+        if (right > left) merged.insert(merged.end(), tokens.begin() + left, tokens.begin() + right);
+    }
+    return merged;
 }
 
 }  // namespace talkbox::chatterbox

@@ -25,9 +25,12 @@ public:
     std::vector<int32_t> tokens_from_mel(const std::vector<float>& mel, int64_t frames, Capture* capture = nullptr) const;
 
     // S3Tokenizer.forward([wav16], max_len): max_tokens > 0 keeps the first 4·max_tokens mel frames.
+    // Over 30 s (3000 frames) it reads overlapping 30 s windows and merges their tokens, as the official
+    // quantize does.
     std::vector<int32_t> tokenize(const std::vector<float>& wav16, int64_t max_tokens = 0) const;
 
 private:
+    std::vector<int32_t> tokens_in_windows(const std::vector<float>& mel, int64_t frames) const;
     struct Linear {
         std::vector<float> wt, b;  // transposed [in][out]; b empty when no bias
         int64_t in = 0, out = 0;

@@ -3,6 +3,7 @@
 // S3Gen's draws injected): the recording's speech tokens exactly, then S3Gen's mel and waveform
 // with the same draws within the S3Gen tolerances (docs/chatterbox-s3gen.md, Parity); and
 // Model::convert_voice is that chain, stops when cancelled, and marks when given a watermarker.
+// Recordings over 30 s (long_*): the tokenizer's overlapping windows, speech tokens exactly.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -154,6 +155,34 @@ TEST_P(VoiceConversionGolden, ModelConvertsThroughTheSameChain) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Vc, VoiceConversionGolden, ::testing::Values("builtin_zh2s", "target_long12s_odd"),
+                         [](const auto& info) { return info.param; });
+
+// Over 30 s the official tokenizer reads 30 s windows every 26 s and merges their tokens; reading the
+// recording whole gives other tokens from the 18th (long_42s) or the 2nd (long_54s) on, and more of them
+// (long_54s: the last window's 44 tokens fall in the 50 the merge drops). The source is the golden's clips
+// joined at their own rate, as a file of them would be read.
+class VoiceConversionLongGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VoiceConversionLongGolden, SpeechTokensOfTheMergedWindowsExactly) {
+    const nlohmann::json golden = read_json(golden_dir(GetParam()) + "/case.json");
+    std::vector<float> source;
+    for (const auto& clip : golden["sources"]) {
+        const audio::MonoAudio part = audio::read_audio_file(fixtures_dir() + "/" + clip.get<std::string>());
+        ASSERT_EQ(part.sample_rate, golden["source_sample_rate"].get<int>()) << clip;
+        source.insert(source.end(), part.samples.begin(), part.samples.end());
+    }
+    const std::vector<int32_t> tokens = encoder().recording_tokens(source, golden["source_sample_rate"].get<int>());
+    const auto expected = golden["speech_tokens"].get<std::vector<int32_t>>();
+    ASSERT_EQ(tokens.size(), expected.size()) << "the merged windows' token count (whole recording: "
+                                              << golden["whole_recording_tokens"] << ")";
+    size_t differing = 0;
+    for (size_t i = 0; i < tokens.size(); ++i) differing += tokens[i] != expected[i];
+    EXPECT_EQ(differing, 0u) << "of " << tokens.size() << " speech tokens";
+    std::printf("[ vc long  ] %s: %zu speech tokens identical (%zu windows)\n", GetParam().c_str(), tokens.size(),
+                golden["windows"].size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Vc, VoiceConversionLongGolden, ::testing::Values("long_42s", "long_54s"),
                          [](const auto& info) { return info.param; });
 
 // A conversion stops once its flag is set: before the tokenizer, or within a flow step.
