@@ -65,15 +65,15 @@ std::vector<float> S3GenStream::render(const std::vector<int32_t>& tokens, bool 
     std::vector<float> out;
     if (settled > mel_sent_ && !tokens.empty()) {
         const auto start = Clock::now();
-        const std::vector<float> mel = window_.prompt_tokens > 0 ? windowed_flow(tokens, tm) : whole_flow(tokens, tm);
+        const FlowFrames flow = window_.prompt_tokens > 0 ? windowed_flow(tokens, tm) : whole_flow(tokens, tm);
         flow_ms_ += ms_since(start);
         ++renders_;
         throw_if_cancelled(cancel_);
         // Frames already handed on stay as they were: the waveform before them is out.
-        const int64_t frames = tm - tpf - mel_sent_, n = settled - mel_sent_;
+        const int64_t frames = static_cast<int64_t>(flow.mel.size() / kMels), from = mel_sent_ - flow.first, n = settled - mel_sent_;
         std::vector<float> fresh(static_cast<size_t>(kMels * n));
         for (int c = 0; c < kMels; ++c)
-            for (int64_t f = 0; f < n; ++f) fresh[static_cast<size_t>(c * n + f)] = mel[static_cast<size_t>(c * frames + f)];
+            std::copy_n(flow.mel.begin() + c * frames + from, n, fresh.begin() + c * n);
         if (window_.prompt_tokens > 0) {
             const std::vector<float> rows = transposed(fresh, kMels);
             sent_.insert(sent_.end(), rows.begin(), rows.end());
@@ -89,25 +89,19 @@ std::vector<float> S3GenStream::render(const std::vector<int32_t>& tokens, bool 
     return out;
 }
 
-// Generated frames from mel_sent_ on, [80, tm - tpf - mel_sent_].
-std::vector<float> S3GenStream::whole_flow(const std::vector<int32_t>& tokens, int64_t tm) {
+S3GenStream::FlowFrames S3GenStream::whole_flow(const std::vector<int32_t>& tokens, int64_t tm) {
     const std::vector<float> z = transposed(flow_noise_.rows(0, tm), tm);
-    const std::vector<float> mel = s3gen_.flow().inference(tokens, prompt_, z, seed_, steps_, nullptr, nullptr, cancel_);
-    const int64_t all = static_cast<int64_t>(mel.size() / kMels), n = all - mel_sent_;
-    std::vector<float> out(static_cast<size_t>(kMels * n));
-    for (int c = 0; c < kMels; ++c)
-        std::copy_n(mel.begin() + c * all + mel_sent_, n, out.begin() + c * n);
-    return out;
+    return {s3gen_.flow().inference(tokens, prompt_, z, seed_, steps_, nullptr, nullptr, cancel_), 0};
 }
 
-// The same frames from the window: on the timeline of prompt + speech tokens (token j has frames
+// The generated frames from the window: on the timeline of prompt + speech tokens (token j has frames
 // 2j and 2j + 1, whose mel is the prompt's below its `tpf` frames and the settled mel after), the
 // voice's last prompt tokens, the last settled speech tokens and the rest, with their noise rows.
-std::vector<float> S3GenStream::windowed_flow(const std::vector<int32_t>& tokens, int64_t tm) {
+S3GenStream::FlowFrames S3GenStream::windowed_flow(const std::vector<int32_t>& tokens, int64_t tm) {
     constexpr int64_t r = Flow::kTokenMelRatio;
-    const int64_t tp = static_cast<int64_t>(prompt_.tokens.size()), t = static_cast<int64_t>(tokens.size());
+    const int64_t tp = static_cast<int64_t>(prompt_.tokens.size());
     const int64_t tpf = static_cast<int64_t>(prompt_.feat.size() / kMels), odd = tpf - r * tp;
-    const int64_t k = (mel_sent_ + odd) / r;  // speech tokens whose frames are all settled (k < t)
+    const int64_t k = (mel_sent_ + odd) / r;  // speech tokens whose frames are all settled (fewer than all)
     const int64_t c0 = std::max<int64_t>(0, k - window_.context_tokens);
     const int64_t p0 = tp - std::min<int64_t>(tp, window_.prompt_tokens);
     FlowPrompt window;
@@ -128,14 +122,10 @@ std::vector<float> S3GenStream::windowed_flow(const std::vector<int32_t>& tokens
     const std::vector<float> rest = flow_noise_.rows(r * (tp + k), tm);
     z_rows.insert(z_rows.end(), rest.begin(), rest.end());
     const std::vector<int32_t> fresh(tokens.begin() + k, tokens.end());
-    const std::vector<float> mel = s3gen_.flow().inference(fresh, window, transposed(z_rows, static_cast<int64_t>(z_rows.size() / kMels)),
-                                                           seed_, steps_, nullptr, nullptr, cancel_);
-    // mel: the generated frames [r·k − odd, r·t − odd); the first mel_sent_ are out already.
-    const int64_t all = r * (t - k), skip = mel_sent_ - (r * k - odd), n = all - skip;
-    std::vector<float> out(static_cast<size_t>(kMels * n));
-    for (int c = 0; c < kMels; ++c)
-        std::copy_n(mel.begin() + c * all + skip, n, out.begin() + c * n);
-    return out;
+    // The generated frames [r·k − odd, r·t − odd).
+    return {s3gen_.flow().inference(fresh, window, transposed(z_rows, static_cast<int64_t>(z_rows.size() / kMels)), seed_, steps_,
+                                    nullptr, nullptr, cancel_),
+            r * k - odd};
 }
 
 S3GenNoise S3GenStream::whole_noise(size_t tokens) {

@@ -57,10 +57,15 @@ public:
     double hift_ms() const { return hift_.ms(); }
 
 private:
-    // The flow's mel for the frames from mel_sent_ on: all of it over prompt + tokens, or
-    // windowed (S3GenWindow); `tm`: the frames of prompt + tokens.
-    std::vector<float> whole_flow(const std::vector<int32_t>& tokens, int64_t tm);
-    std::vector<float> windowed_flow(const std::vector<int32_t>& tokens, int64_t tm);
+    // A render's flow output: generated mel frames [80, frames] from generated frame `first` to
+    // the end, which covers every frame from mel_sent_ on.
+    struct FlowFrames {
+        std::vector<float> mel;
+        int64_t first;
+    };
+    // Over the whole prompt + tokens, or windowed (S3GenWindow); `tm`: the frames of prompt + tokens.
+    FlowFrames whole_flow(const std::vector<int32_t>& tokens, int64_t tm);
+    FlowFrames windowed_flow(const std::vector<int32_t>& tokens, int64_t tm);
 
     S3Gen& s3gen_;
     FlowPrompt prompt_;

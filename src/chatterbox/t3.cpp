@@ -205,11 +205,6 @@ size_t PromptCache::prefills() const {
     return prefills_;
 }
 
-size_t PromptCache::kept() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return entries_.size();
-}
-
 ggml_tensor* Decoder::head(ggml_context* ctx, ggml_tensor* out, int64_t n_tokens) const {
     const int64_t D = backbone.hparams().hidden;
     ggml_tensor* last = ggml_view_2d(ctx, out, D, streams, out->nb[1] * n_tokens, out->nb[1] * (n_tokens - 1));

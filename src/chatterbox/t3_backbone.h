@@ -147,7 +147,6 @@ public:
     void copy_into(Decoder& into, const std::vector<float>& cond_emb, lm::KvType kv,
                    const std::function<std::unique_ptr<Decoder>()>& fill);
     size_t prefills() const;  // how many times `fill` ran
-    size_t kept() const;      // voices kept now
 
 private:
     struct Entry {

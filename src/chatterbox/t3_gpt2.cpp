@@ -99,7 +99,7 @@ public:
         return c.compute();
     }
 
-    // The voice's positions are prefilled once per batch (`prompts`) and copied into each job's
+    // The voice's positions are prefilled once and kept (`prompts`), and copied into each job's
     // cache; its text and BOS follow.
     void start(TokenLoop& loop, const std::vector<float>& cond_emb, PromptCache& prompts,
                std::vector<float>* prefill_embeds) const override {
