@@ -11,6 +11,7 @@
 
 namespace talkbox {
 
+class Model;
 class Watermarker;
 
 struct VoiceConversionOptions {
@@ -37,6 +38,10 @@ struct ConversionSettings {
     // Checked before the tokenizer and at every step of S3Gen's flow: once true, Error (Cancelled).
     const std::atomic<bool>* cancel = nullptr;
 };
+
+// The settings `talkbox vc`, the server and the C API convert with: `seed`, and the model's default
+// watermark (Capabilities::watermarks_by_default, default_watermarker()) unless `watermark` is false.
+ConversionSettings conversion_settings(const Model& model, uint64_t seed, bool watermark);
 
 // What voice conversion made of a recording (Model::convert_voice).
 struct ConvertedVoice {

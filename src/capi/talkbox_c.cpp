@@ -463,10 +463,8 @@ talkbox_status talkbox_voice_convert(const talkbox_model* m, const float* sample
                                  "talkbox_voice_convert: watermark must be 1 (marked) or 0 (unmarked), got " + std::to_string(watermark));
         }
         const std::vector<float> recording(samples, samples + count);
-        talkbox::ConversionSettings settings;
-        settings.seed = seed;
-        if (watermark && m->model->capabilities().watermarks_by_default) settings.watermark = talkbox::default_watermarker();
-        const talkbox::ConvertedVoice c = m->model->convert_voice(recording, sample_rate, voice ? voice->voice.get() : nullptr, settings);
+        const talkbox::ConvertedVoice c = m->model->convert_voice(recording, sample_rate, voice ? voice->voice.get() : nullptr,
+                                                                   talkbox::conversion_settings(*m->model, seed, watermark == 1));
         auto* pcm = static_cast<float*>(std::malloc(std::max<size_t>(1, c.pcm.size()) * sizeof(float)));
         if (!pcm) throw talkbox::Error(talkbox::ErrorKind::Io, "talkbox_voice_convert: out of memory for the converted audio");
         std::copy(c.pcm.begin(), c.pcm.end(), pcm);

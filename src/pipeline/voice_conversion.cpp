@@ -11,6 +11,13 @@
 
 namespace talkbox {
 
+ConversionSettings conversion_settings(const Model& model, uint64_t seed, bool watermark) {
+    ConversionSettings settings;
+    settings.seed = seed;
+    if (watermark && model.capabilities().watermarks_by_default) settings.watermark = default_watermarker();
+    return settings;
+}
+
 VoiceConversionSummary convert_voice(const VoiceConversionOptions& options) {
     const audio::SampleFormat format = audio::parse_sample_format(options.format);
     if (!options.voice_path.empty() && !options.ref_audio_path.empty()) {
@@ -24,10 +31,8 @@ VoiceConversionSummary convert_voice(const VoiceConversionOptions& options) {
     std::optional<Voice> target;
     if (!options.voice_path.empty()) target = load_voice(options.voice_path);
     if (!options.ref_audio_path.empty()) target = model.create_voice(options.ref_audio_path, std::nullopt);
-    ConversionSettings settings;
-    settings.seed = options.seed.value_or(0);
-    if (options.watermark && model.capabilities().watermarks_by_default) settings.watermark = default_watermarker();
-    const ConvertedVoice converted = model.convert_voice(recording.samples, recording.sample_rate, target ? &*target : nullptr, settings);
+    const ConvertedVoice converted = model.convert_voice(recording.samples, recording.sample_rate, target ? &*target : nullptr,
+                                                         conversion_settings(model, options.seed.value_or(0), options.watermark));
     VoiceConversionSummary s;
     s.tokens = converted.tokens;
     s.watermarked = converted.watermarked;

@@ -901,10 +901,8 @@ struct Server::Impl : http::Handler, wyoming::Service {
         const std::string label = recording.filename.empty() ? "the uploaded recording" : without_controls(recording.filename);
         // Converting stops when the client hangs up (499); the output is marked as this server marks speech.
         Watchdog watch([&] { return req.peer_closed(); }, Clock::time_point::max());
-        ConversionSettings settings;
-        settings.seed = seed;
+        ConversionSettings settings = conversion_settings(model->model(), seed, options.watermark);
         settings.cancel = &watch.cancel;
-        if (options.watermark && model->capabilities().watermarks_by_default) settings.watermark = default_watermarker();
         ConvertedVoice converted;
         try {
             converted = convert_recording(model->model(), recording.content.data(), recording.content.size(), label, target.voice.get(),
