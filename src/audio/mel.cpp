@@ -42,7 +42,9 @@ std::vector<float> slaney_mel_filterbank(int sample_rate, int n_fft, int n_mels,
             const double f = k * bin_hz;
             const double lower = -(lo - f) / (mid - lo), upper = (hi - f) / (hi - mid);
             // librosa stores the triangle in float32, then scales it in float64 and stores again.
-            const float tri = static_cast<float>(std::max(0.0, std::min(lower, upper)));
+            // np.maximum(0, -0.0) keeps the -0.0 of the first bin (lower = -(0 - 0) / ...), as this does.
+            const double v = std::min(lower, upper);
+            const float tri = static_cast<float>(v < 0.0 ? 0.0 : v);
             fb[static_cast<size_t>(m) * bins + k] = static_cast<float>(tri * enorm);
         }
     }

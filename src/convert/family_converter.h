@@ -17,6 +17,7 @@ struct FileSet {
     std::function<bool(const std::string& name)> has;          // a file of that relative name is there
     std::function<std::string(const std::string& name)> path;  // how messages name it
     std::string what;                                          // the subject of "... is missing X"
+    std::function<std::vector<std::string>()> names;           // every file at the top level (no folders)
 };
 // The files of a folder, named by their path; `what` as in FileSet ("snapshot", "Chatterbox folder").
 FileSet folder_files(const std::string& dir, const std::string& what);
@@ -30,6 +31,11 @@ struct CheckpointFiles {
     // A checkpoint other than the variant's default (ConvertOptions::checkpoint), named for the
     // model cache ("v3": pulled as ORG/NAME@<variant>_v3); "" for the default.
     std::string checkpoint_name;
+    // Files the checkpoint's loader takes from another repository, which `pull` fetches into the
+    // same snapshot: a Chatterbox language pack's voice encoder and built-in voice come from
+    // ResembleAI/chatterbox. Empty where the repository holds everything.
+    std::string companion_repo;
+    std::vector<std::string> companion_files;
 };
 
 struct FamilyConverter {

@@ -1,5 +1,6 @@
 // pull_model(): hub snapshot (Qwen3-TTS or Chatterbox) → cached GGUF, skipping all work when the
 // cached model already came from the commit the revision points at.
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -95,6 +96,22 @@ PullResult pull_model(const PullOptions& opt) {
     const hub::SnapshotDownload download = hub::download_snapshot(api, info, plan, dir, opt.progress);
     result.files_downloaded = download.files_downloaded;
     result.bytes_downloaded = download.bytes_downloaded;
+    if (!plan.companion_files.empty()) {
+        // Files the checkpoint's loader reads from another repository, at that repository's head.
+        hub::HubApi companion(http, api.endpoint(), plan.companion_repo);
+        const hub::RepoInfo companion_info = companion.info("main");
+        hub::SnapshotPlan part;
+        part.files = plan.companion_files;
+        for (const auto& file : part.files) {
+            if (std::find(companion_info.files.begin(), companion_info.files.end(), file) == companion_info.files.end()) {
+                throw Error(ErrorKind::NotFound, opt.repo_id + " takes " + file + " from " + plan.companion_repo +
+                                                     ", whose commit " + companion_info.commit.substr(0, 12) + " lacks it");
+            }
+        }
+        const hub::SnapshotDownload more = hub::download_snapshot(companion, companion_info, part, dir, opt.progress);
+        result.files_downloaded += more.files_downloaded;
+        result.bytes_downloaded += more.bytes_downloaded;
+    }
 
     ConvertOptions convert;
     convert.snapshot_dir = dir;

@@ -44,7 +44,14 @@ SnapshotPlan plan_snapshot(const RepoInfo& info, const std::string& repo_id, con
     const std::set<std::string> listed(info.files.begin(), info.files.end());
     const FileSet files{[&listed](const std::string& name) { return listed.count(name) > 0; },
                         [](const std::string& name) { return name; },
-                        "repository '" + repo_id + "' at commit " + info.commit.substr(0, 12)};
+                        "repository '" + repo_id + "' at commit " + info.commit.substr(0, 12),
+                        [&listed] {
+                            std::vector<std::string> top;
+                            for (const auto& name : listed) {
+                                if (name.find('/') == std::string::npos) top.push_back(name);
+                            }
+                            return top;
+                        }};
     return converter_for(files).files(files, variant, checkpoint);
 }
 

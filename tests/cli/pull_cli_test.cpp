@@ -23,6 +23,7 @@ namespace {
 
 const std::string kRepo = "Qwen/Qwen3-TTS-12Hz-0.6B-Base";
 const std::string kChatterbox = "ResembleAI/chatterbox", kTurbo = "ResembleAI/chatterbox-turbo", kNano = "ResembleAI/chatterbox-nano";
+const std::string kPack = "ResembleAI/Chatterbox-Multilingual-pt-br";
 
 class PullCli : public ::testing::Test {
 protected:
@@ -34,6 +35,16 @@ protected:
         hub_.add_file(kChatterbox, "t3_23lang.safetensors", std::string(4096, 'x'));
         hub_.add_repo(kTurbo, talkbox::testing::tiny_turbo_folder());
         hub_.add_file(kTurbo, "special_tokens_map.json", "{}");
+        // A single-language pack as ResembleAI/Chatterbox-Multilingual-pt-br ships it: its own T3
+        // name, the v3 S3Gen and the tokenizer (no voice encoder, built-in voice or Cangjie table).
+        const std::string fixture = talkbox::testing::chatterbox_fixture("tiny-multilingual");
+        for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+                 {"t3_mtl23ls_v2.safetensors", "t3_pt_br.safetensors"}, {"s3gen.pt", "s3gen_v3.pt"},
+                 {"grapheme_mtl_merged_expanded_v1.json", "grapheme_mtl_merged_expanded_v1.json"}, {"tiny_hparams.json", "tiny_hparams.json"}}) {
+            fs::copy_file(fixture + "/" + from, pack_files_.file(to));
+        }
+        hub_.add_repo(kPack, pack_files_.path());
+        hub_.add_file(kPack, "README.md", "# Chatterbox Multilingual pt-BR\n");
         hub_.add_repo(kNano, talkbox::testing::tiny_nano_folder());
         hub_.add_file(kNano, "special_tokens_map.json", "{}");
         hub_.add_file(kNano, "README.md", "# Chatterbox Nano\n");
@@ -54,6 +65,7 @@ protected:
         return files;
     }
 
+    TempDir pack_files_;
     FakeHub hub_;
     TempDir home_;
 };
@@ -136,6 +148,27 @@ TEST_F(PullCli, ChatterboxV3IsItsOwnModel) {
     const auto other = run_talkbox("pull " + kChatterbox + " --t3-model v4");
     EXPECT_NE(other.exit_code, 0);
     EXPECT_NE(other.err.find("--t3-model"), std::string::npos) << other.err;
+}
+
+// A language pack's voice encoder, built-in voice and Cangjie table come from ResembleAI/chatterbox
+// (as the pack's users assemble it for ChatterboxMultilingualTTS.from_local).
+TEST_F(PullCli, ChatterboxLanguagePackTakesTheRestFromTheBaseRepository) {
+    const std::string pack = kPack;
+    const std::string model = home_.path() + "/models/ResembleAI--Chatterbox-Multilingual-pt-br-f16.gguf";
+    const auto p = run_talkbox("pull " + pack);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.out, model + "\n");
+    EXPECT_EQ(fetched(pack), (std::set<std::string>{"t3_pt_br.safetensors", "s3gen_v3.pt", "grapheme_mtl_merged_expanded_v1.json",
+                                                    "tiny_hparams.json"}));
+    EXPECT_EQ(fetched(kChatterbox), (std::set<std::string>{"ve.pt", "conds.pt", "Cangjie5_TC.json"}));
+    EXPECT_NE(p.err.find("7 files downloaded"), std::string::npos) << p.err;
+    const auto i = run_talkbox("info " + pack);
+    ASSERT_EQ(i.exit_code, 0) << i.err;
+    EXPECT_NE(i.out.find("variant:      multilingual"), std::string::npos) << i.out;
+    EXPECT_NE(i.out.find("t3_pt_br.safetensors"), std::string::npos) << i.out;
+    const auto s = run_talkbox("speak -m " + pack + " --language pt -t 'Olá.' --max-frames 4 -o " + home_.file("pt.wav"));
+    EXPECT_EQ(s.exit_code, 0) << s.err;
+    EXPECT_NE(run_talkbox("pull " + pack).err.find(pack + " is up to date"), std::string::npos);
 }
 
 TEST_F(PullCli, ChatterboxTurboDownloadsOnlyItsFiles) {

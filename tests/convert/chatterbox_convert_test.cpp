@@ -143,6 +143,58 @@ TEST(ChatterboxConvert, MultilingualT3ModelChoice) {
     EXPECT_NE(error_of(options("v3", "english")).find("applies to the multilingual variant only"), std::string::npos);
 }
 
+// A single-language pack (ResembleAI/Chatterbox-Multilingual-pt-br): its fine-tuned T3 under its own
+// name, the v3 S3Gen without the S3 tokenizer's mel filterbank (s3gen_v3.pt predates that buffer),
+// and the voice encoder, built-in voice and Cangjie table from the base repository.
+TEST(ChatterboxConvert, LanguagePackFolder) {
+    TempDir tmp;
+    const std::string dir = tmp.file("pack");
+    talkbox::testing::copy_tree(folder(), dir);
+    fs::rename(dir + "/t3_mtl23ls_v2.safetensors", dir + "/t3_pt_br.safetensors");
+    {
+        const SafetensorsFile s3gen(folder() + "/s3gen.safetensors");
+        std::vector<talkbox::testing::RawTensor> kept;
+        for (const auto& t : s3gen.tensors()) {
+            if (t.name == "tokenizer._mel_filters" || t.name == "tokenizer.window") continue;
+            kept.push_back({t.name, safetensors_dtype_name(t.dtype), t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes)});
+        }
+        ASSERT_EQ(kept.size() + 2, s3gen.tensors().size());
+        talkbox::testing::write_file(dir + "/s3gen_v3.safetensors", talkbox::testing::make_safetensors(kept));
+    }
+    for (const char* f : {"s3gen.pt", "s3gen.safetensors"}) fs::remove(dir + "/" + f);
+    ConvertOptions opt;
+    opt.snapshot_dir = dir;
+    opt.output_path = tmp.file("pack.gguf");
+    opt.type = WeightType::F32;
+    convert_snapshot(opt);
+    const GgufFile pack(opt.output_path), standard(converted_chatterbox("multilingual", "f32"));
+    EXPECT_EQ(pack.meta().get_string("chatterbox.variant"), "multilingual");
+    EXPECT_EQ(pack.meta().get_string("chatterbox.t3.checkpoint"), "t3_pt_br.safetensors");
+    // Every tensor as from the standard folder, the computed filterbank bit for bit the saved one.
+    ASSERT_TRUE(pack.has_tensor("s3tok.mel_filters"));
+    for (const auto& t : pack.tensors()) {
+        SCOPED_TRACE(t.name);
+        const auto& u = standard.tensor(t.name, t.shape);
+        EXPECT_EQ(u.type, t.type);
+        ASSERT_EQ(u.nbytes, t.nbytes);
+        EXPECT_EQ(std::memcmp(u.data, t.data, t.nbytes), 0);
+    }
+    EXPECT_LE(standard.tensors().size() - pack.tensors().size(), 1u);  // at most the Hann window, never read
+
+    // Without the base repository's files it says where they come from.
+    for (const char* f : {"ve.pt", "ve.safetensors", "conds.pt", "conds.safetensors", "Cangjie5_TC.json"}) fs::remove(dir + "/" + f);
+    const std::string missing = error_of(opt);
+    for (const char* want : {"language pack (t3_pt_br.safetensors) without 've.pt', 'conds.pt', 'Cangjie5_TC.json'",
+                             "ResembleAI/chatterbox", "talkbox pull"}) {
+        EXPECT_NE(missing.find(want), std::string::npos) << want << " not in: " << missing;
+    }
+    // Two packs' T3s in one folder: the choice is the user's.
+    fs::copy_file(dir + "/t3_pt_br.safetensors", dir + "/t3_es_es.safetensors");
+    EXPECT_NE(error_of(opt).find("several T3 checkpoints (t3_es_es.safetensors, t3_pt_br.safetensors): choose one with --t3-model"),
+              std::string::npos)
+        << error_of(opt);
+}
+
 TEST(ChatterboxConvert, EnglishReadsTheEnglishFiles) {
     const GgufFile gguf(converted_chatterbox("english", "f32"));
     EXPECT_EQ(gguf.meta().get_string("chatterbox.variant"), "english");

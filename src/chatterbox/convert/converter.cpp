@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "audio/mel.h"
 #include "chatterbox/model_info.h"
 #include "chatterbox/languages.h"
 #include "chatterbox/text.h"
@@ -422,11 +423,25 @@ PlannedTensor plan_tensor(const std::string& name, const Source& src, WeightType
     }
 }
 
+// The S3 tokenizer's mel filterbank, a buffer s3tokenizer computes with librosa.filters.mel(sr=16000,
+// n_fft=400, n_mels=128) and saves with S3Gen. The language packs' s3gen_v3.pt predates that buffer:
+// without it, the same constant is computed here.
+constexpr const char* kS3TokenizerMelFilters = "s3tok.mel_filters";
+
+PlannedTensor s3_tokenizer_mel_filters() {
+    constexpr int kSampleRate = 16000, kFft = 400, kMels = 128;
+    return {kS3TokenizerMelFilters, GGML_TYPE_F32, {kFft / 2 + 1, kMels}, [](std::vector<uint8_t>& out) {
+                const std::vector<float> bank = audio::slaney_mel_filterbank(kSampleRate, kFft, kMels, 0.0, kSampleRate / 2.0);
+                out.resize(bank.size() * sizeof(float));
+                std::memcpy(out.data(), bank.data(), out.size());
+            }};
+}
+
 // The official repository has no config.json (a Qwen3-TTS snapshot's) and at least one of these.
 bool is_chatterbox_folder(const FileSet& files) {
     if (files.has("config.json")) return false;
     for (const char* f : {"t3_mtl23ls_v2.safetensors", "t3_mtl23ls_v3.safetensors", "t3_cfg.safetensors", "t3_turbo_v1.safetensors",
-                          "t3_nano_v1.safetensors", "s3gen.pt", "s3gen.safetensors", "s3gen_meanflow.safetensors"}) {
+                          "t3_nano_v1.safetensors", "s3gen.pt", "s3gen.safetensors", "s3gen_meanflow.safetensors", "s3gen_v3.pt"}) {
         if (files.has(f)) return true;
     }
     return false;
@@ -443,7 +458,33 @@ CheckpointFiles checkpoint_files(const FileSet& files, const std::string& varian
     const std::string stem = c.t3.substr(0, c.t3.size() - std::string(".safetensors").size());
     const bool chosen = !checkpoint.empty() && c.t3 != c.t3_stem + ".safetensors" && files.has(c.t3_stem + ".safetensors");
     if (chosen) out.checkpoint_name = stem.rfind("t3_mtl23ls_", 0) == 0 ? stem.substr(std::string("t3_mtl23ls_").size()) : stem;
+    if (!c.from_base.empty()) {
+        out.companion_repo = kLanguagePackBase;
+        out.companion_files = c.from_base;
+    }
     return out;
+}
+
+// A language pack's T3: the one t3_*.safetensors of a folder with the multilingual tokenizer that is
+// none of the official stems ("" when the folder is no pack). Throws when there are several.
+std::string language_pack_t3(const FileSet& files) {
+    if (!files.has("grapheme_mtl_merged_expanded_v1.json") || !files.names) return "";
+    static const std::set<std::string> official = {"t3_mtl23ls_v2.safetensors", "t3_mtl23ls_v3.safetensors", "t3_cfg.safetensors",
+                                                   "t3_turbo_v1.safetensors", "t3_nano_v1.safetensors", "t3_23lang.safetensors"};
+    std::vector<std::string> found;
+    for (const std::string& name : files.names()) {
+        const std::string ext = ".safetensors";
+        if (name.rfind("t3_", 0) == 0 && name.size() > ext.size() + 3 &&
+            name.compare(name.size() - ext.size(), ext.size(), ext) == 0 && !official.count(name)) {
+            found.push_back(name);
+        }
+    }
+    if (found.size() > 1) {
+        std::string list;
+        for (const auto& n : found) list += (list.empty() ? "" : ", ") + n;
+        throw Error(ErrorKind::InvalidArgument, files.what + " holds several T3 checkpoints (" + list + "): choose one with --t3-model");
+    }
+    return found.empty() ? "" : found[0];
 }
 
 }  // namespace
@@ -453,6 +494,8 @@ std::vector<std::string> ChatterboxFiles::all() const {
     if (!conds.empty()) out.push_back(conds);
     out.insert(out.end(), text.begin(), text.end());
     if (!hparams.empty()) out.push_back(hparams);
+    const auto based = [this](const std::string& f) { return std::find(from_base.begin(), from_base.end(), f) != from_base.end(); };
+    out.erase(std::remove_if(out.begin(), out.end(), based), out.end());
     return out;
 }
 
@@ -483,7 +526,8 @@ ChatterboxFiles chatterbox_files(const FileSet& files, const std::string& reques
         return name;
     };
     const bool has_mtl = files.has("t3_mtl23ls_v2.safetensors") || files.has("t3_mtl23ls_v3.safetensors");
-    const std::string folder_default = has_mtl || !t3_model.empty() ? "multilingual"
+    const std::string pack_t3 = has_mtl ? "" : language_pack_t3(files);
+    const std::string folder_default = has_mtl || !pack_t3.empty() || !t3_model.empty() ? "multilingual"
                                        : files.has("t3_turbo_v1.safetensors") ? "turbo"
                                        : files.has("t3_nano_v1.safetensors")  ? "nano"
                                                                               : "english";
@@ -506,6 +550,7 @@ ChatterboxFiles chatterbox_files(const FileSet& files, const std::string& reques
     f.t3_stem = mtl ? "t3_mtl23ls_v2" : f.variant == "turbo" ? "t3_turbo_v1" : f.variant == "nano" ? "t3_nano_v1" : "t3_cfg";
     f.t3 = f.t3_stem + ".safetensors";
     if (mtl && t3_model.empty() && !files.has(f.t3) && files.has("t3_mtl23ls_v3.safetensors")) f.t3 = "t3_mtl23ls_v3.safetensors";
+    if (mtl && t3_model.empty() && !pack_t3.empty()) f.t3 = pack_t3;
     if (mtl && (t3_model == "v3" || t3_model == "t3_mtl23ls_v3")) f.t3 = "t3_mtl23ls_v3.safetensors";
     if (mtl && !t3_model.empty() && t3_model != "v2" && t3_model != "t3_mtl23ls_v2" && t3_model != "v3" && t3_model != "t3_mtl23ls_v3") {
         const std::string ext = ".safetensors";
@@ -519,11 +564,25 @@ ChatterboxFiles chatterbox_files(const FileSet& files, const std::string& reques
     // The files each official loader reads (mtl_tts.py / tts.py / tts_turbo.py from_local), or
     // their other form where the repository ships both.
     const std::string weights_ext = mtl ? ".pt" : ".safetensors";
-    f.s3gen = f.gpt2 ? require("s3gen_meanflow.safetensors", "the S3Gen weights") : require_either("s3gen", weights_ext, "the S3Gen weights");
-    f.ve = require_either("ve", weights_ext, "the voice encoder weights");
-    f.conds = either_form("conds", ".pt");
+    // A language pack ships the v3 S3Gen under its own name and leaves the voice encoder, the
+    // built-in voice and the Cangjie table to its base repository.
+    const bool pack = mtl && f.t3 == pack_t3 && !pack_t3.empty();
+    if (pack && either_form("s3gen", ".pt").empty()) {
+        f.s3gen = require_either("s3gen_v3", ".pt", "the language pack's S3Gen weights");
+    } else {
+        f.s3gen = f.gpt2 ? require("s3gen_meanflow.safetensors", "the S3Gen weights") : require_either("s3gen", weights_ext, "the S3Gen weights");
+    }
+    const auto from_base = [&](const std::string& found, const std::string& base_name) {
+        if (!found.empty() || !pack) return found;
+        f.from_base.push_back(base_name);
+        return base_name;
+    };
+    f.ve = pack ? from_base(either_form("ve", ".pt"), "ve.pt") : require_either("ve", weights_ext, "the voice encoder weights");
+    f.conds = pack ? from_base(either_form("conds", ".pt"), "conds.pt") : either_form("conds", ".pt");
     if (mtl) {
-        f.text = {require("grapheme_mtl_merged_expanded_v1.json", "the tokenizer"), require("Cangjie5_TC.json", "the Chinese Cangjie table")};
+        const std::string cangjie = pack ? from_base(files.has("Cangjie5_TC.json") ? "Cangjie5_TC.json" : "", "Cangjie5_TC.json")
+                                         : require("Cangjie5_TC.json", "the Chinese Cangjie table");
+        f.text = {require("grapheme_mtl_merged_expanded_v1.json", "the tokenizer"), cangjie};
     } else if (!f.gpt2) {
         f.text = {require("tokenizer.json", "the tokenizer")};
     } else {
@@ -541,6 +600,13 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     const std::string dir = opt.snapshot_dir;
     if (!fs::is_directory(dir)) throw Error(ErrorKind::NotFound, "Chatterbox folder '" + dir + "' does not exist");
     const ChatterboxFiles files = chatterbox_files(folder_files(dir, "Chatterbox folder"), opt.variant, opt.checkpoint);
+    if (!files.from_base.empty()) {
+        std::string list;
+        for (const auto& f : files.from_base) list += (list.empty() ? "'" : ", '") + f + "'";
+        throw Error(ErrorKind::NotFound, "Chatterbox folder '" + dir + "' holds a language pack (" + files.t3 + ") without " + list +
+                                             ": a pack takes them from " + kLanguagePackBase +
+                                             " (`talkbox pull` fetches them; or copy them from that repository)");
+    }
     const std::string& variant = files.variant;
     const bool mtl = variant == "multilingual", gpt2 = files.gpt2;
     const std::string& t3_stem = files.t3_stem;
@@ -605,6 +671,7 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     for (const auto& src : sources.order()) {
         plan.push_back(plan_tensor(chatterbox_gguf_name(src.file, src.tensor->name), src, opt.type, scratch));
     }
+    if (sources.find(kS3TokenizerMelFilters) == nullptr) plan.push_back(s3_tokenizer_mel_filters());
     ConvertSummary summary;
     summary.file_bytes = write_gguf_file(g, plan, opt.output_path, opt.progress);
     summary.tensor_count = plan.size();

@@ -21,8 +21,15 @@ struct ChatterboxFiles {
     std::string conds;              // the built-in voice; empty when there is none
     std::vector<std::string> text;  // the tokenizer files (multilingual: grapheme table, then Cangjie table)
     std::string hparams;            // "tiny_hparams.json" when there (test fixtures: the tiny head counts)
-    std::vector<std::string> all() const;
+    // A language pack's files that it leaves to its base repository (kLanguagePackBase): the voice
+    // encoder, the built-in voice and the Cangjie table, where the folder lacks them.
+    std::vector<std::string> from_base;
+    std::vector<std::string> all() const;  // the files the folder itself provides (not from_base)
 };
+
+// Where a single-language pack (ResembleAI/Chatterbox-Multilingual-<language>: its own fine-tuned
+// T3 such as t3_pt_br.safetensors, the v3 S3Gen s3gen_v3.pt and the tokenizer) takes the rest.
+inline constexpr const char* kLanguagePackBase = "ResembleAI/chatterbox";
 
 // The files of `variant` (empty: the folder's default, see convert_chatterbox) and, multilingual
 // only, `t3_model` (ConvertOptions::checkpoint). Throws Error (NotFound) naming the first
