@@ -6,8 +6,11 @@
 // --profile times every graph node (and HiFT's host steps) once, by op, after the timed runs:
 // --stream N renders the tokens as the pipeline streams a sentence (S3GenStream: prefixes of N,
 // 2N, 4N, ... tokens, then all) and reports the first chunk's time and the streamed waveform's
-// difference from the whole sentence's with the same draws:
+// difference from the whole sentence's with the same draws; --stream-first-steps K gives the first
+// render K ODE steps (PipelineStreaming::first_render_steps) and reports its first chunk's
+// difference from the default-step first render's:
 //   build/bin/s3gen_bench -t 2 --tokens 50 --prompt 50 [--type q8_0] [--meanflow] [--repeats 3] [--profile] [--stream 24]
+//     [--stream-prompt 75 --stream-context 25] [--stream-first-steps 5]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,6 +20,7 @@
 #include <random>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -69,12 +73,38 @@ void print_profile(const char* title, const StageTimes& times) {
     }
 }
 
+// Max |diff| relative to max |want| and the SNR in dB.
+std::pair<double, double> difference(const std::vector<float>& got, const std::vector<float>& want) {
+    double sig = 0, diff = 0, max_diff = 0, peak = 0;
+    for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
+        const double d = static_cast<double>(got[i]) - want[i];
+        sig += static_cast<double>(want[i]) * want[i];
+        diff += d * d;
+        max_diff = std::max(max_diff, std::abs(d));
+        peak = std::max(peak, std::abs(static_cast<double>(want[i])));
+    }
+    return {max_diff / std::max(peak, 1e-30), 10.0 * std::log10(sig / std::max(diff, 1e-30))};
+}
+
+// A first render with fewer ODE steps (mel settled, audio out) against the same render with the
+// default steps and the same draws.
+void first_render_vs_default(S3Gen& s3gen, const std::vector<int32_t>& speech, const FlowPrompt& p, size_t n, int steps,
+                             S3GenWindow window, const std::vector<float>& mel, const std::vector<float>& audio) {
+    S3GenStream ref(s3gen, p, {}, 1, steps, nullptr, window);
+    const std::vector<float> ref_audio = ref.render({speech.begin(), speech.begin() + static_cast<std::ptrdiff_t>(n)}, false);
+    const auto [mel_rel, mel_snr] = difference(mel, ref.mel());
+    const auto [wav_rel, wav_snr] = difference(audio, ref_audio);
+    std::printf("first render vs the default steps' (same draws): mel (%zu frames) max |diff| %.2f%% of max |mel|, SNR %.1f dB; "
+                "audio (%zu samples) max |diff| %.2f%% of max |x|, SNR %.1f dB\n",
+                mel.size() / 80, 100.0 * mel_rel, mel_snr, audio.size(), 100.0 * wav_rel, wav_snr);
+}
+
 // The pipeline's streaming of one sentence against the whole sentence with the same draws.
 void stream_vs_whole(S3Gen& s3gen, std::vector<int32_t> speech, const FlowPrompt& p, int first, int steps, bool meanflow,
-                     S3GenWindow window) {
+                     S3GenWindow window, int first_steps) {
     const size_t body = speech.size();
     if (meanflow) speech.insert(speech.end(), 3, 4299);  // Turbo's closing silence (tts_turbo.generate): the last render's
-    S3GenStream stream(s3gen, p, {}, 1, steps, nullptr, window);
+    S3GenStream stream(s3gen, p, {}, 1, steps, nullptr, window, first_steps);
     const auto start = std::chrono::steady_clock::now();
     const auto ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
     std::vector<float> wav;
@@ -85,6 +115,7 @@ void stream_vs_whole(S3Gen& s3gen, std::vector<int32_t> speech, const FlowPrompt
         if (first_ms < 0 && !out.empty()) first_ms = ms(), first_samples = out.size();
         std::printf("stream: render at %zu tokens: %zu samples out, %.1f ms so far (flow %.1f, HiFT %.1f)\n", n, out.size(), ms(),
                     stream.flow_ms(), stream.hift_ms());
+        if (first_steps > 0 && stream.renders() == 1) first_render_vs_default(s3gen, speech, p, n, steps, window, stream.mel(), out);
         wav.insert(wav.end(), out.begin(), out.end());
     }
     const std::vector<float> rest = stream.render(speech, true);
@@ -99,21 +130,13 @@ void stream_vs_whole(S3Gen& s3gen, std::vector<int32_t> speech, const FlowPrompt
         diff += d * d;
         max_diff = std::max(max_diff, std::abs(d));
     }
-    std::printf("stream (first %d tokens, then doubling; window: %d prompt + %d context tokens): %d renders, first chunk "
-                "%.1f ms (%.2f s of audio), all %.1f ms (flow %.1f, HiFT %.1f); whole sentence %.1f ms\n",
-                first, window.prompt_tokens, window.context_tokens, stream.renders(), first_ms, first_samples / 24000.0, total_ms,
+    std::printf("stream (first %d tokens, then doubling; window: %d prompt + %d context tokens; first render %d steps): %d renders, "
+                "first chunk %.1f ms (%.2f s of audio), all %.1f ms (flow %.1f, HiFT %.1f); whole sentence %.1f ms\n",
+                first, window.prompt_tokens, window.context_tokens, first_steps ? first_steps : steps ? steps : s3gen.flow().default_steps(),
+                stream.renders(), first_ms, first_samples / 24000.0, total_ms,
                 stream.flow_ms(), stream.hift_ms(), whole.flow_ms + whole.hift_ms);
-    const std::vector<float> mel = stream.mel();  // [80, frames], as whole.mel
-    double msig = 0, mdiff = 0, mmax = 0, mpeak = 0;
-    for (size_t i = 0; i < whole.mel.size() && i < mel.size(); ++i) {
-        const double d = static_cast<double>(mel[i]) - whole.mel[i];
-        msig += static_cast<double>(whole.mel[i]) * whole.mel[i];
-        mdiff += d * d;
-        mmax = std::max(mmax, std::abs(d));
-        mpeak = std::max(mpeak, std::abs(static_cast<double>(whole.mel[i])));
-    }
-    std::printf("stream vs whole mel: max |diff| %.2f%% of max |mel|, SNR %.1f dB\n", 100.0 * mmax / std::max(mpeak, 1e-30),
-                10.0 * std::log10(msig / std::max(mdiff, 1e-30)));
+    const auto [mel_rel, mel_snr] = difference(stream.mel(), whole.mel);  // both [80, frames]
+    std::printf("stream vs whole mel: max |diff| %.2f%% of max |mel|, SNR %.1f dB\n", 100.0 * mel_rel, mel_snr);
     std::printf("stream vs whole (same draws): %zu vs %zu samples, max |diff| %.4g, SNR %.1f dB (whole max |x| %.3g)\n",
                 wav.size(), whole.wav.size(), max_diff, 10.0 * std::log10(sig / std::max(diff, 1e-30)),
                 static_cast<double>(*std::max_element(whole.wav.begin(), whole.wav.end())));
@@ -147,6 +170,11 @@ int main(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
     app.add_option("--stream-context", window.context_tokens, "... and on this many speech tokens already settled")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    int first_steps = 0;
+    app.add_option("--stream-first-steps", first_steps, "ODE steps of the stream's first render (0: --steps); also compares its "
+                                                         "first chunk with the default-step render's")
         ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
@@ -189,7 +217,7 @@ int main(int argc, char** argv) {
         const int64_t frames = static_cast<int64_t>(mel.size() / 80);
         const HiftNoise noise = HiftNoise::seeded(2, frames * Hift::kSamplesPerFrame);
         s3gen.hift().synthesize(mel, frames, noise);
-        if (stream > 0) stream_vs_whole(s3gen, speech, p, stream, steps, meanflow, window);  // after the warm-up
+        if (stream > 0) stream_vs_whole(s3gen, speech, p, stream, steps, meanflow, window, first_steps);  // after the warm-up
         const Stats fs = time_runs(repeats, [&] { mel = s3gen.flow().inference(speech, p, {}, 1, steps); });
         const Stats hs = time_runs(repeats, [&] { s3gen.hift().synthesize(mel, frames, noise); });
         const double audio_ms = tokens * 40.0;

@@ -132,8 +132,9 @@ private:
         {
             std::lock_guard<std::mutex> lock(p_.s3gen_busy_);
             if (!stream_) {
+                const int first_steps = p_.s3gen_.flow().meanflow() ? 0 : streaming_.first_render_steps;
                 stream_.emplace(p_.s3gen_, job_.voice->flow, job_.noise ? *job_.noise : S3GenNoise{}, job_.options.seed, 0,
-                                job_.options.cancel, streaming_.window);
+                                job_.options.cancel, streaming_.window, first_steps);
             }
             audio = stream_->render(tokens, final);
         }

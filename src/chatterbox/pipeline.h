@@ -66,6 +66,13 @@ struct PipelineStreaming {
     // tokens): the first audio waits on a flow over ~100 tokens instead of the whole 10 s prompt
     // plus the prefix, and later renders cost the same however long the sentence is.
     S3GenWindow window{75, 25};
+    // The first render of the standard flow (10 Euler steps with CFG) takes this many steps over the
+    // same cosine schedule and draws, later renders the default: first audio waits on that render.
+    // 5 halves its ODE and evaluates the estimator at every other time of the default grid, which
+    // measured closest to the default among 2 to 8 steps; the first chunk's frames then differ a
+    // little more from the whole sentence (docs/chatterbox-s3gen.md). 0: the default. Turbo's 2
+    // meanflow steps are kept.
+    int first_render_steps = 5;
 };
 
 class Pipeline {

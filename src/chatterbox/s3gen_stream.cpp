@@ -35,18 +35,23 @@ HiftNoiseTape hift_tape(const S3GenNoise& noise, uint64_t seed) {
 }  // namespace
 
 S3GenStream::S3GenStream(S3Gen& s3gen, const FlowPrompt& prompt, const S3GenNoise& noise, uint64_t seed, int steps,
-                         const std::atomic<bool>* cancel, S3GenWindow window)
+                         const std::atomic<bool>* cancel, S3GenWindow window, int first_steps)
     : s3gen_(s3gen),
       prompt_(prompt),
       flow_noise_(flow_tape(noise, seed)),
       hift_(s3gen.hift(), hift_tape(noise, seed)),
       seed_(seed),
       steps_(steps),
+      first_steps_(first_steps),
       cancel_(cancel),
       window_(window) {
     if (prompt_.feat.size() % kMels != 0) {
         throw Error(ErrorKind::InvalidArgument, "S3Gen stream: the prompt mel has " + std::to_string(prompt_.feat.size()) +
                                                     " values, not a multiple of 80");
+    }
+    if (steps_ < 0 || first_steps_ < 0) {
+        throw Error(ErrorKind::InvalidArgument, "S3Gen stream: the ODE steps must be >= 0 (0: the model's default), got " +
+                                                    std::to_string(steps_) + " and " + std::to_string(first_steps_) + " for the first render");
     }
     if (window_.prompt_tokens < 0 || window_.context_tokens < 0) {
         throw Error(ErrorKind::InvalidArgument, "S3Gen stream: the window's prompt and context tokens must be >= 0");
@@ -65,7 +70,8 @@ std::vector<float> S3GenStream::render(const std::vector<int32_t>& tokens, bool 
     std::vector<float> out;
     if (settled > mel_sent_ && !tokens.empty()) {
         const auto start = Clock::now();
-        const FlowFrames flow = window_.prompt_tokens > 0 ? windowed_flow(tokens, tm) : whole_flow(tokens, tm);
+        const int steps = renders_ == 0 && first_steps_ > 0 ? first_steps_ : steps_;
+        const FlowFrames flow = window_.prompt_tokens > 0 ? windowed_flow(tokens, tm, steps) : whole_flow(tokens, tm, steps);
         flow_ms_ += ms_since(start);
         ++renders_;
         throw_if_cancelled(cancel_);
@@ -89,15 +95,15 @@ std::vector<float> S3GenStream::render(const std::vector<int32_t>& tokens, bool 
     return out;
 }
 
-S3GenStream::FlowFrames S3GenStream::whole_flow(const std::vector<int32_t>& tokens, int64_t tm) {
+S3GenStream::FlowFrames S3GenStream::whole_flow(const std::vector<int32_t>& tokens, int64_t tm, int steps) {
     const std::vector<float> z = transposed(flow_noise_.rows(0, tm), tm);
-    return {s3gen_.flow().inference(tokens, prompt_, z, seed_, steps_, nullptr, nullptr, cancel_), 0};
+    return {s3gen_.flow().inference(tokens, prompt_, z, seed_, steps, nullptr, nullptr, cancel_), 0};
 }
 
 // The generated frames from the window: on the timeline of prompt + speech tokens (token j has frames
 // 2j and 2j + 1, whose mel is the prompt's below its `tpf` frames and the settled mel after), the
 // voice's last prompt tokens, the last settled speech tokens and the rest, with their noise rows.
-S3GenStream::FlowFrames S3GenStream::windowed_flow(const std::vector<int32_t>& tokens, int64_t tm) {
+S3GenStream::FlowFrames S3GenStream::windowed_flow(const std::vector<int32_t>& tokens, int64_t tm, int steps) {
     constexpr int64_t r = Flow::kTokenMelRatio;
     const int64_t tp = static_cast<int64_t>(prompt_.tokens.size());
     const int64_t tpf = static_cast<int64_t>(prompt_.feat.size() / kMels), odd = tpf - r * tp;
@@ -123,7 +129,7 @@ S3GenStream::FlowFrames S3GenStream::windowed_flow(const std::vector<int32_t>& t
     z_rows.insert(z_rows.end(), rest.begin(), rest.end());
     const std::vector<int32_t> fresh(tokens.begin() + k, tokens.end());
     // The generated frames [r·k − odd, r·t − odd).
-    return {s3gen_.flow().inference(fresh, window, transposed(z_rows, static_cast<int64_t>(z_rows.size() / kMels)), seed_, steps_,
+    return {s3gen_.flow().inference(fresh, window, transposed(z_rows, static_cast<int64_t>(z_rows.size() / kMels)), seed_, steps,
                                     nullptr, nullptr, cancel_),
             r * k - odd};
 }

@@ -37,9 +37,11 @@ public:
     // noise: the whole sentence's draws in S3Gen::synthesize's layout (tests; they must cover the
     // final length), or empty: prefix-stable draws from `seed` (flow) and seed + 1 (HiFT), so that
     // every render gives the same frames the same draws. steps 0: the model's default.
+    // first_steps: the ODE steps of the first render, which first audio waits on (0: `steps`); fewer
+    // steps over the same time span and the same draws give a coarser solution of the same ODE.
     // `s3gen` must outlive the stream; others may use it between renders, never during one.
     S3GenStream(S3Gen& s3gen, const FlowPrompt& prompt, const S3GenNoise& noise, uint64_t seed, int steps = 0,
-                const std::atomic<bool>* cancel = nullptr, S3GenWindow window = {});
+                const std::atomic<bool>* cancel = nullptr, S3GenWindow window = {}, int first_steps = 0);
 
     // tokens: every speech token of the sentence so far (< 6561). Runs the flow and returns the
     // waveform that is now settled (may be empty). final: these are all of the sentence's tokens
@@ -64,15 +66,15 @@ private:
         int64_t first;
     };
     // Over the whole prompt + tokens, or windowed (S3GenWindow); `tm`: the frames of prompt + tokens.
-    FlowFrames whole_flow(const std::vector<int32_t>& tokens, int64_t tm);
-    FlowFrames windowed_flow(const std::vector<int32_t>& tokens, int64_t tm);
+    FlowFrames whole_flow(const std::vector<int32_t>& tokens, int64_t tm, int steps);
+    FlowFrames windowed_flow(const std::vector<int32_t>& tokens, int64_t tm, int steps);
 
     S3Gen& s3gen_;
     FlowPrompt prompt_;
     NoiseTape flow_noise_;  // rows = mel frames of prompt + speech, width 80
     HiftStream hift_;
     uint64_t seed_;
-    int steps_;
+    int steps_, first_steps_;
     const std::atomic<bool>* cancel_;
     S3GenWindow window_;
     std::vector<float> sent_;  // the generated mel frames handed to HiFT, time-major (windowed renders)

@@ -251,6 +251,7 @@ std::vector<float> noise_from(const std::vector<float>& cfm, int64_t f0) {
 
 // The first windowed render (nothing settled yet) is the flow over the voice's last prompt tokens,
 // with their mel and their noise rows: bit for bit a whole-prefix stream on that shorter prompt.
+// With fewer steps for the first render, the shorter stream's render takes as many.
 TEST(S3GenStreamWindow, TheFirstRenderIsTheFlowOverTheVoicesLastPromptTokens) {
     const S3GenCase c = load_s3gen_case("case_a");
     const FlowPrompt voice = even_prompt(c);
@@ -262,13 +263,16 @@ TEST(S3GenStreamWindow, TheFirstRenderIsTheFlowOverTheVoicesLastPromptTokens) {
     const S3GenNoise noise = golden_noise(c);
     S3GenNoise tail_noise = noise;
     tail_noise.cfm = noise_from(noise.cfm, 2 * p0);
-    S3GenStream windowed(multilingual_s3gen(), voice, noise, 0, 0, nullptr, S3GenWindow{static_cast<int>(keep), 4});
-    S3GenStream shorter(multilingual_s3gen(), tail, tail_noise, 0);
-    const std::vector<int32_t> prefix(c.speech_tokens.begin(), c.speech_tokens.begin() + 20);
-    const std::vector<float> got = windowed.render(prefix, false);
-    EXPECT_EQ(got, shorter.render(prefix, false));
-    EXPECT_EQ(windowed.mel(), shorter.mel());
-    EXPECT_GT(windowed.mel().size(), 0u);
+    for (int first_steps : {0, 4}) {
+        SCOPED_TRACE(first_steps);
+        S3GenStream windowed(multilingual_s3gen(), voice, noise, 0, 0, nullptr, S3GenWindow{static_cast<int>(keep), 4}, first_steps);
+        S3GenStream shorter(multilingual_s3gen(), tail, tail_noise, 0, first_steps);
+        const std::vector<int32_t> prefix(c.speech_tokens.begin(), c.speech_tokens.begin() + 20);
+        const std::vector<float> got = windowed.render(prefix, false);
+        EXPECT_EQ(got, shorter.render(prefix, false));
+        EXPECT_EQ(windowed.mel(), shorter.mel());
+        EXPECT_GT(windowed.mel().size(), 0u);
+    }
 }
 
 // A later windowed render is the flow over [the voice's last prompt tokens with their mel ; the
@@ -354,6 +358,98 @@ TEST(S3GenStreamWindow, RefusesNegativeSizes) {
     const S3GenCase c = load_s3gen_case("case_a");
     EXPECT_THROW(S3GenStream(multilingual_s3gen(), even_prompt(c), {}, 0, 0, nullptr, S3GenWindow{-1, 4}), Error);
     EXPECT_THROW(S3GenStream(multilingual_s3gen(), even_prompt(c), {}, 0, 0, nullptr, S3GenWindow{4, -1}), Error);
+    EXPECT_THROW(S3GenStream(multilingual_s3gen(), even_prompt(c), {}, 0, -1), Error);
+    try {
+        S3GenStream(multilingual_s3gen(), even_prompt(c), {}, 0, 0, nullptr, {}, -2);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("-2 for the first render"), std::string::npos) << e.what();
+    }
+}
+
+// The first render's ODE steps (PipelineStreaming::first_render_steps): first audio waits on it.
+// Whole-prefix renders depend on nothing rendered before, so each one's frames are exactly a flow
+// call over its prefix with the same draws: K steps for the first render, the default after.
+TEST(S3GenStreamFirstSteps, TheFirstRenderTakesItsStepsAndLaterOnesTheDefault) {
+    const S3GenCase c = load_s3gen_case("case_a");
+    const FlowPrompt prompt{c.prompt_tokens, c.prompt_feat.data, c.embedding.data};
+    const S3GenNoise noise = golden_noise(c);
+    const int64_t noise_frames = static_cast<int64_t>(noise.cfm.size() / 80), tp = static_cast<int64_t>(prompt.tokens.size());
+    const int64_t tpf = static_cast<int64_t>(prompt.feat.size() / 80);
+    constexpr int kFirstSteps = 4;
+    // The flow's generated frames [80, 2·(Tp + n) − Tpf] for the first n tokens.
+    const auto flow = [&](int64_t n, int steps) {
+        return multilingual_s3gen().flow().inference({c.speech_tokens.begin(), c.speech_tokens.begin() + n}, prompt,
+                                                     mel_frames(noise.cfm, noise_frames, 0, 2 * (tp + n)), 0, steps);
+    };
+    S3GenStream stream(multilingual_s3gen(), prompt, noise, 0, 0, nullptr, {}, kFirstSteps);
+    const int64_t first = 16, second = 22, gen1 = 2 * (tp + first) - tpf, gen2 = 2 * (tp + second) - tpf;
+    stream.render({c.speech_tokens.begin(), c.speech_tokens.begin() + first}, false);
+    const std::vector<float> mel1 = stream.mel();
+    const int64_t sent1 = static_cast<int64_t>(mel1.size() / 80);
+    ASSERT_GT(sent1, 0);
+    EXPECT_EQ(mel1, mel_frames(flow(first, kFirstSteps), gen1, 0, sent1));
+    EXPECT_NE(mel1, mel_frames(flow(first, 0), gen1, 0, sent1));  // the steps change the frames
+    stream.render({c.speech_tokens.begin(), c.speech_tokens.begin() + second}, false);
+    const std::vector<float> mel2 = stream.mel();
+    const int64_t sent2 = static_cast<int64_t>(mel2.size() / 80);
+    ASSERT_GT(sent2, sent1);
+    EXPECT_EQ(mel_frames(mel2, sent2, 0, sent1), mel1);
+    EXPECT_EQ(mel_frames(mel2, sent2, sent1, sent2), mel_frames(flow(second, 0), gen2, sent1, sent2));
+    EXPECT_EQ(stream.renders(), 2);
+}
+
+// The pipeline's first-render steps against the default steps, same draws (tiny fixtures): the first
+// render's settled mel, whole-prefix and windowed (half the prompt; printed for 3 to 8 steps,
+// bounded for the pipeline's 5: measured 1.9-2.0 % of max |mel|, SNR 37.8-38.3 dB), and the
+// streamed sentence against the whole one, which stays within the bounds of the default-step
+// streams above (measured 24.2 dB case_a, 23.8 dB case_b).
+constexpr double kFirstRenderMelRelError = 0.04;
+constexpr double kFirstRenderMelSnrDb = 35.0;
+
+TEST(S3GenStreamFirstSteps, TheFirstRenderStaysNearTheDefaultStepsRender) {
+    const int pipeline_steps = PipelineStreaming{}.first_render_steps;
+    ASSERT_GT(pipeline_steps, 0);
+    // Its estimator times are every other time of the default grid (PipelineStreaming's reason for 5).
+    const Flow& flow = multilingual_s3gen().flow();
+    const std::vector<float> fewer_ts = flow.time_span(pipeline_steps), default_ts = flow.time_span(flow.default_steps());
+    ASSERT_EQ(default_ts.size() - 1, 2 * (fewer_ts.size() - 1));
+    for (size_t k = 0; k < fewer_ts.size(); ++k) EXPECT_EQ(fewer_ts[k], default_ts[2 * k]) << k;
+    for (const char* name : {"case_a", "case_b"}) {
+        const S3GenCase c = load_s3gen_case(name);
+        const FlowPrompt voice = even_prompt(c);
+        for (const S3GenWindow window : {S3GenWindow{}, S3GenWindow{static_cast<int>(voice.tokens.size() / 2), 6}}) {
+            const std::vector<int32_t> prefix(c.speech_tokens.begin(), c.speech_tokens.begin() + 16);
+            S3GenStream reference(multilingual_s3gen(), voice, {}, 5, 0, nullptr, window);
+            reference.render(prefix, false);
+            const std::vector<float> want = reference.mel();
+            for (int steps = 3; steps <= 8; ++steps) {
+                S3GenStream fewer(multilingual_s3gen(), voice, {}, 5, 0, nullptr, window, steps);
+                fewer.render(prefix, false);
+                const std::vector<float> got = fewer.mel();
+                ASSERT_EQ(got.size(), want.size());
+                const double rel = max_abs_diff(got, want) / max_abs(want), snr = snr_db(got, want);
+                std::printf("[ stream   ] %s %s first render (%zu frames), %d steps vs %d: mel max |diff| %.2f%% of max |mel|, "
+                            "SNR %.1f dB\n",
+                            name, window.prompt_tokens ? "windowed" : "whole-prefix", got.size() / 80, steps,
+                            multilingual_s3gen().flow().default_steps(), 100 * rel, snr);
+                if (steps != pipeline_steps) continue;
+                EXPECT_LE(rel, kFirstRenderMelRelError) << name;
+                EXPECT_GE(snr, kFirstRenderMelSnrDb) << name;
+            }
+        }
+        // The whole streamed sentence with the first render's fewer steps, windowed as the pipeline does.
+        const S3GenWindow window{static_cast<int>(voice.tokens.size() / 2), 6};
+        S3GenStream stream(multilingual_s3gen(), voice, {}, 5, 0, nullptr, window, pipeline_steps);
+        const S3GenNoise noise = stream.whole_noise(c.speech_tokens.size());
+        const S3GenOutput whole = multilingual_s3gen().synthesize(c.speech_tokens, voice, noise);
+        const Streamed s = stream_s3gen(stream, c.speech_tokens, 16, 6);
+        report(std::string(name) + " windowed, first render " + std::to_string(pipeline_steps) + " steps", s, whole);
+        ASSERT_EQ(s.mel.size(), whole.mel.size());
+        EXPECT_LE(mel_error(s, whole), kWindowedMelRelError) << name;
+        EXPECT_GE(snr_db(s.mel, whole.mel), kWindowedMelSnrDb) << name;
+        expect_hift_of_settled_mel(multilingual_s3gen(), s, noise.hift);
+    }
 }
 
 // T3 holds a job whose progress is not ready, and only that job: the job's next token comes
@@ -450,6 +546,47 @@ TEST_P(StreamedPipeline, ChunksComeFirstAndAddUpToTheSentence) {
     EXPECT_FALSE(short_one.streamed);
     EXPECT_TRUE(events.empty());
     EXPECT_EQ(short_one.wav, p.synthesize(job.text, job.language, p.builtin_voice(), o).wav);
+}
+
+// The pipeline's streamed audio is an S3GenStream's over the same voice, seed and window, rendered at
+// the same token counts (first_tokens, then doubling, then all), whose first render takes
+// first_render_steps (multilingual; Turbo keeps its 2 meanflow steps), with vocode()'s last-token cut.
+TEST_P(StreamedPipeline, TheFirstRenderTakesTheStreamingsSteps) {
+    const bool turbo = GetParam() == "turbo";
+    const std::string path = turbo ? converted_turbo() : converted_chatterbox("multilingual");
+    Pipeline p(path, 1, "");
+    T3Options o = p.t3().default_options();
+    o.seed = 9;
+    o.min_new_tokens = o.max_new_tokens = 40;
+    PipelineStreaming streaming;
+    streaming.first_tokens = 8;
+    streaming.first_render_steps = 3;
+    std::vector<float> chunks;
+    streaming.on_chunk = [&](size_t, const float* pcm, size_t n) { chunks.insert(chunks.end(), pcm, pcm + n); };
+    PipelineResult streamed;
+    p.synthesize_batch({PipelineJob{"Hello world, the sun is out again.", turbo ? "" : "en", &p.builtin_voice(), o, nullptr}}, 1,
+                       true, [&](size_t, PipelineResult&& r) { streamed = std::move(r); }, streaming);
+    ASSERT_TRUE(streamed.streamed);
+    ASSERT_EQ(chunks, streamed.wav);
+
+    const GgufFile file(path);
+    S3Gen s3gen(file, backend());
+    S3GenStream stream(s3gen, p.builtin_voice().flow, {}, o.seed, 0, nullptr, streaming.window,
+                       turbo ? 0 : streaming.first_render_steps);
+    std::vector<float> want;
+    size_t next_at = static_cast<size_t>(streaming.first_tokens);
+    for (size_t n = 1; n < streamed.speech_tokens.size(); ++n) {  // T3's progress after each token but the last
+        const std::vector<int32_t> settled = p.t3().settled_tokens({streamed.speech_tokens.begin(), streamed.speech_tokens.begin() + n});
+        if (settled.size() < next_at) continue;
+        next_at = 2 * settled.size();
+        const std::vector<float> out = stream.render(settled, false);
+        want.insert(want.end(), out.begin(), out.end());
+    }
+    const std::vector<float> rest = stream.render(streamed.s3gen_tokens, true);
+    want.insert(want.end(), rest.begin(), rest.end());
+    if (!turbo) want.resize(std::min(want.size(), (streamed.s3gen_tokens.size() - 1) * 960));
+    EXPECT_GE(stream.renders(), 3);
+    EXPECT_EQ(streamed.wav, want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Chatterbox, StreamedPipeline, ::testing::Values("multilingual", "turbo"),
