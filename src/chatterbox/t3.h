@@ -170,8 +170,8 @@ public:
     // lm::StepScheduler per T3: sessions of one model batch together): up to `parallel` of these
     // jobs decode together, each step one graph whose weight matrices multiply every job's rows
     // (its CFG pair, or Turbo's one row) at once; each job has its own KV cache, positions, sampler
-    // (seeded from its options) and limits, is prefilled alone (Turbo: its text after a copy of its
-    // voice's prompt positions, prefilled once and kept: kPromptCacheBytes), and leaves the
+    // (seeded from its options) and limits, is prefilled alone (its text after a copy of its voice's
+    // conditioning positions, prefilled once and kept: kPromptCacheBytes), and leaves the
     // batch at its stop token or limit, when the call's next job (in order) takes its place. A job's
     // tokens are generate()'s for it alone: its columns are computed the same way whatever runs
     // beside them (lm::build_decoder's slices; the int8 panel kernels and, on this CPU, ggml's F32
@@ -192,10 +192,11 @@ public:
     void wake() const { scheduler_->wake(); }
 
     size_t weight_bytes() const;
-    // How many voice prompts have been prefilled so far (for tests): Turbo and Nano keep the KV
-    // cache of each voice's prompt positions across calls (the least recently used go past
-    // kPromptCacheBytes: three Turbo voices at F32), so a voice's sentences after its first
-    // prefill only their text.
+    // How many voice prompts have been prefilled so far (for tests): T3 keeps the KV cache of each
+    // voice's conditioning positions across calls (Turbo and Nano: the speaker row and the prompt
+    // tokens, ~150-250 positions; the Llama T3: its 34 conditioning rows, shared by both CFG rows;
+    // the least recently used go past kPromptCacheBytes: three Turbo voices at F32), so a voice's
+    // sentences after its first prefill only their text.
     size_t prompt_prefills() const;
     // The most jobs any decode step has held, over every call (for tests).
     uint32_t largest_batch() const { return scheduler_->largest_batch(); }

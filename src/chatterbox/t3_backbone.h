@@ -131,9 +131,10 @@ struct TokenLoop {
     uint32_t i = 0;  // the number of the token pick() chooses next
 };
 
-// The prefilled voices of a backbone that prefills a voice's positions once and copies them into
-// each sentence's cache (GPT-2), kept across calls: a voice's prompt (~150 positions) is most of a
-// sentence's prefill, and a server speaks with a few voices over and over. Keyed by the
+// The prefilled voices: each backbone prefills a voice's conditioning positions once and copies them
+// into each sentence's cache, kept across calls: a voice's prompt (GPT-2: ~150 positions) is most
+// of a sentence's prefill (Llama: 34 positions in each of two CFG rows), and a server speaks with a
+// few voices over and over. Keyed by the
 // conditioning rows themselves (a voice object's address may be reused by another voice) and the
 // KV type; the least recently used go once the kept caches pass `max_bytes`. Thread-safe.
 class PromptCache {

@@ -160,12 +160,20 @@ public:
         return c.compute();
     }
 
-    void start(TokenLoop& loop, const std::vector<float>& cond_emb, PromptCache&, std::vector<float>* prefill_embeds) const override {
+    void start(TokenLoop& loop, const std::vector<float>& cond_emb, PromptCache& prompts,
+               std::vector<float>* prefill_embeds) const override {
         const T3Options& o = loop.o;
         const int64_t streams = o.cfg_weight > 0.0f ? 2 : 1;
         const int64_t T = static_cast<int64_t>(loop.job.text->size());
         loop.dec = std::make_unique<Decoder>(*this, loop.profile, streams, hp_.cond_len() + T + 2 + o.max_new_tokens + 1, o.kv_cache);
-        prefill(*loop.dec, cond_emb, *loop.job.text, prefill_embeds);
+        // The conditioning's positions are the same in both CFG rows and every sentence of a voice.
+        prompts.copy_into(*loop.dec, cond_emb, o.kv_cache, [&] {
+            auto prompt = std::make_unique<Decoder>(*this, loop.profile, 1, hp_.cond_len(), o.kv_cache);
+            prefill_conditioning(*prompt, cond_emb);
+            prompt->profile = nullptr;  // kept past this job's profile
+            return prompt;
+        });
+        prefill_text(*loop.dec, cond_emb, *loop.job.text, prefill_embeds);
         // T3.inference: repetition penalty, then temperature → min-p → top-p.
         loop.processors.repetition_penalty(o.repetition_penalty).temperature(o.temperature).min_p(o.min_p).top_p(o.top_p);
         loop.history = {hp_.start_speech};
@@ -267,34 +275,51 @@ private:
         pack();
     }
 
-    // [cond ; text (+pos) ; BOS ; BOS] per stream; stream 1 (uncond) drops the text token
-    // embeddings but keeps their positions.
-    void prefill(Decoder& dec, const std::vector<float>& cond_emb, const std::vector<int32_t>& text,
-                 std::vector<float>* embeds_out) const {
-        const int64_t D = hp_.hidden, C = hp_.cond_len(), T = static_cast<int64_t>(text.size());
+    // The prefill of [cond ; text (+pos) ; BOS ; BOS] per stream, stream 1 (uncond) without the text
+    // token embeddings but with their positions, in two parts. First the conditioning alone, one
+    // stream (causal attention: its keys and values depend on nothing after it).
+    void prefill_conditioning(Decoder& dec, const std::vector<float>& cond_emb) const {
+        const int64_t C = hp_.cond_len();
+        Graph g;
+        const Decoder::PrefillInputs in = dec.prefill_inputs(g, C, 0, C);
+        g.output(dec.stack(g.ctx(), in.cond, {in.pos, in.rows, in.mask, in.n_kv}));
+        g.allocate(backend_);
+        ggml_backend_tensor_set(in.cond, cond_emb.data(), 0, ggml_nbytes(in.cond));
+        dec.set_positions(in, 0);
+        dec.run_prefill(g, in, nullptr);
+    }
+
+    // Then, with those positions copied into every stream, the rest: [text (+pos) ; BOS ; BOS].
+    void prefill_text(Decoder& dec, const std::vector<float>& cond_emb, const std::vector<int32_t>& text,
+                      std::vector<float>* embeds_out) const {
+        const int64_t D = hp_.hidden, T = static_cast<int64_t>(text.size()), past = static_cast<int64_t>(dec.sequence.length());
         Graph g;
         ggml_context* ctx = g.ctx();
-        const Decoder::PrefillInputs in = dec.prefill_inputs(g, C, T, C + T + 2);
+        const Decoder::PrefillInputs in = dec.prefill_inputs(g, 0, T, T + 2);
         ggml_tensor* text_pos = ggml_view_2d(ctx, text_pos_, D, T, text_pos_->nb[1], 0);
         ggml_tensor* bos = ggml_add(ctx, ggml_get_rows(ctx, w_.speech_emb, in.bos),
                                     ggml_view_2d(ctx, speech_pos_, D, 1, speech_pos_->nb[1], 0));
-        const auto row = [&](ggml_tensor* te) {
-            return ggml_concat(ctx, ggml_concat(ctx, ggml_concat(ctx, in.cond, te, 1), bos, 1), bos, 1);
-        };
+        const auto row = [&](ggml_tensor* te) { return ggml_concat(ctx, ggml_concat(ctx, te, bos, 1), bos, 1); };
         ggml_tensor* x = row(ggml_add(ctx, ggml_get_rows(ctx, w_.text_emb, in.ids), text_pos));
         if (dec.streams == 2) x = ggml_concat(ctx, x, row(ggml_cont(ctx, text_pos)), 1);  // [D, 2n], stream-major
         if (embeds_out) g.output(x);
         ggml_tensor* lg = dec.head(ctx, dec.stack(ctx, x, {in.pos, in.rows, in.mask, in.n_kv}), in.n);
         g.output(lg);
         g.allocate(backend_);
-        ggml_backend_tensor_set(in.cond, cond_emb.data(), 0, ggml_nbytes(in.cond));
         ggml_backend_tensor_set(in.ids, text.data(), 0, ggml_nbytes(in.ids));
         ggml_backend_tensor_set(in.bos, &hp_.start_speech, 0, sizeof(int32_t));
-        dec.set_positions(in, 0);
+        dec.set_positions(in, past);
         dec.run_prefill(g, in, lg);
-        if (embeds_out) {
-            embeds_out->resize(static_cast<size_t>(ggml_nelements(x)));
-            ggml_backend_tensor_get(x, embeds_out->data(), 0, ggml_nbytes(x));
+        if (embeds_out) {  // [cond_emb ; text ; BOS ; BOS] per stream, as one graph would hold them
+            std::vector<float> rest(static_cast<size_t>(ggml_nelements(x)));
+            ggml_backend_tensor_get(x, rest.data(), 0, ggml_nbytes(x));
+            const size_t per_stream = rest.size() / static_cast<size_t>(dec.streams);
+            embeds_out->clear();
+            for (int64_t s = 0; s < dec.streams; ++s) {
+                embeds_out->insert(embeds_out->end(), cond_emb.begin(), cond_emb.end());
+                embeds_out->insert(embeds_out->end(), rest.begin() + static_cast<std::ptrdiff_t>(s * per_stream),
+                                   rest.begin() + static_cast<std::ptrdiff_t>((s + 1) * per_stream));
+            }
         }
     }
 

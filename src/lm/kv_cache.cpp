@@ -119,7 +119,7 @@ void KvCache::copy_prefix_from(const KvCache& other, uint32_t n) {
             if (!host) tmp.resize(bytes);
             for (uint32_t s = 0; s < streams_; ++s) {
                 for (uint32_t h = 0; h < kv_heads_; ++h) {
-                    const size_t from = s * src->nb[3] + h * src->nb[2], to = s * dst->nb[3] + h * dst->nb[2];
+                    const size_t from = (other.streams_ == 1 ? 0 : s) * src->nb[3] + h * src->nb[2], to = s * dst->nb[3] + h * dst->nb[2];
                     if (host) {
                         std::memcpy(static_cast<char*>(dst->data) + to, static_cast<const char*>(src->data) + from, bytes);
                     } else {

@@ -44,7 +44,8 @@ public:
     KvType type() const { return type_; }
     size_t bytes() const;
 
-    // Copies positions [0, n) of every layer and stream from a cache of the same geometry (used to grow).
+    // Copies positions [0, n) of every layer and stream from a cache of the same geometry (used to
+    // grow), or from a one-stream cache into every stream (a prompt that all CFG rows share).
     void copy_prefix_from(const KvCache& other, uint32_t n);
     // A cache of the same geometry with room for `capacity` positions, holding this one's first
     // `length` (graphs that read this cache must be rebuilt for the new one).

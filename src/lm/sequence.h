@@ -47,7 +47,8 @@ public:
     // Records `n` positions written by the step just run.
     void advance(size_t n) { length_ += n; }
     // Starts over as a copy of `other`'s positions (a prompt prefilled once for several sequences);
-    // the caches must have the same layers, heads, type and streams.
+    // the caches must have the same layers, heads and type, and the same streams or `other` one
+    // (then copied into each stream).
     void copy_from(const Sequence& other, const char* what);
 
 private:

@@ -260,6 +260,35 @@ TEST(T3, KvCacheGrowsWithoutChangingTokens) {
     EXPECT_EQ(std::vector<int32_t>(tokens.begin(), tokens.begin() + want.size()), want);
 }
 
+// The conditioning's 34 positions are prefilled once per voice and copied into both CFG rows of
+// each sentence (T3::prompt_prefills): greedy tokens stay the reference's on the first sentence and
+// the next; another voice is prefilled on its own; a run without CFG reuses the same positions.
+TEST(T3, AVoicesConditioningIsPrefilledOnceForBothGuidanceRows) {
+    const json c = read_json(t3_goldens() + "/en_e05_c05/case.json");
+    const auto text = c["text_tokens"].get<std::vector<int32_t>>();
+    const auto want = c["speech_tokens"].get<std::vector<int32_t>>();
+    const T3Options o = golden_options(c);
+    ASSERT_GT(o.cfg_weight, 0.0f);
+    T3Options no_cfg = o;
+    no_cfg.cfg_weight = 0.0f;
+    const T3Conditioning a = golden_conditioning(0.5f), b = golden_conditioning(0.9f);
+    Loaded& m = multilingual();
+    const auto first = [&](const T3Conditioning& cond, const T3Options& opt) { return T3(*m.file, *m.backend).generate(text, cond, opt); };
+    const auto prefix = [&](const std::vector<int32_t>& tokens) {
+        return std::vector<int32_t>(tokens.begin(), tokens.begin() + std::min(tokens.size(), want.size()));
+    };
+
+    const T3 t3(*m.file, *m.backend);
+    EXPECT_EQ(prefix(t3.generate(text, a, o)), want);
+    EXPECT_EQ(t3.prompt_prefills(), 1u);
+    EXPECT_EQ(prefix(t3.generate(text, a, o)), want);
+    EXPECT_EQ(t3.prompt_prefills(), 1u);
+    EXPECT_EQ(t3.generate(text, b, o), first(b, o));
+    EXPECT_EQ(t3.prompt_prefills(), 2u);
+    EXPECT_EQ(t3.generate(text, a, no_cfg), first(a, no_cfg));
+    EXPECT_EQ(t3.prompt_prefills(), 2u);
+}
+
 TEST(T3, PostprocessingMatchesTheOfficialCases) {
     const json cases = read_json(t3_goldens() + "/postprocess_cases.json");
     ASSERT_FALSE(cases.empty());
