@@ -11,12 +11,12 @@
 // streams' queued decoder chunks instead of behind them.
 // A stream still warming up (its listener waits for the outputs of these steps before its first
 // audio, SteppedStream::warming) steps in a batch of its own, with the other streams warming up,
-// before the running streams' next step, urgent too: a batch step costs about its streams' count
-// times a stream's work, so among 8 running streams a newcomer's first chunk took 9 streams' time
-// per frame. Fairness: the running streams wait for at most kWarmingStepsInARow such steps in a row
-// (each after at most one newcomer's start, as before); the step after them is everyone's, the
-// streams still warming up included, so newcomers arriving without pause slow the running streams
-// down by a bounded share and never stop them.
+// before the running streams' next step, urgent too: a step's work grows with its streams (Qwen3-TTS
+// 0.6B on a CPU: ~4x one stream's for 9), which a newcomer among running streams paid for every frame
+// of its first chunk. It joins them once warmed up. Fairness: the running streams wait for at most
+// kWarmingStepsInARow such steps in a row (each after at most one newcomer's start, as before); the
+// step after them is everyone's, the streams still warming up included, so newcomers arriving
+// without pause slow the running streams down by a bounded share and never stop them.
 #pragma once
 
 #include <atomic>

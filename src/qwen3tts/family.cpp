@@ -106,7 +106,8 @@ std::vector<float> push_frame(codec::StreamingDecoder& decoder, codec::Frame fra
 
 // The generated frames before a stream's first audio (push_frame's first chunk, or a whole chunk).
 size_t first_audio_frames(const StreamOptions& stream) {
-    return stream.first_chunk_frames > 0 ? std::min(stream.first_chunk_frames, stream.frames_per_chunk) : stream.frames_per_chunk;
+    if (stream.first_chunk_frames == 0) return stream.frames_per_chunk;
+    return std::min(stream.first_chunk_frames, stream.frames_per_chunk);
 }
 
 // 8 concurrent requests: on 2 Zen 2 cores the 0.6B talker + code predictor give 2.7x one

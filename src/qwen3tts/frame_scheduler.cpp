@@ -16,7 +16,9 @@ public:
     Request(const Model& model, lm::KvType talker_kv, const Prompt& prompt, const GenerationOptions& options,
             const FrameCallback& on_frame, const std::atomic<bool>* cancel, std::function<bool()> ready,
             size_t first_audio_frames)
-        : stream_(model, talker_kv, prompt, options, on_frame, cancel), ready_(std::move(ready)), first_audio_frames_(first_audio_frames) {}
+        : stream_(model, talker_kv, prompt, options, on_frame, cancel),
+          ready_(std::move(ready)),
+          first_audio_frames_(first_audio_frames) {}
 
     void start() override { stream_.prefill(); }
     bool finished() const override { return stream_.finished(); }

@@ -191,7 +191,9 @@ TEST(StepScheduler, ANewcomerWarmsUpInABatchOfItsOwn) {
     for (const auto& f : fakes) EXPECT_EQ(f->left, 0) << f->name;
     std::lock_guard<std::mutex> lock(log.mutex);
     ASSERT_GE(log.batches.size(), 13u);
-    for (size_t i = 0; i < 8; ++i) EXPECT_EQ(log.batches[i], Names(running.begin(), running.begin() + i + 1)) << "step " << i;
+    for (size_t i = 0; i < 8; ++i) {
+        EXPECT_EQ(log.batches[i], Names(running.begin(), running.begin() + i + 1)) << "step " << i;
+    }
     Names everyone = running;
     everyone.push_back("late");
     for (size_t i = 8; i < 11; ++i) {

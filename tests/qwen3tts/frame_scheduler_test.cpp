@@ -67,8 +67,8 @@ TEST(FrameScheduler, ConcurrentRequestsGetTheirFramesAlone) {
             // Staggered starts: later requests join a batch already running.
             std::this_thread::sleep_for(std::chrono::milliseconds(5 * i));
             // Every other request warms up (its first frames step apart from the running ones).
-            scheduler.generate(jobs[i].prompt, jobs[i].options, [&](const std::vector<int32_t>& f) { got[i].push_back(f); },
-                               nullptr, {}, i % 2 == 0 ? 0 : i);
+            const auto frame = [&](const std::vector<int32_t>& f) { got[i].push_back(f); };
+            scheduler.generate(jobs[i].prompt, jobs[i].options, frame, nullptr, {}, i % 2 == 0 ? 0 : i);
         });
     }
     for (auto& t : threads) t.join();
