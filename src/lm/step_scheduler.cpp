@@ -103,6 +103,7 @@ void StepScheduler::end(const Member& m) {
 void StepScheduler::serve() {
     std::unique_ptr<BatchStepper> stepper;
     std::vector<Member> active;
+    uint32_t warming_in_a_row = 0;  // steps of warming streams alone since the running streams' last
     for (;;) {
         Member newcomer{};
         bool joined = false;
@@ -129,9 +130,20 @@ void StepScheduler::serve() {
             }
         }
         // The streams that can take a step: their consumer has room, or they are to stop.
-        std::vector<SteppedStream*> batch;
+        std::vector<SteppedStream*> batch, warming;
         for (const Member& m : active) {
-            if (m.stream->stopping() || m.stream->ready()) batch.push_back(m.stream);
+            if (m.stream->stopping() || m.stream->ready()) {
+                batch.push_back(m.stream);
+                if (m.stream->warming()) warming.push_back(m.stream);
+            }
+        }
+        // Streams warming up step on their own while the running streams have waited for fewer
+        // than kWarmingStepsInARow of their steps (see the header).
+        if (!warming.empty() && warming.size() < batch.size() && warming_in_a_row < kWarmingStepsInARow) {
+            batch.swap(warming);
+            ++warming_in_a_row;
+        } else {
+            warming_in_a_row = 0;
         }
         if (batch.empty()) {
             if (joined) continue;
@@ -143,11 +155,12 @@ void StepScheduler::serve() {
         const auto member_of = [&](const SteppedStream* s) {
             return std::find_if(active.begin(), active.end(), [&](const Member& m) { return m.stream == s; });
         };
-        // A step that gives a newcomer its first output is urgent, like its start.
+        // A step that gives a newcomer its first output, or that a stream warming up takes part
+        // in, is urgent, like its start.
         std::optional<UrgentCompute> urgent;
         for (SteppedStream* s : batch) {
             Member& m = *member_of(s);
-            if (!m.stepped) urgent.emplace();
+            if ((!m.stepped || s->warming()) && !urgent) urgent.emplace();
             m.stepped = true;
         }
         try {

@@ -9,6 +9,14 @@
 // A newcomer's start and the first step it takes part in compute as UrgentCompute (core/core_gate.h):
 // they stand between its listener and the first audio, so on the CPU they go before the running
 // streams' queued decoder chunks instead of behind them.
+// A stream still warming up (its listener waits for the outputs of these steps before its first
+// audio, SteppedStream::warming) steps in a batch of its own, with the other streams warming up,
+// before the running streams' next step, urgent too: a step's work grows with its streams (Qwen3-TTS
+// 0.6B on a CPU: ~4x one stream's for 9), which a newcomer among running streams paid for every frame
+// of its first chunk. It joins them once warmed up. Fairness: the running streams wait for at most
+// kWarmingStepsInARow such steps in a row (each after at most one newcomer's start, as before); the
+// step after them is everyone's, the streams still warming up included, so newcomers arriving
+// without pause slow the running streams down by a bounded share and never stop them.
 #pragma once
 
 #include <atomic>
@@ -39,6 +47,9 @@ public:
     virtual bool ready() const { return true; }
     // Whether it is to stop (cancelled): stepped even when not ready, so that it can end.
     virtual bool stopping() const { return false; }
+    // Whether its listener waits for its next step's output before hearing anything (Qwen3-TTS: the
+    // frames of its first audio chunk): it steps apart from the running streams (see above).
+    virtual bool warming() const { return false; }
 };
 
 // Advances a batch of one model's streams by one step each; streams that end are marked
@@ -59,6 +70,9 @@ public:
     ~StepScheduler();  // every run() call must have returned
     StepScheduler(const StepScheduler&) = delete;
     StepScheduler& operator=(const StepScheduler&) = delete;
+
+    // Steps of streams warming up that the running streams wait for in a row, at most.
+    static constexpr uint32_t kWarmingStepsInARow = 4;
 
     uint32_t max_batch() const { return max_batch_; }
     // The most streams any batch step has held (for tests).

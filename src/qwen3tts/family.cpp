@@ -104,6 +104,12 @@ std::vector<float> push_frame(codec::StreamingDecoder& decoder, codec::Frame fra
     return pcm;
 }
 
+// The generated frames before a stream's first audio (push_frame's first chunk, or a whole chunk).
+size_t first_audio_frames(const StreamOptions& stream) {
+    if (stream.first_chunk_frames == 0) return stream.frames_per_chunk;
+    return std::min(stream.first_chunk_frames, stream.frames_per_chunk);
+}
+
 // 8 concurrent requests: on 2 Zen 2 cores the 0.6B talker + code predictor give 2.7x one
 // stream's throughput at 8 streams (Q8_0, frame_bench --streams 8).
 constexpr uint32_t kDefaultMaxBatch = 8;
@@ -285,10 +291,11 @@ SpeechResult QwenSession::speak(const SpeechRequest& request, const AudioCallbac
     GenerationResult g;
     std::thread producer([&] {
         try {
-            // Stepped only while the queue has room, so the push never blocks the batch.
+            // Stepped only while the queue has room, so the push never blocks the batch; the
+            // first chunk's frames step apart from the running streams (FrameScheduler).
             g = m_.scheduler.generate(
                 prompt, options, [&](const std::vector<int32_t>& codes) { queue.push(codes); }, &stop,
-                [&] { return queue.has_room(); });
+                [&] { return queue.has_room(); }, first_audio_frames(stream));
         } catch (...) {
             generator_error = std::current_exception();
         }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
@@ -28,8 +29,11 @@ public:
     // rethrown here and ends only this request. `ready` (optional): whether the request can take
     // a frame now (its consumer has room); it is skipped until then — call wake() when that may
     // have changed (as after cancelling). `on_frame` runs on the scheduler's thread.
+    // `first_audio_frames`: the frames its listener waits for before the first audio (its first
+    // decoder chunk); they step apart from the running requests (lm::SteppedStream::warming).
     GenerationResult generate(const Prompt& prompt, const GenerationOptions& options, const FrameCallback& on_frame,
-                              const std::atomic<bool>* cancel = nullptr, std::function<bool()> ready = {});
+                              const std::atomic<bool>* cancel = nullptr, std::function<bool()> ready = {},
+                              size_t first_audio_frames = 0);
     void wake() { scheduler_.wake(); }
 
 private:

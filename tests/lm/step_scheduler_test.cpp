@@ -2,10 +2,13 @@
 // count their steps: callers on several threads share steps, a caller's limit holds only its own
 // streams, ready() holds a stream and not the batch, a failure ends only its stream, and an
 // exception from a caller's callback withdraws that caller's other streams and nobody else's; a
-// newcomer's start and first step compute as urgent. Every assertion holds whatever the threads' timing.
+// newcomer's start and first step compute as urgent; streams warming up step apart from the running
+// ones, for a bounded number of steps in a row. Every assertion holds whatever the threads' timing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -31,11 +34,13 @@ public:
     }
     bool finished() const override { return left == 0; }
     bool ready() const override { return !gate || gate->load(); }
+    bool warming() const override { return taken < warm; }
 
     const std::string name;
     int left;
     int taken = 0;
     int fail_at = 0;
+    int warm = 0;  // its first `warm` steps are warming up
     bool throw_on_start = false;
     bool started_urgent = false;  // start() ran as UrgentCompute
     std::atomic<bool> started{false};
@@ -164,6 +169,66 @@ TEST(StepScheduler, ANewcomersStartAndFirstStepAreUrgent) {
     using Names = std::vector<std::string>;
     EXPECT_EQ(log.batches, (std::vector<Names>{{"s0"}, {"s0", "s1"}, {"s0", "s1", "s2"}, {"s1", "s2"}, {"s2"}}));
     EXPECT_EQ(log.urgent, (std::vector<bool>{true, true, true, false, false}));
+}
+
+// One caller's streams join one per step, in order (each is ready): 8 running streams, then a
+// newcomer whose first 3 steps are warming up. It takes them alone, urgent, then joins the others.
+TEST(StepScheduler, ANewcomerWarmsUpInABatchOfItsOwn) {
+    Log log;
+    StepScheduler scheduler([&log] { return std::make_unique<FakeStepper>(log); }, 9);
+    std::vector<std::unique_ptr<Fake>> fakes;
+    std::vector<SteppedStream*> streams;
+    using Names = std::vector<std::string>;
+    Names running;
+    for (int i = 0; i < 8; ++i) {
+        fakes.push_back(std::make_unique<Fake>("s" + std::to_string(i), 20));
+        running.push_back(fakes.back()->name);
+    }
+    fakes.push_back(std::make_unique<Fake>("late", 5));
+    fakes.back()->warm = 3;
+    for (const auto& f : fakes) streams.push_back(f.get());
+    scheduler.run(streams, streams.size(), [&](size_t, std::exception_ptr e) { EXPECT_FALSE(e); });
+    for (const auto& f : fakes) EXPECT_EQ(f->left, 0) << f->name;
+    std::lock_guard<std::mutex> lock(log.mutex);
+    ASSERT_GE(log.batches.size(), 13u);
+    for (size_t i = 0; i < 8; ++i) {
+        EXPECT_EQ(log.batches[i], Names(running.begin(), running.begin() + i + 1)) << "step " << i;
+    }
+    Names everyone = running;
+    everyone.push_back("late");
+    for (size_t i = 8; i < 11; ++i) {
+        EXPECT_EQ(log.batches[i], Names{"late"}) << "step " << i;
+        EXPECT_TRUE(log.urgent[i]) << "step " << i;
+    }
+    EXPECT_EQ(log.batches[11], everyone);
+    EXPECT_EQ(log.batches[12], everyone);
+    EXPECT_FALSE(log.urgent[12]);
+}
+
+// Newcomers that keep warming up do not stop the running streams: these wait for at most
+// kWarmingStepsInARow warming steps in a row, then step with the newcomers, until every one is done.
+TEST(StepScheduler, RunningStreamsWaitForABoundedNumberOfWarmingSteps) {
+    Log log;
+    StepScheduler scheduler([&log] { return std::make_unique<FakeStepper>(log); }, 8);
+    Fake running("running", 30), n1("n1", 12), n2("n2", 12), n3("n3", 12);
+    for (Fake* n : {&n1, &n2, &n3}) n->warm = 10;
+    scheduler.run({&running, &n1, &n2, &n3}, 4, [&](size_t, std::exception_ptr e) { EXPECT_FALSE(e); });
+    for (const Fake* f : {&running, &n1, &n2, &n3}) EXPECT_EQ(f->left, 0) << f->name;
+    std::lock_guard<std::mutex> lock(log.mutex);
+    std::map<std::string, int> steps;  // taken so far, by name
+    size_t wait = 0, longest_wait = 0;  // steps without the running stream in a row
+    for (size_t i = 0; i < log.batches.size(); ++i) {
+        const auto& batch = log.batches[i];
+        const bool with_running = std::find(batch.begin(), batch.end(), "running") != batch.end();
+        wait = with_running ? 0 : wait + 1;
+        longest_wait = std::max(longest_wait, wait);
+        for (const std::string& name : batch) {
+            // A step without the running stream holds only streams warming up.
+            if (!with_running) EXPECT_LT(steps[name], 10) << name << " at step " << i;
+            ++steps[name];
+        }
+    }
+    EXPECT_EQ(longest_wait, StepScheduler::kWarmingStepsInARow);
 }
 
 TEST(StepScheduler, AFailureEndsOnlyItsStream) {

@@ -1,6 +1,7 @@
 // Continuous batching: requests on several threads, joining and leaving at different frames, with
-// greedy and seeded sampling, each get the frames FrameGenerator gives them alone; a request that
-// is cancelled or whose callback fails ends alone; back-pressure holds a request, not the batch.
+// greedy and seeded sampling, warming up apart or not, each get the frames FrameGenerator gives
+// them alone; a request that is cancelled or whose callback fails ends alone; back-pressure holds a
+// request, not the batch.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -65,7 +66,9 @@ TEST(FrameScheduler, ConcurrentRequestsGetTheirFramesAlone) {
         threads.emplace_back([&, i] {
             // Staggered starts: later requests join a batch already running.
             std::this_thread::sleep_for(std::chrono::milliseconds(5 * i));
-            scheduler.generate(jobs[i].prompt, jobs[i].options, [&](const std::vector<int32_t>& f) { got[i].push_back(f); });
+            // Every other request warms up (its first frames step apart from the running ones).
+            const auto frame = [&](const std::vector<int32_t>& f) { got[i].push_back(f); };
+            scheduler.generate(jobs[i].prompt, jobs[i].options, frame, nullptr, {}, i % 2 == 0 ? 0 : i);
         });
     }
     for (auto& t : threads) t.join();
