@@ -17,7 +17,12 @@ struct Avx512 {
     static I prepare(I w) { return w; }
     static I broadcast4(const uint8_t* p) { return _mm512_set1_epi32(*reinterpret_cast<const int32_t*>(p)); }
     // Activations stored q + 128 (unsigned) times signed weights; the offset comes off in unoffset.
-    static I dot(I acc, I w, I, I x) { return _mm512_dpbusd_epi32(acc, x, w); }
+    // (asm: GCC 12 copies the accumulator into another register and back around every
+    // _mm512_dpbusd_epi32, and the tile ran at ~55 % of the instruction's throughput.)
+    static I dot(I acc, I w, I, I x) {
+        __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w));
+        return acc;
+    }
     static I unoffset(I sum, I wsum) { return _mm512_sub_epi32(sum, _mm512_slli_epi32(wsum, 7)); }
     static F to_float(I v) { return _mm512_cvtepi32_ps(v); }
     static F fbroadcast(float v) { return _mm512_set1_ps(v); }
