@@ -43,9 +43,9 @@ struct Avx2 {
     static Mask first_lanes(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
     static F load_masked(Mask m, const float* p) { return _mm256_maskload_ps(p, m); }
     static void store_masked(float* p, Mask m, F v) { _mm256_maskstore_ps(p, m, v); }
-    // quantise(): the first n (may be <= 0) of kLanes floats, the others zero.
+    // quantise(): the first n (> 0) of kLanes floats, the others zero.
     static F load_first(const float* p, int64_t n) {
-        return n >= kLanes ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, first_lanes(n < 0 ? 0 : static_cast<int>(n)));
+        return n >= kLanes ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, first_lanes(static_cast<int>(n)));
     }
     static F fabs(F v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
     static F fmax(F a, F b) { return _mm256_max_ps(a, b); }

@@ -32,9 +32,9 @@ struct Avx512 {
     static Mask first_lanes(int n) { return static_cast<Mask>((1u << n) - 1u); }
     static F load_masked(Mask m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
     static void store_masked(float* p, Mask m, F v) { _mm512_mask_storeu_ps(p, m, v); }
-    // quantise(): the first n (may be <= 0) of kLanes floats, the others zero.
+    // quantise(): the first n (> 0) of kLanes floats, the others zero.
     static F load_first(const float* p, int64_t n) {
-        return n >= kLanes ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(first_lanes(n < 0 ? 0 : static_cast<int>(n)), p);
+        return n >= kLanes ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(first_lanes(static_cast<int>(n)), p);
     }
     static F fabs(F v) { return _mm512_abs_ps(v); }
     static F fmax(F a, F b) { return _mm512_max_ps(a, b); }

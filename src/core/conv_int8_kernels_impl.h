@@ -135,7 +135,8 @@ void columns(const Row* rows, int64_t dilation, int64_t stride, int64_t taps, in
 }
 
 // One input sample (conv_int8_kernels.h Quantise), V::kLanes values at a time; the lanes past cin
-// load as zero, so they store the offset, as the padding wants.
+// load as zero, so they store the offset, as the padding wants (every step starts below cin: the
+// padding is under 4 bytes and the steps are multiples of 8).
 template <class V>
 float quantise(const float* x, int64_t cin, uint8_t offset, uint8_t* q) {
     typename V::F amax = V::fzero();
