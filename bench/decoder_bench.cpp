@@ -5,14 +5,15 @@
 // int8 decoder's speed-up and its distance from the F32 decoder's audio (SNR, log-mel L1, largest
 // sample error).
 //   decoder_bench -m model.gguf [--frames 100] [--codes codes.json] [--repeats 5] [-t 2] [--chunks 1,4,12]
-//                 [--decoder-precision both] [--layer-errors] [--profile]
+//                 [--decoder-precision both] [--int8-layers a,b] [--layer-errors] [--stage-errors] [--profile]
 // --profile also runs each case stage by stage (same results; a barrier per stage) and prints per
 // stage the min over the repeats of wall and CPU time per frame. --layer-errors prints the error of
 // int8 in each convolution layer group alone (the others F32), as the choice of int8 layers needs.
-// The released decoder size, with random weights (see bench/README.md):
-//   build/bin/make_random_checkpoint --fixtures ../shared/fixtures/qwen3tts -o /tmp/full
-//   build/bin/talkbox convert /tmp/full -o /tmp/full.gguf --type f32
-//   build/bin/decoder_bench -m /tmp/full.gguf -t 2 --frames 25
+// --stage-errors follows a perturbation through the stages (one-pass captures, bench/README.md): per
+// stage the relative RMS difference from F32 of int8 in pre_conv alone (a ~1 % perturbation at the
+// decoder's input, carried by F32 layers) and of the int8 decoder, each with its growth from
+// the stage before, and the share of output samples the final clamp cuts. --int8-layers: the layer
+// groups the int8 decoder runs in int8 instead of the default (every block's units).
 #include <algorithm>
 #include <cmath>
 #include <chrono>
@@ -20,12 +21,14 @@
 #include <ctime>
 #include <cstdio>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "audio_compare.h"
+#include "core/capture.h"
 #include "qwen3tts/codec/decoder.h"
 #include "talkbox/codes.h"
 #include "core/backend.h"
@@ -83,6 +86,45 @@ void profile(const std::string& what, int repeats, size_t frames, F&& run) {
     std::printf("%-24s %8.3f %8.3f\n\n", "sum", wall / f, cpu / f);
 }
 
+// ||a - b|| / ||a|| (the same shapes).
+double relative_rms(const talkbox::CapturedTensor& a, const talkbox::CapturedTensor& b) {
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < a.data.size() && i < b.data.size(); ++i) {
+        diff += (double(a.data[i]) - b.data[i]) * (double(a.data[i]) - b.data[i]);
+        norm += double(a.data[i]) * a.data[i];
+    }
+    return norm > 0 ? std::sqrt(diff / norm) : NAN;
+}
+
+// --stage-errors: see the header comment.
+void print_stage_errors(const talkbox::GgufFile& file, const talkbox::qwen3tts::Hparams& hp, const talkbox::Backend& backend,
+                        const talkbox::codec::Frames& codes, const std::set<std::string>& int8_layers) {
+    using talkbox::codec::CodecDecoder;
+    using talkbox::codec::DecoderPrecision;
+    talkbox::Capture f32, input, int8;
+    CodecDecoder(file, hp, backend).forward(codes, &f32);
+    CodecDecoder(file, hp, backend, DecoderPrecision::Int8, {"pre_conv"}).forward(codes, &input);
+    CodecDecoder(file, hp, backend, DecoderPrecision::Int8, int8_layers).forward(codes, &int8);
+    std::printf("\n-- from F32, stage by stage (one pass, %zu frames; relative RMS difference, growth from the stage "
+                "before)\n%-28s %8s %16s %7s %14s %7s\n",
+                codes.size(), "stage", "rms", "int8 pre_conv", "growth", "int8 decoder", "growth");
+    double prev_input = NAN, prev_int8 = NAN;
+    for (const auto& t : f32.tensors()) {
+        const talkbox::CapturedTensor *p = input.find(t.name), *q = int8.find(t.name);
+        if (!p || !q) continue;
+        double ms = 0;
+        for (float v : t.data) ms += double(v) * v;
+        const double d_input = relative_rms(t, *p), d_int8 = relative_rms(t, *q);
+        std::printf("%-28s %8.3g %16.3g %7.2f %14.3g %7.2f\n", t.name.c_str(), std::sqrt(ms / t.data.size()), d_input,
+                    d_input / prev_input, d_int8, d_int8 / prev_int8);
+        prev_input = d_input;
+        prev_int8 = d_int8;
+    }
+    const auto& out = f32.tensors().back().data;  // before the clamp
+    const auto clamped = std::count_if(out.begin(), out.end(), [](float v) { return std::fabs(v) > 1.0f; });
+    std::printf("F32 samples the clamp to [-1, 1] cuts: %.1f %%\n", 100.0 * clamped / out.size());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,8 +133,9 @@ int main(int argc, char** argv) {
     size_t frames = 100;
     int repeats = 5, threads = 2;
     std::vector<size_t> chunks = {1, 4, 12};
-    bool skip_offline = false, staged = false, layer_errors = false;
+    bool skip_offline = false, staged = false, layer_errors = false, stage_errors = false;
     std::string codes_path, precision = "both";
+    std::vector<std::string> int8_layer_list;
     app.add_option("-m,--model", model, "Converted talkbox GGUF")->required();
     app.add_option("--frames", frames, "Frames per run (12.5 per second of audio)")->capture_default_str();
     app.add_option("--codes", codes_path, "Frames from a codes JSON (talkbox encode / speak --codes-out), the first --frames of them, "
@@ -100,7 +143,14 @@ int main(int argc, char** argv) {
     app.add_option("--decoder-precision", precision, "f32, int8 or both (then also int8's speed-up and error against f32)")
         ->check(CLI::IsMember({"f32", "int8", "both"}))
         ->capture_default_str();
+    app.add_option("--int8-layers", int8_layer_list,
+                   "Layer groups the int8 decoder runs in int8 instead of every block's units: pre_conv, wav_in, wav_out, "
+                   "block<i>.tconv, block<i>.units (i from 1)")
+        ->delimiter(',');
     app.add_flag("--layer-errors", layer_errors, "Print the error of int8 in each convolution layer group alone");
+    app.add_flag("--stage-errors", stage_errors,
+                 "Print per stage how far int8 in pre_conv alone (a perturbation at the input) and the int8 decoder are "
+                 "from F32, how that grows stage to stage, and how much of the output clips");
     app.add_option("--repeats", repeats, "Timed runs per case (after one warm-up)")->capture_default_str();
     app.add_option("-t,--threads", threads, "CPU threads")->capture_default_str();
     app.add_option("--chunks", chunks, "Streaming chunk sizes (frames; 0: no streaming cases)")->delimiter(',');
@@ -109,6 +159,7 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
     std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as it comes (runs take minutes)
 
+    const std::set<std::string> int8_layers(int8_layer_list.begin(), int8_layer_list.end());
     try {
         const talkbox::GgufFile file(model);
         const auto hp = talkbox::qwen3tts::Hparams::from_gguf(file.meta());
@@ -138,7 +189,8 @@ int main(int argc, char** argv) {
         std::map<DecoderPrecision, std::vector<float>> audio;  // offline decode per precision
         for (const DecoderPrecision p : precisions) {
             const std::string name = talkbox::codec::decoder_precision_name(p);
-            talkbox::codec::CodecDecoder decoder(file, hp, backend, p);
+            talkbox::codec::CodecDecoder decoder(file, hp, backend, p,
+                                                 p == DecoderPrecision::Int8 ? int8_layers : std::set<std::string>{});
             std::printf("\n-- %s decoder\n", name.c_str());
             audio[p] = decoder.decode(codes);
             if (!skip_offline) {
@@ -201,6 +253,7 @@ int main(int argc, char** argv) {
                 print_difference(g, f32, one.decode(codes));
             }
         }
+        if (stage_errors) print_stage_errors(file, hp, backend, codes, int8_layers);
     } catch (const talkbox::Error& e) {
         std::fprintf(stderr, "decoder_bench: %s\n", e.what());
         return 1;

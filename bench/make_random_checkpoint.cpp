@@ -6,7 +6,7 @@
 // model.safetensors, F32 speech_tokenizer/model.safetensors, the tokenizer files). Tensor names
 // come from a tiny fixture of the same variant (layer indices expanded to the real layer counts);
 // shapes from talkbox's own layout table under the real hyper-parameters.
-//   make_random_checkpoint --size 0.6b|1.7b --variant base|custom_voice|voice_design \
+//   make_random_checkpoint --size 0.6b|1.7b --variant base|custom_voice|voice_design [--codec-init unit|official] \
 //       --fixtures ../shared/fixtures/qwen3tts -o /tmp/qwen3tts-0.6b-random
 //
 // Chatterbox: the ResembleAI/chatterbox layout in its safetensors forms (t3_mtl23ls_v2 or t3_cfg,
@@ -35,6 +35,7 @@
 #include "qwen3tts/tensor_layout.h"
 #include "talkbox/error.h"
 #include "chatterbox_sizes.h"
+#include "qwen_random_values.h"
 #include "random_weights.h"
 #include "turbo_layout.h"
 
@@ -123,26 +124,12 @@ std::vector<std::string> expand_names(const SafetensorsFile& fixture, const std:
     return {out.begin(), out.end()};
 }
 
-// Values with sane magnitudes so activations stay finite through 28 layers.
-float value_for(const std::string& name, const std::vector<int64_t>& torch_shape, Rng& rng) {
-    const auto ends = [&](const char* s) { return name.size() >= strlen(s) && name.compare(name.size() - strlen(s), strlen(s), s) == 0; };
-    if (ends("cluster_usage") || ends("initialized")) return 1.0f;
-    if (ends("layer_scale.scale") || ends("gamma")) return 0.01f;
-    if (ends(".alpha") || ends(".beta")) return 0.0f;  // SnakeBeta parameters are log-scale
-    if (ends(".bias")) return 0.0f;
-    if (torch_shape.size() == 1) return 1.0f;  // norm weights
-    if (ends("embedding_sum") || ends("embed_sum") || name.find("embedding") != std::string::npos) return rng.normal();
-    int64_t fan_in = 1;
-    for (size_t i = 1; i < torch_shape.size(); ++i) fan_in *= torch_shape[i];
-    return rng.normal() / std::sqrt(static_cast<float>(fan_in));
-}
-
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors,
-                       bool bf16, uint64_t seed) {
+                       bool bf16, uint64_t seed, bench::CodecInit codec_init) {
     std::vector<bench::RandomTensor> list;
     for (const auto& [name, shape] : tensors) list.push_back({name, shape, bf16 ? bench::StDtype::BF16 : bench::StDtype::F32});
-    bench::write_random_safetensors(path, list, [](const bench::RandomTensor& t, std::vector<float>& v, bench::Rng& rng) {
-        for (float& x : v) x = value_for(t.name, t.shape, rng);
+    bench::write_random_safetensors(path, list, [codec_init](const bench::RandomTensor& t, std::vector<float>& v, bench::Rng& rng) {
+        for (float& x : v) x = bench::qwen_random_value(t.name, t.shape, rng, codec_init);
     }, seed);
 }
 
@@ -258,7 +245,8 @@ void write_chatterbox(const std::string& fixtures, const std::string& model, dou
     std::fprintf(stderr, "wrote %s: Chatterbox %s at the released size with random weights\n", out.c_str(), model.c_str());
 }
 
-void write_qwen(const std::string& fixtures, const std::string& size, const std::string& variant, const std::string& out) {
+void write_qwen(const std::string& fixtures, const std::string& size, const std::string& variant, bench::CodecInit codec_init,
+                const std::string& out) {
     if (variant == "voice_design" && size == "0.6b") throw Error(ErrorKind::InvalidArgument, "VoiceDesign exists only at 1.7B");
     const std::string names[] = {"base", "custom_voice", "voice_design"};
     const std::string folder[] = {"Base", "CustomVoice", "VoiceDesign"};
@@ -304,7 +292,7 @@ void write_qwen(const std::string& fixtures, const std::string& size, const std:
         }
         covered += tensors.size();
         std::fprintf(stderr, "writing %s (%zu tensors)\n", file.c_str(), tensors.size());
-        write_safetensors(out + "/" + file, tensors, bf16, bf16 ? 61000 : 17000);
+        write_safetensors(out + "/" + file, tensors, bf16, bf16 ? 61000 : 17000, codec_init);
     }
     if (covered != shapes.size()) {
         throw Error(ErrorKind::Internal, "generated " + std::to_string(covered) + " tensors, layout expects " +
@@ -318,12 +306,19 @@ void write_qwen(const std::string& fixtures, const std::string& size, const std:
 int main(int argc, char** argv) {
     CLI::App app{"Write a full-size random-weight checkpoint (the released file layout) for benchmarks: Qwen3-TTS "
                  "(Hugging Face layout) or Chatterbox (ResembleAI/chatterbox layout)"};
-    std::string family = "qwen3tts", size = "0.6b", variant = "custom_voice", model = "multilingual", fixtures, out;
+    std::string family = "qwen3tts", size = "0.6b", variant = "custom_voice", model = "multilingual", codec_init = "unit", fixtures,
+                out;
     double voice_seconds = 10.0;
     app.add_option("--family", family, "qwen3tts or chatterbox")->check(CLI::IsMember({"qwen3tts", "chatterbox"}))->capture_default_str();
     app.add_option("--size", size, "Qwen3-TTS: 0.6b or 1.7b")->check(CLI::IsMember({"0.6b", "1.7b"}))->capture_default_str();
     app.add_option("--variant", variant, "Qwen3-TTS: base, custom_voice or voice_design")
         ->check(CLI::IsMember({"base", "custom_voice", "voice_design"}))
+        ->capture_default_str();
+    app.add_option("--codec-init", codec_init,
+                   "Qwen3-TTS: how the speech decoder's weights are drawn: unit (unit gain per layer, the benchmarks' "
+                   "model; its output clips) or official (the official modules' init: normal(0, 0.02) weights, "
+                   "ConvNeXt gamma 1e-6)")
+        ->check(CLI::IsMember({"unit", "official"}))
         ->capture_default_str();
     app.add_option("--model", model, "Chatterbox: multilingual, english, turbo or nano")
         ->check(CLI::IsMember({"multilingual", "english", "turbo", "nano"}))
@@ -339,7 +334,7 @@ int main(int argc, char** argv) {
     try {
         if (fixtures.empty()) fixtures = "../shared/fixtures/" + family;
         if (family == "chatterbox") write_chatterbox(fixtures, model, voice_seconds, out);
-        else write_qwen(fixtures, size, variant, out);
+        else write_qwen(fixtures, size, variant, codec_init == "official" ? bench::CodecInit::Official : bench::CodecInit::Unit, out);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_random_checkpoint: error: %s\n", e.what());
         return 1;

@@ -6,7 +6,7 @@
 // this header (conv_kernels.h says why).
 //
 // Weights are int8 per output channel (scale = max|w| / 127 over its taps and input channels);
-// each input sample (one row of Cin values) is int8 with its own scale (max|x| / 127), so a
+// each input sample (one row of Cin values) is int8 with its own scale (max|x| / 127: Quantise), so a
 // column's result does not depend on the other columns of the step: streaming stays exact. Per
 // (column, tap) the integer sum over the input channels is exact; the float work is the same on
 // every set and in the same order, so all three give the same floats bit for bit:
@@ -37,6 +37,12 @@ struct Row {
     float scale;
 };
 
+// One input sample quantised as Row holds it: scale = max|x| / 127 (returned; 0 for an all-zero
+// row), q = x · (127 / max|x|) rounded to nearest even (the default rounding mode; |q| <= 127),
+// stored q + the set's offset, the padding to row_bytes(cin) the offset (q = 0). Vector code, the
+// same bytes on every set (ConvInt8Kernels test).
+using Quantise = float (*)(const float* x, int64_t cin, uint8_t* q);
+
 // Output columns [t0, t1) and channels [co0, co1) of one batch item (co0 a multiple of kPanel): column
 // t, tap j reads rows[(t - t0) * stride + j * dilation]; w: the panels; out and residual rows
 // `out_nb` / `res_nb` bytes apart.
@@ -51,6 +57,9 @@ void columns_avxvnni(const Row*, int64_t, int64_t, int64_t, int64_t, const uint8
                      char*, size_t, int64_t, int64_t, int64_t, int64_t);
 void columns_avx2(const Row*, int64_t, int64_t, int64_t, int64_t, const uint8_t*, const float*, const char*, size_t,
                   char*, size_t, int64_t, int64_t, int64_t, int64_t);
+float quantise_avx512(const float* x, int64_t cin, uint8_t* q);   // offset 128
+float quantise_avxvnni(const float* x, int64_t cin, uint8_t* q);  // offset 128
+float quantise_avx2(const float* x, int64_t cin, uint8_t* q);     // offset 0
 #endif
 
 }  // namespace talkbox::conv_int8_kernels

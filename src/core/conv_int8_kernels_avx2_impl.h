@@ -43,6 +43,32 @@ struct Avx2 {
     static Mask first_lanes(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
     static F load_masked(Mask m, const float* p) { return _mm256_maskload_ps(p, m); }
     static void store_masked(float* p, Mask m, F v) { _mm256_maskstore_ps(p, m, v); }
+    // quantise(): the first n (> 0) of kLanes floats, the others zero.
+    static F load_first(const float* p, int64_t n) {
+        return n >= kLanes ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, first_lanes(static_cast<int>(n)));
+    }
+    static F fabs(F v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+    static F fmax(F a, F b) { return _mm256_max_ps(a, b); }
+    static float hmax(F v) {
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+    }
+    static F fmul(F a, F b) { return _mm256_mul_ps(a, b); }
+    static I ibroadcast(int v) { return _mm256_set1_epi32(v); }
+    static I iadd(I a, I b) { return _mm256_add_epi32(a, b); }
+    static I to_int_nearest(F v) { return _mm256_cvtps_epi32(v); }
+    // The low byte of each of the first n (> 0, a multiple of 4) int32 lanes; the lanes hold
+    // q + offset in [-127, 255], so the int16 pack does not saturate.
+    static void store_bytes(uint8_t* q, I v, int64_t n) {
+        const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        const __m128i bytes = _mm_shuffle_epi8(words, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1));
+        if (n >= kLanes) {
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(q), bytes);
+        } else {
+            _mm_storeu_si32(q, bytes);  // n == 4
+        }
+    }
 };
 
 }  // namespace

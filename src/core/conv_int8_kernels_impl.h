@@ -134,6 +134,23 @@ void columns(const Row* rows, int64_t dilation, int64_t stride, int64_t taps, in
     }
 }
 
+// One input sample (conv_int8_kernels.h Quantise), V::kLanes values at a time; the lanes past cin
+// load as zero, so they store the offset, as the padding wants (every step starts below cin: the
+// padding is under 4 bytes and the steps are multiples of 8).
+template <class V>
+float quantise(const float* x, int64_t cin, uint8_t offset, uint8_t* q) {
+    typename V::F amax = V::fzero();
+    for (int64_t i = 0; i < cin; i += V::kLanes) amax = V::fmax(V::fabs(V::load_first(x + i, cin - i)), amax);
+    const float m = V::hmax(amax);
+    const typename V::F id = V::fbroadcast(m > 0.0f ? 127.0f / m : 0.0f);
+    const typename V::I off = V::ibroadcast(offset);
+    const int64_t bytes = row_bytes(cin);
+    for (int64_t i = 0; i < bytes; i += V::kLanes) {
+        V::store_bytes(q + i, V::iadd(V::to_int_nearest(V::fmul(V::load_first(x + i, cin - i), id)), off), bytes - i);
+    }
+    return m / 127.0f;
+}
+
 }  // namespace
 
 }  // namespace talkbox::conv_int8_kernels

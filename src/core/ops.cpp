@@ -230,33 +230,21 @@ intptr_t pack_conv(int64_t dilation, int64_t taps, int64_t stride, int64_t left,
 }
 
 // The int8 conv kernel of the process's int8 kernel set (packed::kernel_set(): the best this CPU
-// runs, or the one TALKBOX_KERNELS names), with the offset its activations are stored with;
-// nullptr where there is none.
+// runs, or the one TALKBOX_KERNELS names) and the quantisation of its input samples; nullptr where
+// there is none.
 struct Int8Conv {
     conv_int8_kernels::Columns columns = nullptr;
-    uint8_t x_offset = 0;
+    conv_int8_kernels::Quantise quantise = nullptr;
 };
 
 Int8Conv int8_conv() {
 #if defined(__x86_64__)
     const packed::kernels::KernelSet* set = packed::kernel_set();
-    if (set == &packed::kernels::kAvx512) return {conv_int8_kernels::columns_avx512, 128};
-    if (set == &packed::kernels::kAvxVnni) return {conv_int8_kernels::columns_avxvnni, 128};
-    if (set == &packed::kernels::kAvx2) return {conv_int8_kernels::columns_avx2, 0};
+    if (set == &packed::kernels::kAvx512) return {conv_int8_kernels::columns_avx512, conv_int8_kernels::quantise_avx512};
+    if (set == &packed::kernels::kAvxVnni) return {conv_int8_kernels::columns_avxvnni, conv_int8_kernels::quantise_avxvnni};
+    if (set == &packed::kernels::kAvx2) return {conv_int8_kernels::columns_avx2, conv_int8_kernels::quantise_avx2};
 #endif
     return {};
-}
-
-// One input sample as conv_int8_kernels.h reads it: scale = max|x| / 127, q = x · 127 / max|x|
-// rounded to nearest even (|q| <= 127), stored q + offset; the padding to whole 4-byte groups is
-// the offset (zero). Plain scalar code: the same bytes whatever the kernel set.
-float quantise_row(const float* x, int64_t cin, uint8_t offset, uint8_t* q) {
-    float amax = 0.0f;
-    for (int64_t i = 0; i < cin; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-    for (int64_t i = 0; i < cin; ++i) q[i] = static_cast<uint8_t>(static_cast<int>(std::nearbyint(x[i] * id)) + offset);
-    for (int64_t i = cin; i < conv_int8_kernels::row_bytes(cin); ++i) q[i] = offset;
-    return amax / 127.0f;
 }
 
 // dst [Cout, T, B]; sources x [Cin, L, B], packed weights (F32 panels, or the int8 panels of
@@ -317,7 +305,7 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
         if (int8) {
             for (int64_t i = 0; i < span; ++i) {
                 uint8_t* q = quantised.data() + i * qbytes;
-                qrows[static_cast<size_t>(i)] = {q, quantise_row(rows[static_cast<size_t>(i)], cin, i8.x_offset, q)};
+                qrows[static_cast<size_t>(i)] = {q, i8.quantise(rows[static_cast<size_t>(i)], cin, q)};
             }
             i8.columns(qrows.data(), dilation, stride, taps, cin, static_cast<const uint8_t*>(w->data), bdata, rb_res, res_nb,
                        db, dst->nb[1], t0, t1, co0, co1);

@@ -2,7 +2,8 @@
 // AVX2) gives, bit for bit, the plain reference of conv_int8_kernels.h (exact integer sums per
 // tap, then the same float steps), over the panels conv_weight_int8_panels packs. Partial panels,
 // input channels that are not whole 4-byte groups, strides, dilations, residuals, column ranges
-// that are not whole tiles and channel ranges split after a panel (as threads split them).
+// that are not whole tiles and channel ranges split after a panel (as threads split them). And each
+// set's quantisation of an input sample gives the bytes and scale of the plain definition.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@ namespace {
 struct Set {
     std::string name;
     Columns columns;
+    Quantise quantise;
     uint8_t x_offset;
 };
 
@@ -33,9 +35,9 @@ std::vector<Set> runnable_sets() {
 #if defined(__x86_64__)
     for (const auto* set : packed::runnable_kernel_sets()) {
         const std::string name = set->name;
-        if (name == "avx512") sets.push_back({name, columns_avx512, 128});
-        if (name == "avxvnni") sets.push_back({name, columns_avxvnni, 128});
-        if (name == "avx2") sets.push_back({name, columns_avx2, 0});
+        if (name == "avx512") sets.push_back({name, columns_avx512, quantise_avx512, 128});
+        if (name == "avxvnni") sets.push_back({name, columns_avxvnni, quantise_avxvnni, 128});
+        if (name == "avx2") sets.push_back({name, columns_avx2, quantise_avx2, 0});
     }
 #endif
     return sets;
@@ -112,6 +114,46 @@ TEST(ConvInt8Kernels, EverySetIsThePlainReferenceBitForBit) {
                                          << dilation << " stride " << stride << (with_res ? " residual" : "")
                                          << ", channels split at " << split;
                 }
+            }
+        }
+    }
+}
+
+// The plain definition of conv_int8_kernels.h Quantise, in scalar code.
+float quantise_plain(const float* x, int64_t cin, uint8_t offset, uint8_t* q) {
+    float amax = 0.0f;
+    for (int64_t i = 0; i < cin; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int64_t i = 0; i < cin; ++i) q[i] = static_cast<uint8_t>(static_cast<int>(std::nearbyint(x[i] * id)) + offset);
+    for (int64_t i = cin; i < row_bytes(cin); ++i) q[i] = offset;
+    return amax / 127.0f;
+}
+
+TEST(ConvInt8Kernels, EverySetQuantisesASampleAsThePlainDefinition) {
+    const std::vector<Set> sets = runnable_sets();
+    ASSERT_FALSE(sets.empty());
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (const int64_t cin : {1, 3, 4, 5, 8, 12, 15, 16, 17, 31, 33, 96, 130, 768}) {
+        for (const char* kind : {"normal", "zeros", "ties", "one peak"}) {
+            std::vector<float> x(cin);
+            const std::string k = kind;
+            for (int64_t i = 0; i < cin; ++i) {
+                // ties: max|x| = 127, so x · 127 / max|x| = x, and the halves round to even.
+                x[i] = k == "normal" ? normal(rng) * 3.0f
+                       : k == "zeros" ? (i % 2 ? 0.0f : -0.0f)
+                       : k == "ties"  ? static_cast<float>(i % 9) - 4.0f + 0.5f
+                                      : 1e-3f * normal(rng);
+            }
+            if (k == "ties") x[cin / 2] = cin % 2 ? 127.0f : -127.0f;
+            if (k == "one peak") x[cin - 1] = -50.0f;
+            for (const Set& set : sets) {
+                const int64_t bytes = row_bytes(cin);
+                std::vector<uint8_t> want(bytes + 8, 0xA5), got(bytes + 8, 0xA5);  // the 8 after the row stay untouched
+                const float want_scale = quantise_plain(x.data(), cin, set.x_offset, want.data());
+                const float got_scale = set.quantise(x.data(), cin, got.data());
+                EXPECT_EQ(got, want) << set.name << ": cin " << cin << ", " << kind;
+                EXPECT_EQ(got_scale, want_scale) << set.name << ": cin " << cin << ", " << kind;
             }
         }
     }
