@@ -180,12 +180,15 @@ Decoder::Decoder(const Backbone& b, StageTimes* times, int64_t n_streams, int64_
                kv_type),
       logits(static_cast<size_t>(n_streams) * b.hparams().speech_vocab) {}
 
-void PromptCache::copy_into(Decoder& into, const std::vector<float>& cond_emb, lm::KvType kv,
-                            const std::function<std::unique_ptr<Decoder>()>& fill) {
+void PromptCache::copy_into(Decoder& into, const std::vector<float>& cond_emb, lm::KvType kv, const Decoder::Embed& embed) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.kv == kv && e.cond_emb == cond_emb; });
     if (it == entries_.end()) {
-        entries_.push_front({cond_emb, kv, fill()});
+        const int64_t rows = static_cast<int64_t>(cond_emb.size()) / into.backbone.hparams().hidden;
+        auto prompt = std::make_unique<Decoder>(into.backbone, into.profile, 1, rows, kv);
+        prompt->prefill_conditioning(cond_emb, embed);
+        prompt->profile = nullptr;  // kept past this job's profile
+        entries_.push_front({cond_emb, kv, std::move(prompt)});
         ++prefills_;
         bytes_ += entries_.front().dec->sequence.cache().bytes();
         // The newest stays even alone over the budget: its sentence copies it next.
@@ -258,6 +261,18 @@ void Decoder::run_prefill(Graph& g, const PrefillInputs& in, ggml_tensor* lg) {
     nn::compute_by_op(backbone.backend(), g.cgraph(), profile, "prefill");
     if (lg) read_logits(lg);
     sequence.advance(static_cast<size_t>(in.n));
+}
+
+void Decoder::prefill_conditioning(const std::vector<float>& cond_emb,
+                                   const std::function<ggml_tensor*(ggml_context*, const PrefillInputs&)>& embed) {
+    const int64_t C = static_cast<int64_t>(cond_emb.size()) / backbone.hparams().hidden;
+    Graph g;
+    const PrefillInputs in = prefill_inputs(g, C, 0, C);
+    g.output(stack(g.ctx(), embed(g.ctx(), in), {in.pos, in.rows, in.mask, in.n_kv}));
+    g.allocate(backbone.backend());
+    ggml_backend_tensor_set(in.cond, cond_emb.data(), 0, ggml_nbytes(in.cond));
+    set_positions(in, 0);
+    run_prefill(g, in, nullptr);
 }
 
 void Decoder::read_logits(ggml_tensor* t, int64_t first) {

@@ -108,6 +108,10 @@ struct Decoder {
     void set_positions(const PrefillInputs& in, int64_t past);
     // Runs a prefill graph, reads the logits `lg` (nullptr: none) and advances the sequence by in.n.
     void run_prefill(Graph& g, const PrefillInputs& in, ggml_tensor* lg);
+    // The stack's input for a prefill from its inputs (a backbone's embeddings and positions).
+    using Embed = std::function<ggml_tensor*(ggml_context*, const PrefillInputs&)>;
+    // Prefills an empty decoder with a voice's conditioning rows alone (what PromptCache keeps).
+    void prefill_conditioning(const std::vector<float>& cond_emb, const Embed& embed);
 
     void read_logits(ggml_tensor* t) { read_logits(t, 0); }
     // Reads this sequence's [speech_vocab, streams] logits from columns first .. of `t`.
@@ -143,11 +147,10 @@ public:
     PromptCache(const PromptCache&) = delete;
     PromptCache& operator=(const PromptCache&) = delete;
 
-    // Copies into `into` the positions prefilled from cond_emb, running `fill` (which returns a
-    // decoder holding exactly them) when they are not kept.
-    void copy_into(Decoder& into, const std::vector<float>& cond_emb, lm::KvType kv,
-                   const std::function<std::unique_ptr<Decoder>()>& fill);
-    size_t prefills() const;  // how many times `fill` ran
+    // Copies into every stream of `into` the positions of the conditioning rows cond_emb, prefilled
+    // (one stream, `embed` making the stack's input) when they are not kept.
+    void copy_into(Decoder& into, const std::vector<float>& cond_emb, lm::KvType kv, const Decoder::Embed& embed);
+    size_t prefills() const;  // how many times a conditioning was prefilled
 
 private:
     struct Entry {

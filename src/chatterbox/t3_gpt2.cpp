@@ -107,11 +107,9 @@ public:
         const std::vector<int32_t>& text = *loop.job.text;
         loop.dec = std::make_unique<Decoder>(*this, loop.profile, 1, prefill_length(*loop.job.cond, text) + o.max_new_tokens + 2,
                                              o.kv_cache);
-        prompts.copy_into(*loop.dec, cond_emb, o.kv_cache, [&] {
-            auto prompt = std::make_unique<Decoder>(*this, loop.profile, 1, static_cast<int64_t>(cond_emb.size()) / hp_.hidden, o.kv_cache);
-            prefill_prompt(*prompt, cond_emb);
-            prompt->profile = nullptr;  // kept past this job's profile
-            return prompt;
+        // First part: cond_emb + wpe[0 .. C-1], the positions every sentence of this voice starts with.
+        prompts.copy_into(*loop.dec, cond_emb, o.kv_cache, [this](ggml_context* ctx, const Decoder::PrefillInputs& in) {
+            return ggml_add(ctx, in.cond, ggml_get_rows(ctx, wpe_, in.pos));
         });
         prefill_text(*loop.dec, cond_emb, text, prefill_embeds);
         // inference_turbo: temperature → top-k → top-p → repetition penalty.
@@ -218,19 +216,6 @@ private:
 
     // First part (one stream): cond_emb + wpe[0 .. C-1], the positions every sentence spoken with
     // this voice starts with.
-    void prefill_prompt(Decoder& dec, const std::vector<float>& cond_emb) const {
-        const int64_t C = static_cast<int64_t>(cond_emb.size()) / hp_.hidden;
-        Graph g;
-        ggml_context* ctx = g.ctx();
-        const Decoder::PrefillInputs in = dec.prefill_inputs(g, C, 0, C);
-        ggml_tensor* x = ggml_add(ctx, in.cond, ggml_get_rows(ctx, wpe_, in.pos));
-        g.output(dec.stack(ctx, x, {in.pos, in.rows, in.mask, in.n_kv}));
-        g.allocate(backend_);
-        ggml_backend_tensor_set(in.cond, cond_emb.data(), 0, ggml_nbytes(in.cond));
-        dec.set_positions(in, 0);
-        dec.run_prefill(g, in, nullptr);
-    }
-
     // Second part, after the prompt's positions are copied in: [text_emb(text) ; speech_emb(BOS)] +
     // wpe[C ..]. Together the two parts give every position what one graph over [cond_emb ;
     // text_emb(text) ; speech_emb(BOS)] + wpe[0 .. n-1] would (causal attention: the prompt's keys

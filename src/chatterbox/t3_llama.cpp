@@ -167,12 +167,7 @@ public:
         const int64_t T = static_cast<int64_t>(loop.job.text->size());
         loop.dec = std::make_unique<Decoder>(*this, loop.profile, streams, hp_.cond_len() + T + 2 + o.max_new_tokens + 1, o.kv_cache);
         // The conditioning's positions are the same in both CFG rows and every sentence of a voice.
-        prompts.copy_into(*loop.dec, cond_emb, o.kv_cache, [&] {
-            auto prompt = std::make_unique<Decoder>(*this, loop.profile, 1, hp_.cond_len(), o.kv_cache);
-            prefill_conditioning(*prompt, cond_emb);
-            prompt->profile = nullptr;  // kept past this job's profile
-            return prompt;
-        });
+        prompts.copy_into(*loop.dec, cond_emb, o.kv_cache, [](ggml_context*, const Decoder::PrefillInputs& in) { return in.cond; });
         prefill_text(*loop.dec, cond_emb, *loop.job.text, prefill_embeds);
         // T3.inference: repetition penalty, then temperature → min-p → top-p.
         loop.processors.repetition_penalty(o.repetition_penalty).temperature(o.temperature).min_p(o.min_p).top_p(o.top_p);
@@ -276,20 +271,9 @@ private:
     }
 
     // The prefill of [cond ; text (+pos) ; BOS ; BOS] per stream, stream 1 (uncond) without the text
-    // token embeddings but with their positions, in two parts. First the conditioning alone, one
-    // stream (causal attention: its keys and values depend on nothing after it).
-    void prefill_conditioning(Decoder& dec, const std::vector<float>& cond_emb) const {
-        const int64_t C = hp_.cond_len();
-        Graph g;
-        const Decoder::PrefillInputs in = dec.prefill_inputs(g, C, 0, C);
-        g.output(dec.stack(g.ctx(), in.cond, {in.pos, in.rows, in.mask, in.n_kv}));
-        g.allocate(backend_);
-        ggml_backend_tensor_set(in.cond, cond_emb.data(), 0, ggml_nbytes(in.cond));
-        dec.set_positions(in, 0);
-        dec.run_prefill(g, in, nullptr);
-    }
-
-    // Then, with those positions copied into every stream, the rest: [text (+pos) ; BOS ; BOS].
+    // token embeddings but with their positions, in two parts: the conditioning alone, one stream
+    // (start(): causal attention, its keys and values depend on nothing after it), then this.
+    // With the conditioning's positions copied into every stream: [text (+pos) ; BOS ; BOS].
     void prefill_text(Decoder& dec, const std::vector<float>& cond_emb, const std::vector<int32_t>& text,
                       std::vector<float>* embeds_out) const {
         const int64_t D = hp_.hidden, T = static_cast<int64_t>(text.size()), past = static_cast<int64_t>(dec.sequence.length());

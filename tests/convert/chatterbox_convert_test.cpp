@@ -60,6 +60,17 @@ size_t expect_same_tensors(const GgufFile& gguf, const std::string& file, Chatte
     return n;
 }
 
+// Every tensor of `got` is in `want` with the same type and bytes.
+void expect_tensors_as_in(const GgufFile& got, const GgufFile& want) {
+    for (const auto& t : got.tensors()) {
+        SCOPED_TRACE(t.name);
+        const auto& u = want.tensor(t.name, t.shape);
+        EXPECT_EQ(u.type, t.type);
+        ASSERT_EQ(u.nbytes, t.nbytes);
+        EXPECT_EQ(std::memcmp(u.data, t.data, t.nbytes), 0);
+    }
+}
+
 std::string error_of(const ConvertOptions& opt) {
     try {
         convert_snapshot(opt);
@@ -101,13 +112,7 @@ TEST(ChatterboxConvert, MultilingualFolderWithSafetensorsFormsOnly) {
     EXPECT_EQ(st.meta().get_string("chatterbox.variant"), "multilingual");
     EXPECT_TRUE(st.meta().get_bool("chatterbox.builtin_voice"));
     ASSERT_EQ(st.tensors().size(), pt.tensors().size());
-    for (const auto& t : pt.tensors()) {
-        SCOPED_TRACE(t.name);
-        const auto& u = st.tensor(t.name, t.shape);
-        EXPECT_EQ(u.type, t.type);
-        ASSERT_EQ(u.nbytes, t.nbytes);
-        EXPECT_EQ(std::memcmp(u.data, t.data, t.nbytes), 0);
-    }
+    expect_tensors_as_in(pt, st);
 }
 
 // ChatterboxMultilingualTTS's t3_model: v2 by default, v3 on request (or alone in the folder), or a
@@ -172,13 +177,7 @@ TEST(ChatterboxConvert, LanguagePackFolder) {
     EXPECT_EQ(pack.meta().get_string("chatterbox.t3.checkpoint"), "t3_pt_br.safetensors");
     // Every tensor as from the standard folder, the computed filterbank bit for bit the saved one.
     ASSERT_TRUE(pack.has_tensor("s3tok.mel_filters"));
-    for (const auto& t : pack.tensors()) {
-        SCOPED_TRACE(t.name);
-        const auto& u = standard.tensor(t.name, t.shape);
-        EXPECT_EQ(u.type, t.type);
-        ASSERT_EQ(u.nbytes, t.nbytes);
-        EXPECT_EQ(std::memcmp(u.data, t.data, t.nbytes), 0);
-    }
+    expect_tensors_as_in(pack, standard);
     EXPECT_LE(standard.tensors().size() - pack.tensors().size(), 1u);  // at most the Hann window, never read
 
     // Without the base repository's files it says where they come from.
