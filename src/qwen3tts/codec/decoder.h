@@ -26,7 +26,7 @@ namespace talkbox::codec {
 class StreamRunner;  // the per-stream state and cached graphs (decoder.cpp)
 
 // The arithmetic of the decoder's convolutions. F32: the official decoder (the goldens). Int8
-// (opt-in, CPU only): the residual units' convolutions (the bulk of the work) with int8 weights per
+// (opt-in, CPU only): the residual units' convolutions of blocks 2-4 (the bulk of the work) with int8 weights per
 // output channel and int8 input samples (core/ops.h conv_direct int8); everything else stays F32
 // (decoder.cpp says which layers and why). Streaming stays exact within a precision.
 enum class DecoderPrecision { F32, Int8 };
@@ -40,7 +40,7 @@ public:
     // checking every shape against the hyper-parameters; throws Error naming the first problem.
     // `precision` Int8 needs the CPU backend and a CPU with the int8 kernels (Unsupported otherwise).
     // `int8_layers` (benchmarks measuring each layer's share of the error): the convolutions Int8
-    // runs in int8 instead of the default (every block's residual units), by name: pre_conv,
+    // runs in int8 instead of the default (the residual units of every block but the first), by name: pre_conv,
     // wav_in, wav_out, block<i>.tconv, block<i>.units (i from 1).
     CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparams, const Backend& backend,
                  DecoderPrecision precision = DecoderPrecision::F32, std::set<std::string> int8_layers = {});
