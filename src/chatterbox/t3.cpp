@@ -263,8 +263,7 @@ void Decoder::run_prefill(Graph& g, const PrefillInputs& in, ggml_tensor* lg) {
     sequence.advance(static_cast<size_t>(in.n));
 }
 
-void Decoder::prefill_conditioning(const std::vector<float>& cond_emb,
-                                   const std::function<ggml_tensor*(ggml_context*, const PrefillInputs&)>& embed) {
+void Decoder::prefill_conditioning(const std::vector<float>& cond_emb, const Embed& embed) {
     const int64_t C = static_cast<int64_t>(cond_emb.size()) / backbone.hparams().hidden;
     Graph g;
     const PrefillInputs in = prefill_inputs(g, C, 0, C);

@@ -214,8 +214,6 @@ private:
         pack();
     }
 
-    // First part (one stream): cond_emb + wpe[0 .. C-1], the positions every sentence spoken with
-    // this voice starts with.
     // Second part, after the prompt's positions are copied in: [text_emb(text) ; speech_emb(BOS)] +
     // wpe[C ..]. Together the two parts give every position what one graph over [cond_emb ;
     // text_emb(text) ; speech_emb(BOS)] + wpe[0 .. n-1] would (causal attention: the prompt's keys

@@ -270,10 +270,10 @@ private:
         pack();
     }
 
-    // The prefill of [cond ; text (+pos) ; BOS ; BOS] per stream, stream 1 (uncond) without the text
-    // token embeddings but with their positions, in two parts: the conditioning alone, one stream
-    // (start(): causal attention, its keys and values depend on nothing after it), then this.
-    // With the conditioning's positions copied into every stream: [text (+pos) ; BOS ; BOS].
+    // The prefill of [cond ; text (+pos) ; BOS ; BOS] per stream (stream 1, uncond: without the text
+    // token embeddings but with their positions) comes in two parts: the conditioning alone, one
+    // stream, copied into every stream (start(); causal attention: its keys and values depend on
+    // nothing after it), then this: [text (+pos) ; BOS ; BOS].
     void prefill_text(Decoder& dec, const std::vector<float>& cond_emb, const std::vector<int32_t>& text,
                       std::vector<float>* embeds_out) const {
         const int64_t D = hp_.hidden, T = static_cast<int64_t>(text.size()), past = static_cast<int64_t>(dec.sequence.length());

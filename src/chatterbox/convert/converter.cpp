@@ -423,6 +423,17 @@ PlannedTensor plan_tensor(const std::string& name, const Source& src, WeightType
     }
 }
 
+bool has_suffix(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// "a, b, c", each name between `quote`s.
+std::string name_list(const std::vector<std::string>& names, const std::string& quote = "") {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + quote + n + quote;
+    return list;
+}
+
 // The S3 tokenizer's mel filterbank, a buffer s3tokenizer computes with librosa.filters.mel(sr=16000,
 // n_fft=400, n_mels=128) and saves with S3Gen. The language packs' s3gen_v3.pt predates that buffer:
 // without it, the same constant is computed here.
@@ -473,16 +484,12 @@ std::string language_pack_t3(const FileSet& files) {
                                                    "t3_turbo_v1.safetensors", "t3_nano_v1.safetensors", "t3_23lang.safetensors"};
     std::vector<std::string> found;
     for (const std::string& name : files.names()) {
-        const std::string ext = ".safetensors";
-        if (name.rfind("t3_", 0) == 0 && name.size() > ext.size() + 3 &&
-            name.compare(name.size() - ext.size(), ext.size(), ext) == 0 && !official.count(name)) {
-            found.push_back(name);
-        }
+        const bool t3 = name.rfind("t3_", 0) == 0 && name.size() > std::string("t3_.safetensors").size() && has_suffix(name, ".safetensors");
+        if (t3 && !official.count(name)) found.push_back(name);
     }
     if (found.size() > 1) {
-        std::string list;
-        for (const auto& n : found) list += (list.empty() ? "" : ", ") + n;
-        throw Error(ErrorKind::InvalidArgument, files.what + " holds several T3 checkpoints (" + list + "): choose one with --t3-model");
+        throw Error(ErrorKind::InvalidArgument,
+                    files.what + " holds several T3 checkpoints (" + name_list(found) + "): choose one with --t3-model");
     }
     return found.empty() ? "" : found[0];
 }
@@ -553,8 +560,7 @@ ChatterboxFiles chatterbox_files(const FileSet& files, const std::string& reques
     if (mtl && t3_model.empty() && !pack_t3.empty()) f.t3 = pack_t3;
     if (mtl && (t3_model == "v3" || t3_model == "t3_mtl23ls_v3")) f.t3 = "t3_mtl23ls_v3.safetensors";
     if (mtl && !t3_model.empty() && t3_model != "v2" && t3_model != "t3_mtl23ls_v2" && t3_model != "v3" && t3_model != "t3_mtl23ls_v3") {
-        const std::string ext = ".safetensors";
-        if (t3_model.size() <= ext.size() || t3_model.compare(t3_model.size() - ext.size(), ext.size(), ext) != 0) {
+        if (t3_model.size() <= std::string(".safetensors").size() || !has_suffix(t3_model, ".safetensors")) {
             throw Error(ErrorKind::InvalidArgument, "unknown multilingual T3 model '" + t3_model +
                                                         "' (choose v2, v3, t3_mtl23ls_v2, t3_mtl23ls_v3 or a .safetensors file in the folder)");
         }
@@ -601,9 +607,8 @@ ConvertSummary convert_chatterbox(const ConvertOptions& opt) {
     if (!fs::is_directory(dir)) throw Error(ErrorKind::NotFound, "Chatterbox folder '" + dir + "' does not exist");
     const ChatterboxFiles files = chatterbox_files(folder_files(dir, "Chatterbox folder"), opt.variant, opt.checkpoint);
     if (!files.from_base.empty()) {
-        std::string list;
-        for (const auto& f : files.from_base) list += (list.empty() ? "'" : ", '") + f + "'";
-        throw Error(ErrorKind::NotFound, "Chatterbox folder '" + dir + "' holds a language pack (" + files.t3 + ") without " + list +
+        throw Error(ErrorKind::NotFound, "Chatterbox folder '" + dir + "' holds a language pack (" + files.t3 + ") without " +
+                                             name_list(files.from_base, "'") +
                                              ": a pack takes them from " + kLanguagePackBase +
                                              " (`talkbox pull` fetches them; or copy them from that repository)");
     }
