@@ -10,7 +10,7 @@ RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
       build-essential cmake git pkg-config ca-certificates npm \
       nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev \
       libsndfile1-dev libsoxr-dev libsleef-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev \
-      libsoundtouch-dev libexpat1-dev libavcodec-dev libavahi-client-dev libvulkan-dev glslc libmecab-dev \
+      libsoundtouch-dev libexpat1-dev libavcodec-dev libavahi-client-dev libvulkan-dev glslc spirv-headers libmecab-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # ggml: the llama.cpp git bundle inside node-llama-cpp, pinned as in scripts/setup.sh.

@@ -24,7 +24,7 @@ DEBIAN_PACKAGES=(
   libavahi-client-dev   # `serve --zeroconf`: the Wyoming port announced through the Avahi daemon (src/server/zeroconf.cpp)
   dbus avahi-daemon avahi-utils iproute2   # its test: a private system bus, an avahi-daemon in its own namespaces, avahi-browse
   clang libclang-rt-dev llvm   # build-sanitize/: libFuzzer + sanitizer runtimes, llvm-symbolizer for reports
-  libvulkan-dev glslc   # ggml's Vulkan backend (TALKBOX_VULKAN): the loader, headers and the shader compiler
+  libvulkan-dev glslc spirv-headers   # ggml's Vulkan backend (TALKBOX_VULKAN): the loader, headers, the shader compiler, SPIR-V headers (its CMake find_package)
   mesa-vulkan-drivers vulkan-tools   # lavapipe, the software Vulkan device the `vulkan` test label runs on
 )
 
