@@ -62,6 +62,11 @@ void StepScheduler::run(const std::vector<SteppedStream*>& streams, size_t paral
     std::rethrow_exception(failure);
 }
 
+size_t StepScheduler::waiting_calls() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return waiting_.size();
+}
+
 void StepScheduler::wake() {
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -84,6 +89,13 @@ bool StepScheduler::admit(Member& newcomer) {
     return false;
 }
 
+// Whether another call than the newcomer's has a stream that could join the active ones now.
+bool StepScheduler::companion_waiting(const std::vector<Member>& active, const Member& newcomer) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (active.size() >= max_batch_) return false;
+    return std::any_of(waiting_.begin(), waiting_.end(), [&](const Call* c) { return c != newcomer.call && c->running < c->parallel; });
+}
+
 // Streams whose caller withdrew them leave without another step (under the mutex).
 void StepScheduler::drop_withdrawn(std::vector<Member>& active) {
     const auto gone = std::stable_partition(active.begin(), active.end(), [](const Member& m) { return !m.call->withdrawn; });
@@ -104,6 +116,7 @@ void StepScheduler::serve() {
     std::unique_ptr<BatchStepper> stepper;
     std::vector<Member> active;
     uint32_t warming_in_a_row = 0;  // steps of warming streams alone since the running streams' last
+    uint32_t started_in_a_row = 0;  // newcomers started since the last step
     for (;;) {
         Member newcomer{};
         bool joined = false;
@@ -127,8 +140,14 @@ void StepScheduler::serve() {
                 end(newcomer);
             } else {
                 active.push_back(newcomer);
+                // Another caller's newcomer, waiting now that this one has started, warms up with it
+                // (see the header).
+                if (newcomer.stream->warming() && ++started_in_a_row < kNewcomersWarmingTogether && companion_waiting(active, newcomer)) {
+                    continue;
+                }
             }
         }
+        started_in_a_row = 0;
         // The streams that can take a step: their consumer has room, or they are to stop.
         std::vector<SteppedStream*> batch, warming;
         for (const Member& m : active) {

@@ -17,6 +17,12 @@
 // kWarmingStepsInARow such steps in a row (each after at most one newcomer's start, as before); the
 // step after them is everyone's, the streams still warming up included, so newcomers arriving
 // without pause slow the running streams down by a bounded share and never stop them.
+// Newcomers of different callers warm up together, up to kNewcomersWarmingTogether: when another
+// caller's stream waits as a newcomer's start ends, its start goes before the first one's warm-up
+// step, which they then share. A warm-up step costs about the same for one stream or two (Qwen3-TTS: the code
+// predictor's 15 small graphs are bound by reading their weights), so the second one's first output
+// comes a warm-up step sooner and the first one's a start later. (A caller's own streams, such as the
+// segments of one long text, are not paired: that would only delay its first audio.)
 #pragma once
 
 #include <atomic>
@@ -73,10 +79,14 @@ public:
 
     // Steps of streams warming up that the running streams wait for in a row, at most.
     static constexpr uint32_t kWarmingStepsInARow = 4;
+    // Newcomers of different callers that start before a shared first step, at most.
+    static constexpr uint32_t kNewcomersWarmingTogether = 2;
 
     uint32_t max_batch() const { return max_batch_; }
     // The most streams any batch step has held (for tests).
     uint32_t largest_batch() const { return largest_batch_.load(); }
+    // Calls with streams not admitted yet (for tests).
+    size_t waiting_calls();
 
     // Runs `streams` (the caller's, outliving the call) to their ends among every other caller's,
     // at most `parallel` of them at once, joining in order. `ended(i, error)` runs on the caller's
@@ -99,6 +109,7 @@ private:
     };
     void serve();
     bool admit(Member& newcomer);
+    bool companion_waiting(const std::vector<Member>& active, const Member& newcomer);
     void drop_withdrawn(std::vector<Member>& active);
     void end(const Member& m);
 

@@ -3,10 +3,11 @@
 // streams, ready() holds a stream and not the batch, a failure ends only its stream, and an
 // exception from a caller's callback withdraws that caller's other streams and nobody else's; a
 // newcomer's start and first step compute as urgent; streams warming up step apart from the running
-// ones, for a bounded number of steps in a row. Every assertion holds whatever the threads' timing.
+// ones, for a bounded number of steps in a row; newcomers of two callers share their warm-up. Every assertion holds whatever the threads' timing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -29,6 +30,7 @@ public:
 
     void start() override {
         if (throw_on_start) throw std::runtime_error(name + " cannot start");
+        if (on_start) on_start();
         started_urgent = UrgentCompute::active();
         started = true;
     }
@@ -45,6 +47,7 @@ public:
     bool started_urgent = false;  // start() ran as UrgentCompute
     std::atomic<bool> started{false};
     const std::atomic<bool>* gate = nullptr;  // ready() while set (nullptr: always)
+    std::function<void()> on_start;           // runs in start(), on the scheduler's thread
 };
 
 // Every batch it stepped, by the streams' names.
@@ -229,6 +232,45 @@ TEST(StepScheduler, RunningStreamsWaitForABoundedNumberOfWarmingSteps) {
         }
     }
     EXPECT_EQ(longest_wait, StepScheduler::kWarmingStepsInARow);
+}
+
+// Callers b and c wait while a's start runs: b (the first waiting) starts too before the first
+// step, which a and b then share, urgent; c, past kNewcomersWarmingTogether, warms up after them.
+// One caller's own streams (s0, s1, both warming up) are not paired: s0 steps alone first.
+TEST(StepScheduler, NewcomersOfTwoCallersShareTheirWarmUp) {
+    static_assert(StepScheduler::kNewcomersWarmingTogether == 2);
+    Log log;
+    StepScheduler scheduler([&log] { return std::make_unique<FakeStepper>(log); }, 8);
+    Fake a("a", 3), b("b", 3), c("c", 3);
+    for (Fake* f : {&a, &b, &c}) f->warm = 1;
+    std::thread caller_b, caller_c;
+    const auto ok = [](size_t, std::exception_ptr e) { EXPECT_FALSE(e); };
+    a.on_start = [&] {
+        caller_b = std::thread([&] { scheduler.run({&b}, 1, ok); });
+        while (scheduler.waiting_calls() < 1) std::this_thread::yield();
+        caller_c = std::thread([&] { scheduler.run({&c}, 1, ok); });
+        while (scheduler.waiting_calls() < 2) std::this_thread::yield();
+    };
+    scheduler.run({&a}, 1, ok);
+    caller_b.join();
+    caller_c.join();
+    using Names = std::vector<std::string>;
+    {
+        std::lock_guard<std::mutex> lock(log.mutex);
+        ASSERT_GE(log.batches.size(), 2u);
+        EXPECT_EQ(log.batches[0], (Names{"a", "b"}));
+        EXPECT_TRUE(log.urgent[0]);
+        EXPECT_EQ(log.batches[1], Names{"c"}) << "c warms up apart from the running a and b";
+        log.batches.clear();
+    }
+    for (const Fake* f : {&a, &b, &c}) EXPECT_EQ(f->left, 0) << f->name;
+
+    Fake s0("s0", 2), s1("s1", 2);
+    for (Fake* f : {&s0, &s1}) f->warm = 1;
+    scheduler.run({&s0, &s1}, 2, ok);
+    std::lock_guard<std::mutex> lock(log.mutex);
+    ASSERT_FALSE(log.batches.empty());
+    EXPECT_EQ(log.batches[0], Names{"s0"});
 }
 
 TEST(StepScheduler, AFailureEndsOnlyItsStream) {
