@@ -19,9 +19,20 @@ void CoreGate::run(const std::function<void()>& job, ComputePriority priority) {
     Job j{&job, false, nullptr};
     std::unique_lock<std::mutex> lock(mutex_);
     queues_[static_cast<int>(priority)].push_back(&j);
+    if (priority == ComputePriority::Urgent) ++urgent_queued_;
     queued_.notify_all();
     finished_.wait(lock, [&] { return j.done; });
     if (j.error) std::rethrow_exception(j.error);
+}
+
+uint64_t CoreGate::urgent_jobs_queued() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return urgent_queued_;
+}
+
+bool CoreGate::await_urgent_job_after(uint64_t count, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return queued_.wait_for(lock, timeout, [&] { return urgent_queued_ > count; });
 }
 
 size_t CoreGate::waiting() const {

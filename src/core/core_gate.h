@@ -4,8 +4,10 @@
 // come, first served within each.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -28,6 +30,13 @@ public:
     // Runs `job` on the gate's thread after the job in progress and every waiting job of a higher
     // priority, or of the same one queued earlier; blocks until it has run and rethrows its error.
     void run(const std::function<void()>& job, ComputePriority priority);
+    // Urgent jobs queued since the gate started, and waiting until more than `count` have been (true),
+    // or `timeout` has passed (false). A generator that has just handed a listener's first frames to
+    // its decoder thread waits so, from a count taken before the hand-over, before its own next
+    // graph: the first audio's decode goes first (else the generator's graph, queued a moment
+    // sooner, would).
+    uint64_t urgent_jobs_queued() const;
+    bool await_urgent_job_after(uint64_t count, std::chrono::milliseconds timeout);
     // Jobs queued and not yet started.
     size_t waiting() const;
     // Wall time the gate's thread has spent running jobs since it started, by the priority they
@@ -50,6 +59,7 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable queued_, finished_;
     std::deque<Job*> queues_[3];  // by ComputePriority
+    uint64_t urgent_queued_ = 0;
     Busy busy_;
     bool stopping_ = false;
     std::thread worker_;

@@ -90,19 +90,30 @@ int decoder_thread_count(const talkbox::ModelOptions& o) {
     return o.threads > 0 ? o.threads : default_thread_count();
 }
 
+// The generated frame after which a stream's decoder gives the first audio at once (push_frame),
+// or 0 when the first audio comes with a whole chunk: the short first chunk, unless the reference
+// frames left queued in the decoder (in-context clones) fill a chunk with it.
+size_t short_first_chunk_end(const StreamOptions& stream, size_t reference_frames) {
+    const size_t queued = reference_frames % stream.frames_per_chunk;
+    return stream.first_chunk_frames > 0 && queued + stream.first_chunk_frames < stream.frames_per_chunk ? stream.first_chunk_frames : 0;
+}
+
 // One generated frame into a stream's decoder, the `count`-th: a short first chunk starts playback
 // early (the decoder is exact for any chunking); its graphs go before the running streams' chunks
-// (a server's newcomer waited behind them). `silent`: no audio has left before this frame.
-std::vector<float> push_frame(codec::StreamingDecoder& decoder, codec::Frame frame, size_t count, bool silent,
-                              const StreamOptions& stream) {
+// (a server's newcomer waited behind them).
+std::vector<float> push_frame(codec::StreamingDecoder& decoder, codec::Frame frame, size_t count, size_t first_chunk_end) {
     std::vector<float> pcm = decoder.push(codec::Frames{std::move(frame)});
-    if (count == stream.first_chunk_frames && silent && pcm.empty()) {
+    if (count == first_chunk_end) {
         const UrgentCompute urgent;
-        const std::vector<float> rest = decoder.flush();
-        pcm.insert(pcm.end(), rest.begin(), rest.end());
+        pcm = decoder.flush();
     }
     return pcm;
 }
+
+// How long a generator that has just delivered a stream's short first chunk waits for the decoder
+// thread to queue its urgent decode (CoreGate::await_urgent_job_after): the thread only has to
+// wake up, so this bounds a failure, not the usual wait.
+constexpr std::chrono::milliseconds kFirstDecodeHandOver{20};
 
 // The generated frames before a stream's first audio (push_frame's first chunk, or a whole chunk).
 size_t first_audio_frames(const StreamOptions& stream) {
@@ -155,8 +166,9 @@ public:
         decoder.validate(frames);
         codec::StreamingDecoder streaming(decoder, stream.frames_per_chunk);
         std::vector<float> pcm;
+        const size_t first_chunk_end = short_first_chunk_end(stream, 0);
         for (size_t i = 0; i < frames.size(); ++i) {
-            const std::vector<float> out = push_frame(streaming, frames[i], i + 1, pcm.empty(), stream);
+            const std::vector<float> out = push_frame(streaming, frames[i], i + 1, first_chunk_end);
             pcm.insert(pcm.end(), out.begin(), out.end());
         }
         const std::vector<float> tail = streaming.flush();
@@ -276,7 +288,10 @@ SpeechResult QwenSession::speak(const SpeechRequest& request, const AudioCallbac
     if (stream.frames_per_chunk == 0) throw Error(ErrorKind::InvalidArgument, "frames per chunk must be at least 1");
     const auto start = Clock::now();
     SpeechResult result;
-    const auto prompt = build_prompt(m_.model, m_.prompt_request(request));
+    const auto prompt = [&] {
+        const UrgentCompute urgent;  // its graphs stand between the listener and the first audio
+        return build_prompt(m_.model, m_.prompt_request(request));
+    }();
     const auto options = m_.generation_options(request, result.seed);
 
     // In-context clones decode the reference frames first so that the generated audio has them as
@@ -289,13 +304,23 @@ SpeechResult QwenSession::speak(const SpeechRequest& request, const AudioCallbac
     std::atomic<bool> stop{false};
     std::exception_ptr generator_error;
     GenerationResult g;
+    const size_t first_chunk_end = short_first_chunk_end(stream, reference.size());
+    // Where generator and decoder take turns on the CPU, the decoder thread's first audio goes before
+    // the generator's next graph.
+    const bool share_cores = m_.model.backend().is_cpu() && m_.decoder_backend.is_cpu();
+    size_t generated = 0;
+    const auto hand_over = [&](const std::vector<int32_t>& codes) {
+        const bool first_audio = ++generated == first_chunk_end && share_cores;
+        const uint64_t urgent_before = first_audio ? process_gate().urgent_jobs_queued() : 0;
+        queue.push(codes);
+        if (first_audio) process_gate().await_urgent_job_after(urgent_before, kFirstDecodeHandOver);
+    };
     std::thread producer([&] {
         try {
             // Stepped only while the queue has room, so the push never blocks the batch; the
             // first chunk's frames step apart from the running streams (FrameScheduler).
-            g = m_.scheduler.generate(
-                prompt, options, [&](const std::vector<int32_t>& codes) { queue.push(codes); }, &stop,
-                [&] { return queue.has_room(); }, first_audio_frames(stream));
+            g = m_.scheduler.generate(prompt, options, hand_over, &stop, [&] { return queue.has_room(); },
+                                      first_audio_frames(stream));
         } catch (...) {
             generator_error = std::current_exception();
         }
@@ -330,7 +355,7 @@ SpeechResult QwenSession::speak(const SpeechRequest& request, const AudioCallbac
         while (auto frame = queue.pop()) {
             m_.scheduler.wake();  // room for the next frame
             result.frames.push_back(*frame);
-            timed([&] { return push_frame(decoder, std::move(*frame), result.frames.size(), result.samples == 0, stream); });
+            timed([&] { return push_frame(decoder, std::move(*frame), result.frames.size(), first_chunk_end); });
             if (cancel && cancel->load()) {  // no more audio: the queued frames are dropped, not decoded
                 stop = true;
                 queue.cancel();

@@ -1,6 +1,7 @@
 // CoreGate: one thread runs every job; waiting jobs go urgent first, then first, then the rest,
 // in arrival order within each; UrgentCompute marks the calling thread's graphs urgent; busy()
-// adds up each job's time under the priority it was queued at.
+// adds up each job's time under the priority it was queued at; a thread can wait for the next urgent
+// job that another queues.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -47,6 +48,32 @@ TEST(CoreGate, WaitingJobsRunUrgentThenFirstThenRestEachInArrivalOrder) {
                                   {"urgent2", ComputePriority::Urgent},
                                   {"first2", ComputePriority::First}});
     EXPECT_EQ(order, (std::vector<std::string>{"holder", "urgent1", "urgent2", "first1", "first2", "rest1", "rest2"}));
+}
+
+// The hand-over of a stream's first frames: the generator counts the urgent jobs, hands the frame
+// over, waits for the decoder thread's urgent job, and only then queues its own graph, which runs
+// after the decoder's. Rest and First jobs do not end the wait; without an urgent job it times out.
+TEST(CoreGate, AThreadWaitsForTheNextUrgentJobOfAnother) {
+    CoreGate gate;
+    gate.run([] {}, ComputePriority::Urgent);
+    const uint64_t before = gate.urgent_jobs_queued();
+    EXPECT_EQ(before, 1u);
+    gate.run([] {}, ComputePriority::First);
+    gate.run([] {}, ComputePriority::Rest);
+    EXPECT_FALSE(gate.await_urgent_job_after(before, std::chrono::milliseconds(1)));
+
+    std::vector<std::string> order;  // written by the gate's one thread only
+    std::promise<void> frame;
+    std::thread decoder([&] {
+        frame.get_future().wait();
+        gate.run([&] { order.push_back("first audio"); }, ComputePriority::Urgent);
+    });
+    frame.set_value();
+    EXPECT_TRUE(gate.await_urgent_job_after(before, std::chrono::minutes(1)));
+    gate.run([&] { order.push_back("generator"); }, ComputePriority::Urgent);
+    decoder.join();
+    EXPECT_EQ(order, (std::vector<std::string>{"first audio", "generator"}));
+    EXPECT_EQ(gate.urgent_jobs_queued(), before + 2);
 }
 
 TEST(CoreGate, AJobsErrorIsRethrownToItsCallerAlone) {
