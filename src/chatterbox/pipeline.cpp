@@ -89,6 +89,8 @@ public:
         work_.notify_one();
     }
     bool ready() const override { return !busy_; }
+    // Until the first render is asked for, the listener waits for T3's tokens.
+    bool warming() const override { return !started(); }
 
     // Whether a render was asked for (otherwise the sentence is rendered whole, as without streaming).
     bool started() const { return next_at_ > static_cast<size_t>(streaming_.first_tokens); }

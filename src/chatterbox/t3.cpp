@@ -391,6 +391,7 @@ public:
     bool finished() const override { return ended_; }
     bool ready() const override { return !loop.job.progress || loop.job.progress->ready(); }
     bool stopping() const override { return loop.o.cancel && loop.o.cancel->load(); }
+    bool warming() const override { return loop.job.progress && loop.job.progress->warming(); }
 
     // The next token; ends the job at its stop token or limit.
     void pick() {

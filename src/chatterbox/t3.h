@@ -115,6 +115,9 @@ public:
     // Whether the job may take its next step; while false it waits (the others go on) until
     // T3::wake() is called.
     virtual bool ready() const = 0;
+    // Whether its listener waits for the job's next tokens before hearing anything (a streamed
+    // sentence's first render): it steps apart from the running jobs (lm::SteppedStream::warming).
+    virtual bool warming() const { return false; }
 };
 
 // One sentence of T3::generate_batch: generate()'s arguments (the conditioning and the text are

@@ -455,6 +455,47 @@ TEST(T3Batch, CallsOnSeveralThreadsDecodeTogetherAndGetTheirTokensAlone) {
     EXPECT_GE(t3.largest_batch(), std::max<uint32_t>(largest_before, 2u)) << "the calls never decoded together";
 }
 
+// A job warming up (its progress says the listener waits for its next tokens) steps apart from the
+// running job until it stops warming up, then with it again; each gets its tokens alone. Events, not
+// timing: T3 reports every token on its one thread, in order.
+TEST(T3Batch, AJobWarmingUpStepsApartFromTheRunningOnes) {
+    const auto cond = golden_conditioning(0.5f);
+    const T3& t3 = *model("multilingual", "f32").t3;
+    const json c = read_json(t3_goldens() + "/de_e10_c05/case.json");
+    const std::vector<int32_t> text = c["text_tokens"].get<std::vector<int32_t>>();
+    T3Options o = golden_options(c);
+    o.max_new_tokens = o.min_new_tokens = 12;
+    struct Events final : T3Progress {
+        Events(std::vector<std::string>& log, std::string name, size_t warm) : log(log), name(std::move(name)), warm(warm) {}
+        void token(const std::vector<int32_t>& predicted) override {
+            tokens = predicted.size();
+            log.push_back(name + std::to_string(tokens));
+        }
+        bool ready() const override { return true; }
+        bool warming() const override { return tokens < warm; }
+        std::vector<std::string>& log;
+        const std::string name;
+        const size_t warm;
+        size_t tokens = 0;
+    };
+    std::vector<std::string> log;  // written on T3's thread only
+    Events running(log, "a", 0), newcomer(log, "b", 4);
+    const std::vector<int32_t> alone = t3.generate(text, cond, o);
+    std::vector<std::vector<int32_t>> got(2);
+    t3.generate_batch({{&text, &cond, o, nullptr, nullptr, &running}, {&text, &cond, o, nullptr, nullptr, &newcomer}}, 2,
+                      [&](size_t j, std::vector<int32_t>&& p) { got[j] = std::move(p); });
+    EXPECT_EQ(got[0], alone);
+    EXPECT_EQ(got[1], alone);
+    const auto at = [&](const std::string& e) { return std::find(log.begin(), log.end(), e) - log.begin(); };
+    // b's first token comes with its prefill, after a's first step; its next three are steps of its own.
+    ASSERT_LT(at("b4"), static_cast<std::ptrdiff_t>(log.size()));
+    EXPECT_EQ(at("b2"), at("b1") + 1);
+    EXPECT_EQ(at("b3"), at("b2") + 1);
+    EXPECT_EQ(at("b4"), at("b3") + 1);
+    EXPECT_LT(at("a2"), at("b1"));
+    EXPECT_EQ(at("b5"), at("a3") + 1) << "then both step together";
+}
+
 TEST(T3Batch, EveryJobIsCheckedBeforeAnyComputation) {
     const T3& t3 = *multilingual().t3;
     const auto cond = golden_conditioning(0.5f);
