@@ -1,10 +1,29 @@
 #include "core/core_gate.h"
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
 #include "core/clock.h"
 
 namespace talkbox {
 
-CoreGate::CoreGate() : worker_([this] { serve(); }) {}
+namespace {
+constexpr const char* kPriorityNames[3] = {"urgent", "first", "rest"};
+}
+
+CoreGate::CoreGate(const std::string& trace_path) {
+    if (!trace_path.empty()) {
+        trace_ = std::fopen(trace_path.c_str(), "w");
+        if (trace_) {
+            std::fputs("[\n", trace_);
+        } else {
+            std::fprintf(stderr, "talkbox: cannot write the gate trace %s: %s (running untraced)\n", trace_path.c_str(),
+                         std::strerror(errno));
+        }
+    }
+    worker_ = std::thread([this] { serve(); });
+}
 
 CoreGate::~CoreGate() {
     {
@@ -13,10 +32,24 @@ CoreGate::~CoreGate() {
     }
     queued_.notify_all();
     worker_.join();
+    if (trace_) {
+        std::fputs("\n]\n", trace_);
+        std::fclose(trace_);
+    }
+}
+
+// One complete event ("X") in microseconds on the calling thread's row, with its wait in the queue.
+void CoreGate::trace(const Job& job, size_t priority, double start_ms, double ms) {
+    const size_t row = trace_rows_.emplace(job.thread, trace_rows_.size() + 1).first->second;
+    std::fprintf(trace_,
+                 "%s{\"name\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%zu,\"ts\":%.1f,\"dur\":%.1f,"
+                 "\"args\":{\"queued_ms\":%.3f}}",
+                 traced_ ? ",\n" : "", kPriorityNames[priority], row, start_ms * 1000.0, ms * 1000.0, start_ms - job.queued_ms);
+    traced_ = true;
 }
 
 void CoreGate::run(const std::function<void()>& job, ComputePriority priority) {
-    Job j{&job, false, nullptr};
+    Job j{&job, false, nullptr, std::this_thread::get_id(), trace_ ? ms_since(started_) : 0.0};
     std::unique_lock<std::mutex> lock(mutex_);
     queues_[static_cast<int>(priority)].push_back(&j);
     if (priority == ComputePriority::Urgent) ++urgent_queued_;
@@ -72,6 +105,7 @@ void CoreGate::serve() {
             j->error = std::current_exception();
         }
         const double ms = ms_since(start);
+        if (trace_) trace(*j, priority, ms_between(started_, start), ms);
         lock.lock();
         busy_.ms[priority] += ms;
         j->done = true;
@@ -80,7 +114,10 @@ void CoreGate::serve() {
 }
 
 CoreGate& process_gate() {
-    static CoreGate gate;
+    static CoreGate gate([] {
+        const char* path = std::getenv("TALKBOX_TRACE_GATE");
+        return std::string(path ? path : "");
+    }());
     return gate;
 }
 

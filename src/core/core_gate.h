@@ -8,10 +8,13 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 
 namespace talkbox {
@@ -22,7 +25,11 @@ enum class ComputePriority { Urgent, First, Rest };
 // team spins for a while after its graph, stealing the cores from the others.
 class CoreGate {
 public:
-    CoreGate();
+    // trace_path: where to write a Chrome trace (chrome://tracing, ui.perfetto.dev) of every job, one
+    // row per calling thread: its priority, when it ran and how long it waited in the queue (none if
+    // empty; a file that cannot be written is reported on stderr and the gate runs untraced).
+    // process_gate() takes it from the environment variable TALKBOX_TRACE_GATE.
+    explicit CoreGate(const std::string& trace_path = {});
     ~CoreGate();
     CoreGate(const CoreGate&) = delete;
     CoreGate& operator=(const CoreGate&) = delete;
@@ -53,8 +60,11 @@ private:
         const std::function<void()>* fn;
         bool done = false;
         std::exception_ptr error;
+        std::thread::id thread;  // the caller's, for the trace
+        double queued_ms = 0;    // since the gate started, for the trace
     };
     void serve();
+    void trace(const Job& job, size_t priority, double start_ms, double ms);
 
     mutable std::mutex mutex_;
     std::condition_variable queued_, finished_;
@@ -62,6 +72,10 @@ private:
     uint64_t urgent_queued_ = 0;
     Busy busy_;
     bool stopping_ = false;
+    std::FILE* trace_ = nullptr;  // written by the gate's thread only, as are the next two
+    std::map<std::thread::id, size_t> trace_rows_;
+    bool traced_ = false;
+    const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     std::thread worker_;
 };
 

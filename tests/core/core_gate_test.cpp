@@ -1,7 +1,7 @@
 // CoreGate: one thread runs every job; waiting jobs go urgent first, then first, then the rest,
 // in arrival order within each; UrgentCompute marks the calling thread's graphs urgent; busy()
 // adds up each job's time under the priority it was queued at; a thread can wait for the next urgent
-// job that another queues.
+// job that another queues; a traced gate writes one Chrome trace event per job.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,7 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/core_gate.h"
+#include "support/test_support.h"
 
 using namespace talkbox;
 
@@ -74,6 +77,35 @@ TEST(CoreGate, AThreadWaitsForTheNextUrgentJobOfAnother) {
     decoder.join();
     EXPECT_EQ(order, (std::vector<std::string>{"first audio", "generator"}));
     EXPECT_EQ(gate.urgent_jobs_queued(), before + 2);
+}
+
+// Two threads' jobs (one held in the queue behind the other): a complete event each, named by its
+// priority, on a row per calling thread, in the order they ran, with the wait of the queued one.
+TEST(CoreGate, ATracedGateWritesOneChromeTraceEventPerJob) {
+    talkbox::testing::TempDir dir;
+    const std::string path = dir.file("gate.json");
+    {
+        CoreGate gate(path);
+        std::promise<void> release;
+        std::shared_future<void> released = release.get_future().share();
+        std::thread holder([&] { gate.run([&] { released.wait(); }, ComputePriority::Rest); });
+        while (gate.waiting() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::thread waiter([&] { gate.run([] {}, ComputePriority::Urgent); });
+        while (gate.waiting() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        release.set_value();
+        holder.join();
+        waiter.join();
+    }
+    const auto events = nlohmann::json::parse(talkbox::testing::read_text(path));
+    ASSERT_EQ(events.size(), 2u) << events.dump();
+    EXPECT_EQ(events[0]["name"], "rest");
+    EXPECT_EQ(events[1]["name"], "urgent");
+    for (const auto& e : events) EXPECT_EQ(e["ph"], "X");
+    EXPECT_NE(events[0]["tid"], events[1]["tid"]);
+    EXPECT_GE(events[0]["dur"].get<double>(), 15000.0) << "the held job ran ~20 ms (microseconds)";
+    EXPECT_GE(events[1]["ts"].get<double>(), events[0]["ts"].get<double>() + events[0]["dur"].get<double>());
+    EXPECT_GE(events[1]["args"]["queued_ms"].get<double>(), 15.0);
 }
 
 TEST(CoreGate, AJobsErrorIsRethrownToItsCallerAlone) {
