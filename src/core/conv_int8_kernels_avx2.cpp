@@ -10,6 +10,6 @@ void columns_avx2(const Row* rows, int64_t dilation, int64_t stride, int64_t tap
     columns<Avx2, 1, 2, 2>(rows, dilation, stride, taps, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0, co1);
 }
 
-float quantise_avx2(const float* x, int64_t cin, uint8_t* q) { return quantise<Avx2>(x, cin, 0, q); }
+Row quantise_avx2(const float* x, int64_t cin, uint8_t* q) { return quantise<Avx2>(x, cin, 0, q); }
 
 }  // namespace talkbox::conv_int8_kernels

@@ -12,6 +12,6 @@ void columns_avxvnni(const Row* rows, int64_t dilation, int64_t stride, int64_t 
     columns<Avx2, 1, 3, 3>(rows, dilation, stride, taps, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0, co1);
 }
 
-float quantise_avxvnni(const float* x, int64_t cin, uint8_t* q) { return quantise<Avx2>(x, cin, 128, q); }
+Row quantise_avxvnni(const float* x, int64_t cin, uint8_t* q) { return quantise<Avx2>(x, cin, 128, q); }
 
 }  // namespace talkbox::conv_int8_kernels

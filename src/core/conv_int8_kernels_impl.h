@@ -53,9 +53,11 @@ inline void tile(const Row* rows_base, int64_t dilation, int64_t stride, int64_t
         }
         for (int r = 0; r < R; ++r) {
             const typename V::I wsum = V::load(panel[r] + kPanel * 4 * (1 + j) + lane_off[r]);
+            const typename V::F wsum_f = V::to_float(wsum);
             for (int n = 0; n < NC; ++n) {
-                const typename V::F scale = V::fbroadcast(rows_base[n * stride + j * dilation].scale);
-                acc[n][r] = V::fmadd(V::to_float(V::unoffset(sum[n][r], wsum)), scale, acc[n][r]);
+                const Row& row = rows_base[n * stride + j * dilation];
+                acc[n][r] = V::fmadd(V::to_float(V::unoffset(sum[n][r], wsum)), V::fbroadcast(row.scale), acc[n][r]);
+                acc[n][r] = V::fmadd(wsum_f, V::fbroadcast(row.mid), acc[n][r]);
             }
         }
     }
@@ -134,21 +136,27 @@ void columns(const Row* rows, int64_t dilation, int64_t stride, int64_t taps, in
     }
 }
 
-// One input sample (conv_int8_kernels.h Quantise), V::kLanes values at a time; the lanes past cin
-// load as zero, so they store the offset, as the padding wants (every step starts below cin: the
-// padding is under 4 bytes and the steps are multiples of 8).
+// One input sample (conv_int8_kernels.h Quantise), V::kLanes values at a time. The lanes past cin
+// load as x[0] for the range and as mid for the values, so the padding stores the offset (every
+// step starts below cin: the padding is under 4 bytes and the steps are multiples of 8).
 template <class V>
-float quantise(const float* x, int64_t cin, uint8_t offset, uint8_t* q) {
-    typename V::F amax = V::fzero();
-    for (int64_t i = 0; i < cin; i += V::kLanes) amax = V::fmax(V::fabs(V::load_first(x + i, cin - i)), amax);
-    const float m = V::hmax(amax);
-    const typename V::F id = V::fbroadcast(m > 0.0f ? 127.0f / m : 0.0f);
+Row quantise(const float* x, int64_t cin, uint8_t offset, uint8_t* q) {
+    typename V::F lo = V::fbroadcast(x[0]), hi = lo;
+    for (int64_t i = 0; i < cin; i += V::kLanes) {
+        const typename V::F v = V::load_first_or(x + i, cin - i, x[0]);
+        lo = V::fmin(v, lo);
+        hi = V::fmax(v, hi);
+    }
+    const float min = V::hmin(lo), max = V::hmax(hi);
+    const float mid = 0.5f * (min + max), half = 0.5f * (max - min);
+    const typename V::F id = V::fbroadcast(half > 0.0f ? 127.0f / half : 0.0f), vmid = V::fbroadcast(mid);
     const typename V::I off = V::ibroadcast(offset);
     const int64_t bytes = row_bytes(cin);
     for (int64_t i = 0; i < bytes; i += V::kLanes) {
-        V::store_bytes(q + i, V::iadd(V::to_int_nearest(V::fmul(V::load_first(x + i, cin - i), id)), off), bytes - i);
+        const typename V::F v = V::fmul(V::fsub(V::load_first_or(x + i, cin - i, mid), vmid), id);
+        V::store_bytes(q + i, V::iadd(V::to_int_nearest(v), off), bytes - i);
     }
-    return m / 127.0f;
+    return {q, half / 127.0f, mid};
 }
 
 }  // namespace

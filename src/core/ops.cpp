@@ -305,7 +305,7 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
         if (int8) {
             for (int64_t i = 0; i < span; ++i) {
                 uint8_t* q = quantised.data() + i * qbytes;
-                qrows[static_cast<size_t>(i)] = {q, i8.quantise(rows[static_cast<size_t>(i)], cin, q)};
+                qrows[static_cast<size_t>(i)] = i8.quantise(rows[static_cast<size_t>(i)], cin, q);
             }
             i8.columns(qrows.data(), dilation, stride, taps, cin, static_cast<const uint8_t*>(w->data), bdata, rb_res, res_nb,
                        db, dst->nb[1], t0, t1, co0, co1);
