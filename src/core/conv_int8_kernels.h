@@ -5,14 +5,14 @@
 // three are the one kernel of conv_int8_kernels_impl.h; they include nothing but intrinsics and
 // this header (conv_kernels.h says why).
 //
-// Weights are int8 per output channel (scale = max|w| / 127 over its taps and input channels);
+// Weights are int8 per output channel and tap (scale = max|w| / 127 over its input channels);
 // each input sample (one row of Cin values) is int8 around its own midpoint with its own scale
 // (x ≈ mid + scale · q: Quantise), so a column's result does not depend on the other columns of the
 // step: streaming stays exact. Per (column, tap) the integer sum over the input channels is exact;
 // the float work is the same on every set and in the same order, so all three give the same floats
 // bit for bit (w_sum: the tap's Σ_ci wq, in the panel):
-//   acc = fma(float(w_sum), x_mid[row], fma(float(Σ_ci wq·xq), x_scale[row], acc)) per tap in tap
-//   order, from zero; y = fma(acc, w_scale, bias) (+ residual).
+//   acc = fma(fma(float(w_sum), x_mid[row], float(Σ_ci wq·xq) · x_scale[row]), w_scale[tap], acc)
+//   per tap in tap order, from zero; y = acc + bias (+ residual).
 #pragma once
 
 #include <cstddef>
@@ -23,11 +23,11 @@ namespace talkbox::conv_int8_kernels {
 constexpr int64_t kPanel = 16;  // output channels per weight panel (one zmm, two ymm of int32)
 // Input channels are grouped by 4 (one int32 lane of a VNNI product); a row is padded to whole groups.
 inline int64_t row_bytes(int64_t cin) { return (cin + 3) / 4 * 4; }
-// One panel: the 16 channels' float scales, per tap their int32 weight sums (VNNI multiplies
-// unsigned activations, q + 128: the offset comes off as 128 · Σ w), then per tap and 4-channel
-// group the 16 channels' 4 weights (64 bytes). Every part is a multiple of 64 bytes.
+// One panel: per tap the 16 channels' float scales, per tap their int32 weight sums (VNNI
+// multiplies unsigned activations, q + 128: the offset comes off as 128 · Σ w), then per tap and
+// 4-channel group the 16 channels' 4 weights (64 bytes). Every part is a multiple of 64 bytes.
 inline size_t panel_bytes(int64_t taps, int64_t cin) {
-    return static_cast<size_t>(kPanel * 4 + taps * kPanel * 4 + taps * row_bytes(cin) * kPanel);
+    return static_cast<size_t>(2 * taps * kPanel * 4 + taps * row_bytes(cin) * kPanel);
 }
 inline int64_t panels(int64_t cout) { return (cout + kPanel - 1) / kPanel; }
 

@@ -28,7 +28,7 @@ inline void tile(const Row* rows_base, int64_t dilation, int64_t stride, int64_t
         panel[r] = w + (r / kRegsPerPanel) * pbytes;
         lane_off[r] = static_cast<size_t>((r % kRegsPerPanel) * V::kLanes * 4);
     }
-    const size_t weights_at = static_cast<size_t>(kPanel * 4 * (1 + taps));
+    const size_t sums_at = static_cast<size_t>(kPanel * 4 * taps), weights_at = 2 * sums_at;
     typename V::F acc[NC][R];
     for (int n = 0; n < NC; ++n)
         for (int r = 0; r < R; ++r) acc[n][r] = V::fzero();
@@ -52,20 +52,20 @@ inline void tile(const Row* rows_base, int64_t dilation, int64_t stride, int64_t
             }
         }
         for (int r = 0; r < R; ++r) {
-            const typename V::I wsum = V::load(panel[r] + kPanel * 4 * (1 + j) + lane_off[r]);
+            const typename V::I wsum = V::load(panel[r] + sums_at + static_cast<size_t>(j * kPanel * 4) + lane_off[r]);
             const typename V::F wsum_f = V::to_float(wsum);
+            const typename V::F wscale = V::fload(reinterpret_cast<const float*>(panel[r] + j * kPanel * 4 + lane_off[r]));
             for (int n = 0; n < NC; ++n) {
                 const Row& row = rows_base[n * stride + j * dilation];
-                acc[n][r] = V::fmadd(V::to_float(V::unoffset(sum[n][r], wsum)), V::fbroadcast(row.scale), acc[n][r]);
-                acc[n][r] = V::fmadd(wsum_f, V::fbroadcast(row.mid), acc[n][r]);
+                const typename V::F x = V::fmul(V::to_float(V::unoffset(sum[n][r], wsum)), V::fbroadcast(row.scale));
+                acc[n][r] = V::fmadd(V::fmadd(wsum_f, V::fbroadcast(row.mid), x), wscale, acc[n][r]);
             }
         }
     }
     for (int r = 0; r < R; ++r) {
-        const typename V::F wscale = V::fload(reinterpret_cast<const float*>(panel[r] + lane_off[r]));
         const float* b = bias + V::kLanes * r;
         for (int n = 0; n < NC; ++n) {
-            typename V::F y = V::fmadd(acc[n][r], wscale, V::load_masked(mask[r], b));
+            typename V::F y = V::fadd(acc[n][r], V::load_masked(mask[r], b));
             if (residual) {
                 y = V::fadd(y, V::load_masked(mask[r], reinterpret_cast<const float*>(residual + n * residual_nb) + V::kLanes * r));
             }

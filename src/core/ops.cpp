@@ -472,21 +472,21 @@ std::vector<uint8_t> conv_weight_int8_panels(const std::vector<float>& w, int64_
     const int64_t groups = row_bytes(cin) / 4;
     for (int64_t co = 0; co < cout; ++co) {
         const float* wc = w.data() + k * cin * co;  // [Cin][k], tap fastest
-        float amax = 0.0f;
-        for (int64_t i = 0; i < k * cin; ++i) amax = std::max(amax, std::fabs(wc[i]));
-        const float id = amax > 0.0f ? 127.0f / amax : 0.0f, scale = amax / 127.0f;
         uint8_t* panel = out.data() + static_cast<size_t>(co / kPanel) * pbytes;
         const int64_t lane = co % kPanel;
-        std::memcpy(panel + 4 * lane, &scale, sizeof(float));
         for (int64_t j = 0; j < k; ++j) {
+            float amax = 0.0f;
+            for (int64_t ci = 0; ci < cin; ++ci) amax = std::max(amax, std::fabs(wc[j + k * ci]));
+            const float id = amax > 0.0f ? 127.0f / amax : 0.0f, scale = amax / 127.0f;
             int32_t sum = 0;
             for (int64_t ci = 0; ci < cin; ++ci) {
                 const int q = static_cast<int>(std::nearbyint(wc[j + k * ci] * id));
                 sum += q;
-                panel[static_cast<size_t>(kPanel * 4 * (1 + k) + ((j * groups + ci / 4) * kPanel + lane) * 4 + ci % 4)] =
+                panel[static_cast<size_t>(2 * kPanel * 4 * k + ((j * groups + ci / 4) * kPanel + lane) * 4 + ci % 4)] =
                     static_cast<uint8_t>(static_cast<int8_t>(q));
             }
-            std::memcpy(panel + kPanel * 4 * (1 + j) + 4 * lane, &sum, sizeof(int32_t));
+            std::memcpy(panel + kPanel * 4 * j + 4 * lane, &scale, sizeof(float));
+            std::memcpy(panel + kPanel * 4 * (k + j) + 4 * lane, &sum, sizeof(int32_t));
         }
     }
     return out;

@@ -43,17 +43,20 @@ std::vector<Set> runnable_sets() {
     return sets;
 }
 
-// Per output channel: scale = max|w| / 127 and q = round-to-even(w · (127 / max|w|)), as the packing rounds.
+// Per output channel and tap: scale = max|w| / 127 over the input channels and q = round-to-even(w ·
+// (127 / max|w|)), as the packing rounds; scale [cout][k].
 void quantise_weights(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout, std::vector<int>& q,
                       std::vector<float>& scale) {
     q.assign(w.size(), 0);
-    scale.assign(cout, 0.0f);
-    for (int64_t co = 0; co < cout; ++co) {
-        float amax = 0.0f;
-        for (int64_t i = 0; i < k * cin; ++i) amax = std::max(amax, std::fabs(w[co * k * cin + i]));
-        scale[co] = amax / 127.0f;
-        for (int64_t i = 0; i < k * cin; ++i) q[co * k * cin + i] = static_cast<int>(std::nearbyint(w[co * k * cin + i] * (127.0f / amax)));
-    }
+    scale.assign(cout * k, 0.0f);
+    for (int64_t co = 0; co < cout; ++co)
+        for (int64_t j = 0; j < k; ++j) {
+            float amax = 0.0f;
+            for (int64_t ci = 0; ci < cin; ++ci) amax = std::max(amax, std::fabs(w[co * k * cin + ci * k + j]));
+            scale[co * k + j] = amax / 127.0f;
+            for (int64_t ci = 0; ci < cin; ++ci)
+                q[co * k * cin + ci * k + j] = static_cast<int>(std::nearbyint(w[co * k * cin + ci * k + j] * (127.0f / amax)));
+        }
 }
 
 TEST(ConvInt8Kernels, EverySetIsThePlainReferenceBitForBit) {
@@ -98,10 +101,10 @@ TEST(ConvInt8Kernels, EverySetIsThePlainReferenceBitForBit) {
                             sum += wq[co * taps * cin + ci * taps + j] * xq[row * cin + ci];
                             wsum += wq[co * taps * cin + ci * taps + j];
                         }
-                        acc = std::fma(static_cast<float>(sum), xscale[row], acc);
-                        acc = std::fma(static_cast<float>(wsum), xmid[row], acc);
+                        const float x = std::fma(static_cast<float>(wsum), xmid[row], static_cast<float>(sum) * xscale[row]);
+                        acc = std::fma(x, wscale[co * taps + j], acc);
                     }
-                    float y = std::fma(acc, wscale[co], bias[co]);
+                    float y = acc + bias[co];
                     if (with_res) y = y + res[t * cout + co];
                     want[t * cout + co] = y;
                 }
