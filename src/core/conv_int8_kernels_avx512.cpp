@@ -34,7 +34,8 @@ struct Avx512 {
     static void store_masked(float* p, Mask m, F v) { _mm512_mask_storeu_ps(p, m, v); }
     // quantise(): the first n (> 0) of kLanes floats, the others `fill`.
     static F load_first_or(const float* p, int64_t n, float fill) {
-        return n >= kLanes ? _mm512_loadu_ps(p) : _mm512_mask_loadu_ps(_mm512_set1_ps(fill), first_lanes(static_cast<int>(n)), p);
+        return n >= kLanes ? _mm512_loadu_ps(p)
+                           : _mm512_mask_loadu_ps(_mm512_set1_ps(fill), first_lanes(static_cast<int>(n)), p);
     }
     static F fmin(F a, F b) { return _mm512_min_ps(a, b); }
     static F fmax(F a, F b) { return _mm512_max_ps(a, b); }
@@ -66,10 +67,11 @@ struct Avx512 {
 
 }  // namespace
 
-void columns_avx512(const Row* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, const uint8_t* w,
-                    const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb, int64_t t0, int64_t t1,
-                    int64_t co0, int64_t co1) {
-    columns<Avx512, 2, 6, 12>(rows, dilation, stride, taps, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0, co1);
+void columns_avx512(const Row* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t terms, int64_t cin,
+                    const uint8_t* w, const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb,
+                    int64_t t0, int64_t t1, int64_t co0, int64_t co1) {
+    columns<Avx512, 2, 6, 12>(rows, dilation, stride, taps, terms, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0,
+                              co1);
 }
 
 Row quantise_avx512(const float* x, int64_t cin, uint8_t* q) { return quantise<Avx512>(x, cin, 128, q); }

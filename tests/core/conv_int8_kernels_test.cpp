@@ -1,6 +1,6 @@
 // The int8 direct convolution's kernels alone: each set this CPU runs (AVX-512 VNNI, AVX-VNNI,
 // AVX2) gives, bit for bit, the plain reference of conv_int8_kernels.h (exact integer sums per
-// tap, then the same float steps with the rows' scales and midpoints), over the panels conv_weight_int8_panels packs. Partial panels,
+// tap and weight term, then the same float steps with the rows' scales and midpoints), over the panels conv_weight_int8_panels packs. Partial panels,
 // input channels that are not whole 4-byte groups, strides, dilations, residuals, column ranges
 // that are not whole tiles and channel ranges split after a panel (as threads split them). And each
 // set's quantisation of an input sample gives the bytes and scale of the plain definition.
@@ -43,19 +43,26 @@ std::vector<Set> runnable_sets() {
     return sets;
 }
 
-// Per output channel and tap: scale = max|w| / 127 over the input channels and q = round-to-even(w ·
-// (127 / max|w|)), as the packing rounds; scale [cout][k].
-void quantise_weights(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout, std::vector<int>& q,
-                      std::vector<float>& scale) {
-    q.assign(w.size(), 0);
-    scale.assign(cout * k, 0.0f);
+// Per output channel, tap and term: scale = max|r| / 127 over the input channels and q =
+// round-to-even(r · (127 / max|r|)), as the packing rounds, r the weights less the earlier terms'
+// q · scale; q [cout][k][terms][cin], scale [cout][k][terms].
+void quantise_weights(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout, int64_t terms,
+                      std::vector<int>& q, std::vector<float>& scale) {
+    q.assign(w.size() * terms, 0);
+    scale.assign(cout * k * terms, 0.0f);
+    std::vector<float> r(cin);
     for (int64_t co = 0; co < cout; ++co)
         for (int64_t j = 0; j < k; ++j) {
-            float amax = 0.0f;
-            for (int64_t ci = 0; ci < cin; ++ci) amax = std::max(amax, std::fabs(w[co * k * cin + ci * k + j]));
-            scale[co * k + j] = amax / 127.0f;
-            for (int64_t ci = 0; ci < cin; ++ci)
-                q[co * k * cin + ci * k + j] = static_cast<int>(std::nearbyint(w[co * k * cin + ci * k + j] * (127.0f / amax)));
+            for (int64_t ci = 0; ci < cin; ++ci) r[ci] = w[co * k * cin + ci * k + j];
+            for (int64_t term = (co * k + j) * terms; term < (co * k + j + 1) * terms; ++term) {
+                float amax = 0.0f;
+                for (int64_t ci = 0; ci < cin; ++ci) amax = std::max(amax, std::fabs(r[ci]));
+                scale[term] = amax / 127.0f;
+                for (int64_t ci = 0; ci < cin; ++ci) {
+                    q[term * cin + ci] = static_cast<int>(std::nearbyint(r[ci] * (127.0f / amax)));
+                    r[ci] = std::fma(static_cast<float>(-q[term * cin + ci]), scale[term], r[ci]);
+                }
+            }
         }
 }
 
@@ -86,49 +93,53 @@ TEST(ConvInt8Kernels, EverySetIsThePlainReferenceBitForBit) {
             xscale[span - 1] = 0.0f;
             for (int64_t ci = 0; ci < cin; ++ci) xq[(span - 1) * cin + ci] = 0;
         }
-        std::vector<float> wscale;
-        quantise_weights(w, taps, cin, cout, wq, wscale);
-        const std::vector<uint8_t> panels = conv_weight_int8_panels(w, taps, cin, cout);
-        for (bool with_res : {false, true}) {
-            std::vector<float> want(t1 * cout, -1.0f);
-            for (int64_t t = t0; t < t1; ++t)
-                for (int64_t co = 0; co < cout; ++co) {
-                    float acc = 0.0f;
-                    for (int64_t j = 0; j < taps; ++j) {
-                        const int64_t row = (t - t0) * stride + j * dilation;
-                        int32_t sum = 0, wsum = 0;
-                        for (int64_t ci = 0; ci < cin; ++ci) {
-                            sum += wq[co * taps * cin + ci * taps + j] * xq[row * cin + ci];
-                            wsum += wq[co * taps * cin + ci * taps + j];
+        for (const int64_t terms : {1, 2})
+            for (bool with_res : {false, true}) {
+                std::vector<float> wscale;
+                quantise_weights(w, taps, cin, cout, terms, wq, wscale);
+                const std::vector<uint8_t> panels = conv_weight_int8_panels(w, taps, cin, cout, terms);
+                std::vector<float> want(t1 * cout, -1.0f);
+                for (int64_t t = t0; t < t1; ++t)
+                    for (int64_t co = 0; co < cout; ++co) {
+                        float acc = 0.0f;
+                        for (int64_t term = co * taps * terms; term < (co + 1) * taps * terms; ++term) {
+                            const int64_t row = (t - t0) * stride + (term / terms % taps) * dilation;
+                            int32_t sum = 0, wsum = 0;
+                            for (int64_t ci = 0; ci < cin; ++ci) {
+                                sum += wq[term * cin + ci] * xq[row * cin + ci];
+                                wsum += wq[term * cin + ci];
+                            }
+                            const float x =
+                                std::fma(static_cast<float>(wsum), xmid[row], static_cast<float>(sum) * xscale[row]);
+                            acc = std::fma(x, wscale[term], acc);
                         }
-                        const float x = std::fma(static_cast<float>(wsum), xmid[row], static_cast<float>(sum) * xscale[row]);
-                        acc = std::fma(x, wscale[co * taps + j], acc);
+                        float y = acc + bias[co];
+                        if (with_res) y = y + res[t * cout + co];
+                        want[t * cout + co] = y;
                     }
-                    float y = acc + bias[co];
-                    if (with_res) y = y + res[t * cout + co];
-                    want[t * cout + co] = y;
-                }
-            for (const Set& set : sets) {
-                std::vector<uint8_t> bytes(span * row_bytes(cin), set.x_offset);
-                std::vector<Row> rows(span);
-                for (int64_t i = 0; i < span; ++i) {
-                    for (int64_t ci = 0; ci < cin; ++ci) bytes[i * row_bytes(cin) + ci] = static_cast<uint8_t>(xq[i * cin + ci] + set.x_offset);
-                    rows[i] = {bytes.data() + i * row_bytes(cin), xscale[i], xmid[i]};
-                }
-                for (const int64_t split : {cout, std::min(cout, kPanel)}) {
-                    std::vector<float> got(t1 * cout, -1.0f);  // columns outside [t0, t1) stay untouched
-                    for (const auto& [co0, co1] : {std::pair<int64_t, int64_t>{0, split}, {split, cout}}) {
-                        if (co0 == co1) continue;
-                        set.columns(rows.data(), dilation, stride, taps, cin, panels.data(), bias.data(),
-                                    with_res ? reinterpret_cast<const char*>(res.data()) : nullptr, cout * sizeof(float),
-                                    reinterpret_cast<char*>(got.data()), cout * sizeof(float), t0, t1, co0, co1);
+                for (const Set& set : sets) {
+                    std::vector<uint8_t> bytes(span * row_bytes(cin), set.x_offset);
+                    std::vector<Row> rows(span);
+                    for (int64_t i = 0; i < span; ++i) {
+                        for (int64_t ci = 0; ci < cin; ++ci)
+                            bytes[i * row_bytes(cin) + ci] = static_cast<uint8_t>(xq[i * cin + ci] + set.x_offset);
+                        rows[i] = {bytes.data() + i * row_bytes(cin), xscale[i], xmid[i]};
                     }
-                    EXPECT_EQ(got, want) << set.name << ": " << cin << "x" << cout << " taps " << taps << " dilation "
-                                         << dilation << " stride " << stride << (with_res ? " residual" : "")
-                                         << ", channels split at " << split;
+                    for (const int64_t split : {cout, std::min(cout, kPanel)}) {
+                        std::vector<float> got(t1 * cout, -1.0f);  // columns outside [t0, t1) stay untouched
+                        for (const auto& [co0, co1] : {std::pair<int64_t, int64_t>{0, split}, {split, cout}}) {
+                            if (co0 == co1) continue;
+                            set.columns(rows.data(), dilation, stride, taps, terms, cin, panels.data(), bias.data(),
+                                        with_res ? reinterpret_cast<const char*>(res.data()) : nullptr,
+                                        cout * sizeof(float), reinterpret_cast<char*>(got.data()), cout * sizeof(float),
+                                        t0, t1, co0, co1);
+                        }
+                        EXPECT_EQ(got, want) << set.name << ": " << cin << "x" << cout << " taps " << taps
+                                             << " dilation " << dilation << " stride " << stride << " terms " << terms
+                                             << (with_res ? " residual" : "") << ", channels split at " << split;
+                    }
                 }
             }
-        }
     }
 }
 
@@ -138,7 +149,8 @@ Row quantise_plain(const float* x, int64_t cin, uint8_t offset, uint8_t* q) {
     for (int64_t i = 0; i < cin; ++i) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
     const float mid = 0.5f * (lo + hi), half = 0.5f * (hi - lo);
     const float id = half > 0.0f ? 127.0f / half : 0.0f;
-    for (int64_t i = 0; i < cin; ++i) q[i] = static_cast<uint8_t>(static_cast<int>(std::nearbyint((x[i] - mid) * id)) + offset);
+    for (int64_t i = 0; i < cin; ++i)
+        q[i] = static_cast<uint8_t>(static_cast<int>(std::nearbyint((x[i] - mid) * id)) + offset);
     for (int64_t i = cin; i < row_bytes(cin); ++i) q[i] = offset;
     return {q, half / 127.0f, mid};
 }
