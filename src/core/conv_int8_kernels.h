@@ -45,8 +45,10 @@ struct Row {
 // zero (a row's values are rarely symmetric about zero after SnakeBeta, and the full 255 steps then
 // span the range: ~2.5-3.5 dB less error end to end, bench/README.md): mid = (min + max) / 2, half
 // = (max - min) / 2, scale = half / 127 (0 for a constant row), q = (x - mid) · (127 / half) rounded
-// to nearest even (the default rounding mode; |q| <= 127), stored q + the set's offset, the
-// padding to row_bytes(cin) the offset (q = 0). Vector code, the same bytes on every set
+// to nearest even (the default rounding mode) and clamped to [-127, 127] (mid rounds to the
+// float grid: where half is a few ulps of mid, an end of the range lands past ±127, and the AVX2
+// products need |q| <= 127), stored q + the set's offset, the padding to row_bytes(cin) the offset
+// (q = 0). Vector code, the same bytes on every set
 // (ConvInt8Kernels test). Returns {q, scale, mid}.
 using Quantise = Row (*)(const float* x, int64_t cin, uint8_t* q);
 

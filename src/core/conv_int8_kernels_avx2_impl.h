@@ -65,6 +65,8 @@ struct Avx2 {
     static F fmul(F a, F b) { return _mm256_mul_ps(a, b); }
     static I ibroadcast(int v) { return _mm256_set1_epi32(v); }
     static I iadd(I a, I b) { return _mm256_add_epi32(a, b); }
+    static I imin(I a, I b) { return _mm256_min_epi32(a, b); }
+    static I imax(I a, I b) { return _mm256_max_epi32(a, b); }
     static I to_int_nearest(F v) { return _mm256_cvtps_epi32(v); }
     // The low byte of each of the first n (> 0, a multiple of 4) int32 lanes; the lanes hold
     // q + offset in [-127, 255], so the int16 pack does not saturate.

@@ -58,6 +58,8 @@ struct Avx512 {
     static F fmul(F a, F b) { return _mm512_mul_ps(a, b); }
     static I ibroadcast(int v) { return _mm512_set1_epi32(v); }
     static I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
+    static I imin(I a, I b) { return _mm512_min_epi32(a, b); }
+    static I imax(I a, I b) { return _mm512_max_epi32(a, b); }
     static I to_int_nearest(F v) { return _mm512_cvtps_epi32(v); }
     // The low byte of each of the first n (> 0) int32 lanes.
     static void store_bytes(uint8_t* q, I v, int64_t n) {

@@ -154,11 +154,12 @@ Row quantise(const float* x, int64_t cin, uint8_t offset, uint8_t* q) {
     const float min = V::hmin(lo), max = V::hmax(hi);
     const float mid = 0.5f * (min + max), half = 0.5f * (max - min);
     const typename V::F id = V::fbroadcast(half > 0.0f ? 127.0f / half : 0.0f), vmid = V::fbroadcast(mid);
-    const typename V::I off = V::ibroadcast(offset);
+    const typename V::I off = V::ibroadcast(offset), top = V::ibroadcast(127), bottom = V::ibroadcast(-127);
     const int64_t bytes = row_bytes(cin);
     for (int64_t i = 0; i < bytes; i += V::kLanes) {
         const typename V::F v = V::fmul(V::fsub(V::load_first_or(x + i, cin - i, mid), vmid), id);
-        V::store_bytes(q + i, V::iadd(V::to_int_nearest(v), off), bytes - i);
+        const typename V::I qi = V::imax(V::imin(V::to_int_nearest(v), top), bottom);
+        V::store_bytes(q + i, V::iadd(qi, off), bytes - i);
     }
     return {q, half / 127.0f, mid};
 }
