@@ -86,40 +86,35 @@ ggml_tensor* map_unary(ggml_context* ctx, ggml_tensor* x) {
     return ggml_map_custom1(ctx, x, unary_op<F>, GGML_N_TASKS_MAX, nullptr);
 }
 
-// SnakeBeta of one sample of `channels` values (plus bias[c] first when given) into y.
-inline void snake_sample(const float* x, const float* scale, const float* inv_beta, const float* bias, int64_t channels,
-                         float* y) {
-    int outside = 0;
-    if (bias) {
-        for (int64_t i = 0; i < channels; ++i) {
-            const float xb = x[i] + bias[i];
-            const float v = xb * scale[i];
-            outside |= !(std::fabs(v) <= kFastLimit);
-            y[i] = xb + inv_beta[i] * sin_squared_fast(v);
-        }
-    } else {
-        for (int64_t i = 0; i < channels; ++i) {
-            const float v = x[i] * scale[i];
-            outside |= !(std::fabs(v) <= kFastLimit);
-            y[i] = x[i] + inv_beta[i] * sin_squared_fast(v);
-        }
-    }
-    if (outside) {  // rare: redo the sample with the C library (also catches NaN)
-        for (int64_t i = 0; i < channels; ++i) {
-            const float xb = bias ? x[i] + bias[i] : x[i];
-            y[i] = xb + inv_beta[i] * sin_squared(xb * scale[i]);
-        }
-    }
-}
-
 // SnakeBeta over the columns [t0, t1) of a (plus bias[c] first when given): one pass.
 void snake_columns(ggml_tensor* dst, const ggml_tensor* a, const float* scale, const float* inv_beta, const float* bias,
                    int ith, int nth) {
     const int64_t channels = a->ne[0], columns = ggml_nrows(a);
     const int64_t per = (columns + nth - 1) / nth, t0 = per * ith, t1 = std::min(columns, t0 + per);
     for (int64_t t = t0; t < t1; ++t) {
-        snake_sample(reinterpret_cast<const float*>(static_cast<const char*>(a->data) + t * a->nb[1]), scale, inv_beta,
-                     bias, channels, reinterpret_cast<float*>(static_cast<char*>(dst->data) + t * dst->nb[1]));
+        const float* x = reinterpret_cast<const float*>(static_cast<const char*>(a->data) + t * a->nb[1]);
+        float* y = reinterpret_cast<float*>(static_cast<char*>(dst->data) + t * dst->nb[1]);
+        int outside = 0;
+        if (bias) {
+            for (int64_t i = 0; i < channels; ++i) {
+                const float xb = x[i] + bias[i];
+                const float v = xb * scale[i];
+                outside |= !(std::fabs(v) <= kFastLimit);
+                y[i] = xb + inv_beta[i] * sin_squared_fast(v);
+            }
+        } else {
+            for (int64_t i = 0; i < channels; ++i) {
+                const float v = x[i] * scale[i];
+                outside |= !(std::fabs(v) <= kFastLimit);
+                y[i] = x[i] + inv_beta[i] * sin_squared_fast(v);
+            }
+        }
+        if (outside) {  // rare: redo the column with the C library (also catches NaN)
+            for (int64_t i = 0; i < channels; ++i) {
+                const float xb = bias ? x[i] + bias[i] : x[i];
+                y[i] = xb + inv_beta[i] * sin_squared(xb * scale[i]);
+            }
+        }
     }
 }
 
@@ -230,9 +225,9 @@ int64_t direct_panel_width(int64_t cout) {
 }
 
 intptr_t pack_conv(int64_t dilation, int64_t taps, int64_t stride, int64_t left, bool hist, bool residual,
-                   bool two_terms, bool input_snake) {
+                   bool two_terms) {
     return static_cast<intptr_t>(dilation | (taps << 12) | (stride << 24) | (left << 36) | (int64_t{hist} << 52) |
-                                 (int64_t{residual} << 53) | (int64_t{two_terms} << 54) | (int64_t{input_snake} << 55));
+                                 (int64_t{residual} << 53) | (int64_t{two_terms} << 54));
 }
 
 // The int8 conv kernel of the process's int8 kernel set (packed::kernel_set(): the best this CPU
@@ -255,8 +250,7 @@ Int8Conv int8_conv() {
 
 // dst [Cout, T, B]; sources x [Cin, L, B], packed weights (F32 panels, or the int8 panels of
 // conv_weight_int8_panels: an I8 tensor), bias [Cout], then [hist [Cin, H]], [residual [Cout, T,
-// B]], [SnakeBeta's scale and inv_beta [Cin] (int8 only)]. Column t, tap j reads sample t * stride +
-// j * dilation - left of [hist | x] (through SnakeBeta when given), zeros outside it.
+// B]]. Column t, tap j reads sample t * stride + j * dilation - left of [hist | x], zeros outside it.
 void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     const int64_t packed = reinterpret_cast<intptr_t>(userdata);
     const int64_t dilation = packed & kConvFieldMax, taps = (packed >> 12) & kConvFieldMax,
@@ -266,8 +260,6 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     const ggml_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2];
     const ggml_tensor* hist = has_hist ? dst->src[3] : nullptr;
     const ggml_tensor* res = has_residual ? dst->src[has_hist ? 4 : 3] : nullptr;
-    const ggml_tensor* snake_scale = (packed >> 55) & 1 ? dst->src[3 + has_hist + has_residual] : nullptr;
-    const ggml_tensor* snake_inv_beta = snake_scale ? dst->src[4 + has_hist + has_residual] : nullptr;
     const int64_t cin = x->ne[0], cout = dst->ne[0], columns = dst->ne[1], h = hist ? hist->ne[1] : 0;
     const int64_t length = h + x->ne[1];
     const bool int8 = w->type == GGML_TYPE_I8;
@@ -293,13 +285,10 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     // Row pointers of the input samples this thread reads, from sample t0 * stride - left on.
     const int64_t span = (t1 - 1 - t0) * stride + (taps - 1) * dilation + 1;
     std::vector<const float*> rows(static_cast<size_t>(span));
-    // int8: those samples (through SnakeBeta when given) quantised (conv_int8_kernels.h), by each
-    // thread that reads them.
+    // int8: those samples quantised (conv_int8_kernels.h), by each thread that reads them.
     const Int8Conv i8 = int8 ? int8_conv() : Int8Conv{};
     const int64_t qbytes = conv_int8_kernels::row_bytes(cin);
     thread_local std::vector<uint8_t> quantised;
-    thread_local std::vector<float> snaked;
-    if (snake_scale) snaked.resize(static_cast<size_t>(cin));
     std::vector<conv_int8_kernels::Row> qrows(int8 ? static_cast<size_t>(span) : 0);
     if (int8) quantised.resize(static_cast<size_t>(span * qbytes));
     const float* bdata = static_cast<const float*>(bias->data);
@@ -318,13 +307,7 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
         if (int8) {
             for (int64_t i = 0; i < span; ++i) {
                 uint8_t* q = quantised.data() + i * qbytes;
-                const float* row = rows[static_cast<size_t>(i)];
-                if (snake_scale && row != zeros.data()) {  // (the padding is zeros after SnakeBeta)
-                    snake_sample(row, static_cast<const float*>(snake_scale->data),
-                                 static_cast<const float*>(snake_inv_beta->data), nullptr, cin, snaked.data());
-                    row = snaked.data();
-                }
-                qrows[static_cast<size_t>(i)] = i8.quantise(row, cin, q);
+                qrows[static_cast<size_t>(i)] = i8.quantise(rows[static_cast<size_t>(i)], cin, q);
             }
             i8.columns(qrows.data(), dilation, stride, taps, terms, cin, static_cast<const uint8_t*>(w->data), bdata,
                        rb_res, res_nb, db, dst->nb[1], t0, t1, co0, co1);
@@ -522,7 +505,7 @@ namespace {
 
 ggml_tensor* conv_direct_node(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ggml_tensor* hist,
                               ggml_tensor* residual, int64_t taps, int64_t dilation, int64_t stride, int64_t left,
-                              int64_t columns, ggml_tensor* snake_scale, ggml_tensor* snake_inv_beta) {
+                              int64_t columns) {
     const int64_t cout = bias->ne[0];
     // int8 weights: one term per tap or two (conv_weight_int8_panels), told apart by their size
     const bool one_term = ggml_nbytes(w) == conv_int8_weight_bytes(taps, x->ne[0], cout, 1),
@@ -531,9 +514,7 @@ ggml_tensor* conv_direct_node(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w,
         (hist && (hist->ne[0] != x->ne[0] || x->ne[2] != 1)) ||
         (w->type == GGML_TYPE_I8 ? !conv_int8_available() || (!one_term && !two_terms)
                                  : w->ne[0] != x->ne[0] * taps || w->ne[1] != conv_panel_rows(cout)) ||
-        (residual && (residual->ne[0] != cout || residual->ne[1] != columns || residual->ne[2] != x->ne[2])) ||
-        (snake_scale && (w->type != GGML_TYPE_I8 || !snake_inv_beta || ggml_nelements(snake_scale) != x->ne[0] ||
-                         ggml_nelements(snake_inv_beta) != x->ne[0]))) {
+        (residual && (residual->ne[0] != cout || residual->ne[1] != columns || residual->ne[2] != x->ne[2]))) {
         throw Error(ErrorKind::Internal, "conv_direct: unsupported shape (check conv_direct_supported first)");
     }
     // The op reads rows of channels in place (any row and batch strides): channels must be contiguous.
@@ -543,31 +524,27 @@ ggml_tensor* conv_direct_node(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w,
     std::vector<ggml_tensor*> args = {x, w, bias};
     if (hist) args.push_back(hist);
     if (residual) args.push_back(residual);
-    if (snake_scale) args.insert(args.end(), {snake_scale, snake_inv_beta});
     return ggml_custom_4d(
         ctx, GGML_TYPE_F32, cout, columns, x->ne[2], 1, args.data(), static_cast<int>(args.size()), conv_direct_op,
         GGML_N_TASKS_MAX,
         reinterpret_cast<void*>(pack_conv(dilation, taps, stride, left, hist != nullptr, residual != nullptr,
-                                          w->type == GGML_TYPE_I8 && two_terms, snake_scale != nullptr)));
+                                          w->type == GGML_TYPE_I8 && two_terms)));
 }
 
 }  // namespace
 
 ggml_tensor* conv_direct(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ggml_tensor* hist,
-                         ggml_tensor* residual, int64_t taps, int64_t dilation, ggml_tensor* snake_scale,
-                         ggml_tensor* snake_inv_beta) {
+                         ggml_tensor* residual, int64_t taps, int64_t dilation) {
     if ((taps > 1) != (hist != nullptr) || (hist && hist->ne[1] != (taps - 1) * dilation)) {
         throw Error(ErrorKind::Internal, "conv_direct: the history must hold (taps - 1) * dilation samples");
     }
-    return conv_direct_node(ctx, x, w, bias, hist, residual, taps, dilation, 1, 0, x->ne[1], snake_scale,
-                            snake_inv_beta);
+    return conv_direct_node(ctx, x, w, bias, hist, residual, taps, dilation, 1, 0, x->ne[1]);
 }
 
 ggml_tensor* conv_direct_padded(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias,
                                 ggml_tensor* residual, int64_t taps, int64_t dilation, int64_t stride, int64_t left,
                                 int64_t columns) {
-    return conv_direct_node(ctx, x, w, bias, nullptr, residual, taps, dilation, stride, left, columns, nullptr,
-                            nullptr);
+    return conv_direct_node(ctx, x, w, bias, nullptr, residual, taps, dilation, stride, left, columns);
 }
 
 std::vector<float> transposed_conv_as_conv(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout,

@@ -67,14 +67,10 @@ std::vector<float> conv_weight_rows(const std::vector<float>& w, int64_t k, int6
 // (taps-1) * dilation] the preceding samples (nullptr when taps == 1), x [Cin, T], the weights packed
 // by conv_weight_panels. Every output is one fused multiply-add chain in a fixed order, so results
 // do not depend on the step length or the thread count. Only where conv_direct_supported().
-// `snake_scale`, `snake_inv_beta` (int8 weights only; [Cin], as snake_beta takes them): SnakeBeta
-// applied to each input sample as the op quantises it, so that the activation is never written
-// out: the same results as conv_direct(snake_beta(x), ...) with hist holding x's samples before it.
 bool conv_direct_supported(int64_t cin, int64_t cout, int64_t taps, int64_t dilation, int64_t stride = 1,
                            int64_t left = 0);
 ggml_tensor* conv_direct(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ggml_tensor* hist,
-                         ggml_tensor* residual, int64_t taps, int64_t dilation, ggml_tensor* snake_scale = nullptr,
-                         ggml_tensor* snake_inv_beta = nullptr);
+                         ggml_tensor* residual, int64_t taps, int64_t dilation);
 // The same without a history, with implicit zero padding and a stride: x [Cin, L(, B)] → y [Cout,
 // columns(, B)], y[:, t] = bias + sum_j W_j · x[:, t * stride + j * dilation - left] (+ residual[:, t]),
 // zeros where that index falls outside 0..L-1 (left and right padding without a padded copy).

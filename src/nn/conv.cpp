@@ -150,11 +150,9 @@ ggml_tensor* causal_conv_product(ggml_context* ctx, ggml_cgraph* gf, ggml_tensor
 }
 
 ggml_tensor* causal_conv(ggml_context* ctx, ggml_cgraph* gf, ggml_tensor* x, const Conv& c, int64_t dilation,
-                         ggml_tensor* hist, bool fused, ggml_tensor* residual, const Snake& input_snake) {
-    if (input_snake.scale && !c.direct) throw Error(ErrorKind::Internal, "causal_conv: SnakeBeta inside a column product");
+                         ggml_tensor* hist, bool fused, ggml_tensor* residual) {
     if (c.direct) {
-        ggml_tensor* y = conv_direct(ctx, x, c.w, c.b, c.k > 1 ? hist : nullptr, residual, c.k, dilation,
-                                     input_snake.scale, input_snake.inv_beta);
+        ggml_tensor* y = conv_direct(ctx, x, c.w, c.b, c.k > 1 ? hist : nullptr, residual, c.k, dilation);
         if (c.k > 1) {
             ggml_build_forward_expand(gf, y);
             roll_history(ctx, gf, x, hist);

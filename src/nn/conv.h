@@ -84,12 +84,9 @@ void roll_history(ggml_context* ctx, ggml_cgraph* gf, ggml_tensor* x, ggml_tenso
 // into the columns of a [Cin·k, T] matrix read from both in place. hist [Cin, (k-1)·dilation].
 ggml_tensor* causal_conv_product(ggml_context* ctx, ggml_cgraph* gf, ggml_tensor* x, const Conv& c, int64_t dilation,
                                  ggml_tensor* hist, bool fused);
-// The causal conv with its bias, plus `residual` when given: [Cin, T] → [Cout, T]. `input_snake`
-// (int8 direct convs only): SnakeBeta applied to x inside the conv (core/ops.h conv_direct); hist
-// then holds x's samples before it.
+// The causal conv with its bias, plus `residual` when given: [Cin, T] → [Cout, T].
 ggml_tensor* causal_conv(ggml_context* ctx, ggml_cgraph* gf, ggml_tensor* x, const Conv& c, int64_t dilation,
-                         ggml_tensor* hist, bool fused, ggml_tensor* residual = nullptr,
-                         const Snake& input_snake = {});
+                         ggml_tensor* hist, bool fused, ggml_tensor* residual = nullptr);
 // The causal transposed conv with kernel 2·stride (its last stride samples dropped): output sample
 // stride·i + m is tap m of input i plus tap m + stride of input i - 1; `prev` [Cin, 1] holds the
 // previous step's last input. [Cin, T] → [Cout, stride·T].

@@ -343,11 +343,9 @@ struct StreamRunner::Builder {
 
     bool fused() const { return m.backend->is_cpu(); }
 
-    // A causal conv with its bias (plus `residual`), its history rolled (nn/conv.h); `input_snake`:
-    // SnakeBeta on x inside the (int8) conv.
-    ggml_tensor* conv(ggml_tensor* x, const Conv& c, int dilation, ggml_tensor* hist, ggml_tensor* residual = nullptr,
-                      const Snake& input_snake = {}) {
-        return nn::causal_conv(ctx, gf, x, c, dilation, hist, fused(), residual, input_snake);
+    // A causal conv with its bias (plus `residual`), its history rolled (nn/conv.h).
+    ggml_tensor* conv(ggml_tensor* x, const Conv& c, int dilation, ggml_tensor* hist, ggml_tensor* residual = nullptr) {
+        return nn::causal_conv(ctx, gf, x, c, dilation, hist, fused(), residual);
     }
 
     // SnakeBeta, of x + bias when a preceding conv's bias is folded in.
@@ -440,17 +438,12 @@ struct StreamRunner::Builder {
         // the next pass, a direct conv adds it (and the residual) itself.
         for (size_t u = 0; u < b.units.size(); ++u) {
             const UnitW& w = b.units[u];
+            ggml_tensor* y = snake(x, w.act1);
             ggml_tensor* hist = r.unit_hist_[i][u];
-            if (w.conv1.w->type == GGML_TYPE_I8 && w.conv2.w->type == GGML_TYPE_I8) {
-                // int8: each SnakeBeta inside the next conv, as it quantises its input (never written out)
-                x = conv(conv(x, w.conv1, w.dilation, hist, nullptr, w.act1), w.conv2, 1, nullptr, x, w.act2);
-            } else {
-                ggml_tensor* y = snake(x, w.act1);
-                y = w.conv1.direct ? snake(conv(y, w.conv1, w.dilation, hist), w.act2)
-                                   : snake(nn::causal_conv_product(ctx, gf, y, w.conv1, w.dilation, hist, fused()),
-                                           w.act2, w.conv1.b);
-                x = conv(y, w.conv2, 1, nullptr, x);
-            }
+            y = w.conv1.direct ? snake(conv(y, w.conv1, w.dilation, hist), w.act2)
+                               : snake(nn::causal_conv_product(ctx, gf, y, w.conv1, w.dilation, hist, fused()), w.act2,
+                                       w.conv1.b);
+            x = conv(y, w.conv2, 1, nullptr, x);
             stage(name + " unit" + std::to_string(u + 1) + " d" + std::to_string(w.dilation), x);
         }
         return x;
