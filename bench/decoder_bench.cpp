@@ -13,7 +13,7 @@
 // stage the relative RMS difference from F32 of int8 in pre_conv alone (a ~1 % perturbation at the
 // decoder's input, carried by F32 layers) and of the int8 decoder, each with its growth from
 // the stage before, and the share of output samples the final clamp cuts. --int8-layers: the layer
-// groups the int8 decoder runs in int8 instead of the default (every block's units).
+// groups the int8 decoder runs in int8 instead of its default (decoder.cpp).
 #include <algorithm>
 #include <cmath>
 #include <chrono>
@@ -144,8 +144,8 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"f32", "int8", "both"}))
         ->capture_default_str();
     app.add_option("--int8-layers", int8_layer_list,
-                   "Layer groups the int8 decoder runs in int8 instead of every block's units: pre_conv, wav_in, wav_out, "
-                   "block<i>.tconv, block<i>.units (i from 1)")
+                   "Layer groups the int8 decoder runs in int8 instead of its default: pre_conv, wav_in, wav_out, "
+                   "block<i>.tconv, block<i>.units (i from 1), each also as <name>.w2 (weights in two int8 terms)")
         ->delimiter(',');
     app.add_flag("--layer-errors", layer_errors, "Print the error of int8 in each convolution layer group alone");
     app.add_flag("--stage-errors", stage_errors,

@@ -4,12 +4,13 @@
 
 namespace talkbox::conv_int8_kernels {
 
-void columns_avx2(const Row* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, const uint8_t* w,
-                  const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb, int64_t t0, int64_t t1,
-                  int64_t co0, int64_t co1) {
-    columns<Avx2, 1, 2, 2>(rows, dilation, stride, taps, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0, co1);
+void columns_avx2(const Row* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t terms, int64_t cin,
+                  const uint8_t* w, const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb,
+                  int64_t t0, int64_t t1, int64_t co0, int64_t co1) {
+    columns<Avx2, 1, 2, 2>(rows, dilation, stride, taps, terms, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0,
+                           co1);
 }
 
-float quantise_avx2(const float* x, int64_t cin, uint8_t* q) { return quantise<Avx2>(x, cin, 0, q); }
+Row quantise_avx2(const float* x, int64_t cin, uint8_t* q) { return quantise<Avx2>(x, cin, 0, q); }
 
 }  // namespace talkbox::conv_int8_kernels

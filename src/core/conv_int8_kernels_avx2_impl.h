@@ -43,20 +43,30 @@ struct Avx2 {
     static Mask first_lanes(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
     static F load_masked(Mask m, const float* p) { return _mm256_maskload_ps(p, m); }
     static void store_masked(float* p, Mask m, F v) { _mm256_maskstore_ps(p, m, v); }
-    // quantise(): the first n (> 0) of kLanes floats, the others zero.
-    static F load_first(const float* p, int64_t n) {
-        return n >= kLanes ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, first_lanes(static_cast<int>(n)));
+    // quantise(): the first n (> 0) of kLanes floats, the others `fill`.
+    static F load_first_or(const float* p, int64_t n, float fill) {
+        if (n >= kLanes) return _mm256_loadu_ps(p);
+        const Mask m = first_lanes(static_cast<int>(n));
+        return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
     }
-    static F fabs(F v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+    static F fmin(F a, F b) { return _mm256_min_ps(a, b); }
     static F fmax(F a, F b) { return _mm256_max_ps(a, b); }
+    static float hmin(F v) {
+        __m128 m = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+        return _mm_cvtss_f32(_mm_min_ss(m, _mm_shuffle_ps(m, m, 1)));
+    }
     static float hmax(F v) {
         __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
         m = _mm_max_ps(m, _mm_movehl_ps(m, m));
         return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
     }
+    static F fsub(F a, F b) { return _mm256_sub_ps(a, b); }
     static F fmul(F a, F b) { return _mm256_mul_ps(a, b); }
     static I ibroadcast(int v) { return _mm256_set1_epi32(v); }
     static I iadd(I a, I b) { return _mm256_add_epi32(a, b); }
+    static I imin(I a, I b) { return _mm256_min_epi32(a, b); }
+    static I imax(I a, I b) { return _mm256_max_epi32(a, b); }
     static I to_int_nearest(F v) { return _mm256_cvtps_epi32(v); }
     // The low byte of each of the first n (> 0, a multiple of 4) int32 lanes; the lanes hold
     // q + offset in [-127, 255], so the int16 pack does not saturate.

@@ -32,22 +32,34 @@ struct Avx512 {
     static Mask first_lanes(int n) { return static_cast<Mask>((1u << n) - 1u); }
     static F load_masked(Mask m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
     static void store_masked(float* p, Mask m, F v) { _mm512_mask_storeu_ps(p, m, v); }
-    // quantise(): the first n (> 0) of kLanes floats, the others zero.
-    static F load_first(const float* p, int64_t n) {
-        return n >= kLanes ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(first_lanes(static_cast<int>(n)), p);
+    // quantise(): the first n (> 0) of kLanes floats, the others `fill`.
+    static F load_first_or(const float* p, int64_t n, float fill) {
+        return n >= kLanes ? _mm512_loadu_ps(p)
+                           : _mm512_mask_loadu_ps(_mm512_set1_ps(fill), first_lanes(static_cast<int>(n)), p);
     }
-    static F fabs(F v) { return _mm512_abs_ps(v); }
+    static F fmin(F a, F b) { return _mm512_min_ps(a, b); }
     static F fmax(F a, F b) { return _mm512_max_ps(a, b); }
-    static float hmax(F v) {  // (GCC 12 warns inside _mm512_reduce_max_ps and the shuffles)
+    // (GCC 12 warns inside _mm512_reduce_min/max_ps and the shuffles)
+    static float hmin(F v) {
+        alignas(64) float lanes[kLanes];
+        _mm512_store_ps(lanes, v);
+        float m = lanes[0];
+        for (int i = 1; i < kLanes; ++i) m = lanes[i] < m ? lanes[i] : m;
+        return m;
+    }
+    static float hmax(F v) {
         alignas(64) float lanes[kLanes];
         _mm512_store_ps(lanes, v);
         float m = lanes[0];
         for (int i = 1; i < kLanes; ++i) m = lanes[i] > m ? lanes[i] : m;
         return m;
     }
+    static F fsub(F a, F b) { return _mm512_sub_ps(a, b); }
     static F fmul(F a, F b) { return _mm512_mul_ps(a, b); }
     static I ibroadcast(int v) { return _mm512_set1_epi32(v); }
     static I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
+    static I imin(I a, I b) { return _mm512_min_epi32(a, b); }
+    static I imax(I a, I b) { return _mm512_max_epi32(a, b); }
     static I to_int_nearest(F v) { return _mm512_cvtps_epi32(v); }
     // The low byte of each of the first n (> 0) int32 lanes.
     static void store_bytes(uint8_t* q, I v, int64_t n) {
@@ -57,12 +69,13 @@ struct Avx512 {
 
 }  // namespace
 
-void columns_avx512(const Row* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, const uint8_t* w,
-                    const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb, int64_t t0, int64_t t1,
-                    int64_t co0, int64_t co1) {
-    columns<Avx512, 2, 6, 12>(rows, dilation, stride, taps, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0, co1);
+void columns_avx512(const Row* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t terms, int64_t cin,
+                    const uint8_t* w, const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb,
+                    int64_t t0, int64_t t1, int64_t co0, int64_t co1) {
+    columns<Avx512, 2, 6, 12>(rows, dilation, stride, taps, terms, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0,
+                              co1);
 }
 
-float quantise_avx512(const float* x, int64_t cin, uint8_t* q) { return quantise<Avx512>(x, cin, 128, q); }
+Row quantise_avx512(const float* x, int64_t cin, uint8_t* q) { return quantise<Avx512>(x, cin, 128, q); }
 
 }  // namespace talkbox::conv_int8_kernels

@@ -13,8 +13,9 @@ namespace talkbox::conv_kernels {
 
 // AVX-512: 16-float registers of output channels per weight panel: 3 (48 channels, tiles of 8
 // columns) unless Cout is a multiple of 32 but not of 48 (HiFT's 64, 128, 256 channels), then 2
-// (32 channels, tiles of 12 columns), so that no lanes are wasted on zero-padded channels.
-inline int panel_regs(int64_t cout) { return cout % 48 != 0 && cout % 32 == 0 ? 2 : 3; }
+// (32 channels, tiles of 12 columns), or at most 16 (the speech decoder's last conv, 96 -> 1),
+// then 1 (tiles of 24 columns), so that few lanes are wasted on zero-padded channels.
+inline int panel_regs(int64_t cout) { return cout <= 16 ? 1 : cout % 48 != 0 && cout % 32 == 0 ? 2 : 3; }
 inline int64_t panel_width(int64_t cout) { return 16 * panel_regs(cout); }
 // AVX2: panels of 16 channels, two 8-float registers, so that a tile streams its weights as
 // whole contiguous cache lines (two registers of a 48-channel panel read a third of each row,

@@ -1,5 +1,5 @@
 // The AVX-512 direct convolution (see conv_kernels.h): 16-float registers, panels of 3 (tiles of 8
-// columns) or 2 (tiles of 12).
+// columns), 2 (tiles of 12) or 1 (tiles of 24).
 #include "core/conv_kernels_impl.h"
 
 namespace talkbox::conv_kernels {
@@ -25,7 +25,9 @@ struct Avx512 {
 void conv_columns_avx512(const float* const* rows, int64_t dilation, int64_t stride, int64_t taps, int64_t cin, int64_t cout,
                          const float* w, const float* bias, const char* res, size_t res_nb, char* out, size_t out_nb,
                          int64_t t0, int64_t t1, int64_t co0, int64_t co1) {
-    if (panel_regs(cout) == 2) {
+    if (panel_regs(cout) == 1) {
+        conv_panels<Avx512, 1, 24>(rows, dilation, stride, taps, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0, co1);
+    } else if (panel_regs(cout) == 2) {
         conv_panels<Avx512, 2, 12>(rows, dilation, stride, taps, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0, co1);
     } else {
         conv_panels<Avx512, 3, 8>(rows, dilation, stride, taps, cin, w, bias, res, res_nb, out, out_nb, t0, t1, co0, co1);

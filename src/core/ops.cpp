@@ -224,9 +224,10 @@ int64_t direct_panel_width(int64_t cout) {
     return cpu_avx512_allowed() ? conv_kernels::panel_width(cout) : conv_kernels::kAvx2PanelWidth;
 }
 
-intptr_t pack_conv(int64_t dilation, int64_t taps, int64_t stride, int64_t left, bool hist, bool residual) {
+intptr_t pack_conv(int64_t dilation, int64_t taps, int64_t stride, int64_t left, bool hist, bool residual,
+                   bool two_terms) {
     return static_cast<intptr_t>(dilation | (taps << 12) | (stride << 24) | (left << 36) | (int64_t{hist} << 52) |
-                                 (int64_t{residual} << 53));
+                                 (int64_t{residual} << 53) | (int64_t{two_terms} << 54));
 }
 
 // The int8 conv kernel of the process's int8 kernel set (packed::kernel_set(): the best this CPU
@@ -255,6 +256,7 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
     const int64_t dilation = packed & kConvFieldMax, taps = (packed >> 12) & kConvFieldMax,
                   stride = (packed >> 24) & kConvFieldMax, left = (packed >> 36) & kConvLeftMax;
     const bool has_hist = (packed >> 52) & 1, has_residual = (packed >> 53) & 1;
+    const int64_t terms = (packed >> 54) & 1 ? 2 : 1;  // int8 weight terms per tap
     const ggml_tensor *x = dst->src[0], *w = dst->src[1], *bias = dst->src[2];
     const ggml_tensor* hist = has_hist ? dst->src[3] : nullptr;
     const ggml_tensor* res = has_residual ? dst->src[has_hist ? 4 : 3] : nullptr;
@@ -305,10 +307,10 @@ void conv_direct_op(ggml_tensor* dst, int ith, int nth, void* userdata) {
         if (int8) {
             for (int64_t i = 0; i < span; ++i) {
                 uint8_t* q = quantised.data() + i * qbytes;
-                qrows[static_cast<size_t>(i)] = {q, i8.quantise(rows[static_cast<size_t>(i)], cin, q)};
+                qrows[static_cast<size_t>(i)] = i8.quantise(rows[static_cast<size_t>(i)], cin, q);
             }
-            i8.columns(qrows.data(), dilation, stride, taps, cin, static_cast<const uint8_t*>(w->data), bdata, rb_res, res_nb,
-                       db, dst->nb[1], t0, t1, co0, co1);
+            i8.columns(qrows.data(), dilation, stride, taps, terms, cin, static_cast<const uint8_t*>(w->data), bdata,
+                       rb_res, res_nb, db, dst->nb[1], t0, t1, co0, co1);
             continue;
         }
 #if defined(__x86_64__)  // only built where cpu_runs_conv_direct() can be true
@@ -461,32 +463,39 @@ std::vector<float> conv_weight_panels(const std::vector<float>& w, int64_t k, in
 
 bool conv_int8_available() { return cpu_runs_conv_direct() && int8_conv().columns != nullptr; }
 
-size_t conv_int8_weight_bytes(int64_t k, int64_t cin, int64_t cout) {
-    return static_cast<size_t>(conv_int8_kernels::panels(cout)) * conv_int8_kernels::panel_bytes(k, cin);
+size_t conv_int8_weight_bytes(int64_t k, int64_t cin, int64_t cout, int64_t terms) {
+    return static_cast<size_t>(conv_int8_kernels::panels(cout)) * conv_int8_kernels::panel_bytes(k * terms, cin);
 }
 
-std::vector<uint8_t> conv_weight_int8_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout) {
+std::vector<uint8_t> conv_weight_int8_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout,
+                                             int64_t terms) {
     using namespace conv_int8_kernels;
-    std::vector<uint8_t> out(conv_int8_weight_bytes(k, cin, cout), 0);
-    const size_t pbytes = panel_bytes(k, cin);
-    const int64_t groups = row_bytes(cin) / 4;
+    std::vector<uint8_t> out(conv_int8_weight_bytes(k, cin, cout, terms), 0);
+    const size_t pbytes = panel_bytes(k * terms, cin);
+    const int64_t groups = row_bytes(cin) / 4, all = k * terms;
+    std::vector<float> rest(static_cast<size_t>(cin));  // what the terms so far leave of a tap's weights
     for (int64_t co = 0; co < cout; ++co) {
         const float* wc = w.data() + k * cin * co;  // [Cin][k], tap fastest
-        float amax = 0.0f;
-        for (int64_t i = 0; i < k * cin; ++i) amax = std::max(amax, std::fabs(wc[i]));
-        const float id = amax > 0.0f ? 127.0f / amax : 0.0f, scale = amax / 127.0f;
         uint8_t* panel = out.data() + static_cast<size_t>(co / kPanel) * pbytes;
         const int64_t lane = co % kPanel;
-        std::memcpy(panel + 4 * lane, &scale, sizeof(float));
         for (int64_t j = 0; j < k; ++j) {
-            int32_t sum = 0;
-            for (int64_t ci = 0; ci < cin; ++ci) {
-                const int q = static_cast<int>(std::nearbyint(wc[j + k * ci] * id));
-                sum += q;
-                panel[static_cast<size_t>(kPanel * 4 * (1 + k) + ((j * groups + ci / 4) * kPanel + lane) * 4 + ci % 4)] =
-                    static_cast<uint8_t>(static_cast<int8_t>(q));
+            for (int64_t ci = 0; ci < cin; ++ci) rest[static_cast<size_t>(ci)] = wc[j + k * ci];
+            for (int64_t term = j * terms; term < (j + 1) * terms; ++term) {
+                float amax = 0.0f;
+                for (const float v : rest) amax = std::max(amax, std::fabs(v));
+                const float id = amax > 0.0f ? 127.0f / amax : 0.0f, scale = amax / 127.0f;
+                int32_t sum = 0;
+                for (int64_t ci = 0; ci < cin; ++ci) {
+                    float& v = rest[static_cast<size_t>(ci)];
+                    const int q = static_cast<int>(std::nearbyint(v * id));
+                    v = std::fma(static_cast<float>(-q), scale, v);  // (explicit: the same on every build)
+                    sum += q;
+                    panel[static_cast<size_t>(2 * kPanel * 4 * all + ((term * groups + ci / 4) * kPanel + lane) * 4 +
+                                              ci % 4)] = static_cast<uint8_t>(static_cast<int8_t>(q));
+                }
+                std::memcpy(panel + kPanel * 4 * term + 4 * lane, &scale, sizeof(float));
+                std::memcpy(panel + kPanel * 4 * (all + term) + 4 * lane, &sum, sizeof(int32_t));
             }
-            std::memcpy(panel + kPanel * 4 * (1 + j) + 4 * lane, &sum, sizeof(int32_t));
         }
     }
     return out;
@@ -498,9 +507,12 @@ ggml_tensor* conv_direct_node(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w,
                               ggml_tensor* residual, int64_t taps, int64_t dilation, int64_t stride, int64_t left,
                               int64_t columns) {
     const int64_t cout = bias->ne[0];
+    // int8 weights: one term per tap or two (conv_weight_int8_panels), told apart by their size
+    const bool one_term = ggml_nbytes(w) == conv_int8_weight_bytes(taps, x->ne[0], cout, 1),
+               two_terms = ggml_nbytes(w) == conv_int8_weight_bytes(taps, x->ne[0], cout, 2);
     if (!conv_direct_supported(x->ne[0], cout, taps, dilation, stride, left) || columns < 1 ||
         (hist && (hist->ne[0] != x->ne[0] || x->ne[2] != 1)) ||
-        (w->type == GGML_TYPE_I8 ? !conv_int8_available() || ggml_nbytes(w) != conv_int8_weight_bytes(taps, x->ne[0], cout)
+        (w->type == GGML_TYPE_I8 ? !conv_int8_available() || (!one_term && !two_terms)
                                  : w->ne[0] != x->ne[0] * taps || w->ne[1] != conv_panel_rows(cout)) ||
         (residual && (residual->ne[0] != cout || residual->ne[1] != columns || residual->ne[2] != x->ne[2]))) {
         throw Error(ErrorKind::Internal, "conv_direct: unsupported shape (check conv_direct_supported first)");
@@ -512,9 +524,11 @@ ggml_tensor* conv_direct_node(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w,
     std::vector<ggml_tensor*> args = {x, w, bias};
     if (hist) args.push_back(hist);
     if (residual) args.push_back(residual);
-    return ggml_custom_4d(ctx, GGML_TYPE_F32, cout, columns, x->ne[2], 1, args.data(), static_cast<int>(args.size()),
-                          conv_direct_op, GGML_N_TASKS_MAX,
-                          reinterpret_cast<void*>(pack_conv(dilation, taps, stride, left, hist != nullptr, residual != nullptr)));
+    return ggml_custom_4d(
+        ctx, GGML_TYPE_F32, cout, columns, x->ne[2], 1, args.data(), static_cast<int>(args.size()), conv_direct_op,
+        GGML_N_TASKS_MAX,
+        reinterpret_cast<void*>(pack_conv(dilation, taps, stride, left, hist != nullptr, residual != nullptr,
+                                          w->type == GGML_TYPE_I8 && two_terms)));
 }
 
 }  // namespace

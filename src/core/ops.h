@@ -87,9 +87,11 @@ int64_t conv_panel_rows(int64_t cout);
 // Only where conv_int8_available(): a CPU with the int8 panel kernels (AVX-512 VNNI, AVX-VNNI or
 // AVX2), TALKBOX_KERNELS not "ggml".
 bool conv_int8_available();
-size_t conv_int8_weight_bytes(int64_t k, int64_t cin, int64_t cout);
-// GGUF [k, Cin, Cout] (tap fastest) → the int8 panels.
-std::vector<uint8_t> conv_weight_int8_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout);
+size_t conv_int8_weight_bytes(int64_t k, int64_t cin, int64_t cout, int64_t terms = 1);
+// GGUF [k, Cin, Cout] (tap fastest) → the int8 panels, `terms` int8 terms per tap: 1, or 2 where the
+// second holds the first's rounding error (~40 dB less weight error for twice the integer work).
+std::vector<uint8_t> conv_weight_int8_panels(const std::vector<float>& w, int64_t k, int64_t cin, int64_t cout,
+                                             int64_t terms = 1);
 // A transposed conv (PyTorch weight [Cin, Cout, k], stride s) as an ordinary conv over its input
 // zero-padded on the left by n - 1 samples, n = ceil(k / s): n taps, s * Cout outputs per input
 // step, row co + Cout * m = output sample m of the step; tap j holds transposed tap (n - 1 - j) * s + m

@@ -66,7 +66,7 @@ TEST_F(DecoderPrecisionCli, Int8IsTheSameOnEveryKernelSetAndCloseToF32) {
             std::printf("[ int8     ] decode_40 against f32: SNR %.1f dB, log-mel L1 %.4f, max |diff| %.3g\n", d.snr_db,
                         d.log_mel_l1, d.max_abs);
             EXPECT_GT(d.max_abs, 0.0) << "int8 decoded exactly F32's samples: the int8 path did not run";
-            EXPECT_GE(d.snr_db, 27.0);  // 30.3 measured; codec_test's Int8DecoderTest says why the margin
+            EXPECT_GE(d.snr_db, 30.0);  // 31.9 measured; codec_test's Int8DecoderTest says why the margin
         } else {
             EXPECT_EQ(int8, first) << name << " differs from " << talkbox::packed::runnable_kernel_sets().front()->name;
         }

@@ -25,7 +25,7 @@ using testing::max_abs_diff;
 
 constexpr float kWavTolerance = 1e-4f;
 constexpr float kTapTolerance = 1e-5f;  // relative to the tap's max |value|
-constexpr double kInt8MinSnrDb = 27.0;  // the int8 decoder against F32 on the tiny fixture
+constexpr double kInt8MinSnrDb = 30.0;  // the int8 decoder against F32 on the tiny fixture (issue 32's bar)
 
 std::string golden(const std::string& rel) { return testing::fixtures_dir() + "/qwen3tts/goldens/decoder/" + rel; }
 
@@ -228,9 +228,10 @@ TEST_F(Int8DecoderTest, StaysNearTheF32DecoderWithoutEqualingIt) {
         std::printf("[ int8     ] %s against f32: SNR %.1f dB, log-mel L1 %.4f, max |diff| %.3g\n", name, d.snr_db,
                     d.log_mel_l1, d.max_abs);
         EXPECT_GT(d.max_abs, 0.0) << name << ": the int8 decoder gave exactly F32's samples";
-        // 30.3 dB measured (issue 32's target: 30); the bound leaves room for the F32 layers rounding
-        // differently on another CPU (each such difference can move an int8 rounding), far above
-        // what a broken int8 path gives.
+        // 31.9 dB measured on decode_320 (issue 32's target: 30); the bound leaves room for the F32
+        // layers rounding differently on another CPU (each such difference can move an int8
+        // rounding: ~43 dB from one pass, the streaming test below), and it fails a broken int8 path
+        // or one whose second weight terms did not run (29.6 dB).
         EXPECT_GE(d.snr_db, kInt8MinSnrDb) << name;
         EXPECT_LE(d.log_mel_l1, 0.1) << name;
     }

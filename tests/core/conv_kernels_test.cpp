@@ -1,7 +1,7 @@
 // The direct convolution's kernels alone: each one this CPU runs gives, bit for bit, the plain
 // fused multiply-add chain of conv_kernels.h (over tap, then input channel, from zero; then the
-// bias, then the residual), so the AVX2 and AVX-512 sets agree exactly. Partial panels of both
-// widths (48 and 32 channels), strides, dilations, residuals and column ranges that are not whole
+// bias, then the residual), so the AVX2 and AVX-512 sets agree exactly. Partial panels of all
+// three widths (48, 32 and 16 channels), strides, dilations, residuals and column ranges that are not whole
 // register tiles; channel ranges of whole panels.
 #include <gtest/gtest.h>
 
@@ -46,7 +46,8 @@ TEST(ConvKernels, EverySetIsThePlainFusedChainBitForBit) {
     // cin, cout, taps, dilation, stride, columns [t0, t1)
     for (const auto& [cin, cout, taps, dilation, stride, t0, t1] :
          {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>{5, 50, 7, 3, 1, 0, 29},
-          {16, 64, 3, 1, 2, 3, 20}, {3, 7, 1, 1, 1, 0, 5}, {8, 96, 2, 5, 1, 1, 14}, {12, 40, 4, 2, 3, 0, 13}}) {
+          {16, 64, 3, 1, 2, 3, 20}, {3, 7, 1, 1, 1, 0, 5}, {8, 96, 2, 5, 1, 1, 14}, {12, 40, 4, 2, 3, 0, 13},
+          {96, 1, 7, 1, 1, 0, 61}, {16, 16, 3, 2, 1, 2, 53}}) {
         const int64_t span = (t1 - 1 - t0) * stride + (taps - 1) * dilation + 1;
         std::vector<float> w(taps * cin * cout), bias(cout), x(span * cin), res(t1 * cout);
         for (float& v : w) v = normal(rng);

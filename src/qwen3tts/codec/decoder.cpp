@@ -104,9 +104,9 @@ public:
     }
 
     // Causal Conv1d: GGUF [k, Cin, Cout] → [Cin * k, Cout] (tap-major within each output row), or
-    // packed for conv_direct when `direct` is allowed and the shape suits it; `int8` (direct only):
-    // the int8 panels of conv_weight_int8_panels.
-    Conv conv(const std::string& prefix, bool direct, bool int8 = false) {
+    // packed for conv_direct when `direct` is allowed and the shape suits it; `int8_terms` > 0
+    // (direct only): the int8 panels of conv_weight_int8_panels with that many terms per tap.
+    Conv conv(const std::string& prefix, bool direct, int int8_terms = 0) {
         const std::string wname = prefix + ".weight";
         const Shape& s = shape(wname);
         info(wname);
@@ -115,10 +115,10 @@ public:
         c.cin = s[1];
         c.cout = s[2];
         c.direct = direct && conv_direct_supported(c.cin, c.cout, c.k, 1);
-        if (int8 && c.direct) {
-            const int64_t bytes = static_cast<int64_t>(conv_int8_weight_bytes(c.k, c.cin, c.cout));
-            c.w = out_.add_derived_bytes(wname, GGML_TYPE_I8, {bytes}, [this, wname, c] {
-                return conv_weight_int8_panels(floats(wname), c.k, c.cin, c.cout);
+        if (int8_terms > 0 && c.direct) {
+            const int64_t bytes = static_cast<int64_t>(conv_int8_weight_bytes(c.k, c.cin, c.cout, int8_terms));
+            c.w = out_.add_derived_bytes(wname, GGML_TYPE_I8, {bytes}, [this, wname, c, int8_terms] {
+                return conv_weight_int8_panels(floats(wname), c.k, c.cin, c.cout, int8_terms);
             });
             c.b = raw(prefix + ".bias");
             return c;
@@ -131,22 +131,22 @@ public:
     // ConvTranspose1d (stride `rate`, no padding): GGUF [k, Cout, Cin] → [Cin, Cout * k] with row
     // co + Cout * m, so that one matrix product yields every kernel tap of every input sample; or,
     // when `direct` (kernel 2 * rate), a causal 2-tap conv for conv_direct with rate * Cout outputs
-    // whose bias repeats rate times (`int8`: its int8 panels).
-    ConvTranspose conv_transpose(const std::string& prefix, int64_t rate, bool direct, bool int8 = false) {
+    // whose bias repeats rate times (`int8_terms` > 0: its int8 panels with that many terms per tap).
+    ConvTranspose conv_transpose(const std::string& prefix, int64_t rate, bool direct, int int8_terms = 0) {
         const std::string wname = prefix + ".weight", bname = prefix + ".bias";
         const Shape& s = shape(wname);
         info(wname);
         ConvTranspose c = nn::conv_transpose_shape(s[2], s[1], s[0], rate, 0);
         if (direct && c.k != 2 * rate) throw Error(ErrorKind::Format, "codec decoder: '" + wname + "' kernel is not twice the rate");
         c.direct = direct;
-        if (int8 && direct) {
+        if (int8_terms > 0 && direct) {
             const int64_t taps = c.kp / c.stride, outputs = c.cout * c.stride;
-            c.w = out_.add_derived_bytes(wname, GGML_TYPE_I8, {static_cast<int64_t>(conv_int8_weight_bytes(taps, c.cin, outputs))},
-                                         [this, wname, c, taps, outputs] {
-                                             return conv_weight_int8_panels(
-                                                 transposed_conv_as_conv(floats(wname), c.k, c.cin, c.cout, c.stride), taps,
-                                                 c.cin, outputs);
-                                         });
+            c.w = out_.add_derived_bytes(
+                wname, GGML_TYPE_I8, {static_cast<int64_t>(conv_int8_weight_bytes(taps, c.cin, outputs, int8_terms))},
+                [this, wname, c, taps, outputs, int8_terms] {
+                    return conv_weight_int8_panels(transposed_conv_as_conv(floats(wname), c.k, c.cin, c.cout, c.stride),
+                                                   taps, c.cin, outputs, int8_terms);
+                });
         } else {
             c.w = derived(wname, nn::conv_transpose_weight_shape(c), [this, wname, c] {
                 return nn::conv_transpose_weight(floats(wname), c);
@@ -630,19 +630,24 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     m.weights = std::make_unique<WeightBuilder>(layout.size());  // one backend tensor per GGUF tensor
     Loader ld(file, layout, *m.weights);
     const bool cpu = backend.is_cpu();  // direct convs (custom CPU op) where the shapes allow
-    // Int8 (by default): the residual units' convolutions, ~3/4 of the decoder's time. Measured
-    // one layer group at a time (decoder_bench --layer-errors, bench/README.md), an early layer in
-    // int8 (pre_conv, wav_in, block 1's transposed conv) costs more SNR than all of block 1's six
-    // unit convs, its error running through every later layer; the transposed convs and the last
-    // 96 -> 1 conv (whose error lands on the samples) are a small share of the time. They stay F32.
+    // Int8 (by default): the residual units' convolutions (~3/4 of the decoder's time) and the
+    // transposed convs of blocks 2 on. An error made early runs through every later layer, so the
+    // earliest int8 layers take two weight terms (block 1's units, block 2's transposed conv: the
+    // activations' rounding is then their only error), and what comes before block 1's units
+    // stays F32: wav_in or block 1's transposed conv in int8, even with two weight terms, costs the
+    // whole decoder ~0.8 dB, and pre_conv is the earliest and takes ~0.2 % of the time. wav_out
+    // (96 -> 1, its error straight on the samples) is a small share too. Measured in bench/README.md.
     if (precision == DecoderPrecision::Int8 && !(cpu && conv_int8_available())) {
         throw Error(ErrorKind::Unsupported, "the int8 speech decoder needs the CPU backend on a CPU with AVX2 "
                                             "(AVX-512 VNNI or AVX-VNNI for speed), and TALKBOX_KERNELS not 'ggml'");
     }
-    std::set<std::string> known = {"pre_conv", "wav_in", "wav_out"};
+    std::set<std::string> known;
+    for (const std::string group : {"pre_conv", "wav_in", "wav_out"}) known.insert({group, group + ".w2"});
     for (size_t i = 1; i <= hp.upsample_rates.size(); ++i) {
-        known.insert("block" + std::to_string(i) + ".tconv");
-        known.insert("block" + std::to_string(i) + ".units");
+        for (const std::string part : {".tconv", ".units"}) {
+            const std::string group = "block" + std::to_string(i) + part;
+            known.insert({group, group + ".w2"});
+        }
     }
     if (precision == DecoderPrecision::F32 && !int8_layers.empty()) {
         throw Error(ErrorKind::InvalidArgument, "codec decoder: int8 layers given to an f32 decoder");
@@ -651,12 +656,20 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
         if (!known.count(name)) throw Error(ErrorKind::InvalidArgument, "codec decoder: no convolution layer '" + name + "'");
     }
     if (precision == DecoderPrecision::Int8 && int8_layers.empty()) {
-        // Block 1's units stay F32: the earliest error runs through every later layer (full-size
-        // model drawn as the official code initialises it: 27.7 dB with them in int8, 35.1 dB
-        // without, for 1.9x against 1.5x the F32 decoder's speed; bench/README.md).
-        for (size_t i = 2; i <= hp.upsample_rates.size(); ++i) int8_layers.insert("block" + std::to_string(i) + ".units");
+        // The fastest set at >= 30 dB from F32 on both measurable models (full-size, official init:
+        // 30.5 dB; the tiny fixture's decode_320 codes: 31.9 dB) for ~2.3x the F32 decoder's speed on
+        // one thread, ~2.1x on two (Zen 4).
+        // Block 2's transposed conv in one term drops the first to 29.9 dB.
+        for (size_t i = 1; i <= hp.upsample_rates.size(); ++i) {
+            const std::string block = "block" + std::to_string(i);
+            int8_layers.insert(block + (i == 1 ? ".units.w2" : ".units"));
+            if (i >= 2) int8_layers.insert(block + (i == 2 ? ".tconv.w2" : ".tconv"));
+        }
     }
-    const auto int8 = [&int8_layers](const std::string& layer) { return int8_layers.count(layer) > 0; };
+    // int8 weight terms per tap of a group: 2 where named with ".w2", 1 where named plainly, 0 (F32) where not named.
+    const auto int8 = [&int8_layers](const std::string& layer) {
+        return int8_layers.count(layer + ".w2") ? 2 : int8_layers.count(layer) ? 1 : 0;
+    };
     const std::string p = "codec.dec.";
     for (const std::string q : {"rvq_first", "rvq_rest"}) {
         const uint32_t books = q == "rvq_first" ? 1 : hp.num_quantizers - 1;

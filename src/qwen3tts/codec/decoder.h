@@ -26,8 +26,9 @@ namespace talkbox::codec {
 class StreamRunner;  // the per-stream state and cached graphs (decoder.cpp)
 
 // The arithmetic of the decoder's convolutions. F32: the official decoder (the goldens). Int8
-// (opt-in, CPU only): the residual units' convolutions of blocks 2-4 (the bulk of the work) with int8 weights per
-// output channel and int8 input samples (core/ops.h conv_direct int8); everything else stays F32
+// (opt-in, CPU only): the residual units' convolutions (the bulk of the work) and the transposed
+// convs of blocks 2 on with int8 weights per output channel and tap (two int8 terms where an error
+// weighs most) and int8 input samples (core/ops.h conv_direct int8); everything else stays F32
 // (decoder.cpp says which layers and why). Streaming stays exact within a precision.
 enum class DecoderPrecision { F32, Int8 };
 // "f32" / "int8" (what --decoder-precision takes); anything else is an InvalidArgument naming it.
@@ -40,8 +41,9 @@ public:
     // checking every shape against the hyper-parameters; throws Error naming the first problem.
     // `precision` Int8 needs the CPU backend and a CPU with the int8 kernels (Unsupported otherwise).
     // `int8_layers` (benchmarks measuring each layer's share of the error): the convolutions Int8
-    // runs in int8 instead of the default (the residual units of every block but the first), by name: pre_conv,
-    // wav_in, wav_out, block<i>.tconv, block<i>.units (i from 1).
+    // runs in int8 instead of the default, by name: pre_conv, wav_in, wav_out, block<i>.tconv,
+    // block<i>.units (i from 1), each also as <name>.w2 (weights in two int8 terms, the second the
+    // first's rounding error: twice the integer work).
     CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparams, const Backend& backend,
                  DecoderPrecision precision = DecoderPrecision::F32, std::set<std::string> int8_layers = {});
     ~CodecDecoder();
