@@ -86,10 +86,12 @@ TEST(CoreGate, ATracedGateWritesOneChromeTraceEventPerJob) {
     const std::string path = dir.file("gate.json");
     {
         CoreGate gate(path);
-        std::promise<void> release;
+        std::promise<void> release, holding;
         std::shared_future<void> released = release.get_future().share();
-        std::thread holder([&] { gate.run([&] { released.wait(); }, ComputePriority::Rest); });
-        while (gate.waiting() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::thread holder([&] {
+            gate.run([&] { holding.set_value(); released.wait(); }, ComputePriority::Rest);
+        });
+        holding.get_future().wait();
         std::thread waiter([&] { gate.run([] {}, ComputePriority::Urgent); });
         while (gate.waiting() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
