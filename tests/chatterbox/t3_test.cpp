@@ -418,15 +418,25 @@ TEST(T3Batch, EachSentenceGetsItsTokensAloneInBatchesOfTwoAndThree) {
 // every slice but the first at slice 0's position).
 TEST(T3Batch, AJobJoiningWhereAnotherLeftGetsItsTokensAlone) { expect_tokens_alone_in_batches({"f32"}, 12, {2}); }
 
+// One golden sentence's text and options, for the batch tests that need a sentence.
+struct GoldenSentence {
+    std::vector<int32_t> text;
+    T3Options options;
+};
+GoldenSentence german_sentence() {
+    const json c = read_json(t3_goldens() + "/de_e10_c05/case.json");
+    return {c["text_tokens"].get<std::vector<int32_t>>(), golden_options(c)};
+}
+
 // Calls on two threads share T3's steps (sessions of one model batch together): a call's job
 // that runs until it is cancelled holds the batch open while another thread's call runs from
 // start to end beside it; that call gets its tokens alone, and the cancel ends only its own call.
 TEST(T3Batch, CallsOnSeveralThreadsDecodeTogetherAndGetTheirTokensAlone) {
     const auto cond = golden_conditioning(0.5f);
     const T3& t3 = *model("multilingual", "f32").t3;
-    const json c = read_json(t3_goldens() + "/de_e10_c05/case.json");
-    const std::vector<int32_t> text = c["text_tokens"].get<std::vector<int32_t>>();
-    T3Options quick = golden_options(c);
+    const GoldenSentence sentence = german_sentence();
+    const std::vector<int32_t>& text = sentence.text;
+    T3Options quick = sentence.options;
     quick.greedy = false;
     quick.seed = 7;
     quick.max_new_tokens = 12;
@@ -461,9 +471,9 @@ TEST(T3Batch, CallsOnSeveralThreadsDecodeTogetherAndGetTheirTokensAlone) {
 TEST(T3Batch, AJobWarmingUpStepsApartFromTheRunningOnes) {
     const auto cond = golden_conditioning(0.5f);
     const T3& t3 = *model("multilingual", "f32").t3;
-    const json c = read_json(t3_goldens() + "/de_e10_c05/case.json");
-    const std::vector<int32_t> text = c["text_tokens"].get<std::vector<int32_t>>();
-    T3Options o = golden_options(c);
+    const GoldenSentence sentence = german_sentence();
+    const std::vector<int32_t>& text = sentence.text;
+    T3Options o = sentence.options;
     o.max_new_tokens = o.min_new_tokens = 12;
     struct Events final : T3Progress {
         Events(std::vector<std::string>& log, std::string name, size_t warm) : log(log), name(std::move(name)), warm(warm) {}
