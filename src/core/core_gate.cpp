@@ -44,7 +44,8 @@ void CoreGate::trace(const Job& job, size_t priority, double start_ms, double ms
     std::fprintf(trace_,
                  "%s{\"name\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%zu,\"ts\":%.1f,\"dur\":%.1f,"
                  "\"args\":{\"queued_ms\":%.3f}}",
-                 traced_ ? ",\n" : "", kPriorityNames[priority], row, start_ms * 1000.0, ms * 1000.0, start_ms - job.queued_ms);
+                 traced_ ? ",\n" : "", kPriorityNames[priority], row, start_ms * 1000.0, ms * 1000.0,
+                 start_ms - job.queued_ms);
     traced_ = true;
 }
 

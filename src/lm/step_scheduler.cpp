@@ -93,7 +93,8 @@ bool StepScheduler::admit(Member& newcomer) {
 bool StepScheduler::companion_waiting(const std::vector<Member>& active, const Member& newcomer) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (active.size() >= max_batch_) return false;
-    return std::any_of(waiting_.begin(), waiting_.end(), [&](const Call* c) { return c != newcomer.call && c->running < c->parallel; });
+    return std::any_of(waiting_.begin(), waiting_.end(),
+                       [&](const Call* c) { return c != newcomer.call && c->running < c->parallel; });
 }
 
 // Streams whose caller withdrew them leave without another step (under the mutex).
@@ -142,7 +143,8 @@ void StepScheduler::serve() {
                 active.push_back(newcomer);
                 // Another caller's newcomer, waiting now that this one has started, warms up with it
                 // (see the header).
-                if (newcomer.stream->warming() && ++started_in_a_row < kNewcomersWarmingTogether && companion_waiting(active, newcomer)) {
+                if (newcomer.stream->warming() && ++started_in_a_row < kNewcomersWarmingTogether &&
+                    companion_waiting(active, newcomer)) {
                     continue;
                 }
             }

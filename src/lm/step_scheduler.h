@@ -19,10 +19,11 @@
 // without pause slow the running streams down by a bounded share and never stop them.
 // Newcomers of different callers warm up together, up to kNewcomersWarmingTogether: when another
 // caller's stream waits as a newcomer's start ends, its start goes before the first one's warm-up
-// step, which they then share. A warm-up step costs about the same for one stream or two (Qwen3-TTS: the code
-// predictor's 15 small graphs are bound by reading their weights), so the second one's first output
-// comes a warm-up step sooner and the first one's a start later. (A caller's own streams, such as the
-// segments of one long text, are not paired: that would only delay its first audio.)
+// step, which they then share. A warm-up step costs about the same for one stream or two
+// (Qwen3-TTS: the code predictor's 15 small graphs are bound by reading their weights), so the
+// second one's first output comes a warm-up step sooner and the first one's a start later. (A
+// caller's own streams, such as the segments of one long text, are not paired: that would only
+// delay its first audio.)
 #pragma once
 
 #include <atomic>

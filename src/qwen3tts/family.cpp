@@ -95,7 +95,8 @@ int decoder_thread_count(const talkbox::ModelOptions& o) {
 // frames left queued in the decoder (in-context clones) fill a chunk with it.
 size_t short_first_chunk_end(const StreamOptions& stream, size_t reference_frames) {
     const size_t queued = reference_frames % stream.frames_per_chunk;
-    return stream.first_chunk_frames > 0 && queued + stream.first_chunk_frames < stream.frames_per_chunk ? stream.first_chunk_frames : 0;
+    const bool short_chunk = stream.first_chunk_frames > 0 && queued + stream.first_chunk_frames < stream.frames_per_chunk;
+    return short_chunk ? stream.first_chunk_frames : 0;
 }
 
 // One generated frame into a stream's decoder, the `count`-th: a short first chunk starts playback

@@ -3,7 +3,8 @@
 // streams, ready() holds a stream and not the batch, a failure ends only its stream, and an
 // exception from a caller's callback withdraws that caller's other streams and nobody else's; a
 // newcomer's start and first step compute as urgent; streams warming up step apart from the running
-// ones, for a bounded number of steps in a row; newcomers of two callers share their warm-up. Every assertion holds whatever the threads' timing.
+// ones, for a bounded number of steps in a row; newcomers of two callers share their warm-up. Every
+// assertion holds whatever the threads' timing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
