@@ -9,9 +9,10 @@
 // one term or two (the second: the first's rounding error in int8 with its own scales, for layers
 // whose error weighs most; twice the integer work); each input sample (one row of Cin values) is
 // int8 around its own midpoint with its own scale (x ≈ mid + scale · q: Quantise), so a column's
-// result does not depend on the other columns of the step: streaming stays exact. Per (column, tap) the integer sum over the input channels is exact;
-// the float work is the same on every set and in the same order, so all three give the same floats
-// bit for bit (w_sum: the term's Σ_ci wq, in the panel):
+// result does not depend on the other columns of the step: streaming stays exact. Per (column,
+// tap) the integer sum over the input channels is exact; the float work is the same on every set
+// and in the same order, so all three give the same floats bit for bit (w_sum: the term's Σ_ci wq,
+// in the panel):
 //   acc = fma(fma(float(w_sum), x_mid[row], float(Σ_ci wq·xq) · x_scale[row]), w_scale[term], acc)
 //   per tap and term in that order, from zero; y = acc + bias (+ residual).
 #pragma once
@@ -48,8 +49,7 @@ struct Row {
 // to nearest even (the default rounding mode) and clamped to [-127, 127] (mid rounds to the
 // float grid: where half is a few ulps of mid, an end of the range lands past ±127, and the AVX2
 // products need |q| <= 127), stored q + the set's offset, the padding to row_bytes(cin) the offset
-// (q = 0). Vector code, the same bytes on every set
-// (ConvInt8Kernels test). Returns {q, scale, mid}.
+// (q = 0). Vector code, the same bytes on every set (ConvInt8Kernels test). Returns {q, scale, mid}.
 using Quantise = Row (*)(const float* x, int64_t cin, uint8_t* q);
 
 // Output columns [t0, t1) and channels [co0, co1) of one batch item (co0 a multiple of kPanel): column
