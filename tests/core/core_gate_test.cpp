@@ -110,6 +110,23 @@ TEST(CoreGate, ATracedGateWritesOneChromeTraceEventPerJob) {
     EXPECT_GE(events[1]["args"]["queued_ms"].get<double>(), 15.0);
 }
 
+// A trace file that cannot be written is reported, naming it and why, and the gate runs untraced.
+TEST(CoreGate, AnUnwritableTraceIsReportedAndTheGateRunsUntraced) {
+    talkbox::testing::TempDir dir;
+    const std::string path = dir.file("missing-folder/gate.json");
+    ::testing::internal::CaptureStderr();
+    {
+        CoreGate gate(path);
+        bool ran = false;
+        gate.run([&] { ran = true; }, ComputePriority::First);
+        EXPECT_TRUE(ran);
+    }
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("cannot write the gate trace " + path + ": No such file or directory (running untraced)"),
+              std::string::npos)
+        << err;
+}
+
 TEST(CoreGate, AJobsErrorIsRethrownToItsCallerAlone) {
     CoreGate gate;
     EXPECT_THROW(gate.run([] { throw std::runtime_error("bad graph"); }, ComputePriority::First), std::runtime_error);
