@@ -23,6 +23,8 @@ size_t open_descriptors();
 // one waiting client, send it `refusal` (503, or Wyoming's error event) and close it, so that
 // clients are told rather than left hanging; then accepting pauses (paused(), retry_in()) so that
 // a listener whose queue stays readable is not polled again at once, which would spin a core.
+// The spare is one for the whole process, shared by every Acceptor (the HTTP and the Wyoming
+// listener), and taken back before each accept when it was lost: see descriptors.cpp.
 class Acceptor {
 public:
     Acceptor();
@@ -40,7 +42,6 @@ public:
 
 private:
     void shed(int listen_fd, const std::function<std::string()>& refusal);
-    int spare_ = -1;
     std::chrono::steady_clock::time_point paused_until_{};
 };
 

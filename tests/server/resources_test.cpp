@@ -13,14 +13,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <fcntl.h>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "server/descriptors.h"
 #include "server/process_stats.h"
 #include "server/serve_process.h"
 #include "server/wyoming_client.h"
@@ -106,6 +110,82 @@ std::vector<std::string> serve_args() {
             "1",  "--max-queue",
             "2",  "--read-timeout",
             "3"};
+}
+
+// A listening socket on a free loopback port.
+struct Listener {
+    int fd = -1;
+    int port = 0;
+    Listener() {
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && listen(fd, 16) == 0 &&
+            getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+            port = ntohs(a.sin_port);
+    }
+    ~Listener() {
+        if (fd >= 0) close(fd);
+    }
+};
+
+// This process's descriptor table filled to a lowered limit; the limit and the descriptors are
+// given back when it ends.
+struct FullTable {
+    rlimit saved{};
+    std::vector<int> fillers;
+    FullTable() {
+        getrlimit(RLIMIT_NOFILE, &saved);
+        rlimit low = saved;
+        low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 512);
+        setrlimit(RLIMIT_NOFILE, &low);
+        for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fillers.push_back(fd);
+    }
+    bool full() const {
+        const int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) close(fd);
+        return fd < 0 && errno == EMFILE;
+    }
+    void free_one() {
+        close(fillers.back());
+        fillers.pop_back();
+    }
+    ~FullTable() {
+        for (const int fd : fillers) close(fd);
+        setrlimit(RLIMIT_NOFILE, &saved);
+    }
+};
+
+// The spare descriptor that lets an acceptor refuse clients once descriptors have run out can be
+// lost (another thread took the one it freed for a refusal, as the Wyoming listener's accept did
+// in CI). It is taken back before the next accept: the first descriptor to come free goes to the
+// reserve and the waiting client is refused, rather than kept in a table with no room left, where
+// every later client would wait unanswered.
+TEST(Descriptors, AnAcceptorWithoutItsSpareTakesItBackBeforeAccepting) {
+    Listener listener;
+    ASSERT_GT(listener.port, 0);
+    const int client = connect_to(listener.port);
+    ASSERT_GE(client, 0);
+    int accepted = -1;
+    {
+        FullTable table;
+        ASSERT_TRUE(table.full());
+        talkbox::http::Acceptor acceptor;  // finds no descriptor for its spare
+        table.free_one();
+        sockaddr_storage peer{};
+        accepted = acceptor.accept(listener.fd, peer, SOCK_NONBLOCK | SOCK_CLOEXEC, [] { return std::string("refused"); });
+        EXPECT_TRUE(acceptor.paused()) << "running out pauses accepting";
+    }
+    EXPECT_EQ(accepted, -1) << "the descriptor that came free went to a client, not to the spare";
+    if (accepted >= 0) close(accepted);
+    pollfd p{client, POLLIN, 0};
+    char reply[16] = {};
+    ASSERT_EQ(poll(&p, 1, 5000), 1) << "the waiting client was not answered";
+    EXPECT_EQ(std::string(reply, static_cast<size_t>(std::max<ssize_t>(recv(client, reply, sizeof reply, 0), 0))),
+              "refused");
+    close(client);
 }
 
 // A stock small limit (64 here; 1024 is the usual soft one) is below the default --max-connections
