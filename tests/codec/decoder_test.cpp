@@ -178,6 +178,20 @@ TEST_F(DecoderTest, BadCodesAreRejectedWithAPreciseError) {
     expect_error([&] { StreamingDecoder(*decoder_, 0); }, "frames per chunk");
 }
 
+// `frames` decoded in steps of `chunk`, pushed 7 at a time (queueing across pushes).
+std::vector<float> stream(CodecDecoder& decoder, const Frames& frames, size_t chunk) {
+    StreamingDecoder s(decoder, chunk);
+    std::vector<float> wav;
+    for (size_t i = 0; i < frames.size(); i += 7) {
+        const std::vector<float> pcm = s.push(Frames(frames.begin() + static_cast<std::ptrdiff_t>(i),
+                                                     frames.begin() + static_cast<std::ptrdiff_t>(std::min(frames.size(), i + 7))));
+        wav.insert(wav.end(), pcm.begin(), pcm.end());
+    }
+    const std::vector<float> tail = s.flush();
+    wav.insert(wav.end(), tail.begin(), tail.end());
+    return wav;
+}
+
 // The opt-in int8 decoder (decoder.h DecoderPrecision::Int8): near the F32 decoder but not equal
 // to it (an int8 path that did not run, or a broken one, fails), and streaming in int8 matches one
 // int8 pass over all frames as closely as F32 streaming matches one F32 pass.
@@ -196,19 +210,6 @@ protected:
         delete backend_;
         delete file_;
     }
-    static std::vector<float> stream(CodecDecoder& decoder, const Frames& frames, size_t chunk) {
-        StreamingDecoder s(decoder, chunk);
-        std::vector<float> wav;
-        for (size_t i = 0; i < frames.size(); i += 7) {  // pushes of 7 frames: queueing across pushes
-            const std::vector<float> pcm = s.push(Frames(frames.begin() + static_cast<std::ptrdiff_t>(i),
-                                                         frames.begin() + static_cast<std::ptrdiff_t>(std::min(frames.size(), i + 7))));
-            wav.insert(wav.end(), pcm.begin(), pcm.end());
-        }
-        const std::vector<float> tail = s.flush();
-        wav.insert(wav.end(), tail.begin(), tail.end());
-        return wav;
-    }
-
     static GgufFile* file_;
     static Backend* backend_;
     static CodecDecoder *f32_, *int8_;
@@ -257,6 +258,31 @@ TEST_F(Int8DecoderTest, StreamingMatchesOnePassInTheSamePrecision) {
         EXPECT_LE(max_abs_diff(f32_stream, f32_pass), kWavTolerance);
         EXPECT_GE(d.snr_db, quantisation_snr + 6.0) << "chunk " << chunk;
     }
+}
+
+// In a quantised model the int8 decoder also multiplies the Q8_0 matrices (the transformer's, the
+// upsamplers' pointwise MLPs) on the int8 panel kernels, where the F32 decoder keeps ggml's
+// product: near the F32 decoder of the same file, and streamed near one pass, as above.
+TEST(Int8DecoderOfAQuantisedModel, StaysNearTheF32DecoderAndStreamsNearOnePass) {
+    testing::TempDir dir;
+    ConvertOptions opt;
+    opt.snapshot_dir = testing::qwen_fixture("tiny-0.6B-Base");
+    opt.output_path = dir.file("tiny-q8_0.gguf");
+    opt.type = WeightType::Q8_0;
+    convert_snapshot(opt);
+    const GgufFile file(opt.output_path);
+    const Backend backend(1);
+    const auto hp = qwen3tts::Hparams::from_gguf(file.meta());
+    CodecDecoder f32(file, hp, backend), int8(file, hp, backend, DecoderPrecision::Int8);
+    const Frames frames = read_codes_json(golden("decode_320/codes.json"));
+    const std::vector<float> f32_pass = f32.forward(frames), int8_pass = int8.forward(frames);
+    const auto d = bench::compare_audio(f32_pass, int8_pass);
+    const auto s = bench::compare_audio(int8_pass, stream(int8, frames, 5));
+    std::printf("[ q8_0     ] int8 against f32: SNR %.1f dB, max |diff| %.3g; int8 streamed (5) against one pass: %.1f dB\n",
+                d.snr_db, d.max_abs, s.snr_db);
+    EXPECT_GT(d.max_abs, 0.0) << "the int8 decoder gave exactly F32's samples";
+    EXPECT_GE(d.snr_db, kInt8MinSnrDb);
+    EXPECT_GE(s.snr_db, d.snr_db + 6.0);
 }
 
 TEST(DecoderPrecision, NamesParseAndOthersAreRefused) {
