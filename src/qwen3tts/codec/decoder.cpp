@@ -661,8 +661,8 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     }
     if (precision == DecoderPrecision::Int8 && int8_layers.empty()) {
         // The fastest set at >= 30 dB from F32 on both measurable models (full-size, official init:
-        // 30.5 dB; the tiny fixture's decode_320 codes: 31.9 dB) for ~2.3x the F32 decoder's speed on
-        // one thread, ~2.1x on two (Zen 4).
+        // 30.5 dB; the tiny fixture's decode_320 codes: 31.9 dB) for ~2.35x the F32 decoder's speed on
+        // one thread (Zen 4, with the Q8_0 matrices packed below).
         // Block 2's transposed conv in one term drops the first to 29.9 dB.
         for (size_t i = 1; i <= hp.upsample_rates.size(); ++i) {
             const std::string block = "block" + std::to_string(i);
