@@ -164,6 +164,14 @@ public:
         return c;
     }
 
+    // A linear layer, its matrix as stored (for ggml_mul_mat, or packed later: nn::pack_for_cpu).
+    nn::Linear linear(const std::string& prefix, bool bias) {
+        nn::Linear l;
+        l.w = raw(prefix + ".weight");
+        if (bias) l.b = raw(prefix + ".bias");
+        return l;
+    }
+
     Snake snake(const std::string& prefix) {
         Snake s;
         const int64_t c = shape(prefix + ".alpha")[0];
@@ -691,21 +699,16 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
     m.rvq_first_out = ld.raw(p + "rvq_first.output_proj.weight");
     m.rvq_rest_out = ld.raw(p + "rvq_rest.output_proj.weight");
     m.pre_conv = ld.conv(p + "pre_conv", cpu, int8("pre_conv"));
-    const auto linear = [&ld](const std::string& name, bool bias) {
-        nn::Linear l;
-        l.w = ld.raw(name + ".weight");
-        if (bias) l.b = ld.raw(name + ".bias");
-        return l;
-    };
-    m.in_proj = linear(p + "xfmr.input_proj", true);
-    m.out_proj = linear(p + "xfmr.output_proj", true);
+    m.in_proj = ld.linear(p + "xfmr.input_proj", true);
+    m.out_proj = ld.linear(p + "xfmr.output_proj", true);
     m.out_norm = ld.raw(p + "xfmr.output_norm.weight");
     for (uint32_t l = 0; l < hp.layers; ++l) {
         const std::string b = p + "xfmr.blk." + std::to_string(l) + ".";
         m.layers.push_back({ld.raw(b + "attn_norm.weight"), ld.raw(b + "attn_scale"), ld.raw(b + "ffn_norm.weight"),
-                            ld.raw(b + "ffn_scale"), linear(b + "attn_q", false), linear(b + "attn_k", false),
-                            linear(b + "attn_v", false), linear(b + "attn_output", false), linear(b + "ffn_gate", false),
-                            linear(b + "ffn_up", false), linear(b + "ffn_down", false)});
+                            ld.raw(b + "ffn_scale"), ld.linear(b + "attn_q", false), ld.linear(b + "attn_k", false),
+                            ld.linear(b + "attn_v", false), ld.linear(b + "attn_output", false),
+                            ld.linear(b + "ffn_gate", false), ld.linear(b + "ffn_up", false),
+                            ld.linear(b + "ffn_down", false)});
     }
     for (size_t s = 0; s < hp.upsampling_ratios.size(); ++s) {
         const std::string u = p + "up." + std::to_string(s) + ".";
@@ -723,8 +726,8 @@ CodecDecoder::CodecDecoder(const GgufFile& file, const qwen3tts::Hparams& hparam
         w.dw_b = ld.raw(u + "dwconv.bias");
         w.norm_w = ld.raw(u + "norm.weight");
         w.norm_b = ld.raw(u + "norm.bias");
-        w.pw1 = linear(u + "pwconv1", true);
-        w.pw2 = linear(u + "pwconv2", true);
+        w.pw1 = ld.linear(u + "pwconv1", true);
+        w.pw2 = ld.linear(u + "pwconv2", true);
         w.gamma = ld.raw(u + "gamma");
         m.ups.push_back(w);
     }
