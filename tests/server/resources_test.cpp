@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "server/descriptors.h"
+#include "server/http_server.h"
 #include "server/process_stats.h"
 #include "server/serve_process.h"
 #include "server/wyoming_client.h"
@@ -112,25 +113,6 @@ std::vector<std::string> serve_args() {
             "3"};
 }
 
-// A listening socket on a free loopback port.
-struct Listener {
-    int fd = -1;
-    int port = 0;
-    Listener() {
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && listen(fd, 16) == 0 &&
-            getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-            port = ntohs(a.sin_port);
-    }
-    ~Listener() {
-        if (fd >= 0) close(fd);
-    }
-};
-
 // This process's descriptor table filled to a lowered limit; the limit and the descriptors are
 // given back when it ends.
 struct FullTable {
@@ -164,9 +146,9 @@ struct FullTable {
 // reserve and the waiting client is refused, rather than kept in a table with no room left, where
 // every later client would wait unanswered.
 TEST(Descriptors, AnAcceptorWithoutItsSpareTakesItBackBeforeAccepting) {
-    Listener listener;
-    ASSERT_GT(listener.port, 0);
-    const int client = connect_to(listener.port);
+    int port = 0;
+    const int listener = talkbox::http::listen_on("127.0.0.1", 0, port);  // the server's own listener
+    const int client = connect_to(port);
     ASSERT_GE(client, 0);
     int accepted = -1;
     {
@@ -175,7 +157,7 @@ TEST(Descriptors, AnAcceptorWithoutItsSpareTakesItBackBeforeAccepting) {
         talkbox::http::Acceptor acceptor;  // finds no descriptor for its spare
         table.free_one();
         sockaddr_storage peer{};
-        accepted = acceptor.accept(listener.fd, peer, SOCK_NONBLOCK | SOCK_CLOEXEC, [] { return std::string("refused"); });
+        accepted = acceptor.accept(listener, peer, SOCK_NONBLOCK | SOCK_CLOEXEC, [] { return std::string("refused"); });
         EXPECT_TRUE(acceptor.paused()) << "running out pauses accepting";
     }
     EXPECT_EQ(accepted, -1) << "the descriptor that came free went to a client, not to the spare";
@@ -186,6 +168,7 @@ TEST(Descriptors, AnAcceptorWithoutItsSpareTakesItBackBeforeAccepting) {
     EXPECT_EQ(std::string(reply, static_cast<size_t>(std::max<ssize_t>(recv(client, reply, sizeof reply, 0), 0))),
               "refused");
     close(client);
+    close(listener);
 }
 
 // A stock small limit (64 here; 1024 is the usual soft one) is below the default --max-connections
