@@ -73,7 +73,7 @@ void q8_rows_times_columns(const uint8_t* panel, int64_t blocks, const InputBloc
     }
     for (int64_t b = 0; b < blocks; ++b) {
         const uint8_t* p = panel + b * kPanelBlockBytes;
-        if constexpr (C <= 2 && H == 2) {
+        if (h0 == 0) {  // the first pass over the panel (H = 1 reads it again from cache)
             for (size_t i = 0; i < kPanelBlockBytes; i += 64) {
                 _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchAhead + i, _MM_HINT_T0);
             }

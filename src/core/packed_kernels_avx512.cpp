@@ -39,10 +39,8 @@ void q8_panel_times_columns(const uint8_t* panel, int64_t blocks, const InputBlo
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
         const uint8_t* p = panel + b * kPanelBlockBytes;
-        if constexpr (C <= 2) {  // decode steps are bound by this stream: fetch 8 blocks ahead
-            for (size_t i = 0; i < kPanelBlockBytes; i += 64) {
-                _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchAhead + i, _MM_HINT_T0);
-            }
+        for (size_t i = 0; i < kPanelBlockBytes; i += 64) {
+            _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchAhead + i, _MM_HINT_T0);
         }
         const InputBlock& x = xs[b];
         __m512i dot[C];
