@@ -21,7 +21,7 @@ constexpr size_t kPanelBlockBytes = kRows * kRowBlockBytes;  // scales, then gro
 // Software prefetch distance of the Q8_0 kernels: 0.6B Q8_0 frame 94 → 90 ms (AVX-512, best of
 // alternating frame_bench runs, 2 threads; the hardware prefetcher stops at page edges). Batched
 // steps stream the weights too: 8 columns of a 70 MB matrix 117 → 140 G MAC/s on one Zen 4 core,
-// the 0.6B talker + code predictor at 8 streams ~-20 % per frame (bench/README.md). 4 and 16
+// the 0.6B talker + code predictor at 8 streams -14 % per batch frame (bench/README.md). 4 and 16
 // blocks ahead were no better.
 constexpr size_t kPrefetchAhead = 8 * kPanelBlockBytes;
 
