@@ -36,7 +36,7 @@ class FamilySession;  // one family's per-synthesis state
 struct ModelOptions {
     int threads = 0;          // compute threads of the process-wide executor (0: one per core)
     // Speech decoder threads, where the family decodes alongside generation (0: `threads`; the
-    // executor runs one graph at a time, so both use every core in turn).
+    // executor gives a graph alone every core and shares them among graphs waiting together).
     int decoder_threads = 0;
     // Where the model computes: auto, cpu, vulkan[:N], cuda[:N] (core/device.h; `talkbox devices`
     // lists them). "": the CPU. auto takes the first GPU with room for the weights, else the CPU.

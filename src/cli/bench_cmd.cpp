@@ -237,7 +237,7 @@ void run_frame_bench(const BenchArgs& a, const Loaded& m, Session& session) {
                 static_cast<unsigned long long>(a.seed));
     print_figure_table(figures);
     std::printf("\nper-frame stage figures are wall time in each stage divided by the frames; the decoder runs "
-                "alongside the generator (their graphs take turns on the cores), so the stages overlap and need not add "
+                "alongside the generator (their graphs take turns on the cores or share them), so the stages overlap and need not add "
                 "up to the total.\n"
                 "first audio: request start to the first PCM handed out; peak RSS: the process's peak (getrusage), "
                 "including loading and the warm-up;\n"
@@ -425,9 +425,9 @@ void run_streams_bench(const BenchArgs& a, const Loaded& m) {
     }
     if (gate) {
         figures.push_back({"gate_busy_fraction", "cores busy (gate) fraction", "%.3f", {}});
-        figures.push_back({"gate_generation_ms_per_stream_frame", "gate: generation ms/stream frame", "%.2f", {}});
-        figures.push_back({"gate_decoder_ms_per_stream_frame", "gate: decoder ms/stream frame", "%.2f", {}});
-        figures.push_back({"gate_urgent_ms_per_stream_frame", "gate: urgent ms/stream frame", "%.2f", {}});
+        figures.push_back({"gate_generation_core_ms_per_stream_frame", "gate: generation core-ms/stream frame", "%.2f", {}});
+        figures.push_back({"gate_decoder_core_ms_per_stream_frame", "gate: decoder core-ms/stream frame", "%.2f", {}});
+        figures.push_back({"gate_urgent_core_ms_per_stream_frame", "gate: urgent core-ms/stream frame", "%.2f", {}});
     }
     figures.push_back({"peak_rss_mb", "peak RSS MiB", "%.0f", {}});
     const auto no_audio = [](const float*, size_t) {};
@@ -511,9 +511,10 @@ void run_streams_bench(const BenchArgs& a, const Loaded& m) {
             const double stream_frames = static_cast<double>(n) * a.frames;
             const auto spent = [&](ComputePriority p) {
                 const int i = static_cast<int>(p);
-                return (busy_after.ms[i] - busy_before.ms[i]) / stream_frames;
+                return (busy_after.core_ms[i] - busy_before.core_ms[i]) / stream_frames;
             };
-            values.insert(values.end(), {(busy_after.total() - busy_before.total()) / (1000.0 * wall_s),
+            const double cores = process_gate().width();
+            values.insert(values.end(), {(busy_after.total() - busy_before.total()) / (1000.0 * wall_s * cores),
                                          spent(ComputePriority::Rest), spent(ComputePriority::First),
                                          spent(ComputePriority::Urgent)});
         }
@@ -557,9 +558,10 @@ void run_streams_bench(const BenchArgs& a, const Loaded& m) {
                     n);
     }
     if (gate) {
-        std::printf("gate: the fraction of the pipeline's wall time the cores ran a graph, and per stream frame the graph "
-                    "time of generation, of decoder chunks and of urgent graphs (newcomers' prefills, first steps, first "
-                    "decodes), to compare with the parts alone.\n");
+        std::printf("gate: the fraction of the pipeline's core time (wall time times the gate's %d cores) that graphs held, "
+                    "and per stream frame the core time (ms times threads) of generation, of decoder chunks and of urgent "
+                    "graphs (newcomers' prefills, first steps, first decodes), to compare with the parts alone.\n",
+                    process_gate().width());
     }
 }
 
@@ -613,7 +615,7 @@ void register_bench(CLI::App& app) {
     cmd->add_option("-t,--threads", a->threads, "Generator CPU threads (0: one per core)")->check(thread_count())->capture_default_str();
     add_device_option(cmd, a->device);
     add_decoder_precision_option(cmd, a->decoder_precision);
-    cmd->add_option("--decoder-threads", a->decoder_threads, "Speech decoder threads (0: as --threads; the decoder and the generator take turns on the cores)")
+    cmd->add_option("--decoder-threads", a->decoder_threads, "Speech decoder threads (0: as --threads; the decoder and the generator share the cores)")
         ->check(thread_count())
         ->capture_default_str();
     cmd->add_option("--frames", a->frames,

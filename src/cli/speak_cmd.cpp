@@ -491,8 +491,8 @@ void register_speak(CLI::App& app) {
     cmd->add_option("-T,--threads", a->threads, "CPU threads (0: one per core)")->check(thread_count())->capture_default_str();
     add_device_option(cmd, a->device);
     add_decoder_precision_option(cmd, a->decoder_precision);
-    cmd->add_option("--decoder-threads", a->decoder_threads, "Threads of the speech decoder, which takes turns on the "
-                                                             "cores with generation (0: as --threads)")
+    cmd->add_option("--decoder-threads", a->decoder_threads, "Threads of the speech decoder, which shares the cores "
+                                                             "with generation (0: as --threads)")
         ->check(thread_count())
         ->capture_default_str();
     cmd->add_option("--kv-cache", a->kv_cache, "KV cache type of the talker or T3: f32 (official), f16, q8_0 (heads of a multiple of 32 values)")->capture_default_str();

@@ -1,10 +1,8 @@
 #include "core/backend.h"
 
 #include <algorithm>
-#include <cstring>
 #include <chrono>
 #include <cstdio>
-#include <dirent.h>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -16,59 +14,6 @@
 #include "talkbox/error.h"
 
 namespace talkbox {
-
-namespace {
-
-// Runnable threads of other processes right now: the system's runnable count (/proc/loadavg's
-// fourth field) minus this process's own (its spinning team included). -1 when unreadable.
-int runnable_elsewhere() {
-    int running = 0, total = 0;
-    if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-        double a, b, c;
-        const int n = std::fscanf(f, "%lf %lf %lf %d/%d", &a, &b, &c, &running, &total);
-        std::fclose(f);
-        if (n != 5) return -1;
-    } else {
-        return -1;
-    }
-    int own = 0;
-    if (DIR* d = opendir("/proc/self/task")) {
-        while (const dirent* e = readdir(d)) {
-            if (e->d_name[0] == '.') continue;
-            char path[64], buf[256];
-            std::snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
-            FILE* f = std::fopen(path, "r");
-            if (!f) continue;
-            const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-            std::fclose(f);
-            buf[n] = '\0';
-            // "tid (comm) S ...": the state follows the last ')' (comm may hold spaces or parens).
-            const char* close = std::strrchr(buf, ')');
-            if (close && close[1] == ' ' && close[2] == 'R') ++own;
-        }
-        closedir(d);
-    }
-    return std::max(0, running - own);
-}
-
-// The team size for the next graph: the cores other processes leave free, at most `wanted`, at
-// least 1. A team wider than the free cores waits at every barrier for a thread the kernel has
-// preempted (measured on 2 cores: beside a busy loop a 2-thread team ran at 0.32 of its idle
-// speed, two 2-thread processes at 0.07 each; passive waits avoid that but halve the idle speed).
-// Re-read every 50 ms; between reads the last answer stands.
-int free_cores(int wanted) {
-    static Clock::time_point last{};
-    static int busy = 0;
-    const auto now = Clock::now();
-    if (now - last > std::chrono::milliseconds(50)) {
-        last = now;
-        const int r = runnable_elsewhere();
-        busy = r < 0 ? 0 : r;
-    }
-    return std::clamp(default_thread_count() - busy, 1, wanted);
-}
-
-}  // namespace
 
 int default_thread_count() {
     const unsigned n = std::thread::hardware_concurrency();
@@ -82,11 +27,27 @@ Backend::Backend(int threads, const std::string& device) {
     is_cpu_ = device_.id == "cpu";
     backend_ = is_cpu_ ? ggml_backend_cpu_init() : ggml_backend_dev_init(device_.dev, nullptr);
     if (!backend_) throw Error(ErrorKind::Internal, "cannot start the ggml backend of " + device_.id + " (" + device_.description + ")");
-    if (is_cpu_) ggml_backend_cpu_set_n_threads(backend_, threads_);
+    if (is_cpu_) {
+        ggml_backend_cpu_set_n_threads(backend_, threads_);
+        process_gate().allow(threads_);
+    }
 }
 
 Backend::~Backend() {
+    for (ggml_backend_t b : lanes_) {
+        if (b) ggml_backend_free(b);
+    }
     if (backend_) ggml_backend_free(backend_);
+}
+
+ggml_backend_t Backend::lane_backend(int lane) const {
+    if (lane == 0) return backend_;
+    std::lock_guard<std::mutex> lock(lanes_busy_);
+    if (lanes_.size() < static_cast<size_t>(lane)) lanes_.resize(static_cast<size_t>(lane), nullptr);
+    ggml_backend_t& b = lanes_[static_cast<size_t>(lane) - 1];
+    if (!b) b = ggml_backend_cpu_init();
+    if (!b) throw Error(ErrorKind::Internal, "cannot start a ggml CPU backend for the core gate's lane " + std::to_string(lane));
+    return b;
 }
 
 std::string Backend::description() const {
@@ -123,24 +84,26 @@ void Backend::share_cores_with(const Backend& other) const {
 void Backend::compute(ggml_cgraph* graph) const {
     if (!is_cpu_) {
         std::lock_guard<std::mutex> lock(device_busy_);
-        return run(graph);
+        return run(backend_, graph);
     }
     process_gate().run(
-        [&] {
-            // Only the executor thread runs this, so the static state of free_cores needs no lock.
-            ggml_backend_cpu_set_n_threads(backend_, free_cores(threads_));
-            run(graph);
+        [&](const GateSlot& slot) {
+            // Lane `slot.lane` runs one graph at a time, so its backend (n_threads, work buffer) is its own.
+            ggml_backend_t lane = lane_backend(slot.lane);
+            ggml_backend_cpu_set_n_threads(lane, slot.threads);
+            run(lane, graph);
         },
-        UrgentCompute::active() ? ComputePriority::Urgent : gate_first_ ? ComputePriority::First : ComputePriority::Rest);
+        UrgentCompute::active() ? ComputePriority::Urgent : gate_first_ ? ComputePriority::First : ComputePriority::Rest,
+        threads_);
 }
 
-void Backend::run(ggml_cgraph* graph) const {
-    if (ggml_backend_graph_compute(backend_, graph) != GGML_STATUS_SUCCESS) {
-        throw Error(ErrorKind::Internal, std::string("graph computation failed on ") + ggml_backend_name(backend_));
+void Backend::run(ggml_backend_t backend, ggml_cgraph* graph) const {
+    if (ggml_backend_graph_compute(backend, graph) != GGML_STATUS_SUCCESS) {
+        throw Error(ErrorKind::Internal, std::string("graph computation failed on ") + ggml_backend_name(backend));
     }
     // A device backend may return with the work still queued: callers read results and free or
     // re-plan the graph's buffer right after, so the work must be done (the CPU's always is).
-    if (!is_cpu_) ggml_backend_synchronize(backend_);
+    if (!is_cpu_) ggml_backend_synchronize(backend);
 }
 
 void Backend::compute(ggml_cgraph* graph, const GraphStages& stages, StageTimes* times) const {

@@ -65,17 +65,23 @@ public:
     // order, so the results are identical), adding each stage's wall time to `times`.
     void compute(ggml_cgraph* graph, const GraphStages& stages, StageTimes* times) const;
 
-    // Every CPU backend of the process runs its graphs on one executor thread, one graph at a time
-    // (one compute owner): two thread teams on the same cores spin at each other's barriers (a
-    // generator and its concurrent decoder ran 1.5x slower together than one after the other, and
-    // four engines of a server far worse). This makes this backend's waiting graphs go before
-    // `other`'s (the generator before its decoder). No-op unless both are CPU backends.
+    // Every CPU backend of the process runs its graphs through one executor (core_gate.h), whose
+    // thread teams together never outnumber the cores (one compute owner): teams that did spun at
+    // each other's barriers (a generator and its concurrent decoder ran 1.5x slower together than
+    // one after the other, and four engines of a server far worse). This makes this backend's
+    // waiting graphs go before `other`'s (a decoder's before its generator's). No-op unless both
+    // are CPU backends.
     void share_cores_with(const Backend& other) const;
 
 private:
-    void run(ggml_cgraph* graph) const;
+    void run(ggml_backend_t backend, ggml_cgraph* graph) const;
+    // The CPU backend a core gate lane computes on: backend_ for lane 0, one of lanes_ (made on first
+    // use) for the others.
+    ggml_backend_t lane_backend(int lane) const;
 
     ggml_backend_t backend_ = nullptr;
+    mutable std::vector<ggml_backend_t> lanes_;  // lanes 1, 2, ...
+    mutable std::mutex lanes_busy_;
     // A GPU backend's graphs, from any number of sessions and threads, run one at a time: a ggml
     // device backend (its stream and scratch state) is not safe to drive from two threads.
     mutable std::mutex device_busy_;

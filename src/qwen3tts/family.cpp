@@ -84,7 +84,8 @@ Capabilities capabilities_of(const Hparams& h, int sample_rate) {
     return c;
 }
 
-// The decoder and the generator take turns on the executor, so each uses all of the cores.
+// Alone on the cores the decoder uses them all, as the generator does; the core gate shares them
+// when both wait.
 int decoder_thread_count(const talkbox::ModelOptions& o) {
     if (o.decoder_threads > 0) return o.decoder_threads;
     return o.threads > 0 ? o.threads : default_thread_count();

@@ -63,12 +63,12 @@ TEST(BenchCli, StreamsRunsConcurrentRequestsAndReportsTheAggregate) {
     for (const char* key : {"single_audio_seconds_per_second", "speedup_vs_single", "first_audio_max_ms", "first_audio_single_ms",
                             "first_audio_p50_ratio", "first_audio_max_ratio", "generation_ms_per_stream_frame",
                             "decoder_ms_per_stream_frame", "bound_audio_seconds_per_second", "bound_fraction",
-                            "gate_busy_fraction", "gate_generation_ms_per_stream_frame", "gate_decoder_ms_per_stream_frame"}) {
+                            "gate_busy_fraction", "gate_generation_core_ms_per_stream_frame", "gate_decoder_core_ms_per_stream_frame"}) {
         ASSERT_TRUE(j.contains(key)) << key;
         EXPECT_GT(j[key].get<double>(), 0.0) << key;
         ASSERT_TRUE(j["min"].contains(key)) << key;
     }
-    EXPECT_TRUE(j.contains("gate_urgent_ms_per_stream_frame"));
+    EXPECT_TRUE(j.contains("gate_urgent_core_ms_per_stream_frame"));
     EXPECT_FALSE(j.contains("late_join_first_audio_ms"));
     EXPECT_EQ(j["late_join"], false);
     EXPECT_LE(j["first_audio_ms"].get<double>(), j["first_audio_max_ms"].get<double>());

@@ -1,10 +1,13 @@
-// CoreGate: one thread runs every job; waiting jobs go urgent first, then first, then the rest,
-// in arrival order within each; UrgentCompute marks the calling thread's graphs urgent; busy()
-// adds up each job's time under the priority it was queued at; a thread can wait for the next urgent
-// job that another queues; a traced gate writes one Chrome trace event per job.
+// CoreGate: waiting jobs go urgent first, then first, then the rest, in arrival order within each;
+// a job alone takes every free core it asks for, waiting jobs share them side by side, and the
+// running jobs never hold more threads than the gate's cores; UrgentCompute marks the calling
+// thread's graphs urgent; busy() adds up each job's core time under the priority it was queued at;
+// a thread can wait for the next urgent job that another queues; a traced gate writes one Chrome
+// trace event per job.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <atomic>
 #include <future>
 #include <stdexcept>
 #include <string>
@@ -51,6 +54,159 @@ TEST(CoreGate, WaitingJobsRunUrgentThenFirstThenRestEachInArrivalOrder) {
                                   {"urgent2", ComputePriority::Urgent},
                                   {"first2", ComputePriority::First}});
     EXPECT_EQ(order, (std::vector<std::string>{"holder", "urgent1", "urgent2", "first1", "first2", "rest1", "rest2"}));
+}
+
+// Jobs one after the other on a gate of 3 cores: each takes the cores it asks for, at most 3, and
+// runs on the first lane (whose thread team is warm).
+TEST(CoreGate, AJobAloneTakesEveryCoreItAsksForOnTheFirstLane) {
+    CoreGate gate;
+    gate.allow(3);
+    EXPECT_EQ(gate.width(), 3);
+    for (const int wanted : {1, 2, 3, 8, 2}) {
+        GateSlot got{-1, -1};
+        gate.run([&](const GateSlot& slot) { got = slot; }, ComputePriority::First, wanted);
+        EXPECT_EQ(got.threads, std::min(wanted, 3)) << wanted;
+        EXPECT_EQ(got.lane, 0) << wanted;
+    }
+}
+
+// Runs `a` and `b` (each asking for 2 threads, at `priority`) so that both wait while a 2-thread
+// job holds a gate of 2 cores; each reports its slot and whether it saw the other running within
+// `overlap` of its own start.
+struct SideBySide {
+    GateSlot a{-1, -1}, b{-1, -1};
+    bool a_saw_b = false, b_saw_a = false;
+};
+SideBySide queue_two_behind_a_holder(CoreGate& gate, ComputePriority priority, std::chrono::milliseconds overlap) {
+    SideBySide r;
+    std::promise<void> release, holding, a_running, b_running;
+    std::shared_future<void> released = release.get_future().share();
+    std::shared_future<void> a_started = a_running.get_future().share(), b_started = b_running.get_future().share();
+    std::thread holder([&] {
+        gate.run([&](const GateSlot&) { holding.set_value(); released.wait(); }, ComputePriority::Rest, 2);
+    });
+    holding.get_future().wait();
+    std::thread ta([&] {
+        gate.run([&](const GateSlot& slot) {
+            r.a = slot;
+            a_running.set_value();
+            r.a_saw_b = b_started.wait_for(overlap) == std::future_status::ready;
+        }, priority, 2);
+    });
+    while (gate.waiting() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::thread tb([&] {
+        gate.run([&](const GateSlot& slot) {
+            r.b = slot;
+            b_running.set_value();
+            r.b_saw_a = a_started.wait_for(overlap) == std::future_status::ready;
+        }, priority, 2);
+    });
+    while (gate.waiting() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    release.set_value();
+    holder.join();
+    ta.join();
+    tb.join();
+    return r;
+}
+
+// Two jobs waiting when the cores come free run at once, a core and a lane each.
+TEST(CoreGate, WaitingJobsShareTheFreeCoresSideBySide) {
+    CoreGate gate;
+    gate.allow(2);
+    for (const ComputePriority p : {ComputePriority::First, ComputePriority::Rest}) {
+        const SideBySide r = queue_two_behind_a_holder(gate, p, std::chrono::seconds(10));
+        EXPECT_TRUE(r.a_saw_b);
+        EXPECT_TRUE(r.b_saw_a);
+        EXPECT_EQ(r.a.threads, 1);
+        EXPECT_EQ(r.b.threads, 1);
+        EXPECT_EQ(r.a.lane + r.b.lane, 1) << "lanes " << r.a.lane << " and " << r.b.lane;
+    }
+}
+
+// Urgent jobs (a first audio waits on each) do not share: the first takes both cores, the second
+// starts once it has ended.
+TEST(CoreGate, UrgentJobsTakeEveryFreeCoreOneAfterTheOther) {
+    CoreGate gate;
+    gate.allow(2);
+    const SideBySide r = queue_two_behind_a_holder(gate, ComputePriority::Urgent, std::chrono::milliseconds(50));
+    EXPECT_FALSE(r.a_saw_b);
+    EXPECT_TRUE(r.b_saw_a) << "the second started before the first";
+    EXPECT_EQ(r.a.threads, 2);
+    EXPECT_EQ(r.b.threads, 2);
+    EXPECT_EQ(r.a.lane, 0);
+    EXPECT_EQ(r.b.lane, 0);
+}
+
+// Where fewer cores are free than the gate has (other processes keep them busy), the jobs share
+// only those: one core, one job at a time.
+TEST(CoreGate, JobsShareOnlyTheCoresOtherProcessesLeaveFree) {
+    CoreGate gate({}, [] { return 1; });
+    gate.allow(2);
+    std::atomic<bool> second_started{false};
+    std::promise<void> release, holding;
+    std::shared_future<void> released = release.get_future().share();
+    GateSlot first{-1, -1}, second{-1, -1};
+    std::thread holder([&] {
+        gate.run([&](const GateSlot& slot) { first = slot; holding.set_value(); released.wait(); }, ComputePriority::Rest, 2);
+    });
+    holding.get_future().wait();
+    std::thread waiter([&] {
+        gate.run([&](const GateSlot& slot) { second = slot; second_started = true; }, ComputePriority::Urgent, 2);
+    });
+    while (gate.waiting() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(second_started) << "started beside the first job on a gate with one free core";
+    release.set_value();
+    holder.join();
+    waiter.join();
+    EXPECT_EQ(first.threads, 1);
+    EXPECT_EQ(second.threads, 1);
+}
+
+// While one job holds one of 2 cores, a job asking for 2 starts at once on the core left free.
+TEST(CoreGate, AWaitingJobTakesTheCoreLeftFree) {
+    CoreGate gate;
+    gate.allow(2);
+    std::promise<void> release, holding;
+    std::shared_future<void> released = release.get_future().share();
+    std::thread holder([&] {
+        gate.run([&](const GateSlot&) { holding.set_value(); released.wait(); }, ComputePriority::Rest, 1);
+    });
+    holding.get_future().wait();
+    GateSlot got{-1, -1};
+    gate.run([&](const GateSlot& slot) { got = slot; }, ComputePriority::Rest, 2);  // returns while the holder holds
+    release.set_value();
+    holder.join();
+    EXPECT_EQ(got.threads, 1);
+    EXPECT_EQ(got.lane, 1);
+}
+
+// Many callers queuing jobs of 1 to 3 threads on a gate of 3 cores: the running jobs never hold
+// more threads than the cores, and every job runs.
+TEST(CoreGate, RunningJobsNeverHoldMoreThreadsThanTheCores) {
+    CoreGate gate;
+    gate.allow(3);
+    std::atomic<int> held{0}, most{0}, ran{0};
+    std::vector<std::thread> callers;
+    for (int c = 0; c < 8; ++c) {
+        callers.emplace_back([&, c] {
+            for (int i = 0; i < 40; ++i) {
+                gate.run([&](const GateSlot& slot) {
+                    const int now = held += slot.threads;
+                    int seen = most.load();
+                    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+                    }
+                    std::this_thread::sleep_for(std::chrono::microseconds(200));
+                    held -= slot.threads;
+                    ++ran;
+                }, static_cast<ComputePriority>((c + i) % 3), 1 + (c + i) % 3);
+            }
+        });
+    }
+    for (auto& t : callers) t.join();
+    EXPECT_EQ(ran.load(), 8 * 40);
+    EXPECT_LE(most.load(), 3);
+    EXPECT_GE(most.load(), 2) << "jobs never ran side by side";
 }
 
 // The hand-over of a stream's first frames: the generator counts the urgent jobs, hands the frame
@@ -103,7 +259,11 @@ TEST(CoreGate, ATracedGateWritesOneChromeTraceEventPerJob) {
     ASSERT_EQ(events.size(), 2u) << events.dump();
     EXPECT_EQ(events[0]["name"], "rest");
     EXPECT_EQ(events[1]["name"], "urgent");
-    for (const auto& e : events) EXPECT_EQ(e["ph"], "X");
+    for (const auto& e : events) {
+        EXPECT_EQ(e["ph"], "X");
+        EXPECT_EQ(e["args"]["lane"], 0);
+        EXPECT_EQ(e["args"]["threads"], 1);
+    }
     EXPECT_NE(events[0]["tid"], events[1]["tid"]);
     EXPECT_GE(events[0]["dur"].get<double>(), 15000.0) << "the held job ran ~20 ms (microseconds)";
     EXPECT_GE(events[1]["ts"].get<double>(), events[0]["ts"].get<double>() + events[0]["dur"].get<double>());
@@ -143,20 +303,28 @@ TEST(CoreGate, BusyAddsEachJobsTimeToItsPriority) {
     EXPECT_EQ(gate.busy().total(), 0.0);
     gate.run(sleep(20), ComputePriority::Rest);
     const CoreGate::Busy after_rest = gate.busy();
-    EXPECT_GE(after_rest.ms[static_cast<int>(ComputePriority::Rest)], 20.0);
-    EXPECT_EQ(after_rest.ms[static_cast<int>(ComputePriority::Urgent)], 0.0);
-    EXPECT_EQ(after_rest.ms[static_cast<int>(ComputePriority::First)], 0.0);
+    EXPECT_GE(after_rest.core_ms[static_cast<int>(ComputePriority::Rest)], 20.0);
+    EXPECT_EQ(after_rest.core_ms[static_cast<int>(ComputePriority::Urgent)], 0.0);
+    EXPECT_EQ(after_rest.core_ms[static_cast<int>(ComputePriority::First)], 0.0);
     gate.run(sleep(10), ComputePriority::Urgent);
     const CoreGate::Busy after_urgent = gate.busy();
-    EXPECT_GE(after_urgent.ms[static_cast<int>(ComputePriority::Urgent)], 10.0);
-    EXPECT_EQ(after_urgent.ms[static_cast<int>(ComputePriority::Rest)], after_rest.ms[static_cast<int>(ComputePriority::Rest)]);
-    EXPECT_EQ(after_urgent.total(), after_urgent.ms[0] + after_urgent.ms[1] + after_urgent.ms[2]);
+    EXPECT_GE(after_urgent.core_ms[static_cast<int>(ComputePriority::Urgent)], 10.0);
+    EXPECT_EQ(after_urgent.core_ms[static_cast<int>(ComputePriority::Rest)], after_rest.core_ms[static_cast<int>(ComputePriority::Rest)]);
+    EXPECT_EQ(after_urgent.total(), after_urgent.core_ms[0] + after_urgent.core_ms[1] + after_urgent.core_ms[2]);
     // A job that throws still counts.
     EXPECT_THROW(gate.run([] {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
         throw std::runtime_error("x");
     }, ComputePriority::First), std::runtime_error);
-    EXPECT_GE(gate.busy().ms[static_cast<int>(ComputePriority::First)], 5.0);
+    EXPECT_GE(gate.busy().core_ms[static_cast<int>(ComputePriority::First)], 5.0);
+}
+
+// A job's core time is its time times its threads.
+TEST(CoreGate, BusyCountsEveryThreadOfAJob) {
+    CoreGate gate;
+    gate.allow(2);
+    gate.run([](const GateSlot&) { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }, ComputePriority::Rest, 2);
+    EXPECT_GE(gate.busy().core_ms[static_cast<int>(ComputePriority::Rest)], 40.0);
 }
 
 TEST(CoreGate, UrgentComputeMarksOnlyItsThreadWhileItLives) {
