@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <atomic>
+#include <functional>
 #include <future>
 #include <stdexcept>
 #include <string>
@@ -23,25 +24,50 @@ using namespace talkbox;
 
 namespace {
 
-// Queues one job per (name, priority) while a first job holds the gate, one at a time in the order
+// A job that holds `gate` from the moment it runs (asking for `threads` cores at `priority`; its
+// slot in `slot`) until release(), then runs `after`.
+class Holder {
+public:
+    Holder(CoreGate& gate, int threads, ComputePriority priority = ComputePriority::Rest, std::function<void()> after = {}) {
+        std::promise<void> running;
+        std::future<void> ran = running.get_future();
+        thread_ = std::thread([&gate, threads, priority, after = std::move(after), running = std::move(running), this]() mutable {
+            gate.run([&](const GateSlot& s) {
+                slot = s;
+                running.set_value();
+                released_.wait();
+                if (after) after();
+            }, priority, threads);
+        });
+        ran.wait();
+    }
+    ~Holder() {
+        if (thread_.joinable()) release();
+    }
+    void release() {
+        release_.set_value();
+        thread_.join();
+    }
+    GateSlot slot{-1, -1};
+
+private:
+    std::promise<void> release_;
+    std::shared_future<void> released_ = release_.get_future().share();
+    std::thread thread_;
+};
+
+// Queues one (name, priority) while a first job holds the gate, one at a time in the order
 // given, then releases it; returns the names in the order the gate ran them.
 std::vector<std::string> run_order(const std::vector<std::pair<std::string, ComputePriority>>& jobs) {
     CoreGate gate;
     std::vector<std::string> order;  // written by the gate's one thread only
-    std::promise<void> release;
-    std::shared_future<void> released = release.get_future().share();
-    std::promise<void> holding;
-    std::thread holder([&] {
-        gate.run([&] { holding.set_value(); released.wait(); order.push_back("holder"); }, ComputePriority::Rest);
-    });
-    holding.get_future().wait();
+    Holder holder(gate, 1, ComputePriority::Rest, [&] { order.push_back("holder"); });
     std::vector<std::thread> callers;
     for (size_t i = 0; i < jobs.size(); ++i) {
         callers.emplace_back([&, i] { gate.run([&, i] { order.push_back(jobs[i].first); }, jobs[i].second); });
         while (gate.waiting() < i + 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    release.set_value();
-    holder.join();
+    holder.release();
     for (auto& t : callers) t.join();
     return order;
 }
@@ -79,31 +105,25 @@ struct SideBySide {
 };
 SideBySide queue_two_behind_a_holder(CoreGate& gate, ComputePriority priority, std::chrono::milliseconds overlap) {
     SideBySide r;
-    std::promise<void> release, holding, a_running, b_running;
-    std::shared_future<void> released = release.get_future().share();
+    std::promise<void> a_running, b_running;
     std::shared_future<void> a_started = a_running.get_future().share(), b_started = b_running.get_future().share();
-    std::thread holder([&] {
-        gate.run([&](const GateSlot&) { holding.set_value(); released.wait(); }, ComputePriority::Rest, 2);
-    });
-    holding.get_future().wait();
-    std::thread ta([&] {
-        gate.run([&](const GateSlot& slot) {
-            r.a = slot;
-            a_running.set_value();
-            r.a_saw_b = b_started.wait_for(overlap) == std::future_status::ready;
-        }, priority, 2);
-    });
-    while (gate.waiting() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::thread tb([&] {
-        gate.run([&](const GateSlot& slot) {
-            r.b = slot;
-            b_running.set_value();
-            r.b_saw_a = a_started.wait_for(overlap) == std::future_status::ready;
-        }, priority, 2);
-    });
-    while (gate.waiting() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    release.set_value();
-    holder.join();
+    Holder holder(gate, 2);
+    // Queues a job that reports its slot, says it runs and looks for the other one; returns once queued.
+    const auto queue = [&](GateSlot& slot, std::promise<void>& running, const std::shared_future<void>& other, bool& saw,
+                           size_t queued) {
+        std::thread t([&] {
+            gate.run([&](const GateSlot& s) {
+                slot = s;
+                running.set_value();
+                saw = other.wait_for(overlap) == std::future_status::ready;
+            }, priority, 2);
+        });
+        while (gate.waiting() < queued) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return t;
+    };
+    std::thread ta = queue(r.a, a_running, b_started, r.a_saw_b, 1);
+    std::thread tb = queue(r.b, b_running, a_started, r.b_saw_a, 2);
+    holder.release();
     ta.join();
     tb.join();
     return r;
@@ -143,23 +163,17 @@ TEST(CoreGate, JobsShareOnlyTheCoresOtherProcessesLeaveFree) {
     CoreGate gate({}, [] { return 1; });
     gate.allow(2);
     std::atomic<bool> second_started{false};
-    std::promise<void> release, holding;
-    std::shared_future<void> released = release.get_future().share();
-    GateSlot first{-1, -1}, second{-1, -1};
-    std::thread holder([&] {
-        gate.run([&](const GateSlot& slot) { first = slot; holding.set_value(); released.wait(); }, ComputePriority::Rest, 2);
-    });
-    holding.get_future().wait();
+    GateSlot second{-1, -1};
+    Holder first(gate, 2);
     std::thread waiter([&] {
         gate.run([&](const GateSlot& slot) { second = slot; second_started = true; }, ComputePriority::Urgent, 2);
     });
     while (gate.waiting() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_FALSE(second_started) << "started beside the first job on a gate with one free core";
-    release.set_value();
-    holder.join();
+    first.release();
     waiter.join();
-    EXPECT_EQ(first.threads, 1);
+    EXPECT_EQ(first.slot.threads, 1);
     EXPECT_EQ(second.threads, 1);
 }
 
@@ -167,16 +181,10 @@ TEST(CoreGate, JobsShareOnlyTheCoresOtherProcessesLeaveFree) {
 TEST(CoreGate, AWaitingJobTakesTheCoreLeftFree) {
     CoreGate gate;
     gate.allow(2);
-    std::promise<void> release, holding;
-    std::shared_future<void> released = release.get_future().share();
-    std::thread holder([&] {
-        gate.run([&](const GateSlot&) { holding.set_value(); released.wait(); }, ComputePriority::Rest, 1);
-    });
-    holding.get_future().wait();
+    Holder holder(gate, 1);
     GateSlot got{-1, -1};
     gate.run([&](const GateSlot& slot) { got = slot; }, ComputePriority::Rest, 2);  // returns while the holder holds
-    release.set_value();
-    holder.join();
+    holder.release();
     EXPECT_EQ(got.threads, 1);
     EXPECT_EQ(got.lane, 1);
 }
@@ -242,17 +250,11 @@ TEST(CoreGate, ATracedGateWritesOneChromeTraceEventPerJob) {
     const std::string path = dir.file("gate.json");
     {
         CoreGate gate(path);
-        std::promise<void> release, holding;
-        std::shared_future<void> released = release.get_future().share();
-        std::thread holder([&] {
-            gate.run([&] { holding.set_value(); released.wait(); }, ComputePriority::Rest);
-        });
-        holding.get_future().wait();
+        Holder holder(gate, 1);
         std::thread waiter([&] { gate.run([] {}, ComputePriority::Urgent); });
         while (gate.waiting() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        release.set_value();
-        holder.join();
+        holder.release();
         waiter.join();
     }
     const auto events = nlohmann::json::parse(talkbox::testing::read_text(path));
