@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <mutex>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -116,14 +117,16 @@ std::string choose_voice(const BenchArgs& a, const Capabilities& caps, std::shar
 }
 
 void print_figure_table(const std::vector<Figure>& figures) {
-    std::printf("| %-32s | %10s | %10s |\n", "figure", "median", "min");
-    std::printf("|%s|%s|%s|\n", std::string(34, '-').c_str(), std::string(11, '-').append(":").c_str(),
-                std::string(11, '-').append(":").c_str());
+    int width = 32;  // the label column fits the longest label
+    for (const auto& f : figures) width = std::max(width, static_cast<int>(std::strlen(f.label)));
+    std::printf("| %-*s | %10s | %10s |\n", width, "figure", "median", "min");
+    std::printf("|%s|%s|%s|\n", std::string(static_cast<size_t>(width) + 2, '-').c_str(),
+                std::string(11, '-').append(":").c_str(), std::string(11, '-').append(":").c_str());
     for (const auto& f : figures) {
         char med[32], lo[32];
         std::snprintf(med, sizeof(med), f.format, median(f.values));
         std::snprintf(lo, sizeof(lo), f.format, min_of(f.values));
-        std::printf("| %-32s | %10s | %10s |\n", f.label, med, lo);
+        std::printf("| %-*s | %10s | %10s |\n", width, f.label, med, lo);
     }
 }
 
