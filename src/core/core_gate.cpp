@@ -6,6 +6,7 @@
 #include <cstring>
 #include <dirent.h>
 
+#include "core/backend.h"
 #include "core/clock.h"
 
 namespace talkbox {
@@ -65,8 +66,7 @@ int machine_free_cores() {
         reads[next++ % 3] = r < 0 ? 0 : r;
     }
     const int busy = std::min({reads[0], reads[1], reads[2]});
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return std::max(1, cores - busy);
+    return std::max(1, default_thread_count() - busy);
 }
 
 }  // namespace

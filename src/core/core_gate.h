@@ -36,11 +36,11 @@ struct GateSlot {
 //
 // A job alone takes every free core (up to the threads it asks for); several waiting jobs share
 // the free cores, one thread each on two cores, but an urgent one takes them all (a first audio
-// waits on it). Two one-thread graphs side by side beat the same
-// graphs one after the other on two threads each (2 Zen 4 cores, 0.6B Q8_0: 8 streams' batched
-// generation 134 CPU ms per batch frame on one thread against 183 on two, an int8 decoder chunk
-// 21.2 against 22.3 alone and 26.4 in the pipeline), so the cores are shared whenever several
-// graphs wait, and a lone graph (a single stream's, a first audio's) still gets them all.
+// waits on it). Two one-thread graphs side by side beat the same graphs one after the other on two
+// threads each (2 Zen 4 cores, 0.6B Q8_0: 8 streams' batched generation 134 CPU ms per batch frame
+// on one thread against 183 on two, an int8 decoder chunk 21.2 against 22.3 alone and 26.4 in the
+// pipeline), so the cores are shared whenever several graphs wait, and a lone graph (a single
+// stream's, a first audio's) still gets them all.
 class CoreGate {
 public:
     // trace_path: where to write a Chrome trace (chrome://tracing, ui.perfetto.dev) of every job, one
